@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mrce_abi.h - the ABI between libmetaroce.so (the verbs provider) and
+ * mrce-nicd (the soft-NIC daemon): shared-memory rings and the local control
+ * protocol on the Unix socket.
+ *
+ * The Java side mirrors every layout here in a *Descriptor class; the test
+ * MrceAbiAgreementTest runs the `mrce_abi_offsets` program (built from
+ * abi_offsets.c) and proves that both sides agree on every offset and size.
+ *
+ * Rules: both ends run on one host, so every integer is little-endian and
+ * naturally aligned; every struct has a fixed size; a version is checked on
+ * attach (ring magic/version) and on connect (HELLO abi_version).
+ */
+#ifndef MRCE_ABI_H
+#define MRCE_ABI_H
+
+#include <stdint.h>
+
+#define MRCE_ABI_VERSION 1
+
+/* ------------------------------------------------------------------------
+ * Rings: single producer / single consumer, fixed-size slots, free-running
+ * 32-bit indices (slot = index & (slot_count - 1)), each index on its own
+ * cache line. The producer writes a slot, then store-releases `producer`;
+ * the consumer load-acquires `producer`, reads the slot, then store-releases
+ * `consumer`.
+ *
+ *   SQ, RQ: producer = provider (post_send/post_recv), consumer = daemon
+ *   CQ:     producer = daemon,                         consumer = provider
+ *
+ *  0               4        6      8           12          16
+ *  +---------------+--------+------+-----------+-----------+---- ... --+
+ *  | magic         |version | kind | slot_size | slot_count| pad       |
+ *  +---------------+--------+------+-----------+-----------+---- ... --+
+ *  64  producer (u32) .......................................  (line 1)
+ *  128 consumer (u32) .......................................  (line 2)
+ *  192 flags (u32) | arm (u32) | notify_count (u32) ..........  (line 3)
+ *  256 slot[0], slot[1], ... slot[slot_count - 1]
+ *
+ * flags (SQ/RQ): MRCE_RING_NEED_WAKEUP is set by the daemon before it goes
+ *   to sleep. After publishing `producer` the provider issues a full fence,
+ *   and if NEED_WAKEUP is set writes 1 to the context's doorbell eventfd
+ *   (from HELLO). The daemon sets the flag, fences, re-checks every ring,
+ *   then sleeps; it clears the flag when it wakes.
+ * arm (CQ): written by the provider in ibv_req_notify_cq (MRCE_CQ_ARM_NEXT or
+ *   MRCE_CQ_ARM_SOLICITED). When the daemon writes a CQE that matches the arm
+ *   it exchanges arm to 0, increments notify_count and writes 1 to the CQ's
+ *   completion-channel eventfd (an EFD_SEMAPHORE eventfd). ibv_get_cq_event
+ *   reads that eventfd and returns a CQ of the channel whose notify_count
+ *   differs from the count the provider last saw.
+ * ------------------------------------------------------------------------ */
+#define MRCE_RING_MAGIC 0x474e524du /* "MRNG" little-endian */
+#define MRCE_RING_VERSION 1
+#define MRCE_RING_KIND_SQ 1
+#define MRCE_RING_KIND_RQ 2
+#define MRCE_RING_KIND_CQ 3
+#define MRCE_RING_NEED_WAKEUP 0x1u
+#define MRCE_CQ_ARM_NEXT 1u
+#define MRCE_CQ_ARM_SOLICITED 2u
+#define MRCE_CACHE_LINE 64
+
+struct mrce_ring_header {
+	uint32_t magic;                 /* 0 */
+	uint16_t version;               /* 4 */
+	uint16_t kind;                  /* 6 */
+	uint32_t slot_size;             /* 8 */
+	uint32_t slot_count;            /* 12: power of two */
+	uint8_t pad0[48];               /* 16 */
+	uint32_t producer;              /* 64 */
+	uint8_t pad1[60];               /* 68 */
+	uint32_t consumer;              /* 128 */
+	uint8_t pad2[60];               /* 132 */
+	uint32_t flags;                 /* 192 */
+	uint32_t arm;                   /* 196 */
+	uint32_t notify_count;          /* 200 */
+	uint8_t pad3[52];               /* 204 */
+};                                      /* 256: slots start here */
+#define MRCE_RING_SLOTS_OFF 256
+
+/*
+ * Work queue entry: one layout for SQ and RQ slots (RQ uses wr_id, num_sge,
+ * length and sge[]). 256 bytes.
+ *
+ *  0 wr_id u64 | 8 opcode u8 | 9 send_flags u8 | 10 num_sge u16 |
+ * 12 imm_data u32 (as the app gave it, network order) | 16 length u32 |
+ * 20 rkey u32 | 24 remote_addr u64 | 32 compare_add u64 | 40 swap u64 |
+ * 48 reserved | 64 data[192]: sge[num_sge] or, with IBV_SEND_INLINE,
+ * `length` bytes of inline payload (num_sge is then 0).
+ *
+ * opcode is enum ibv_wr_opcode, send_flags the low 8 bits of enum
+ * ibv_send_flags. `length` is what the provider computed; the daemon
+ * recomputes it from the SGEs and never trusts it.
+ */
+#define MRCE_WQE_SIZE 256
+#define MRCE_WQE_DATA_OFF 64
+#define MRCE_WQE_DATA_SIZE 192
+#define MRCE_MAX_SGE 12
+#define MRCE_MAX_INLINE 192
+
+struct mrce_sge {
+	uint64_t addr;   /* 0 */
+	uint32_t length; /* 8 */
+	uint32_t lkey;   /* 12 */
+};                       /* 16 */
+
+struct mrce_wqe {
+	uint64_t wr_id;                 /* 0 */
+	uint8_t opcode;                 /* 8 */
+	uint8_t send_flags;             /* 9 */
+	uint16_t num_sge;               /* 10 */
+	uint32_t imm_data;              /* 12 */
+	uint32_t length;                /* 16 */
+	uint32_t rkey;                  /* 20 */
+	uint64_t remote_addr;           /* 24 */
+	uint64_t compare_add;           /* 32 */
+	uint64_t swap;                  /* 40 */
+	uint8_t reserved[16];           /* 48 */
+	union {                         /* 64 */
+		struct mrce_sge sge[MRCE_MAX_SGE];
+		uint8_t inline_data[MRCE_MAX_INLINE];
+	} data;
+};                                      /* 256 */
+
+/*
+ * Completion queue entry, 64 bytes; fields as in struct ibv_wc.
+ */
+#define MRCE_CQE_SIZE 64
+
+struct mrce_cqe {
+	uint64_t wr_id;          /* 0 */
+	uint32_t status;         /* 8: enum ibv_wc_status */
+	uint32_t opcode;         /* 12: enum ibv_wc_opcode */
+	uint32_t vendor_err;     /* 16 */
+	uint32_t byte_len;       /* 20 */
+	uint32_t imm_data;       /* 24: network order, valid with IBV_WC_WITH_IMM */
+	uint32_t qp_num;         /* 28 */
+	uint32_t src_qp;         /* 32 */
+	uint32_t wc_flags;       /* 36: enum ibv_wc_flags */
+	uint16_t pkey_index;     /* 40 */
+	uint16_t slid;           /* 42 */
+	uint8_t sl;              /* 44 */
+	uint8_t dlid_path_bits;  /* 45 */
+	uint8_t reserved[18];    /* 46 */
+};                               /* 64 */
+
+/* ------------------------------------------------------------------------
+ * Local control protocol: SOCK_STREAM Unix socket, one connection per
+ * ibv_context. Every frame (request or response) is a 16-byte header and a
+ * fixed-size payload for its op; len counts the header too and is at most
+ * MRCE_CTRL_MAX_FRAME. A request gets exactly one response with the same op
+ * and seq; status is 0 or a positive errno. A response with nfds > 0 is
+ * followed on the stream by nfds single bytes (value 0), each carrying one
+ * file descriptor as SCM_RIGHTS, in the order the op documents. The daemon
+ * closes the connection on a malformed frame (bad len, unknown op, payload
+ * size wrong for the op). Closing the connection destroys every object made
+ * on it.
+ *
+ *  0 len u32 | 4 op u16 | 6 status u16 | 8 seq u32 | 12 nfds u16 | 14 pad u16
+ *
+ * Socket path: $METAROCE_SOCK if set, else
+ * /tmp/metaroce/nicd-<inode of /proc/self/ns/net>.sock, so a process finds
+ * the daemon of its own network namespace with no configuration.
+ * Object handles are daemon-chosen u32 values, unique per connection.
+ * MRCE_NO_HANDLE means "none" (no completion channel, no SRQ).
+ * ------------------------------------------------------------------------ */
+#define MRCE_CTRL_MAX_FRAME 4096
+#define MRCE_SOCK_DIR "/tmp/metaroce"
+#define MRCE_NO_HANDLE 0xffffffffu
+
+struct mrce_ctrl_hdr {
+	uint32_t len;     /* 0 */
+	uint16_t op;      /* 4 */
+	uint16_t status;  /* 6 */
+	uint32_t seq;     /* 8 */
+	uint16_t nfds;    /* 12 */
+	uint16_t pad;     /* 14 */
+};                        /* 16 */
+
+enum mrce_ctrl_op {
+	MRCE_OP_HELLO = 1,           /* req hello_req; resp hello_resp + fds [doorbell eventfd, async eventfd] */
+	MRCE_OP_ALLOC_PD = 2,        /* req empty; resp handle_resp */
+	MRCE_OP_DEALLOC_PD = 3,      /* req handle_req; resp empty (EBUSY while objects use it) */
+	MRCE_OP_REG_MR = 4,          /* req reg_mr_req; resp reg_mr_resp */
+	MRCE_OP_DEREG_MR = 5,        /* req handle_req; resp empty */
+	MRCE_OP_CREATE_COMP_CHANNEL = 6, /* req empty; resp handle_resp + fds [EFD_SEMAPHORE eventfd] */
+	MRCE_OP_DESTROY_COMP_CHANNEL = 7, /* req handle_req; resp empty (EBUSY while a CQ uses it) */
+	MRCE_OP_CREATE_CQ = 8,       /* req create_cq_req; resp create_cq_resp + fds [ring memfd] */
+	MRCE_OP_DESTROY_CQ = 9,      /* req handle_req; resp empty (EBUSY while a QP uses it) */
+	MRCE_OP_CREATE_QP = 10,      /* req create_qp_req; resp create_qp_resp + fds [ring memfd] */
+	MRCE_OP_MODIFY_QP = 11,      /* req modify_qp_req; resp empty */
+	MRCE_OP_QUERY_QP = 12,       /* req handle_req; resp qp_attr (all fields valid) */
+	MRCE_OP_DESTROY_QP = 13,     /* req handle_req; resp empty */
+	MRCE_OP_MAX = 13,
+};
+
+struct mrce_handle_req {
+	uint32_t handle; /* 0 */
+	uint32_t pad;    /* 4 */
+};                       /* 8 */
+
+struct mrce_handle_resp {
+	uint32_t handle; /* 0 */
+	uint32_t pad;    /* 4 */
+};                       /* 8 */
+
+struct mrce_hello_req {
+	uint32_t abi_version; /* 0: MRCE_ABI_VERSION */
+	uint32_t pad;         /* 4 */
+};                            /* 8 */
+
+struct mrce_hello_resp {
+	uint32_t abi_version;     /* 0 */
+	uint32_t daemon_pid;      /* 4: the provider calls prctl(PR_SET_PTRACER) with it */
+	uint8_t gid[16];          /* 8: GID index 0, IPv4-mapped (::ffff:a.b.c.d) */
+	char dev_name[16];        /* 24: "mrce0", NUL-terminated */
+	char ifname[16];          /* 40: the netdev served, NUL-terminated */
+	uint64_t node_guid;       /* 56: network order, as in ibv_device_attr */
+	uint32_t if_mtu;          /* 64: the netdev's MTU in bytes */
+	uint32_t active_mtu;      /* 68: enum ibv_mtu that fits the netdev */
+	uint32_t max_mtu;         /* 72: enum ibv_mtu */
+	uint32_t udp_port;        /* 76: the daemon's data UDP port */
+	uint32_t max_qp;          /* 80 */
+	uint32_t max_qp_wr;       /* 84 */
+	uint32_t max_sge;         /* 88 */
+	uint32_t max_cq;          /* 92 */
+	uint32_t max_cqe;         /* 96 */
+	uint32_t max_mr;          /* 100 */
+	uint64_t max_mr_size;     /* 104 */
+	uint32_t max_pd;          /* 112 */
+	uint32_t max_inline;      /* 116 */
+	uint32_t max_qp_rd_atom;  /* 120 */
+	uint32_t max_comp_channel;/* 124 */
+	uint32_t vendor_id;       /* 128 */
+	uint32_t vendor_part_id;  /* 132 */
+	uint32_t hw_ver;          /* 136 */
+	uint32_t link_up;         /* 140: 1 when the netdev is up (port ACTIVE) */
+	uint32_t speed_mbps;      /* 144: 0 when unknown */
+	uint32_t pad;             /* 148 */
+};                                /* 152 */
+
+struct mrce_reg_mr_req {
+	uint32_t pd;      /* 0 */
+	uint32_t access;  /* 4: enum ibv_access_flags */
+	uint64_t addr;    /* 8: in the caller's address space */
+	uint64_t length;  /* 16 */
+	uint64_t iova;    /* 24: equal to addr for ibv_reg_mr */
+};                        /* 32 */
+
+struct mrce_reg_mr_resp {
+	uint32_t handle; /* 0 */
+	uint32_t lkey;   /* 4 */
+	uint32_t rkey;   /* 8 */
+	uint32_t pad;    /* 12 */
+};                       /* 16 */
+
+struct mrce_create_cq_req {
+	uint32_t cqe;          /* 0: at least this many entries */
+	uint32_t channel;      /* 4: comp channel handle or MRCE_NO_HANDLE */
+	uint32_t comp_vector;  /* 8 */
+	uint32_t pad;          /* 12 */
+};                             /* 16 */
+
+struct mrce_create_cq_resp {
+	uint32_t handle;       /* 0 */
+	uint32_t cqe;          /* 4: usable entries (ring slot_count) */
+	uint64_t map_size;     /* 8: bytes to mmap from the memfd, ring at offset 0 */
+};                             /* 16 */
+
+struct mrce_create_qp_req {
+	uint32_t pd;               /* 0 */
+	uint32_t send_cq;          /* 4 */
+	uint32_t recv_cq;          /* 8 */
+	uint32_t srq;              /* 12: MRCE_NO_HANDLE */
+	uint32_t qp_type;          /* 16: enum ibv_qp_type */
+	uint32_t sq_sig_all;       /* 20 */
+	uint32_t max_send_wr;      /* 24 */
+	uint32_t max_recv_wr;      /* 28 */
+	uint32_t max_send_sge;     /* 32 */
+	uint32_t max_recv_sge;     /* 36 */
+	uint32_t max_inline_data;  /* 40 */
+	uint32_t pad;              /* 44 */
+};                                 /* 48 */
+
+struct mrce_create_qp_resp {
+	uint32_t handle;           /* 0 */
+	uint32_t qp_num;           /* 4 */
+	uint32_t max_send_wr;      /* 8: actual capabilities */
+	uint32_t max_recv_wr;      /* 12 */
+	uint32_t max_send_sge;     /* 16 */
+	uint32_t max_recv_sge;     /* 20 */
+	uint32_t max_inline_data;  /* 24 */
+	uint32_t sq_offset;        /* 28: SQ ring offset in the memfd */
+	uint32_t rq_offset;        /* 32: RQ ring offset in the memfd */
+	uint32_t pad;              /* 36 */
+	uint64_t map_size;         /* 40 */
+};                                 /* 48 */
+
+/* struct ibv_qp_attr, with the fields that matter to an RC/UD QP. */
+struct mrce_qp_attr {
+	uint32_t qp_state;            /* 0: enum ibv_qp_state */
+	uint32_t cur_qp_state;        /* 4 */
+	uint32_t path_mtu;            /* 8: enum ibv_mtu */
+	uint32_t qkey;                /* 12 */
+	uint32_t rq_psn;              /* 16 */
+	uint32_t sq_psn;              /* 20 */
+	uint32_t dest_qp_num;         /* 24 */
+	uint32_t qp_access_flags;     /* 28 */
+	uint32_t max_send_wr;         /* 32: cap */
+	uint32_t max_recv_wr;         /* 36 */
+	uint32_t max_send_sge;        /* 40 */
+	uint32_t max_recv_sge;        /* 44 */
+	uint32_t max_inline_data;     /* 48 */
+	uint32_t flow_label;          /* 52: ah_attr.grh */
+	uint8_t dgid[16];             /* 56: ah_attr.grh.dgid */
+	uint8_t sgid_index;           /* 72 */
+	uint8_t hop_limit;            /* 73 */
+	uint8_t traffic_class;        /* 74 */
+	uint8_t is_global;            /* 75: ah_attr.is_global */
+	uint16_t dlid;                /* 76: ah_attr */
+	uint8_t sl;                   /* 78 */
+	uint8_t src_path_bits;        /* 79 */
+	uint8_t static_rate;          /* 80 */
+	uint8_t ah_port_num;          /* 81 */
+	uint16_t pkey_index;          /* 82 */
+	uint8_t en_sqd_async_notify;  /* 84 */
+	uint8_t sq_draining;          /* 85 */
+	uint8_t max_rd_atomic;        /* 86 */
+	uint8_t max_dest_rd_atomic;   /* 87 */
+	uint8_t min_rnr_timer;        /* 88 */
+	uint8_t port_num;             /* 89 */
+	uint8_t timeout;              /* 90 */
+	uint8_t retry_cnt;            /* 91 */
+	uint8_t rnr_retry;            /* 92 */
+	uint8_t pad[3];               /* 93 */
+};                                    /* 96 */
+
+struct mrce_modify_qp_req {
+	uint32_t handle;          /* 0 */
+	uint32_t attr_mask;       /* 4: enum ibv_qp_attr_mask */
+	struct mrce_qp_attr attr; /* 8 */
+};                                /* 104 */
+
+#endif /* MRCE_ABI_H */

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Prints every offset and size of mrce_abi.h as "struct.field offset" lines
+ * (and "struct.__size size"), for the Java side's agreement test.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "mrce_abi.h"
+
+#define F(s, f) printf("%s.%s %zu\n", #s, #f, offsetof(struct s, f))
+#define SZ(s) printf("%s.__size %zu\n", #s, sizeof(struct s))
+#define C(n) printf("const.%s %lu\n", #n, (unsigned long)(n))
+
+int main(void)
+{
+	F(mrce_ring_header, magic); F(mrce_ring_header, version);
+	F(mrce_ring_header, kind); F(mrce_ring_header, slot_size);
+	F(mrce_ring_header, slot_count); F(mrce_ring_header, producer);
+	F(mrce_ring_header, consumer); F(mrce_ring_header, flags);
+	F(mrce_ring_header, arm); F(mrce_ring_header, notify_count);
+	SZ(mrce_ring_header);
+
+	F(mrce_sge, addr); F(mrce_sge, length); F(mrce_sge, lkey); SZ(mrce_sge);
+
+	F(mrce_wqe, wr_id); F(mrce_wqe, opcode); F(mrce_wqe, send_flags);
+	F(mrce_wqe, num_sge); F(mrce_wqe, imm_data); F(mrce_wqe, length);
+	F(mrce_wqe, rkey); F(mrce_wqe, remote_addr); F(mrce_wqe, compare_add);
+	F(mrce_wqe, swap); F(mrce_wqe, data); SZ(mrce_wqe);
+
+	F(mrce_cqe, wr_id); F(mrce_cqe, status); F(mrce_cqe, opcode);
+	F(mrce_cqe, vendor_err); F(mrce_cqe, byte_len); F(mrce_cqe, imm_data);
+	F(mrce_cqe, qp_num); F(mrce_cqe, src_qp); F(mrce_cqe, wc_flags);
+	F(mrce_cqe, pkey_index); F(mrce_cqe, slid); F(mrce_cqe, sl);
+	F(mrce_cqe, dlid_path_bits); SZ(mrce_cqe);
+
+	F(mrce_ctrl_hdr, len); F(mrce_ctrl_hdr, op); F(mrce_ctrl_hdr, status);
+	F(mrce_ctrl_hdr, seq); F(mrce_ctrl_hdr, nfds); SZ(mrce_ctrl_hdr);
+
+	F(mrce_handle_req, handle); SZ(mrce_handle_req);
+	F(mrce_handle_resp, handle); SZ(mrce_handle_resp);
+	F(mrce_hello_req, abi_version); SZ(mrce_hello_req);
+
+	F(mrce_hello_resp, abi_version); F(mrce_hello_resp, daemon_pid);
+	F(mrce_hello_resp, gid); F(mrce_hello_resp, dev_name);
+	F(mrce_hello_resp, ifname); F(mrce_hello_resp, node_guid);
+	F(mrce_hello_resp, if_mtu); F(mrce_hello_resp, active_mtu);
+	F(mrce_hello_resp, max_mtu); F(mrce_hello_resp, udp_port);
+	F(mrce_hello_resp, max_qp); F(mrce_hello_resp, max_qp_wr);
+	F(mrce_hello_resp, max_sge); F(mrce_hello_resp, max_cq);
+	F(mrce_hello_resp, max_cqe); F(mrce_hello_resp, max_mr);
+	F(mrce_hello_resp, max_mr_size); F(mrce_hello_resp, max_pd);
+	F(mrce_hello_resp, max_inline); F(mrce_hello_resp, max_qp_rd_atom);
+	F(mrce_hello_resp, max_comp_channel); F(mrce_hello_resp, vendor_id);
+	F(mrce_hello_resp, vendor_part_id); F(mrce_hello_resp, hw_ver);
+	F(mrce_hello_resp, link_up); F(mrce_hello_resp, speed_mbps);
+	SZ(mrce_hello_resp);
+
+	F(mrce_reg_mr_req, pd); F(mrce_reg_mr_req, access);
+	F(mrce_reg_mr_req, addr); F(mrce_reg_mr_req, length);
+	F(mrce_reg_mr_req, iova); SZ(mrce_reg_mr_req);
+	F(mrce_reg_mr_resp, handle); F(mrce_reg_mr_resp, lkey);
+	F(mrce_reg_mr_resp, rkey); SZ(mrce_reg_mr_resp);
+
+	F(mrce_create_cq_req, cqe); F(mrce_create_cq_req, channel);
+	F(mrce_create_cq_req, comp_vector); SZ(mrce_create_cq_req);
+	F(mrce_create_cq_resp, handle); F(mrce_create_cq_resp, cqe);
+	F(mrce_create_cq_resp, map_size); SZ(mrce_create_cq_resp);
+
+	F(mrce_create_qp_req, pd); F(mrce_create_qp_req, send_cq);
+	F(mrce_create_qp_req, recv_cq); F(mrce_create_qp_req, srq);
+	F(mrce_create_qp_req, qp_type); F(mrce_create_qp_req, sq_sig_all);
+	F(mrce_create_qp_req, max_send_wr); F(mrce_create_qp_req, max_recv_wr);
+	F(mrce_create_qp_req, max_send_sge); F(mrce_create_qp_req, max_recv_sge);
+	F(mrce_create_qp_req, max_inline_data); SZ(mrce_create_qp_req);
+
+	F(mrce_create_qp_resp, handle); F(mrce_create_qp_resp, qp_num);
+	F(mrce_create_qp_resp, max_send_wr); F(mrce_create_qp_resp, max_recv_wr);
+	F(mrce_create_qp_resp, max_send_sge); F(mrce_create_qp_resp, max_recv_sge);
+	F(mrce_create_qp_resp, max_inline_data); F(mrce_create_qp_resp, sq_offset);
+	F(mrce_create_qp_resp, rq_offset); F(mrce_create_qp_resp, map_size);
+	SZ(mrce_create_qp_resp);
+
+	F(mrce_qp_attr, qp_state); F(mrce_qp_attr, cur_qp_state);
+	F(mrce_qp_attr, path_mtu); F(mrce_qp_attr, qkey); F(mrce_qp_attr, rq_psn);
+	F(mrce_qp_attr, sq_psn); F(mrce_qp_attr, dest_qp_num);
+	F(mrce_qp_attr, qp_access_flags); F(mrce_qp_attr, max_send_wr);
+	F(mrce_qp_attr, max_recv_wr); F(mrce_qp_attr, max_send_sge);
+	F(mrce_qp_attr, max_recv_sge); F(mrce_qp_attr, max_inline_data);
+	F(mrce_qp_attr, flow_label); F(mrce_qp_attr, dgid);
+	F(mrce_qp_attr, sgid_index); F(mrce_qp_attr, hop_limit);
+	F(mrce_qp_attr, traffic_class); F(mrce_qp_attr, is_global);
+	F(mrce_qp_attr, dlid); F(mrce_qp_attr, sl); F(mrce_qp_attr, src_path_bits);
+	F(mrce_qp_attr, static_rate); F(mrce_qp_attr, ah_port_num);
+	F(mrce_qp_attr, pkey_index); F(mrce_qp_attr, en_sqd_async_notify);
+	F(mrce_qp_attr, sq_draining); F(mrce_qp_attr, max_rd_atomic);
+	F(mrce_qp_attr, max_dest_rd_atomic); F(mrce_qp_attr, min_rnr_timer);
+	F(mrce_qp_attr, port_num); F(mrce_qp_attr, timeout);
+	F(mrce_qp_attr, retry_cnt); F(mrce_qp_attr, rnr_retry);
+	SZ(mrce_qp_attr);
+
+	F(mrce_modify_qp_req, handle); F(mrce_modify_qp_req, attr_mask);
+	F(mrce_modify_qp_req, attr); SZ(mrce_modify_qp_req);
+
+	C(MRCE_ABI_VERSION); C(MRCE_RING_MAGIC); C(MRCE_RING_VERSION);
+	C(MRCE_RING_SLOTS_OFF); C(MRCE_WQE_SIZE); C(MRCE_WQE_DATA_OFF);
+	C(MRCE_MAX_SGE); C(MRCE_MAX_INLINE); C(MRCE_CQE_SIZE);
+	C(MRCE_CTRL_MAX_FRAME); C(MRCE_NO_HANDLE); C(MRCE_OP_MAX);
+	return 0;
+}
