@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mrce.h - internal structures of libmetaroce.so, the MetaRoCE verbs provider.
+ *
+ * Every object embeds its generic libibverbs struct first; to_mxx() gets back
+ * to ours. An object belongs to MetaRoCE iff its context's device is the one
+ * static mrce_device (is_mrce_ctx()).
+ */
+#ifndef MRCE_H
+#define MRCE_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mrce_abi.h"
+#include "mrce_ring.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define MRCE_PORT 1
+#define MRCE_PROBE_TIMEOUT_MS 2000
+#define MRCE_CMD_TIMEOUT_MS 30000
+
+/* One control connection to the daemon (mrce_ctrl.c). */
+struct mrce_conn {
+	int fd;
+	uint32_t seq;
+	bool dead;             /* the daemon went away: every call is EIO */
+	pthread_mutex_t lock;  /* one request/response at a time */
+};
+
+struct mrce_device {
+	struct ibv_device ibv_dev;
+	struct mrce_hello_resp hello; /* from the latest probe */
+};
+
+struct mrce_context {
+	struct verbs_context vctx;
+	struct mrce_conn conn;
+	struct mrce_hello_resp hello;
+	int doorbell_fd;
+	uint64_t doorbells;   /* doorbell writes, printed with METAROCE_DEBUG=1 */
+	bool debug;
+	bool fatal_reported;  /* IBV_EVENT_DEVICE_FATAL was delivered */
+};
+
+struct mrce_pd {
+	struct ibv_pd ibv_pd;
+};
+
+struct mrce_mr {
+	struct ibv_mr ibv_mr;
+};
+
+struct mrce_cq;
+
+struct mrce_comp_channel {
+	struct ibv_comp_channel ibv_chan;
+	uint32_t handle;
+	pthread_mutex_t lock;   /* guards cqs */
+	struct mrce_cq *cqs;    /* CQs bound to this channel */
+};
+
+struct mrce_cq {
+	struct ibv_cq ibv_cq;
+	struct mrce_ring ring;  /* consumer side; guarded by lock */
+	pthread_spinlock_t lock;
+	void *map;
+	size_t map_size;
+	uint32_t seen_notify;   /* notify_count values turned into events */
+	uint32_t events_given;  /* events returned by ibv_get_cq_event */
+	uint32_t empty_polls;   /* to check for a dead daemon now and then */
+	struct mrce_cq *next_in_chan;
+};
+
+struct mrce_qp {
+	struct ibv_qp ibv_qp;
+	struct mrce_ring sq;    /* producer side; guarded by sq_lock */
+	struct mrce_ring rq;    /* producer side; guarded by rq_lock */
+	pthread_spinlock_t sq_lock;
+	pthread_spinlock_t rq_lock;
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+	void *map;
+	size_t map_size;
+};
+
+static inline struct mrce_context *to_mctx(struct ibv_context *ctx)
+{
+	return container_of(container_of(ctx, struct verbs_context, context),
+			    struct mrce_context, vctx);
+}
+
+static inline struct mrce_pd *to_mpd(struct ibv_pd *pd)
+{
+	return container_of(pd, struct mrce_pd, ibv_pd);
+}
+
+static inline struct mrce_mr *to_mmr(struct ibv_mr *mr)
+{
+	return container_of(mr, struct mrce_mr, ibv_mr);
+}
+
+static inline struct mrce_cq *to_mcq(struct ibv_cq *cq)
+{
+	return container_of(cq, struct mrce_cq, ibv_cq);
+}
+
+static inline struct mrce_qp *to_mqp(struct ibv_qp *qp)
+{
+	return container_of(qp, struct mrce_qp, ibv_qp);
+}
+
+static inline struct mrce_comp_channel *
+to_mchan(struct ibv_comp_channel *chan)
+{
+	return container_of(chan, struct mrce_comp_channel, ibv_chan);
+}
+
+/* mrce_device.c */
+extern struct mrce_device mrce_dev;
+
+static inline bool is_mrce_dev(const struct ibv_device *dev)
+{
+	return dev == &mrce_dev.ibv_dev;
+}
+
+static inline bool is_mrce_ctx(const struct ibv_context *ctx)
+{
+	return ctx && is_mrce_dev(ctx->device);
+}
+
+struct ibv_device **mrce_wrap_device_list(struct ibv_device **real,
+					  int *num_devices);
+struct ibv_device **mrce_unwrap_device_list(struct ibv_device **list);
+struct ibv_context *mrce_open_device(struct ibv_device *dev);
+int mrce_close_device(struct ibv_context *ctx);
+int mrce_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr);
+int mrce_query_port(struct ibv_context *ctx, uint8_t port,
+		    struct ibv_port_attr *attr, size_t attr_len);
+int mrce_query_gid(struct ibv_context *ctx, uint8_t port, int index,
+		   union ibv_gid *gid);
+int mrce_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
+		      struct ibv_gid_entry *entry, size_t entry_size);
+ssize_t mrce_query_gid_table(struct ibv_context *ctx,
+			     struct ibv_gid_entry *entries, size_t max,
+			     size_t entry_size);
+int mrce_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
+		    __be16 *pkey);
+int mrce_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev);
+
+/* mrce_verbs.c: control-path verbs */
+struct ibv_pd *mrce_alloc_pd(struct ibv_context *ctx);
+int mrce_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *mrce_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			   uint64_t iova, unsigned int access);
+int mrce_dereg_mr(struct ibv_mr *mr);
+struct ibv_comp_channel *mrce_create_comp_channel(struct ibv_context *ctx);
+int mrce_destroy_comp_channel(struct ibv_comp_channel *chan);
+struct ibv_cq *mrce_create_cq(struct ibv_context *ctx, int cqe,
+			      void *cq_context, struct ibv_comp_channel *chan,
+			      int comp_vector);
+int mrce_destroy_cq(struct ibv_cq *cq);
+int mrce_get_cq_event(struct ibv_comp_channel *chan, struct ibv_cq **cq,
+		      void **cq_context);
+void mrce_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
+struct ibv_qp *mrce_create_qp(struct ibv_pd *pd,
+			      struct ibv_qp_init_attr *attr);
+int mrce_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int mrce_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init_attr);
+int mrce_destroy_qp(struct ibv_qp *qp);
+
+/* mrce_datapath.c: the context.ops entries */
+int mrce_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad_wr);
+int mrce_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr);
+int mrce_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int mrce_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int mrce_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
+bool mrce_ctx_check_dead(struct mrce_context *ctx);
+
+/* mrce_ctrl.c: the local control protocol */
+int mrce_sock_path(char *buf, size_t len);
+int mrce_conn_open(struct mrce_conn *conn, int timeout_ms);
+void mrce_conn_close(struct mrce_conn *conn);
+int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
+		   uint32_t req_len, void *resp, uint32_t resp_len, int *fds,
+		   unsigned int nfds);
+int mrce_hello(struct mrce_conn *conn, struct mrce_hello_resp *resp,
+	       int *fds);
+
+#endif /* MRCE_H */

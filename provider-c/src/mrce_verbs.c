@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * mrce_verbs.c - control-path verbs on MetaRoCE objects. Each one is a
+ * request to the daemon, which is authoritative for every check; the
+ * provider only checks what its own shared-memory layout limits.
+ *
+ * Once the daemon is gone, every object is gone with it: destroy verbs then
+ * free the local state and succeed, as libibverbs does for a disassociated
+ * device; every other verb fails with EIO.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mrce.h"
+
+static struct mrce_context *ctx_of(struct ibv_context *ibctx)
+{
+	return to_mctx(ibctx);
+}
+
+/* A destroy request; true when the local object may be freed. */
+static int mrce_destroy_cmd(struct mrce_context *ctx, uint16_t op,
+			    uint32_t handle)
+{
+	struct mrce_handle_req req = { .handle = handle };
+	int ret;
+
+	ret = mrce_conn_call(&ctx->conn, op, &req, sizeof(req), NULL, 0, NULL,
+			     0);
+	if (ret == EIO && ctx->conn.dead)
+		return 0;
+	return ret;
+}
+
+struct ibv_pd *mrce_alloc_pd(struct ibv_context *ibctx)
+{
+	struct mrce_handle_resp resp;
+	struct mrce_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = mrce_conn_call(&ctx_of(ibctx)->conn, MRCE_OP_ALLOC_PD, NULL, 0,
+			     &resp, sizeof(resp), NULL, 0);
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	pd->ibv_pd.context = ibctx;
+	pd->ibv_pd.handle = resp.handle;
+	return &pd->ibv_pd;
+}
+
+int mrce_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret = mrce_destroy_cmd(ctx_of(pd->context), MRCE_OP_DEALLOC_PD,
+				   pd->handle);
+
+	if (ret)
+		return ret;
+	free(to_mpd(pd));
+	return 0;
+}
+
+struct ibv_mr *mrce_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			   uint64_t iova, unsigned int access)
+{
+	struct mrce_reg_mr_req req = {
+		.pd = pd->handle,
+		.access = access,
+		.addr = (uintptr_t)addr,
+		.length = length,
+		.iova = iova,
+	};
+	struct mrce_reg_mr_resp resp;
+	struct mrce_mr *mr;
+	int ret;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = mrce_conn_call(&ctx_of(pd->context)->conn, MRCE_OP_REG_MR, &req,
+			     sizeof(req), &resp, sizeof(resp), NULL, 0);
+	if (ret) {
+		free(mr);
+		errno = ret;
+		return NULL;
+	}
+	mr->ibv_mr.context = pd->context;
+	mr->ibv_mr.pd = pd;
+	mr->ibv_mr.addr = addr;
+	mr->ibv_mr.length = length;
+	mr->ibv_mr.handle = resp.handle;
+	mr->ibv_mr.lkey = resp.lkey;
+	mr->ibv_mr.rkey = resp.rkey;
+	return &mr->ibv_mr;
+}
+
+int mrce_dereg_mr(struct ibv_mr *mr)
+{
+	int ret = mrce_destroy_cmd(ctx_of(mr->context), MRCE_OP_DEREG_MR,
+				   mr->handle);
+
+	if (ret)
+		return ret;
+	free(to_mmr(mr));
+	return 0;
+}
+
+struct ibv_comp_channel *mrce_create_comp_channel(struct ibv_context *ibctx)
+{
+	struct mrce_comp_channel *chan;
+	struct mrce_handle_resp resp;
+	int fd, ret;
+
+	chan = calloc(1, sizeof(*chan));
+	if (!chan) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = mrce_conn_call(&ctx_of(ibctx)->conn,
+			     MRCE_OP_CREATE_COMP_CHANNEL, NULL, 0, &resp,
+			     sizeof(resp), &fd, 1);
+	if (ret) {
+		free(chan);
+		errno = ret;
+		return NULL;
+	}
+	chan->ibv_chan.context = ibctx;
+	chan->ibv_chan.fd = fd;
+	chan->handle = resp.handle;
+	pthread_mutex_init(&chan->lock, NULL);
+	return &chan->ibv_chan;
+}
+
+int mrce_destroy_comp_channel(struct ibv_comp_channel *ibchan)
+{
+	struct mrce_comp_channel *chan = to_mchan(ibchan);
+	int ret;
+
+	pthread_mutex_lock(&chan->lock);
+	ret = chan->cqs ? EBUSY : 0;
+	pthread_mutex_unlock(&chan->lock);
+	if (ret)
+		return ret;
+	ret = mrce_destroy_cmd(ctx_of(ibchan->context),
+			       MRCE_OP_DESTROY_COMP_CHANNEL, chan->handle);
+	if (ret)
+		return ret;
+	close(ibchan->fd);
+	pthread_mutex_destroy(&chan->lock);
+	free(chan);
+	return 0;
+}
+
+struct ibv_cq *mrce_create_cq(struct ibv_context *ibctx, int cqe,
+			      void *cq_context, struct ibv_comp_channel *ibchan,
+			      int comp_vector)
+{
+	struct mrce_comp_channel *chan = ibchan ? to_mchan(ibchan) : NULL;
+	struct mrce_create_cq_req req = {
+		.cqe = (uint32_t)cqe,
+		.channel = chan ? chan->handle : MRCE_NO_HANDLE,
+		.comp_vector = (uint32_t)comp_vector,
+	};
+	struct mrce_create_cq_resp resp;
+	struct mrce_cq *cq;
+	int fd, ret;
+
+	if (cqe < 0 || (ibchan && ibchan->context != ibctx)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = mrce_conn_call(&ctx_of(ibctx)->conn, MRCE_OP_CREATE_CQ, &req,
+			     sizeof(req), &resp, sizeof(resp), &fd, 1);
+	if (ret)
+		goto err_free;
+	cq->map_size = resp.map_size;
+	cq->map = mmap(NULL, cq->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       fd, 0);
+	close(fd);
+	if (cq->map == MAP_FAILED) {
+		ret = errno;
+		goto err_destroy;
+	}
+	ret = mrce_ring_attach(&cq->ring, cq->map, cq->map_size,
+			       MRCE_RING_KIND_CQ, MRCE_CQE_SIZE);
+	if (ret)
+		goto err_unmap;
+
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->seen_notify = __atomic_load_n(&cq->ring.hdr->notify_count,
+					  __ATOMIC_ACQUIRE);
+	cq->ibv_cq.context = ibctx;
+	cq->ibv_cq.channel = ibchan;
+	cq->ibv_cq.cq_context = cq_context;
+	cq->ibv_cq.handle = resp.handle;
+	cq->ibv_cq.cqe = (int)resp.cqe;
+	pthread_mutex_init(&cq->ibv_cq.mutex, NULL);
+	pthread_cond_init(&cq->ibv_cq.cond, NULL);
+	if (chan) {
+		pthread_mutex_lock(&chan->lock);
+		cq->next_in_chan = chan->cqs;
+		chan->cqs = cq;
+		ibchan->refcnt++;
+		pthread_mutex_unlock(&chan->lock);
+	}
+	return &cq->ibv_cq;
+
+err_unmap:
+	munmap(cq->map, cq->map_size);
+err_destroy:
+	mrce_destroy_cmd(ctx_of(ibctx), MRCE_OP_DESTROY_CQ, resp.handle);
+err_free:
+	free(cq);
+	errno = ret;
+	return NULL;
+}
+
+int mrce_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct mrce_cq *cq = to_mcq(ibcq);
+	struct mrce_cq **pp;
+	int ret;
+
+	ret = mrce_destroy_cmd(ctx_of(ibcq->context), MRCE_OP_DESTROY_CQ,
+			       ibcq->handle);
+	if (ret)
+		return ret;
+	/* As the man page says: wait until every event is acknowledged. */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != cq->events_given)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+
+	if (ibcq->channel) {
+		struct mrce_comp_channel *chan = to_mchan(ibcq->channel);
+
+		pthread_mutex_lock(&chan->lock);
+		for (pp = &chan->cqs; *pp; pp = &(*pp)->next_in_chan) {
+			if (*pp == cq) {
+				*pp = cq->next_in_chan;
+				break;
+			}
+		}
+		ibcq->channel->refcnt--;
+		pthread_mutex_unlock(&chan->lock);
+	}
+	munmap(cq->map, cq->map_size);
+	pthread_spin_destroy(&cq->lock);
+	pthread_cond_destroy(&ibcq->cond);
+	pthread_mutex_destroy(&ibcq->mutex);
+	free(cq);
+	return 0;
+}
+
+/* The channel's CQ with a notification not yet turned into an event. */
+static struct mrce_cq *mrce_chan_take_event(struct mrce_comp_channel *chan)
+{
+	struct mrce_cq *cq;
+
+	pthread_mutex_lock(&chan->lock);
+	for (cq = chan->cqs; cq; cq = cq->next_in_chan) {
+		uint32_t n = __atomic_load_n(&cq->ring.hdr->notify_count,
+					     __ATOMIC_ACQUIRE);
+
+		if (n != cq->seen_notify) {
+			cq->seen_notify++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&chan->lock);
+	return cq;
+}
+
+int mrce_get_cq_event(struct ibv_comp_channel *ibchan, struct ibv_cq **cq_out,
+		      void **cq_context)
+{
+	struct mrce_comp_channel *chan = to_mchan(ibchan);
+	struct mrce_context *ctx = ctx_of(ibchan->context);
+	struct pollfd pfd[2] = {
+		{ .fd = ibchan->fd, .events = POLLIN },
+		{ .fd = ctx->conn.fd, .events = POLLRDHUP },
+	};
+	int flags = fcntl(ibchan->fd, F_GETFL);
+	bool nonblock = flags >= 0 && (flags & O_NONBLOCK);
+	struct mrce_cq *cq;
+	uint64_t one;
+	int ret;
+
+	for (;;) {
+		ret = poll(pfd, 2, nonblock ? 0 : -1);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0)
+			return -1;
+		if (pfd[0].revents & POLLIN) {
+			if (read(ibchan->fd, &one, sizeof(one)) != sizeof(one)) {
+				if (errno == EAGAIN && !nonblock)
+					continue;
+				return -1;
+			}
+			cq = mrce_chan_take_event(chan);
+			if (!cq)
+				continue; /* its CQ was destroyed meanwhile */
+			pthread_mutex_lock(&cq->ibv_cq.mutex);
+			cq->events_given++;
+			pthread_mutex_unlock(&cq->ibv_cq.mutex);
+			*cq_out = &cq->ibv_cq;
+			*cq_context = cq->ibv_cq.cq_context;
+			return 0;
+		}
+		if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			__atomic_store_n(&ctx->conn.dead, true,
+					 __ATOMIC_RELEASE);
+			errno = EIO;
+			return -1;
+		}
+		if (nonblock) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+}
+
+void mrce_ack_cq_events(struct ibv_cq *ibcq, unsigned int nevents)
+{
+	pthread_mutex_lock(&ibcq->mutex);
+	ibcq->comp_events_completed += nevents;
+	pthread_cond_signal(&ibcq->cond);
+	pthread_mutex_unlock(&ibcq->mutex);
+}
+
+static void mrce_cap_from_resp(struct ibv_qp_cap *cap,
+			       const struct mrce_create_qp_resp *resp)
+{
+	cap->max_send_wr = resp->max_send_wr;
+	cap->max_recv_wr = resp->max_recv_wr;
+	cap->max_send_sge = resp->max_send_sge;
+	cap->max_recv_sge = resp->max_recv_sge;
+	cap->max_inline_data = resp->max_inline_data;
+}
+
+struct ibv_qp *mrce_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_context *ibctx = pd->context;
+	struct mrce_create_qp_req req;
+	struct mrce_create_qp_resp resp;
+	struct mrce_qp *qp;
+	int fd, ret;
+
+	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!attr->send_cq || !attr->recv_cq ||
+	    attr->send_cq->context != ibctx ||
+	    attr->recv_cq->context != ibctx ||
+	    attr->cap.max_send_sge > MRCE_MAX_SGE ||
+	    attr->cap.max_recv_sge > MRCE_MAX_SGE ||
+	    attr->cap.max_inline_data > MRCE_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	req = (struct mrce_create_qp_req){
+		.pd = pd->handle,
+		.send_cq = attr->send_cq->handle,
+		.recv_cq = attr->recv_cq->handle,
+		.srq = MRCE_NO_HANDLE,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all ? 1 : 0,
+		.max_send_wr = attr->cap.max_send_wr,
+		.max_recv_wr = attr->cap.max_recv_wr,
+		.max_send_sge = attr->cap.max_send_sge,
+		.max_recv_sge = attr->cap.max_recv_sge,
+		.max_inline_data = attr->cap.max_inline_data,
+	};
+	ret = mrce_conn_call(&ctx_of(ibctx)->conn, MRCE_OP_CREATE_QP, &req,
+			     sizeof(req), &resp, sizeof(resp), &fd, 1);
+	if (ret)
+		goto err_free;
+	qp->map_size = resp.map_size;
+	qp->map = mmap(NULL, qp->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       fd, 0);
+	close(fd);
+	if (qp->map == MAP_FAILED) {
+		ret = errno;
+		goto err_destroy;
+	}
+	if (resp.sq_offset >= qp->map_size || resp.rq_offset >= qp->map_size) {
+		ret = EPROTO;
+		goto err_unmap;
+	}
+	ret = mrce_ring_attach(&qp->sq, (uint8_t *)qp->map + resp.sq_offset,
+			       qp->map_size - resp.sq_offset,
+			       MRCE_RING_KIND_SQ, MRCE_WQE_SIZE);
+	if (ret)
+		goto err_unmap;
+	ret = mrce_ring_attach(&qp->rq, (uint8_t *)qp->map + resp.rq_offset,
+			       qp->map_size - resp.rq_offset,
+			       MRCE_RING_KIND_RQ, MRCE_WQE_SIZE);
+	if (ret)
+		goto err_unmap;
+
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	mrce_cap_from_resp(&qp->cap, &resp);
+	attr->cap = qp->cap;
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->ibv_qp.context = ibctx;
+	qp->ibv_qp.qp_context = attr->qp_context;
+	qp->ibv_qp.pd = pd;
+	qp->ibv_qp.send_cq = attr->send_cq;
+	qp->ibv_qp.recv_cq = attr->recv_cq;
+	qp->ibv_qp.srq = NULL;
+	qp->ibv_qp.handle = resp.handle;
+	qp->ibv_qp.qp_num = resp.qp_num;
+	qp->ibv_qp.state = IBV_QPS_RESET;
+	qp->ibv_qp.qp_type = attr->qp_type;
+	pthread_mutex_init(&qp->ibv_qp.mutex, NULL);
+	pthread_cond_init(&qp->ibv_qp.cond, NULL);
+	return &qp->ibv_qp;
+
+err_unmap:
+	munmap(qp->map, qp->map_size);
+err_destroy:
+	mrce_destroy_cmd(ctx_of(ibctx), MRCE_OP_DESTROY_QP, resp.handle);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+static void mrce_attr_to_wire(struct mrce_qp_attr *w,
+			      const struct ibv_qp_attr *a)
+{
+	memset(w, 0, sizeof(*w));
+	w->qp_state = a->qp_state;
+	w->cur_qp_state = a->cur_qp_state;
+	w->path_mtu = a->path_mtu;
+	w->qkey = a->qkey;
+	w->rq_psn = a->rq_psn;
+	w->sq_psn = a->sq_psn;
+	w->dest_qp_num = a->dest_qp_num;
+	w->qp_access_flags = (uint32_t)a->qp_access_flags;
+	w->max_send_wr = a->cap.max_send_wr;
+	w->max_recv_wr = a->cap.max_recv_wr;
+	w->max_send_sge = a->cap.max_send_sge;
+	w->max_recv_sge = a->cap.max_recv_sge;
+	w->max_inline_data = a->cap.max_inline_data;
+	w->flow_label = a->ah_attr.grh.flow_label;
+	memcpy(w->dgid, a->ah_attr.grh.dgid.raw, sizeof(w->dgid));
+	w->sgid_index = a->ah_attr.grh.sgid_index;
+	w->hop_limit = a->ah_attr.grh.hop_limit;
+	w->traffic_class = a->ah_attr.grh.traffic_class;
+	w->is_global = a->ah_attr.is_global;
+	w->dlid = a->ah_attr.dlid;
+	w->sl = a->ah_attr.sl;
+	w->src_path_bits = a->ah_attr.src_path_bits;
+	w->static_rate = a->ah_attr.static_rate;
+	w->ah_port_num = a->ah_attr.port_num;
+	w->pkey_index = a->pkey_index;
+	w->en_sqd_async_notify = a->en_sqd_async_notify;
+	w->sq_draining = a->sq_draining;
+	w->max_rd_atomic = a->max_rd_atomic;
+	w->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	w->min_rnr_timer = a->min_rnr_timer;
+	w->port_num = a->port_num;
+	w->timeout = a->timeout;
+	w->retry_cnt = a->retry_cnt;
+	w->rnr_retry = a->rnr_retry;
+}
+
+static void mrce_attr_from_wire(struct ibv_qp_attr *a,
+				const struct mrce_qp_attr *w)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = (enum ibv_qp_state)w->qp_state;
+	a->cur_qp_state = (enum ibv_qp_state)w->cur_qp_state;
+	a->path_mtu = (enum ibv_mtu)w->path_mtu;
+	a->qkey = w->qkey;
+	a->rq_psn = w->rq_psn;
+	a->sq_psn = w->sq_psn;
+	a->dest_qp_num = w->dest_qp_num;
+	a->qp_access_flags = (unsigned int)w->qp_access_flags;
+	a->cap.max_send_wr = w->max_send_wr;
+	a->cap.max_recv_wr = w->max_recv_wr;
+	a->cap.max_send_sge = w->max_send_sge;
+	a->cap.max_recv_sge = w->max_recv_sge;
+	a->cap.max_inline_data = w->max_inline_data;
+	a->ah_attr.grh.flow_label = w->flow_label;
+	memcpy(a->ah_attr.grh.dgid.raw, w->dgid, sizeof(w->dgid));
+	a->ah_attr.grh.sgid_index = w->sgid_index;
+	a->ah_attr.grh.hop_limit = w->hop_limit;
+	a->ah_attr.grh.traffic_class = w->traffic_class;
+	a->ah_attr.is_global = w->is_global;
+	a->ah_attr.dlid = w->dlid;
+	a->ah_attr.sl = w->sl;
+	a->ah_attr.src_path_bits = w->src_path_bits;
+	a->ah_attr.static_rate = w->static_rate;
+	a->ah_attr.port_num = w->ah_port_num;
+	a->pkey_index = w->pkey_index;
+	a->en_sqd_async_notify = w->en_sqd_async_notify;
+	a->sq_draining = w->sq_draining;
+	a->max_rd_atomic = w->max_rd_atomic;
+	a->max_dest_rd_atomic = w->max_dest_rd_atomic;
+	a->min_rnr_timer = w->min_rnr_timer;
+	a->port_num = w->port_num;
+	a->timeout = w->timeout;
+	a->retry_cnt = w->retry_cnt;
+	a->rnr_retry = w->rnr_retry;
+}
+
+int mrce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct mrce_modify_qp_req req = {
+		.handle = ibqp->handle,
+		.attr_mask = (uint32_t)mask,
+	};
+	int ret;
+
+	mrce_attr_to_wire(&req.attr, attr);
+	ret = mrce_conn_call(&ctx_of(ibqp->context)->conn, MRCE_OP_MODIFY_QP,
+			     &req, sizeof(req), NULL, 0, NULL, 0);
+	if (ret)
+		return ret;
+	if (mask & IBV_QP_STATE)
+		__atomic_store_n(&ibqp->state, attr->qp_state,
+				 __ATOMIC_RELEASE);
+	return 0;
+}
+
+int mrce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init_attr)
+{
+	struct mrce_qp *qp = to_mqp(ibqp);
+	struct mrce_handle_req req = { .handle = ibqp->handle };
+	struct mrce_qp_attr w;
+	int ret;
+
+	(void)mask; /* every field is valid in the answer */
+	ret = mrce_conn_call(&ctx_of(ibqp->context)->conn, MRCE_OP_QUERY_QP,
+			     &req, sizeof(req), &w, sizeof(w), NULL, 0);
+	if (ret)
+		return ret;
+	mrce_attr_from_wire(attr, &w);
+	attr->cap = qp->cap; /* fixed at create time; ours is the reference */
+	if (init_attr) {
+		memset(init_attr, 0, sizeof(*init_attr));
+		init_attr->qp_context = ibqp->qp_context;
+		init_attr->send_cq = ibqp->send_cq;
+		init_attr->recv_cq = ibqp->recv_cq;
+		init_attr->srq = ibqp->srq;
+		init_attr->cap = attr->cap;
+		init_attr->qp_type = ibqp->qp_type;
+		init_attr->sq_sig_all = qp->sq_sig_all;
+	}
+	return 0;
+}
+
+int mrce_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct mrce_qp *qp = to_mqp(ibqp);
+	int ret;
+
+	ret = mrce_destroy_cmd(ctx_of(ibqp->context), MRCE_OP_DESTROY_QP,
+			       ibqp->handle);
+	if (ret)
+		return ret;
+	munmap(qp->map, qp->map_size);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&ibqp->mutex);
+	free(qp);
+	return 0;
+}
