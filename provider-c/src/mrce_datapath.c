@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,6 +14,12 @@
 
 /* How many empty polls of a CQ between two checks for a dead daemon. */
 #define MRCE_DEAD_CHECK_POLLS 4096
+/*
+ * Empty polls in a row after which every further empty poll yields the CPU:
+ * a busy-polling app shares its cores with the daemon that must produce the
+ * completion it waits for (2 cores here: two apps and two daemons).
+ */
+#define MRCE_YIELD_AFTER_POLLS 16
 
 /* true when the daemon is gone; a poll() of the control socket, no I/O. */
 bool mrce_ctx_check_dead(struct mrce_context *ctx)
@@ -220,6 +227,8 @@ int mrce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		ret = 0;
 	}
 	pthread_spin_unlock(&cq->lock);
+	if (!n && cq->empty_polls >= MRCE_YIELD_AFTER_POLLS)
+		sched_yield();
 	return ret;
 }
 
@@ -234,6 +243,11 @@ int mrce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 			 solicited_only ? MRCE_CQ_ARM_SOLICITED :
 					  MRCE_CQ_ARM_NEXT,
 			 __ATOMIC_RELEASE);
+	/*
+	 * Mirror of the daemon's "write CQE, fence, read arm": either the daemon
+	 * sees the arm and notifies, or the app's next poll sees the CQE.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return 0;
 }
 

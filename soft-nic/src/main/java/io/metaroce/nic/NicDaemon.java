@@ -1,0 +1,99 @@
+package io.metaroce.nic;
+
+import io.metaroce.control.LocalControlPaths;
+import io.metaroce.control.LocalControlServer;
+import io.metaroce.nic.engine.EngineAgent;
+import io.metaroce.nic.engine.EngineRunner;
+import io.metaroce.nic.port.UdpPort;
+import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.Wire;
+import io.metaroce.nic.verbs.Limits;
+import io.metaroce.nic.verbs.MrTable;
+import io.metaroce.nic.verbs.NetInfo;
+import io.metaroce.nic.verbs.VerbsService;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** mrce-nicd: the soft-NIC daemon serving device mrce0 on one netdev. */
+@Command(name = "mrce-nicd", mixinStandardHelpOptions = true,
+        description = "MetaRoCE soft-NIC daemon: serves verbs device mrce0 on one network interface.")
+public final class NicDaemon implements Callable<Integer> {
+    private static final Logger LOG = LoggerFactory.getLogger(NicDaemon.class);
+    private static final int RX_TX_BATCH = 32;
+
+    @Option(names = "--ifname", required = true, description = "network interface to serve")
+    String ifname;
+
+    @Option(names = "--port", defaultValue = "udp", description = "packet I/O: udp (default) or xdp")
+    String portKind;
+
+    @Option(names = "--udp-port", defaultValue = "4793", description = "data UDP port (default 4793)")
+    int udpPort;
+
+    @Option(names = "--addr", description = "IPv4 address to serve instead of the interface's")
+    String addr;
+
+    @Option(names = "--sock", description = "control socket (default /tmp/metaroce/nicd-<netns inode>.sock)")
+    Path sock;
+
+    @Option(names = "--idle-spins", defaultValue = "100", description = "idle duty cycles spent spinning")
+    int idleSpins;
+
+    @Option(names = "--idle-yields", defaultValue = "100", description = "then yielding, before sleeping")
+    int idleYields;
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new NicDaemon()).execute(args));
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if ("xdp".equals(portKind)) {
+            System.err.println("mrce-nicd: AF_XDP port not built yet (use --port udp)");
+            return 2;
+        }
+        if (!"udp".equals(portKind)) {
+            System.err.println("mrce-nicd: unknown --port " + portKind + " (udp or xdp)");
+            return 2;
+        }
+        if (udpPort < 1 || udpPort > 65535) {
+            System.err.println("mrce-nicd: --udp-port must be 1..65535");
+            return 2;
+        }
+        NetInfo net = NetInfo.of(ifname, addr == null ? 0 : Inet4.parse(addr));
+        Path socketPath = sock != null ? sock : LocalControlPaths.defaultSocketPath();
+        Limits limits = Limits.defaults();
+        CountDownLatch stop = new CountDownLatch(1);
+        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
+        sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
+
+        try (UdpPort port = new UdpPort(net.ipv4(), udpPort, Wire.HEADER_SIZE + 4096, RX_TX_BATCH);
+                EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr()))) {
+            VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
+            EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
+            runner.start();
+            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs)) {
+                LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
+                        VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
+                        socketPath);
+                stop.await();
+                LOG.info("mrce-nicd stopping");
+            } finally {
+                verbs.close();
+                runner.close();
+                LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
+            }
+        }
+        return 0;
+    }
+
+    private static MrTable engineMrs(EngineAgent engine) {
+        return engine.datapath().mrs;
+    }
+}

@@ -1,0 +1,17 @@
+package io.metaroce.nic.abi;
+
+import java.lang.foreign.StructLayout;
+import java.util.List;
+
+/** Every Java descriptor of an mrce_abi.h struct the daemon owns (all but mrce_ctrl_hdr). */
+public final class AbiDescriptors {
+    public static final List<StructLayout> ALL = List.of(
+            RingHeaderDescriptor.LAYOUT, SgeDescriptor.LAYOUT, WqeDescriptor.LAYOUT,
+            CqeDescriptor.LAYOUT, HandleReqDescriptor.LAYOUT, HandleRespDescriptor.LAYOUT,
+            HelloReqDescriptor.LAYOUT, HelloRespDescriptor.LAYOUT, RegMrReqDescriptor.LAYOUT,
+            RegMrRespDescriptor.LAYOUT, CreateCqReqDescriptor.LAYOUT, CreateCqRespDescriptor.LAYOUT,
+            CreateQpReqDescriptor.LAYOUT, CreateQpRespDescriptor.LAYOUT, QpAttrDescriptor.LAYOUT,
+            ModifyQpReqDescriptor.LAYOUT);
+
+    private AbiDescriptors() {}
+}

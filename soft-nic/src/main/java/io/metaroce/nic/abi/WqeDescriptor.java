@@ -1,0 +1,48 @@
+package io.metaroce.nic.abi;
+
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.StructLayout;
+
+/**
+ * {@code struct mrce_wqe}: one SQ/RQ slot, 256 bytes.
+ *
+ * <pre>
+ *  0 wr_id u64 | 8 opcode u8 | 9 send_flags u8 | 10 num_sge u16 | 12 imm_data u32 |
+ * 16 length u32 | 20 rkey u32 | 24 remote_addr u64 | 32 compare_add u64 | 40 swap u64 |
+ * 48 reserved[16] | 64 data: sge[12] (16 bytes each) or inline_data[192]
+ * </pre>
+ */
+public final class WqeDescriptor {
+    public static final String C_NAME = "mrce_wqe";
+    public static final StructLayout LAYOUT = MemoryLayout.structLayout(
+            Layouts.u64("wr_id"),
+            Layouts.u8("opcode"),
+            Layouts.u8("send_flags"),
+            Layouts.u16("num_sge"),
+            Layouts.u32("imm_data"),
+            Layouts.u32("length"),
+            Layouts.u32("rkey"),
+            Layouts.u64("remote_addr"),
+            Layouts.u64("compare_add"),
+            Layouts.u64("swap"),
+            Layouts.bytes("reserved", 16),
+            MemoryLayout.unionLayout(
+                    MemoryLayout.sequenceLayout(AbiConstants.MRCE_MAX_SGE, SgeDescriptor.LAYOUT)
+                            .withName("sge"),
+                    Layouts.bytes("inline_data", AbiConstants.MRCE_MAX_INLINE)).withName("data"))
+            .withName(C_NAME);
+    public static final long SIZE = LAYOUT.byteSize();
+    public static final long OFF_WR_ID = Layouts.off(LAYOUT, "wr_id");
+    public static final long OFF_OPCODE = Layouts.off(LAYOUT, "opcode");
+    public static final long OFF_SEND_FLAGS = Layouts.off(LAYOUT, "send_flags");
+    public static final long OFF_NUM_SGE = Layouts.off(LAYOUT, "num_sge");
+    public static final long OFF_IMM_DATA = Layouts.off(LAYOUT, "imm_data");
+    public static final long OFF_LENGTH = Layouts.off(LAYOUT, "length");
+    public static final long OFF_RKEY = Layouts.off(LAYOUT, "rkey");
+    public static final long OFF_REMOTE_ADDR = Layouts.off(LAYOUT, "remote_addr");
+    public static final long OFF_COMPARE_ADD = Layouts.off(LAYOUT, "compare_add");
+    public static final long OFF_SWAP = Layouts.off(LAYOUT, "swap");
+    public static final long OFF_DATA = Layouts.off(LAYOUT, "data");
+
+    private WqeDescriptor() {}
+}

@@ -1,0 +1,154 @@
+package io.metaroce.nic.dma;
+
+import io.metaroce.nic.sys.LibC;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * A batch of copies between this daemon's memory and one application process, run with one
+ * {@code process_vm_readv} (gather: app to daemon) or {@code process_vm_writev} (scatter: daemon to
+ * app) call for the whole batch. The kernel stops at the first remote iovec it cannot access, so a
+ * short transfer marks that entry failed and the rest of the batch is retried from the entry after
+ * it: every entry ends up done or failed on its own.
+ *
+ * <p>Single-threaded (the engine's). Bounds and key checks happen before {@link #add}; this class
+ * only moves bytes.
+ */
+public final class DmaBatch implements AutoCloseable {
+    /** The kernel's IOV_MAX: most iovecs one process_vm_* call takes. */
+    public static final int IOV_MAX = 1024;
+
+    private final boolean toApp;
+    private final int capacity;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment localIov;
+    private final MemorySegment remoteIov;
+    private final long[] lengths;
+    private final int[] tags;
+    private final boolean[] failed;
+    private int count;
+    private int pid;
+    private int lastErrno;
+    private long calls;
+    private long bytes;
+
+    /**
+     * @param toApp true for process_vm_writev (daemon to application), false for readv
+     * @param capacity entries per batch, at most {@link #IOV_MAX}
+     */
+    public DmaBatch(boolean toApp, int capacity) {
+        if (capacity < 1 || capacity > IOV_MAX) {
+            throw new IllegalArgumentException("capacity " + capacity);
+        }
+        this.toApp = toApp;
+        this.capacity = capacity;
+        this.localIov = arena.allocate(LibC.IOVEC.byteSize() * capacity, 8);
+        this.remoteIov = arena.allocate(LibC.IOVEC.byteSize() * capacity, 8);
+        this.lengths = new long[capacity];
+        this.tags = new int[capacity];
+        this.failed = new boolean[capacity];
+    }
+
+    /** Starts an empty batch against process {@code pid}. */
+    public void begin(int pid) {
+        this.pid = pid;
+        this.count = 0;
+    }
+
+    public int pid() {
+        return pid;
+    }
+
+    public int count() {
+        return count;
+    }
+
+    public boolean isFull() {
+        return count == capacity;
+    }
+
+    /**
+     * Adds one copy of {@code length} bytes between {@code localAddr} (daemon) and
+     * {@code remoteAddr} (application). Returns false when the batch is full.
+     */
+    public boolean add(long localAddr, long remoteAddr, long length, int tag) {
+        if (count == capacity) {
+            return false;
+        }
+        long off = count * 16L;
+        localIov.set(ValueLayout.JAVA_LONG, off, localAddr);
+        localIov.set(ValueLayout.JAVA_LONG, off + 8, length);
+        remoteIov.set(ValueLayout.JAVA_LONG, off, remoteAddr);
+        remoteIov.set(ValueLayout.JAVA_LONG, off + 8, length);
+        lengths[count] = length;
+        tags[count] = tag;
+        failed[count] = false;
+        count++;
+        return true;
+    }
+
+    /** Runs the batch; returns how many entries failed (see {@link #failed}). */
+    public int flush() {
+        int failures = 0;
+        int start = 0;
+        while (start < count) {
+            long n = call(start, count - start);
+            if (n < 0) {
+                lastErrno = (int) -n;
+                failed[start] = true;
+                failures++;
+                start++;
+                continue;
+            }
+            bytes += n;
+            int i = start;
+            while (i < count && n >= lengths[i]) {
+                n -= lengths[i];
+                i++;
+            }
+            if (i < count) {
+                // The kernel stopped at entry i (it never splits an iovec... except on a fault
+                // inside one, where n is what fitted before it): entry i failed.
+                failed[i] = true;
+                failures++;
+                lastErrno = io.metaroce.nic.sys.Errno.EFAULT;
+                i++;
+            }
+            start = i;
+        }
+        return failures;
+    }
+
+    public boolean failed(int entry) {
+        return failed[entry];
+    }
+
+    public int tag(int entry) {
+        return tags[entry];
+    }
+
+    public int lastErrno() {
+        return lastErrno;
+    }
+
+    public long calls() {
+        return calls;
+    }
+
+    public long bytes() {
+        return bytes;
+    }
+
+    private long call(int first, int n) {
+        calls++;
+        MemorySegment l = localIov.asSlice(first * 16L, n * 16L);
+        MemorySegment r = remoteIov.asSlice(first * 16L, n * 16L);
+        return toApp ? LibC.processVmWritev(pid, l, n, r, n) : LibC.processVmReadv(pid, l, n, r, n);
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

@@ -1,0 +1,251 @@
+package io.metaroce.nic.engine;
+
+import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.port.Port;
+import io.metaroce.nic.port.PortCounters;
+import io.metaroce.nic.sys.LibC;
+import io.metaroce.nic.sys.NativeException;
+import io.metaroce.nic.transport.Datapath;
+import io.metaroce.nic.transport.Wire;
+import io.metaroce.nic.verbs.MrTable;
+import io.metaroce.nic.verbs.Qp;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ArrayBlockingQueue;
+
+/**
+ * The data-plane agent: one thread (or a test) calls {@link #doWork} in a duty cycle. Control
+ * threads reach it only through {@link #submit} (a bounded command queue plus a wake-up eventfd);
+ * every QP's state and transport belong to this agent's thread.
+ */
+public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
+    /** QPN = generation << 12 | table index. */
+    public static final int QP_INDEX_BITS = 12;
+    public static final int MAX_QP = 1 << QP_INDEX_BITS;
+    private static final int RX_BATCHES_PER_CYCLE = 4;
+    private static final MemorySegment WAKE_ONE =
+            Arena.global().allocateFrom(ValueLayout.JAVA_LONG, 1L);
+
+    private final Port port;
+    private final Datapath dp;
+    private final ArrayBlockingQueue<Runnable> commands = new ArrayBlockingQueue<>(4096);
+    private final Qp[] byIndex = new Qp[MAX_QP];
+    private final Qp[] active = new Qp[MAX_QP];
+    private int activeCount;
+    private final int wakeFd;
+    private final int epollFd;
+    private long nowNs;
+    private Thread owner;
+
+    public EngineAgent(Port port, MrTable mrs) throws NativeException {
+        this.port = port;
+        this.dp = new Datapath(port, mrs);
+        this.wakeFd = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
+        this.epollFd = LibC.epollCreate1(LibC.EPOLL_CLOEXEC);
+        watch(wakeFd);
+        if (port.fd() >= 0) {
+            watch(port.fd());
+        }
+    }
+
+    public Datapath datapath() {
+        return dp;
+    }
+
+    public Port port() {
+        return port;
+    }
+
+    public PortCounters portCounters() {
+        return port.counters();
+    }
+
+    /** Adds an fd (eventfd or socket) to the set the idle engine sleeps on. Thread-safe. */
+    public void watch(int fd) throws NativeException {
+        LibC.epollCtl(epollFd, LibC.EPOLL_CTL_ADD, fd, LibC.EPOLLIN, fd);
+    }
+
+    public void unwatch(int fd) {
+        try {
+            LibC.epollCtl(epollFd, LibC.EPOLL_CTL_DEL, fd, 0, fd);
+        } catch (NativeException ignored) {
+            // already gone with its fd
+        }
+    }
+
+    int epollFd() {
+        return epollFd;
+    }
+
+    int wakeFd() {
+        return wakeFd;
+    }
+
+    /**
+     * Queues a command for the engine thread and wakes it. Returns false when the queue is full
+     * (the caller answers EAGAIN). Thread-safe.
+     */
+    public boolean submit(Runnable command) {
+        if (!commands.offer(command)) {
+            return false;
+        }
+        LibC.write(wakeFd, WAKE_ONE, 8);
+        return true;
+    }
+
+    /** One duty cycle; returns the amount of work done (0: idle). */
+    public int doWork(long nowNs) {
+        this.nowNs = nowNs;
+        int work = drainCommands();
+        work += pollPort();
+        work += pollQps(nowNs);
+        work += port.flush();
+        return work;
+    }
+
+    private int drainCommands() {
+        int n = 0;
+        Runnable c;
+        while ((c = commands.poll()) != null) {
+            c.run();
+            n++;
+        }
+        return n;
+    }
+
+    private int pollPort() {
+        int work = 0;
+        for (int i = 0; i < RX_BATCHES_PER_CYCLE; i++) {
+            int n = port.poll(this);
+            dp.commitRx();
+            dp.sendAcks();
+            work += n;
+            if (n == 0) {
+                break;
+            }
+        }
+        return work;
+    }
+
+    private int pollQps(long nowNs) {
+        int work = 0;
+        for (int i = 0; i < activeCount; i++) {
+            Qp qp = active[i];
+            work += qp.responder.doWork(dp);
+            work += qp.requester.doWork(dp, nowNs);
+            qp.responder.retireHeld();
+        }
+        return work;
+    }
+
+    @Override
+    public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort) {
+        PortCounters c = port.counters();
+        if (length < Wire.HEADER_SIZE) {
+            c.rxShort++;
+            return;
+        }
+        if (Wire.u8(frame, Wire.OFF_VERSION) != Wire.VERSION) {
+            c.rxBadVersion++;
+            return;
+        }
+        if (Wire.crc(dp.crc, view, length) != Wire.u32(frame, Wire.OFF_CRC)) {
+            c.rxBadCrc++;
+            return;
+        }
+        int qpn = Wire.u32(frame, Wire.OFF_DST_QPN);
+        Qp qp = byIndex[qpn & (MAX_QP - 1)];
+        if (qp == null || qp.qpn != qpn || qp.destQpNum != Wire.u32(frame, Wire.OFF_SRC_QPN)
+                || qp.state == Ibv.QPS_RESET) {
+            c.rxUnknownQp++;
+            return;
+        }
+        switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
+            case Wire.OP_SEND, Wire.OP_SEND_IMM -> qp.responder.onData(dp, frame, length, nowNs);
+            case Wire.OP_ACK -> qp.requester.onAck(dp, Wire.u32(frame, Wire.OFF_PSN),
+                    ((long) Wire.u32(frame, Wire.OFF_OFFSET) << 32)
+                            | (Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL), nowNs);
+            case Wire.OP_NAK -> {
+                dp.commitRx();
+                qp.requester.onNak(dp, Wire.u32(frame, Wire.OFF_PSN), Wire.u32(frame, Wire.OFF_IMM),
+                        Wire.u32(frame, Wire.OFF_OFFSET), nowNs);
+            }
+            default -> c.rxBadOpcode++;
+        }
+    }
+
+    // ---- QP table (engine thread: run these from commands) ----
+
+    /** Starts serving a QP. Engine thread. */
+    public void addQp(Qp qp) {
+        int i = qp.qpn & (MAX_QP - 1);
+        if (byIndex[i] != null) {
+            throw new IllegalStateException("QP index in use: " + i);
+        }
+        byIndex[i] = qp;
+        active[activeCount++] = qp;
+    }
+
+    /** Stops serving a QP (no completions are generated). Engine thread. */
+    public void removeQp(Qp qp) {
+        dp.commitRx();
+        int i = qp.qpn & (MAX_QP - 1);
+        if (byIndex[i] == qp) {
+            byIndex[i] = null;
+        }
+        for (int k = 0; k < activeCount; k++) {
+            if (active[k] == qp) {
+                active[k] = active[--activeCount];
+                active[activeCount] = null;
+                break;
+            }
+        }
+        qp.requester.close();
+    }
+
+    public Qp qpByQpn(int qpn) {
+        Qp qp = byIndex[qpn & (MAX_QP - 1)];
+        return qp != null && qp.qpn == qpn ? qp : null;
+    }
+
+    // ---- idle support (engine thread) ----
+
+    /** Sets or clears NEED_WAKEUP on every SQ and RQ; the provider then rings the doorbell. */
+    public void needWakeup(boolean on) {
+        for (int i = 0; i < activeCount; i++) {
+            active[i].sq.setNeedWakeup(on);
+            active[i].rq.setNeedWakeup(on);
+        }
+        if (on) {
+            VarHandle.fullFence();
+        }
+    }
+
+    /** The earliest transport deadline, or Long.MAX_VALUE when no timer runs. */
+    public long nextDeadlineNs() {
+        long next = Long.MAX_VALUE;
+        for (int i = 0; i < activeCount; i++) {
+            if (active[i].requester.hasTimer()) {
+                long d = active[i].requester.deadlineNs();
+                if (next == Long.MAX_VALUE || d - next < 0) {
+                    next = d;
+                }
+            }
+        }
+        return next;
+    }
+
+    public int activeQps() {
+        return activeCount;
+    }
+
+    @Override
+    public void close() {
+        LibC.close(epollFd);
+        LibC.close(wakeFd);
+        dp.close();
+    }
+}

@@ -1,0 +1,104 @@
+package io.metaroce.nic.engine;
+
+import io.metaroce.nic.sys.LibC;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs an {@link EngineAgent} on its own thread. Idle strategy: spin, then yield, then sleep in
+ * epoll_wait on the doorbells, the UDP socket and the wake eventfd, after setting NEED_WAKEUP on
+ * every ring and re-checking (the provider rings a doorbell only when that flag is set).
+ */
+public final class EngineRunner implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(EngineRunner.class);
+    private static final int MAX_EVENTS = 64;
+
+    private final EngineAgent engine;
+    private final int spins;
+    private final int yields;
+    private final Thread thread;
+    private volatile boolean running = true;
+    public volatile long sleeps;
+    public volatile long wakeups;
+
+    public EngineRunner(EngineAgent engine, int spins, int yields) {
+        this.engine = engine;
+        this.spins = spins;
+        this.yields = yields;
+        this.thread = Thread.ofPlatform().name("mrce-engine").daemon(true).unstarted(this::run);
+    }
+
+    public void start() {
+        thread.start();
+    }
+
+    private void run() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment events = arena.allocate(LibC.EPOLL_EVENT_SIZE * MAX_EVENTS, 8);
+            MemorySegment scratch = arena.allocate(8, 8);
+            int idle = 0;
+            while (running) {
+                int work = engine.doWork(System.nanoTime());
+                if (work > 0) {
+                    idle = 0;
+                    continue;
+                }
+                idle++;
+                if (idle < spins) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                if (idle < spins + yields) {
+                    Thread.yield();
+                    continue;
+                }
+                engine.needWakeup(true);
+                if (engine.doWork(System.nanoTime()) > 0) {
+                    engine.needWakeup(false);
+                    idle = 0;
+                    continue;
+                }
+                long deadline = engine.nextDeadlineNs();
+                int timeoutMs = 100;
+                if (deadline != Long.MAX_VALUE) {
+                    long waitNs = deadline - System.nanoTime();
+                    timeoutMs = (int) Math.max(0, Math.min(100, (waitNs + 999_999) / 1_000_000));
+                }
+                sleeps++;
+                int n = LibC.epollWait(engine.epollFd(), events, MAX_EVENTS, timeoutMs);
+                for (int i = 0; i < n; i++) {
+                    int fd = (int) events.get(ValueLayout.JAVA_LONG.withByteAlignment(4),
+                            i * LibC.EPOLL_EVENT_SIZE + 4);
+                    if (fd != engine.port().fd()) {
+                        LibC.read(fd, scratch, 8); // reset an eventfd (doorbell or wake)
+                    }
+                }
+                if (n > 0) {
+                    wakeups++;
+                }
+                engine.needWakeup(false);
+                idle = 0;
+            }
+        } catch (Throwable t) {
+            LOG.error("engine thread died", t);
+        }
+    }
+
+    @Override
+    public void close() {
+        running = false;
+        engine.submit(() -> { });
+        try {
+            thread.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (!thread.isAlive()) {
+            // Commands queued while stopping (session teardown) still run, on this thread now.
+            engine.doWork(System.nanoTime());
+        }
+    }
+}

@@ -1,0 +1,409 @@
+package io.metaroce.nic.sys;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * FFM bindings of the libc calls the daemon needs. Every handle captures errno. Two styles:
+ * control-path calls throw {@link NativeException} naming the call and its arguments; data-path
+ * calls ({@code read, write, process_vm_*, sendmmsg, recvmmsg, epoll_wait}) return
+ * {@code -errno} so that a hot loop never allocates an exception for EAGAIN.
+ */
+public final class LibC {
+    public static final int O_CLOEXEC = 0x80000;
+    public static final int MFD_CLOEXEC = 1;
+    public static final int PROT_READ = 1;
+    public static final int PROT_WRITE = 2;
+    public static final int MAP_SHARED = 1;
+    public static final int EFD_SEMAPHORE = 1;
+    public static final int EFD_NONBLOCK = 0x800;
+    public static final int EFD_CLOEXEC = 0x80000;
+    public static final int AF_INET = 2;
+    public static final int SOCK_DGRAM = 2;
+    public static final int SOCK_NONBLOCK = 0x800;
+    public static final int SOCK_CLOEXEC = 0x80000;
+    public static final int SOL_SOCKET = 1;
+    public static final int SO_REUSEADDR = 2;
+    public static final int SO_SNDBUF = 7;
+    public static final int SO_RCVBUF = 8;
+    public static final int MSG_DONTWAIT = 0x40;
+    public static final int EPOLL_CLOEXEC = 0x80000;
+    public static final int EPOLL_CTL_ADD = 1;
+    public static final int EPOLL_CTL_DEL = 2;
+    public static final int EPOLLIN = 1;
+
+    /** struct iovec { void *base; size_t len; } */
+    public static final StructLayout IOVEC =
+            MemoryLayout.structLayout(JAVA_LONG.withName("iov_base"), JAVA_LONG.withName("iov_len"));
+    /** struct epoll_event { uint32_t events; uint64_t data; } packed on x86-64: 12 bytes. */
+    public static final long EPOLL_EVENT_SIZE = 12;
+    /** struct sockaddr_in: 16 bytes (family u16, port be16, addr be32, zero[8]). */
+    public static final long SOCKADDR_IN_SIZE = 16;
+    /** struct msghdr (56) + msg_len (u32) padded: struct mmsghdr is 64 bytes. */
+    public static final long MMSGHDR_SIZE = 64;
+    public static final long MSGHDR_NAME = 0;
+    public static final long MSGHDR_NAMELEN = 8;
+    public static final long MSGHDR_IOV = 16;
+    public static final long MSGHDR_IOVLEN = 24;
+    public static final long MSGHDR_CONTROL = 32;
+    public static final long MSGHDR_CONTROLLEN = 40;
+    public static final long MSGHDR_FLAGS = 48;
+    public static final long MMSGHDR_LEN = 56;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO =
+            CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final ThreadLocal<MemorySegment> CAPTURE =
+            ThreadLocal.withInitial(() -> Arena.global().allocate(CAPTURE_LAYOUT));
+
+    private static final MethodHandle MEMFD_CREATE = link("memfd_create", JAVA_INT, ADDRESS, JAVA_INT);
+    private static final MethodHandle FTRUNCATE = link("ftruncate", JAVA_INT, JAVA_INT, JAVA_LONG);
+    private static final MethodHandle MMAP =
+            link("mmap", ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG);
+    private static final MethodHandle MUNMAP = link("munmap", JAVA_INT, ADDRESS, JAVA_LONG);
+    private static final MethodHandle CLOSE = link("close", JAVA_INT, JAVA_INT);
+    private static final MethodHandle EVENTFD = link("eventfd", JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle READ = link("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+    private static final MethodHandle WRITE = link("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+    private static final MethodHandle PROCESS_VM_READV = link("process_vm_readv",
+            JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
+    private static final MethodHandle PROCESS_VM_WRITEV = link("process_vm_writev",
+            JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
+    private static final MethodHandle SOCKET = link("socket", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle BIND = link("bind", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+    private static final MethodHandle SETSOCKOPT =
+            link("setsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+    private static final MethodHandle SENDMMSG =
+            link("sendmmsg", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+    private static final MethodHandle RECVMMSG =
+            link("recvmmsg", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
+    private static final MethodHandle EPOLL_CREATE1 = link("epoll_create1", JAVA_INT, JAVA_INT);
+    private static final MethodHandle EPOLL_CTL =
+            link("epoll_ctl", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
+    private static final MethodHandle EPOLL_WAIT =
+            link("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+    private static final MethodHandle GETPID = link("getpid", JAVA_INT);
+
+    private LibC() {}
+
+    private static MethodHandle link(String name, java.lang.foreign.MemoryLayout ret,
+            java.lang.foreign.MemoryLayout... args) {
+        MemorySegment symbol = LINKER.defaultLookup().find(name)
+                .orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
+        return LINKER.downcallHandle(symbol, FunctionDescriptor.of(ret, args),
+                Linker.Option.captureCallState("errno"));
+    }
+
+    private static int errno(MemorySegment capture) {
+        return (int) ERRNO.get(capture, 0L);
+    }
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+
+    public static int memfdCreate(String name, int flags) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) MEMFD_CREATE.invokeExact(cs, arena.allocateFrom(name), flags);
+            if (fd < 0) {
+                throw new NativeException("memfd_create(" + name + ", " + flags + ")", errno(cs));
+            }
+            return fd;
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void ftruncate(int fd, long length) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int rc = (int) FTRUNCATE.invokeExact(cs, fd, length);
+            if (rc < 0) {
+                throw new NativeException("ftruncate(" + fd + ", " + length + ")", errno(cs));
+            }
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** mmap; the returned segment has {@code length} bytes and the global scope (munmap it). */
+    public static MemorySegment mmap(long length, int prot, int flags, int fd, long offset)
+            throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            MemorySegment p = (MemorySegment) MMAP.invokeExact(cs, MemorySegment.NULL, length, prot,
+                    flags, fd, offset);
+            if (p.address() == -1L) {
+                throw new NativeException("mmap(len " + length + ", prot " + prot + ", flags " + flags
+                        + ", fd " + fd + ", off " + offset + ")", errno(cs));
+            }
+            return p.reinterpret(length);
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void munmap(MemorySegment segment) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int rc = (int) MUNMAP.invokeExact(cs, segment, segment.byteSize());
+            if (rc < 0) {
+                throw new NativeException("munmap(0x" + Long.toHexString(segment.address()) + ", "
+                        + segment.byteSize() + ")", errno(cs));
+            }
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** close(2); returns 0 or -errno (closing is best effort everywhere we do it). */
+    public static int close(int fd) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int rc = (int) CLOSE.invokeExact(cs, fd);
+            return rc < 0 ? -errno(cs) : 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int eventfd(int initval, int flags) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int fd = (int) EVENTFD.invokeExact(cs, initval, flags);
+            if (fd < 0) {
+                throw new NativeException("eventfd(" + initval + ", " + flags + ")", errno(cs));
+            }
+            return fd;
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** read(2): bytes read or -errno. */
+    public static long read(int fd, MemorySegment buf, long count) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            long n = (long) READ.invokeExact(cs, fd, buf, count);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** write(2): bytes written or -errno. */
+    public static long write(int fd, MemorySegment buf, long count) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            long n = (long) WRITE.invokeExact(cs, fd, buf, count);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** process_vm_readv(2): bytes moved or -errno. */
+    public static long processVmReadv(int pid, MemorySegment localIov, long localCount,
+            MemorySegment remoteIov, long remoteCount) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            long n = (long) PROCESS_VM_READV.invokeExact(cs, pid, localIov, localCount, remoteIov,
+                    remoteCount, 0L);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** process_vm_writev(2): bytes moved or -errno. */
+    public static long processVmWritev(int pid, MemorySegment localIov, long localCount,
+            MemorySegment remoteIov, long remoteCount) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            long n = (long) PROCESS_VM_WRITEV.invokeExact(cs, pid, localIov, localCount, remoteIov,
+                    remoteCount, 0L);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int socket(int domain, int type, int protocol) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int fd = (int) SOCKET.invokeExact(cs, domain, type, protocol);
+            if (fd < 0) {
+                throw new NativeException("socket(" + domain + ", " + type + ", " + protocol + ")",
+                        errno(cs));
+            }
+            return fd;
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** bind(2) to an IPv4 address (host-order int) and port. */
+    public static void bindInet4(int fd, int ipv4, int port) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment sa = arena.allocate(SOCKADDR_IN_SIZE, 4);
+            writeSockaddrIn(sa, ipv4, port);
+            int rc = (int) BIND.invokeExact(cs, fd, sa, (int) SOCKADDR_IN_SIZE);
+            if (rc < 0) {
+                throw new NativeException("bind(" + fd + ", " + Inet4.toString(ipv4) + ":" + port + ")",
+                        errno(cs));
+            }
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void setsockoptInt(int fd, int level, int name, int value) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocateFrom(JAVA_INT, value);
+            int rc = (int) SETSOCKOPT.invokeExact(cs, fd, level, name, v, 4);
+            if (rc < 0) {
+                throw new NativeException("setsockopt(" + fd + ", " + level + ", " + name + ", " + value
+                        + ")", errno(cs));
+            }
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** sendmmsg(2): messages sent or -errno. */
+    public static int sendmmsg(int fd, MemorySegment msgvec, int vlen, int flags) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int n = (int) SENDMMSG.invokeExact(cs, fd, msgvec, vlen, flags);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** recvmmsg(2) without timeout: messages received or -errno. */
+    public static int recvmmsg(int fd, MemorySegment msgvec, int vlen, int flags) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int n = (int) RECVMMSG.invokeExact(cs, fd, msgvec, vlen, flags, MemorySegment.NULL);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int epollCreate1(int flags) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int fd = (int) EPOLL_CREATE1.invokeExact(cs, flags);
+            if (fd < 0) {
+                throw new NativeException("epoll_create1(" + flags + ")", errno(cs));
+            }
+            return fd;
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** epoll_ctl(2) with EPOLLIN and data = {@code data}. */
+    public static void epollCtl(int epfd, int op, int fd, int events, long data) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment ev = arena.allocate(EPOLL_EVENT_SIZE, 4);
+            ev.set(JAVA_INT, 0, events);
+            ev.set(JAVA_LONG.withByteAlignment(4), 4, data);
+            int rc = (int) EPOLL_CTL.invokeExact(cs, epfd, op, fd, ev);
+            if (rc < 0) {
+                throw new NativeException("epoll_ctl(" + epfd + ", " + op + ", " + fd + ")", errno(cs));
+            }
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** epoll_wait(2): ready count or -errno. */
+    public static int epollWait(int epfd, MemorySegment events, int maxEvents, int timeoutMs) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int n = (int) EPOLL_WAIT.invokeExact(cs, epfd, events, maxEvents, timeoutMs);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int getpid() {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            return (int) GETPID.invokeExact(cs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Writes a struct sockaddr_in (host-order address and port in, network order out). */
+    public static void writeSockaddrIn(MemorySegment sa, int ipv4, int port) {
+        sa.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 0, (short) AF_INET);
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 2, (byte) (port >>> 8));
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 3, (byte) port);
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 4, (byte) (ipv4 >>> 24));
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 5, (byte) (ipv4 >>> 16));
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 6, (byte) (ipv4 >>> 8));
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 7, (byte) ipv4);
+        sa.set(JAVA_LONG.withByteAlignment(1), 8, 0L);
+    }
+
+    /** Reads the host-order IPv4 address of a struct sockaddr_in. */
+    public static int sockaddrInAddr(MemorySegment sa) {
+        return ((sa.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 4) & 0xff) << 24)
+                | ((sa.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 5) & 0xff) << 16)
+                | ((sa.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 6) & 0xff) << 8)
+                | (sa.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 7) & 0xff);
+    }
+
+    /** Reads the host-order port of a struct sockaddr_in. */
+    public static int sockaddrInPort(MemorySegment sa) {
+        return ((sa.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 2) & 0xff) << 8)
+                | (sa.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 3) & 0xff);
+    }
+}

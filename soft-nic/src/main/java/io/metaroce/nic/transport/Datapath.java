@@ -1,0 +1,119 @@
+package io.metaroce.nic.transport;
+
+import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.nic.dma.DmaBatch;
+import io.metaroce.nic.port.Port;
+import io.metaroce.nic.verbs.MrTable;
+import io.metaroce.nic.verbs.Qp;
+import java.util.zip.CRC32C;
+
+/**
+ * What the per-QP transport halves share on the engine thread: the port, the MR table, the DMA
+ * batches, a CRC32C, the staging of received packets whose payload is in flight to the
+ * application (one scatter batch per RX batch), and the QPs owing an ACK.
+ */
+public final class Datapath implements AutoCloseable {
+    public static final int STAGE_CAPACITY = 128;
+
+    public final Port port;
+    public final MrTable mrs;
+    public final DmaBatch gather = new DmaBatch(false, DmaBatch.IOV_MAX);
+    public final DmaBatch scatter = new DmaBatch(true, DmaBatch.IOV_MAX);
+    public final CRC32C crc = new CRC32C();
+    public final TransportCounters counters = new TransportCounters();
+    /** Initial and largest retransmission timeouts. */
+    public long rtoInitialNs = 5_000_000L;
+    public long rtoMaxNs = 200_000_000L;
+
+    private final Qp[] stagedQp = new Qp[STAGE_CAPACITY];
+    private final int[] stagedPsn = new int[STAGE_CAPACITY];
+    private final int[] stagedLen = new int[STAGE_CAPACITY];
+    private final RecvWr[] stagedWr = new RecvWr[STAGE_CAPACITY];
+    private final boolean[] stagedFailed = new boolean[STAGE_CAPACITY];
+    private int staged;
+    private final Qp[] ackQps = new Qp[STAGE_CAPACITY];
+    private int ackCount;
+
+    public Datapath(Port port, MrTable mrs) {
+        this.port = port;
+        this.mrs = mrs;
+    }
+
+    /**
+     * Makes room to stage a packet of a QP of process {@code pid}: commits what is staged when the
+     * batch belongs to another process or could overflow.
+     */
+    void prepareStage(int pid) {
+        if (staged > 0 && (scatter.pid() != pid || staged == STAGE_CAPACITY
+                || scatter.count() + AbiConstants.MRCE_MAX_SGE + 1 > DmaBatch.IOV_MAX)) {
+            commitRx();
+        }
+        if (staged == 0) {
+            scatter.begin(pid);
+        }
+    }
+
+    /** Index the next staged packet gets (its DMA entries carry it as tag). */
+    int nextStage() {
+        return staged;
+    }
+
+    void stage(Qp qp, int psn, int payloadLen, RecvWr wr) {
+        stagedQp[staged] = qp;
+        stagedPsn[staged] = psn;
+        stagedLen[staged] = payloadLen;
+        stagedWr[staged] = wr;
+        stagedFailed[staged] = false;
+        staged++;
+    }
+
+    /** Runs the scatter batch, then lets each staged packet count (or fail) on its QP. */
+    public int commitRx() {
+        if (staged == 0) {
+            return 0;
+        }
+        if (scatter.count() > 0 && scatter.flush() > 0) {
+            for (int i = 0, n = scatter.count(); i < n; i++) {
+                if (scatter.failed(i)) {
+                    stagedFailed[scatter.tag(i)] = true;
+                }
+            }
+        }
+        int n = staged;
+        for (int i = 0; i < n; i++) {
+            stagedQp[i].responder.commit(this, stagedPsn[i], stagedLen[i], stagedWr[i], stagedFailed[i]);
+            stagedQp[i] = null;
+            stagedWr[i] = null;
+        }
+        staged = 0;
+        scatter.begin(0);
+        return n;
+    }
+
+    /** Notes that {@code qp} owes its peer an ACK at the end of this RX batch. */
+    void ackLater(Qp qp) {
+        if (!qp.responder.ackQueued && ackCount < ackQps.length) {
+            qp.responder.ackQueued = true;
+            ackQps[ackCount++] = qp;
+        }
+    }
+
+    /** Sends one coalesced ACK per QP that received something. */
+    public int sendAcks() {
+        int n = ackCount;
+        for (int i = 0; i < n; i++) {
+            Qp qp = ackQps[i];
+            qp.responder.ackQueued = false;
+            qp.responder.sendAck(this);
+            ackQps[i] = null;
+        }
+        ackCount = 0;
+        return n;
+    }
+
+    @Override
+    public void close() {
+        gather.close();
+        scatter.close();
+    }
+}

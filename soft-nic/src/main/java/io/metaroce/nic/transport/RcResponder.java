@@ -1,0 +1,296 @@
+package io.metaroce.nic.transport;
+
+import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.abi.WqeFlyweight;
+import io.metaroce.nic.verbs.Mr;
+import io.metaroce.nic.verbs.Qp;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The receiving half of an RC QP. Packets arrive in any order; each names its message (msn), its
+ * byte offset and the message length, so its payload goes straight to its place in the receive
+ * buffer that message consumes (the n-th message takes the n-th posted receive). Duplicates are
+ * suppressed per PSN with a {@link RcRequester#WINDOW}-bit bitmap above the cumulative PSN;
+ * messages complete in order once every byte landed. A packet for a message with no posted
+ * receive yet is dropped and answered with an RNR NAK.
+ *
+ * <p>Engine thread only.
+ */
+public final class RcResponder {
+    private final Qp qp;
+    private final WqeFlyweight wqe = new WqeFlyweight();
+    private final RecvWr[] wrs;
+    private final int wrMask;
+    private int rqConsumer;
+    private int wrHead;
+    private int wrTail;
+    /** Every PSN before ePsn arrived; bit i of received: PSN ePsn + i arrived. */
+    private int ePsn;
+    private long received;
+    private int msnHead;
+    boolean ackQueued;
+
+    public RcResponder(Qp qp) {
+        this.qp = qp;
+        int n = qp.maxRecvWr;
+        this.wrs = new RecvWr[n];
+        for (int i = 0; i < n; i++) {
+            wrs[i] = new RecvWr();
+        }
+        this.wrMask = n - 1;
+    }
+
+    /** Entering RTR: the receive PSN space starts at rq_psn. */
+    public void start() {
+        ePsn = qp.rqPsn;
+        received = 0;
+        msnHead = 0;
+    }
+
+    public void reset() {
+        rqConsumer = qp.rq.producerAcquire();
+        qp.rq.consumerRelease(rqConsumer);
+        wrHead = wrTail = 0;
+        msnHead = 0;
+    }
+
+    public int expectedPsn() {
+        return ePsn;
+    }
+
+    /** One duty-cycle step: read posted receives; in ERR flush them. */
+    public int doWork(Datapath dp) {
+        int work = pollRq(dp);
+        if (qp.state == Ibv.QPS_ERR) {
+            work += flush();
+        }
+        return work;
+    }
+
+    private int pollRq(Datapath dp) {
+        if (qp.state == Ibv.QPS_RESET) {
+            return 0;
+        }
+        int producer = qp.rq.producerAcquire();
+        int n = 0;
+        while (rqConsumer != producer && wrTail - wrHead < wrs.length) {
+            wqe.wrap(qp.rq.segment(), qp.rq.slotOffset(rqConsumer));
+            readWqe(dp, wrs[wrTail & wrMask]);
+            rqConsumer++;
+            wrTail++;
+            n++;
+        }
+        if (n > 0) {
+            qp.rq.consumerRelease(rqConsumer);
+        }
+        return n;
+    }
+
+    private void readWqe(Datapath dp, RecvWr wr) {
+        wr.reset();
+        wr.wrId = wqe.wrId();
+        wr.numSge = 0;
+        wr.capacity = 0;
+        if (qp.state == Ibv.QPS_ERR) {
+            wr.status = Ibv.WC_WR_FLUSH_ERR;
+            return;
+        }
+        int numSge = wqe.numSge();
+        if (numSge > qp.maxRecvSge) {
+            wr.status = Ibv.WC_LOC_LEN_ERR;
+            return;
+        }
+        int used = 0;
+        long total = 0;
+        for (int i = 0; i < numSge; i++) {
+            long addr = wqe.sgeAddr(i);
+            long len = wqe.sgeLength(i) & 0xffffffffL;
+            if (len == 0) {
+                continue;
+            }
+            Mr mr = dp.mrs.byLkey(wqe.sgeLkey(i));
+            if (mr == null || mr.pd != qp.pd || mr.pid != qp.pid || !mr.contains(addr, len)
+                    || (mr.access & Ibv.ACCESS_LOCAL_WRITE) == 0) {
+                wr.status = Ibv.WC_LOC_PROT_ERR;
+                return;
+            }
+            wr.sgeAppAddr[used] = mr.translate(addr);
+            wr.sgeLen[used] = (int) len;
+            used++;
+            total += len;
+        }
+        wr.numSge = used;
+        wr.capacity = total;
+    }
+
+    /** A SEND packet arrived for this QP (already CRC-checked and addressed to it). */
+    public void onData(Datapath dp, MemorySegment frame, int length, long nowNs) {
+        if (!qp.canReceive()) {
+            return;
+        }
+        dp.counters.dataRx++;
+        int psn = Wire.u32(frame, Wire.OFF_PSN);
+        int d = psn - ePsn;
+        if (d < 0 || (d < RcRequester.WINDOW && (received & (1L << d)) != 0)) {
+            dp.counters.duplicates++;
+            dp.ackLater(qp);
+            return;
+        }
+        if (d >= RcRequester.WINDOW) {
+            dp.counters.outOfWindow++;
+            dp.ackLater(qp);
+            return;
+        }
+        int msn = Wire.u32(frame, Wire.OFF_MSN);
+        long offset = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
+        long msgLen = Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL;
+        int payloadLen = length - Wire.HEADER_SIZE;
+        int m = msn - msnHead;
+        if (m < 0) {
+            dp.counters.duplicates++;
+            dp.ackLater(qp);
+            return;
+        }
+        if (offset + payloadLen > msgLen || (payloadLen == 0 && msgLen != 0)) {
+            dp.counters.malformed++;
+            return;
+        }
+        if (m >= wrTail - wrHead) {
+            pollRq(dp); // the receive may sit in the RQ ring, not read yet this duty cycle
+        }
+        if (m >= wrTail - wrHead) {
+            dp.counters.rnrDrops++;
+            sendNak(dp, psn, Wire.NAK_RNR);
+            return;
+        }
+        RecvWr wr = wrs[(wrHead + m) & wrMask];
+        if (wr.msgLen >= 0 && wr.msgLen != msgLen) {
+            dp.counters.malformed++;
+            return;
+        }
+        if (wr.status >= 0) {
+            // The posted receive was bad: it completes with its error, the sender learns of it.
+            wr.failed = true;
+            sendNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
+            qp.toError();
+            return;
+        }
+        if (msgLen > wr.capacity) {
+            wr.status = Ibv.WC_LOC_LEN_ERR;
+            wr.failed = true;
+            sendNak(dp, psn, Wire.NAK_INVALID_REQUEST);
+            qp.toError();
+            return;
+        }
+        int opcode = Wire.u8(frame, Wire.OFF_OPCODE);
+        wr.msgLen = msgLen;
+        wr.withImm = opcode == Wire.OP_SEND_IMM;
+        wr.imm = wr.withImm ? Integer.reverseBytes(Wire.u32(frame, Wire.OFF_IMM)) : 0;
+        wr.srcQp = Wire.u32(frame, Wire.OFF_SRC_QPN);
+        if ((Wire.u8(frame, Wire.OFF_FLAGS) & Wire.FLAG_SOLICITED) != 0) {
+            wr.solicited = true;
+        }
+        dp.prepareStage(qp.pid);
+        int tag = dp.nextStage();
+        long src = frame.address() + Wire.HEADER_SIZE;
+        long skip = offset;
+        int remaining = payloadLen;
+        for (int i = 0; i < wr.numSge && remaining > 0; i++) {
+            int sl = wr.sgeLen[i];
+            if (skip >= sl) {
+                skip -= sl;
+                continue;
+            }
+            int n = (int) Math.min(sl - skip, remaining);
+            dp.scatter.add(src, wr.sgeAppAddr[i] + skip, n, tag);
+            src += n;
+            remaining -= n;
+            skip = 0;
+        }
+        dp.stage(qp, psn, payloadLen, wr);
+    }
+
+    /** The payload of a staged packet landed (or failed to): count it, complete what is whole. */
+    void commit(Datapath dp, int psn, int payloadLen, RecvWr wr, boolean failed) {
+        if (!qp.canReceive()) {
+            return;
+        }
+        if (failed) {
+            wr.status = Ibv.WC_LOC_PROT_ERR;
+            wr.failed = true;
+            qp.toError();
+            return;
+        }
+        int d = psn - ePsn;
+        if (d < 0 || d >= RcRequester.WINDOW || (received & (1L << d)) != 0) {
+            return;
+        }
+        received |= 1L << d;
+        while ((received & 1L) != 0) {
+            received >>>= 1;
+            ePsn++;
+        }
+        wr.placed += payloadLen;
+        dp.ackLater(qp);
+        retire();
+    }
+
+    /** Completes whole messages in order. */
+    private int retire() {
+        int n = 0;
+        while (wrHead != wrTail) {
+            RecvWr wr = wrs[wrHead & wrMask];
+            if (wr.status >= 0 || wr.msgLen < 0 || wr.placed != wr.msgLen) {
+                break;
+            }
+            if (!qp.recvCq.hasSpace()) {
+                break;
+            }
+            qp.recvCq.post(wr.wrId, Ibv.WC_SUCCESS, Ibv.WC_RECV, (int) wr.msgLen, wr.imm, qp.qpn,
+                    wr.srcQp, wr.withImm ? Ibv.WC_WITH_IMM : 0, wr.solicited);
+            wrHead++;
+            msnHead++;
+            n++;
+        }
+        return n;
+    }
+
+    /** Retries completions a full CQ held back. */
+    public int retireHeld() {
+        return qp.canReceive() ? retire() : 0;
+    }
+
+    private int flush() {
+        int n = 0;
+        while (wrHead != wrTail) {
+            RecvWr wr = wrs[wrHead & wrMask];
+            int status = wr.failed ? wr.status : Ibv.WC_WR_FLUSH_ERR;
+            if (!qp.recvCq.hasSpace()) {
+                break;
+            }
+            qp.recvCq.post(wr.wrId, status, Ibv.WC_RECV, 0, 0, qp.qpn, 0, 0, false);
+            wrHead++;
+            n++;
+        }
+        return n;
+    }
+
+    /** ACK: cumulative PSN, the SACK bitmap above it, and the next message expected. */
+    void sendAck(Datapath dp) {
+        MemorySegment f = dp.port.claim();
+        Wire.header(f, Wire.OP_ACK, 0, 0, ePsn, qp.destQpNum, qp.qpn, 0, msnHead,
+                (int) (received >>> 32), (int) received, 0);
+        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
+        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort);
+        dp.counters.acksTx++;
+    }
+
+    private void sendNak(Datapath dp, int psn, int syndrome) {
+        MemorySegment f = dp.port.claim();
+        Wire.header(f, Wire.OP_NAK, 0, 0, psn, qp.destQpNum, qp.qpn, 0, msnHead, qp.minRnrTimer, 0,
+                syndrome);
+        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
+        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort);
+        dp.counters.naksTx++;
+    }
+}

@@ -1,0 +1,25 @@
+package io.metaroce.nic.transport;
+
+/** Transport counters (single writer: the engine thread). */
+public final class TransportCounters {
+    public long dataTx;
+    public long dataRetransmits;
+    public long acksTx;
+    public long naksTx;
+    public long acksRx;
+    public long naksRx;
+    public long dataRx;
+    public long duplicates;
+    public long outOfWindow;
+    public long rnrDrops;
+    public long malformed;
+    public long timeouts;
+
+    @Override
+    public String toString() {
+        return "dataTx " + dataTx + " retransmits " + dataRetransmits + " acksTx " + acksTx
+                + " naksTx " + naksTx + " acksRx " + acksRx + " naksRx " + naksRx + " dataRx " + dataRx
+                + " duplicates " + duplicates + " outOfWindow " + outOfWindow + " rnrDrops " + rnrDrops
+                + " malformed " + malformed + " timeouts " + timeouts;
+    }
+}

@@ -1,0 +1,121 @@
+package io.metaroce.nic.transport;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.zip.CRC32C;
+
+/**
+ * The MetaRoCE packet header (UDP payload), version 1; docs/spec/wire-format.md is the spec.
+ * All fields are big-endian.
+ *
+ * <pre>
+ *  0       1       2       3       4
+ *  +-------+-------+-------+-------+
+ *  |version|opcode | flags | path  |  0
+ *  |             psn               |  4
+ *  |            dst qpn            |  8
+ *  |            src qpn            | 12
+ *  |        connection token       | 16
+ *  |   msn      (ACK: next msn)    | 20
+ *  |  offset    (ACK: sack hi 32)  | 24
+ *  |  msg len   (ACK: sack lo 32)  | 28
+ *  |  imm data  (NAK: syndrome)    | 32
+ *  |            crc32c             | 36
+ *  +-------------------------------+
+ *  40: payload (data packets only)
+ * </pre>
+ */
+public final class Wire {
+    public static final int VERSION = 1;
+    public static final int HEADER_SIZE = 40;
+    /** Bytes below the header on the wire: IPv4 (20) and UDP (8). */
+    public static final int IP_UDP_OVERHEAD = 28;
+
+    public static final int OP_SEND = 1;
+    public static final int OP_SEND_IMM = 2;
+    public static final int OP_ACK = 16;
+    public static final int OP_NAK = 17;
+
+    public static final int FLAG_SOLICITED = 1;
+
+    public static final int NAK_RNR = 1;
+    public static final int NAK_INVALID_REQUEST = 2;
+    public static final int NAK_REMOTE_OPERATIONAL = 3;
+
+    public static final long OFF_VERSION = 0;
+    public static final long OFF_OPCODE = 1;
+    public static final long OFF_FLAGS = 2;
+    public static final long OFF_PATH = 3;
+    public static final long OFF_PSN = 4;
+    public static final long OFF_DST_QPN = 8;
+    public static final long OFF_SRC_QPN = 12;
+    public static final long OFF_TOKEN = 16;
+    public static final long OFF_MSN = 20;
+    public static final long OFF_OFFSET = 24;
+    public static final long OFF_MSG_LEN = 28;
+    public static final long OFF_IMM = 32;
+    public static final long OFF_CRC = 36;
+
+    private static final ValueLayout.OfInt BE_INT =
+            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    private Wire() {}
+
+    public static int u8(MemorySegment f, long off) {
+        return f.get(ValueLayout.JAVA_BYTE, off) & 0xff;
+    }
+
+    public static int u32(MemorySegment f, long off) {
+        return f.get(BE_INT, off);
+    }
+
+    public static void putU8(MemorySegment f, long off, int v) {
+        f.set(ValueLayout.JAVA_BYTE, off, (byte) v);
+    }
+
+    public static void putU32(MemorySegment f, long off, int v) {
+        f.set(BE_INT, off, v);
+    }
+
+    /** Writes a header (CRC excluded: see {@link #seal}). */
+    public static void header(MemorySegment f, int opcode, int flags, int path, int psn, int dstQpn,
+            int srcQpn, int token, int msn, int offset, int msgLen, int imm) {
+        putU8(f, OFF_VERSION, VERSION);
+        putU8(f, OFF_OPCODE, opcode);
+        putU8(f, OFF_FLAGS, flags);
+        putU8(f, OFF_PATH, path);
+        putU32(f, OFF_PSN, psn);
+        putU32(f, OFF_DST_QPN, dstQpn);
+        putU32(f, OFF_SRC_QPN, srcQpn);
+        putU32(f, OFF_TOKEN, token);
+        putU32(f, OFF_MSN, msn);
+        putU32(f, OFF_OFFSET, offset);
+        putU32(f, OFF_MSG_LEN, msgLen);
+        putU32(f, OFF_IMM, imm);
+    }
+
+    /**
+     * CRC32C over bytes [0, 36) and [40, length): the whole packet but its own CRC field.
+     * {@code view} covers the frame from offset 0; its position and limit are changed.
+     */
+    public static int crc(CRC32C crc, ByteBuffer view, int length) {
+        crc.reset();
+        view.limit((int) OFF_CRC).position(0);
+        crc.update(view);
+        view.limit(length).position(HEADER_SIZE);
+        crc.update(view);
+        return (int) crc.getValue();
+    }
+
+    /** Computes and stores the CRC of a frame of {@code length} bytes. */
+    public static void seal(CRC32C crc, MemorySegment f, ByteBuffer view, int length) {
+        putU32(f, OFF_CRC, crc(crc, view, length));
+    }
+
+    /** Largest SEND payload per packet for an enum-ibv_mtu path MTU on a netdev MTU. */
+    public static int payloadPerPacket(int pathMtuBytes, int ifMtu) {
+        return Math.min(pathMtuBytes, ifMtu - IP_UDP_OVERHEAD - HEADER_SIZE);
+    }
+}

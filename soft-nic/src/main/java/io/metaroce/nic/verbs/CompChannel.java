@@ -1,0 +1,27 @@
+package io.metaroce.nic.verbs;
+
+import io.metaroce.nic.sys.LibC;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/** A completion channel: an EFD_SEMAPHORE eventfd the daemon writes 1 to per CQ notification. */
+public final class CompChannel {
+    private static final MemorySegment ONE = Arena.global().allocateFrom(ValueLayout.JAVA_LONG, 1L);
+
+    public final int handle;
+    public final int eventFd;
+    int cqUsers;
+    public long signals;
+
+    public CompChannel(int handle, int eventFd) {
+        this.handle = handle;
+        this.eventFd = eventFd;
+    }
+
+    /** Called by the engine when an armed CQ got a matching completion. */
+    public void signal() {
+        signals++;
+        LibC.write(eventFd, ONE, 8);
+    }
+}

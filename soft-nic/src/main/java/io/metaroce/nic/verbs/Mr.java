@@ -1,0 +1,43 @@
+package io.metaroce.nic.verbs;
+
+/**
+ * A registered memory region: immutable once published in the {@link MrTable}. {@code iova} is the
+ * address the keys are used with; {@code addr} where those bytes live in process {@code pid}.
+ */
+public final class Mr {
+    public final int handle;
+    public final Pd pd;
+    public final int pid;
+    public final long addr;
+    public final long length;
+    public final long iova;
+    public final int access;
+    public final int lkey;
+    public final int rkey;
+    final int tableIndex;
+
+    Mr(int handle, Pd pd, int pid, long addr, long length, long iova, int access, int lkey, int rkey,
+            int tableIndex) {
+        this.handle = handle;
+        this.pd = pd;
+        this.pid = pid;
+        this.addr = addr;
+        this.length = length;
+        this.iova = iova;
+        this.access = access;
+        this.lkey = lkey;
+        this.rkey = rkey;
+        this.tableIndex = tableIndex;
+    }
+
+    /** True when [va, va + len) lies inside this region. */
+    public boolean contains(long va, long len) {
+        long start = va - iova;
+        return len >= 0 && start >= 0 && start <= length && len <= length - start;
+    }
+
+    /** The application address of iova {@code va}. */
+    public long translate(long va) {
+        return addr + (va - iova);
+    }
+}

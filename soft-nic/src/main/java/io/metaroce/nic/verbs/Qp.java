@@ -1,0 +1,127 @@
+package io.metaroce.nic.verbs;
+
+import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.abi.RingFlyweight;
+import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.nic.transport.RcRequester;
+import io.metaroce.nic.transport.RcResponder;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A queue pair. Immutable identity and capabilities are set at creation; everything else (state,
+ * attributes, transport) belongs to the engine thread once the QP was handed to it.
+ */
+public final class Qp {
+    public final int handle;
+    public final int qpn;
+    public final long sessionId;
+    public final int pid;
+    public final Pd pd;
+    public final Cq sendCq;
+    public final Cq recvCq;
+    public final int qpType;
+    public final boolean sqSigAll;
+    public final int maxSendWr;
+    public final int maxRecvWr;
+    public final int maxSendSge;
+    public final int maxRecvSge;
+    public final int maxInlineData;
+    /** The memfd mapping holding the SQ and RQ rings (null for QPs built in tests on plain memory). */
+    public final MemorySegment mapping;
+    public final RingFlyweight sq = new RingFlyweight();
+    public final RingFlyweight rq = new RingFlyweight();
+    public final int sqOffset;
+    public final int rqOffset;
+    public final int ifMtu;
+
+    // ibv_qp_attr (engine thread)
+    public int state = Ibv.QPS_RESET;
+    public int pathMtu = Ibv.MTU_1024;
+    public int qkey;
+    public int rqPsn;
+    public int sqPsn;
+    public int destQpNum;
+    public int accessFlags;
+    public int flowLabel;
+    public final byte[] dgid = new byte[16];
+    public int sgidIndex;
+    public int hopLimit;
+    public int trafficClass;
+    public boolean isGlobal;
+    public int sl;
+    public int ahPortNum;
+    public int pkeyIndex;
+    public int maxRdAtomic;
+    public int maxDestRdAtomic;
+    public int minRnrTimer;
+    public int portNum = 1;
+    public int timeout;
+    public int retryCnt = 7;
+    public int rnrRetry = 7;
+    /** Peer daemon: IPv4 (host order) from dgid, and UDP port. */
+    public int peerIp;
+    public int peerPort;
+
+    public final RcRequester requester;
+    public final RcResponder responder;
+
+    public Qp(int handle, int qpn, long sessionId, int pid, Pd pd, Cq sendCq, Cq recvCq, int qpType,
+            boolean sqSigAll, int sendSlots, int recvSlots, int maxSendSge, int maxRecvSge,
+            int maxInlineData, MemorySegment mapping, int sqOffset, int rqOffset, int ifMtu) {
+        this.handle = handle;
+        this.qpn = qpn;
+        this.sessionId = sessionId;
+        this.pid = pid;
+        this.pd = pd;
+        this.sendCq = sendCq;
+        this.recvCq = recvCq;
+        this.qpType = qpType;
+        this.sqSigAll = sqSigAll;
+        this.maxSendWr = sendSlots;
+        this.maxRecvWr = recvSlots;
+        this.maxSendSge = maxSendSge;
+        this.maxRecvSge = maxRecvSge;
+        this.maxInlineData = maxInlineData;
+        this.mapping = mapping;
+        this.sqOffset = sqOffset;
+        this.rqOffset = rqOffset;
+        this.ifMtu = ifMtu;
+        sq.init(mapping.asSlice(sqOffset), AbiConstants.MRCE_RING_KIND_SQ, (int) WqeDescriptor.SIZE,
+                sendSlots);
+        rq.init(mapping.asSlice(rqOffset), AbiConstants.MRCE_RING_KIND_RQ, (int) WqeDescriptor.SIZE,
+                recvSlots);
+        this.requester = new RcRequester(this);
+        this.responder = new RcResponder(this);
+    }
+
+    /** Bytes the rings of a QP need: SQ at 0, RQ at the next page. */
+    public static long rqOffset(int sendSlots) {
+        long sqBytes = RingFlyweight.byteSize((int) WqeDescriptor.SIZE, sendSlots);
+        return (sqBytes + 4095) & ~4095L;
+    }
+
+    public static long mapSize(int sendSlots, int recvSlots) {
+        long end = rqOffset(sendSlots) + RingFlyweight.byteSize((int) WqeDescriptor.SIZE, recvSlots);
+        return (end + 4095) & ~4095L;
+    }
+
+    /** Payload bytes per packet on this QP's path. */
+    public int payloadPerPacket() {
+        return io.metaroce.nic.transport.Wire.payloadPerPacket(Ibv.mtuBytes(pathMtu), ifMtu);
+    }
+
+    public boolean canSend() {
+        return state == Ibv.QPS_RTS || state == Ibv.QPS_SQD;
+    }
+
+    public boolean canReceive() {
+        return state == Ibv.QPS_RTR || state == Ibv.QPS_RTS || state == Ibv.QPS_SQD;
+    }
+
+    /** Moves the QP to ERR: outstanding work requests complete with flush errors from now on. */
+    public void toError() {
+        state = Ibv.QPS_ERR;
+        requester.onError();
+    }
+}

@@ -1,0 +1,34 @@
+package io.metaroce.nic.verbs;
+
+import io.metaroce.control.LocalSession;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** Everything one provider connection made; guarded by its own monitor. */
+final class SessionObjects {
+    final LocalSession session;
+    final int pid;
+    boolean hello;
+    boolean closed;
+    int doorbellFd = -1;
+    int asyncFd = -1;
+    private int nextHandle = 1;
+    final Map<Integer, Pd> pds = new LinkedHashMap<>();
+    final Map<Integer, Mr> mrs = new LinkedHashMap<>();
+    final Map<Integer, CompChannel> channels = new LinkedHashMap<>();
+    final Map<Integer, Cq> cqs = new LinkedHashMap<>();
+    final Map<Integer, Qp> qps = new LinkedHashMap<>();
+
+    SessionObjects(LocalSession session, int pid) {
+        this.session = session;
+        this.pid = pid;
+    }
+
+    int newHandle() {
+        int h = nextHandle++;
+        if (nextHandle == -1) {
+            nextHandle = 1;
+        }
+        return h;
+    }
+}

@@ -1,0 +1,663 @@
+package io.metaroce.nic.verbs;
+
+import static io.metaroce.nic.abi.AbiConstants.*;
+
+import io.metaroce.control.LocalControlHandler;
+import io.metaroce.control.LocalSession;
+import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.nic.abi.CreateCqReqDescriptor;
+import io.metaroce.nic.abi.CreateCqRespDescriptor;
+import io.metaroce.nic.abi.CreateQpReqDescriptor;
+import io.metaroce.nic.abi.CreateQpRespDescriptor;
+import io.metaroce.nic.abi.HandleReqDescriptor;
+import io.metaroce.nic.abi.HandleRespDescriptor;
+import io.metaroce.nic.abi.HelloReqDescriptor;
+import io.metaroce.nic.abi.HelloRespDescriptor;
+import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.abi.ModifyQpReqDescriptor;
+import io.metaroce.nic.abi.QpAttrDescriptor;
+import io.metaroce.nic.abi.RegMrReqDescriptor;
+import io.metaroce.nic.abi.RegMrRespDescriptor;
+import io.metaroce.nic.engine.EngineAgent;
+import io.metaroce.nic.sys.Errno;
+import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.sys.LibC;
+import io.metaroce.nic.sys.NativeException;
+import io.metaroce.nic.transport.Wire;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Serves every op of the local control protocol (mrce_abi.h). Object tables live per session, so
+ * a session never sees another's handles. Ops that touch a QP after creation (modify, query,
+ * destroy) and session teardown run on the engine thread as commands, which respond when done.
+ */
+public final class VerbsService implements LocalControlHandler, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(VerbsService.class);
+    public static final String DEV_NAME = "mrce0";
+    public static final int VENDOR_ID = 0x4d5243;
+    private static final int SUPPORTED_ACCESS = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE
+            | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC | Ibv.ACCESS_RELAXED_ORDERING;
+
+    private final EngineAgent engine;
+    private final MrTable mrTable;
+    private final NetInfo net;
+    private final int udpPort;
+    private final Limits limits;
+    private final int daemonPid = LibC.getpid();
+    private final ConcurrentHashMap<Long, SessionObjects> sessions = new ConcurrentHashMap<>();
+    private final short[] qpGeneration = new short[EngineAgent.MAX_QP];
+    private final boolean[] qpIndexUsed = new boolean[EngineAgent.MAX_QP];
+    private int qpCount;
+    private int mrCount;
+
+    public VerbsService(EngineAgent engine, MrTable mrTable, NetInfo net, int udpPort, Limits limits) {
+        this.engine = engine;
+        this.mrTable = mrTable;
+        this.net = net;
+        this.udpPort = udpPort;
+        this.limits = limits;
+    }
+
+    /** The largest enum ibv_mtu whose payload plus our headers fit the netdev MTU. */
+    public static int activeMtu(int ifMtu) {
+        for (int mtu = Ibv.MTU_4096; mtu > Ibv.MTU_256; mtu--) {
+            if (Ibv.mtuBytes(mtu) + Wire.HEADER_SIZE + Wire.IP_UDP_OVERHEAD <= ifMtu) {
+                return mtu;
+            }
+        }
+        return Ibv.MTU_256;
+    }
+
+    @Override
+    public void onRequest(LocalSession session, int op, int seq, ByteBuffer payload) {
+        ByteBuffer p = payload.slice().order(ByteOrder.LITTLE_ENDIAN);
+        SessionObjects s = sessions.computeIfAbsent(session.id(),
+                id -> new SessionObjects(session, session.pid()));
+        try {
+            synchronized (s) {
+                if (s.closed) {
+                    return;
+                }
+                if (op != MRCE_OP_HELLO && !s.hello) {
+                    session.respond(op, seq, Errno.EPROTO, empty());
+                    return;
+                }
+                switch (op) {
+                    case MRCE_OP_HELLO -> hello(s, seq, p);
+                    case MRCE_OP_ALLOC_PD -> allocPd(s, seq);
+                    case MRCE_OP_DEALLOC_PD -> deallocPd(s, seq, p);
+                    case MRCE_OP_REG_MR -> regMr(s, seq, p);
+                    case MRCE_OP_DEREG_MR -> deregMr(s, seq, p);
+                    case MRCE_OP_CREATE_COMP_CHANNEL -> createChannel(s, seq);
+                    case MRCE_OP_DESTROY_COMP_CHANNEL -> destroyChannel(s, seq, p);
+                    case MRCE_OP_CREATE_CQ -> createCq(s, seq, p);
+                    case MRCE_OP_DESTROY_CQ -> destroyCq(s, seq, p);
+                    case MRCE_OP_CREATE_QP -> createQp(s, seq, p);
+                    case MRCE_OP_MODIFY_QP -> modifyQp(s, seq, p);
+                    case MRCE_OP_QUERY_QP -> queryQp(s, seq, p);
+                    case MRCE_OP_DESTROY_QP -> destroyQp(s, seq, p);
+                    default -> session.respond(op, seq, Errno.EINVAL, empty());
+                }
+            }
+        } catch (NativeException e) {
+            LOG.warn("op {} of session {} (pid {}): {}", op, session.id(), session.pid(),
+                    e.getMessage());
+            session.respond(op, seq, e.errno(), empty());
+        }
+    }
+
+    private static ByteBuffer empty() {
+        return ByteBuffer.allocate(0);
+    }
+
+    private static ByteBuffer resp(long size) {
+        return ByteBuffer.allocate((int) size).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private static void fail(SessionObjects s, int op, int seq, int errno) {
+        s.session.respond(op, seq, errno, empty());
+    }
+
+    // ---- HELLO ----
+
+    private void hello(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
+        int version = p.getInt((int) HelloReqDescriptor.OFF_ABI_VERSION);
+        if (version != MRCE_ABI_VERSION) {
+            fail(s, MRCE_OP_HELLO, seq, Errno.EPROTO);
+            return;
+        }
+        if (s.hello) {
+            fail(s, MRCE_OP_HELLO, seq, Errno.EEXIST);
+            return;
+        }
+        int doorbell = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
+        int async;
+        try {
+            async = LibC.eventfd(0, LibC.EFD_CLOEXEC);
+            engine.watch(doorbell);
+        } catch (NativeException e) {
+            LibC.close(doorbell);
+            throw e;
+        }
+        s.doorbellFd = doorbell;
+        s.asyncFd = async;
+        s.hello = true;
+        ByteBuffer r = resp(HelloRespDescriptor.SIZE);
+        r.putInt((int) HelloRespDescriptor.OFF_ABI_VERSION, MRCE_ABI_VERSION);
+        r.putInt((int) HelloRespDescriptor.OFF_DAEMON_PID, daemonPid);
+        r.put((int) HelloRespDescriptor.OFF_GID, Inet4.mappedGid(net.ipv4()));
+        putString(r, (int) HelloRespDescriptor.OFF_DEV_NAME, DEV_NAME);
+        putString(r, (int) HelloRespDescriptor.OFF_IFNAME, net.ifname());
+        // node GUID, network order: 02:4d:52:ff:<ipv4>
+        byte[] guid = {0x02, 0x4d, 0x52, (byte) 0xff, (byte) (net.ipv4() >>> 24),
+            (byte) (net.ipv4() >>> 16), (byte) (net.ipv4() >>> 8), (byte) net.ipv4()};
+        r.put((int) HelloRespDescriptor.OFF_NODE_GUID, guid);
+        r.putInt((int) HelloRespDescriptor.OFF_IF_MTU, net.mtu());
+        r.putInt((int) HelloRespDescriptor.OFF_ACTIVE_MTU, activeMtu(net.mtu()));
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_MTU, Ibv.MTU_4096);
+        r.putInt((int) HelloRespDescriptor.OFF_UDP_PORT, udpPort);
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_QP, limits.maxQp());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_QP_WR, limits.maxQpWr());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_SGE, limits.maxSge());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_CQ, limits.maxCq());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_CQE, limits.maxCqe());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_MR, limits.maxMr());
+        r.putLong((int) HelloRespDescriptor.OFF_MAX_MR_SIZE, limits.maxMrSize());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_PD, limits.maxPd());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_INLINE, limits.maxInline());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_QP_RD_ATOM, limits.maxQpRdAtom());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_COMP_CHANNEL, limits.maxCompChannel());
+        r.putInt((int) HelloRespDescriptor.OFF_VENDOR_ID, VENDOR_ID);
+        r.putInt((int) HelloRespDescriptor.OFF_VENDOR_PART_ID, 1);
+        r.putInt((int) HelloRespDescriptor.OFF_HW_VER, 1);
+        r.putInt((int) HelloRespDescriptor.OFF_LINK_UP, net.linkUp() ? 1 : 0);
+        r.putInt((int) HelloRespDescriptor.OFF_SPEED_MBPS, net.speedMbps());
+        s.session.respond(MRCE_OP_HELLO, seq, 0, r, doorbell, async);
+    }
+
+    private static void putString(ByteBuffer r, int off, String v) {
+        byte[] b = v.getBytes(StandardCharsets.US_ASCII);
+        r.put(off, b, 0, Math.min(b.length, 15));
+    }
+
+    // ---- PD ----
+
+    private void allocPd(SessionObjects s, int seq) {
+        if (s.pds.size() >= limits.maxPd()) {
+            fail(s, MRCE_OP_ALLOC_PD, seq, Errno.ENOMEM);
+            return;
+        }
+        Pd pd = new Pd(s.newHandle(), s.session.id());
+        s.pds.put(pd.handle, pd);
+        ByteBuffer r = resp(HandleRespDescriptor.SIZE);
+        r.putInt((int) HandleRespDescriptor.OFF_HANDLE, pd.handle);
+        s.session.respond(MRCE_OP_ALLOC_PD, seq, 0, r);
+    }
+
+    private void deallocPd(SessionObjects s, int seq, ByteBuffer p) {
+        Pd pd = s.pds.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (pd == null) {
+            fail(s, MRCE_OP_DEALLOC_PD, seq, Errno.ENOENT);
+            return;
+        }
+        if (pd.users > 0) {
+            fail(s, MRCE_OP_DEALLOC_PD, seq, Errno.EBUSY);
+            return;
+        }
+        s.pds.remove(pd.handle);
+        s.session.respond(MRCE_OP_DEALLOC_PD, seq, 0, empty());
+    }
+
+    // ---- MR ----
+
+    private void regMr(SessionObjects s, int seq, ByteBuffer p) {
+        Pd pd = s.pds.get(p.getInt((int) RegMrReqDescriptor.OFF_PD));
+        int access = p.getInt((int) RegMrReqDescriptor.OFF_ACCESS);
+        long addr = p.getLong((int) RegMrReqDescriptor.OFF_ADDR);
+        long length = p.getLong((int) RegMrReqDescriptor.OFF_LENGTH);
+        long iova = p.getLong((int) RegMrReqDescriptor.OFF_IOVA);
+        int err = checkMr(pd, access, addr, length, iova);
+        if (err == 0) {
+            err = probe(s.pid, addr, length);
+        }
+        if (err != 0) {
+            fail(s, MRCE_OP_REG_MR, seq, err);
+            return;
+        }
+        Mr mr;
+        synchronized (this) {
+            mr = mrCount < limits.maxMr()
+                    ? mrTable.register(s.newHandle(), pd, s.pid, addr, length, iova, access) : null;
+            if (mr != null) {
+                mrCount++;
+            }
+        }
+        if (mr == null) {
+            fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
+            return;
+        }
+        pd.users++;
+        s.mrs.put(mr.handle, mr);
+        ByteBuffer r = resp(RegMrRespDescriptor.SIZE);
+        r.putInt((int) RegMrRespDescriptor.OFF_HANDLE, mr.handle);
+        r.putInt((int) RegMrRespDescriptor.OFF_LKEY, mr.lkey);
+        r.putInt((int) RegMrRespDescriptor.OFF_RKEY, mr.rkey);
+        s.session.respond(MRCE_OP_REG_MR, seq, 0, r);
+    }
+
+    /** ibv_reg_mr(3) argument rules; 0 or an errno. */
+    private int checkMr(Pd pd, int access, long addr, long length, long iova) {
+        if (pd == null) {
+            return Errno.ENOENT;
+        }
+        if ((access & ~SUPPORTED_ACCESS) != 0) {
+            return (access & (Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_ZERO_BASED | Ibv.ACCESS_MW_BIND
+                    | Ibv.ACCESS_HUGETLB)) != 0 ? Errno.EOPNOTSUPP : Errno.EINVAL;
+        }
+        if ((access & (Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_ATOMIC)) != 0
+                && (access & Ibv.ACCESS_LOCAL_WRITE) == 0) {
+            return Errno.EINVAL;
+        }
+        if (length <= 0 || Long.compareUnsigned(length, limits.maxMrSize()) > 0) {
+            return Errno.EINVAL;
+        }
+        if (Long.compareUnsigned(addr + length, addr) < 0
+                || Long.compareUnsigned(iova + length, iova) < 0) {
+            return Errno.EINVAL;
+        }
+        return 0;
+    }
+
+    /** Like ibv_reg_mr pinning pages: the first and last byte must be readable in the process. */
+    private static int probe(int pid, long addr, long length) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(1);
+            MemorySegment local = arena.allocate(16, 8);
+            MemorySegment remote = arena.allocate(16, 8);
+            local.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, buf.address());
+            local.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 1L);
+            for (long a : new long[] {addr, addr + length - 1}) {
+                remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, a);
+                remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 1L);
+                long n = LibC.processVmReadv(pid, local, 1, remote, 1);
+                if (n < 0) {
+                    return (int) -n;
+                }
+                if (n != 1) {
+                    return Errno.EFAULT;
+                }
+            }
+        }
+        return 0;
+    }
+
+    private void deregMr(SessionObjects s, int seq, ByteBuffer p) {
+        Mr mr = s.mrs.remove(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (mr == null) {
+            fail(s, MRCE_OP_DEREG_MR, seq, Errno.ENOENT);
+            return;
+        }
+        releaseMr(mr);
+        s.session.respond(MRCE_OP_DEREG_MR, seq, 0, empty());
+    }
+
+    private void releaseMr(Mr mr) {
+        mrTable.remove(mr);
+        mr.pd.users--;
+        synchronized (this) {
+            mrCount--;
+        }
+    }
+
+    // ---- completion channels ----
+
+    private void createChannel(SessionObjects s, int seq) throws NativeException {
+        if (s.channels.size() >= limits.maxCompChannel()) {
+            fail(s, MRCE_OP_CREATE_COMP_CHANNEL, seq, Errno.ENOMEM);
+            return;
+        }
+        // Blocking semaphore eventfd: the application's ibv_get_cq_event reads it and may block.
+        int fd = LibC.eventfd(0, LibC.EFD_SEMAPHORE | LibC.EFD_CLOEXEC);
+        CompChannel ch = new CompChannel(s.newHandle(), fd);
+        s.channels.put(ch.handle, ch);
+        ByteBuffer r = resp(HandleRespDescriptor.SIZE);
+        r.putInt((int) HandleRespDescriptor.OFF_HANDLE, ch.handle);
+        s.session.respond(MRCE_OP_CREATE_COMP_CHANNEL, seq, 0, r, fd);
+    }
+
+    private void destroyChannel(SessionObjects s, int seq, ByteBuffer p) {
+        CompChannel ch = s.channels.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (ch == null) {
+            fail(s, MRCE_OP_DESTROY_COMP_CHANNEL, seq, Errno.ENOENT);
+            return;
+        }
+        if (ch.cqUsers > 0) {
+            fail(s, MRCE_OP_DESTROY_COMP_CHANNEL, seq, Errno.EBUSY);
+            return;
+        }
+        s.channels.remove(ch.handle);
+        LibC.close(ch.eventFd);
+        s.session.respond(MRCE_OP_DESTROY_COMP_CHANNEL, seq, 0, empty());
+    }
+
+    // ---- CQ ----
+
+    private void createCq(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
+        int cqe = p.getInt((int) CreateCqReqDescriptor.OFF_CQE);
+        int chHandle = p.getInt((int) CreateCqReqDescriptor.OFF_CHANNEL);
+        CompChannel ch = null;
+        if (chHandle != AbiConstants.NO_HANDLE) {
+            ch = s.channels.get(chHandle);
+            if (ch == null) {
+                fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOENT);
+                return;
+            }
+        }
+        if (cqe < 1 || cqe > limits.maxCqe()) {
+            fail(s, MRCE_OP_CREATE_CQ, seq, Errno.EINVAL);
+            return;
+        }
+        if (s.cqs.size() >= limits.maxCq()) {
+            fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
+            return;
+        }
+        int slots = pow2(cqe);
+        long size = (io.metaroce.nic.abi.RingFlyweight.byteSize(MRCE_CQE_SIZE, slots) + 4095) & ~4095L;
+        int fd = LibC.memfdCreate("mrce-cq", LibC.MFD_CLOEXEC);
+        MemorySegment map;
+        try {
+            LibC.ftruncate(fd, size);
+            map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
+        } catch (NativeException e) {
+            LibC.close(fd);
+            throw e;
+        }
+        Cq cq = new Cq(s.newHandle(), map, slots, ch);
+        if (ch != null) {
+            ch.cqUsers++;
+        }
+        s.cqs.put(cq.handle, cq);
+        ByteBuffer r = resp(CreateCqRespDescriptor.SIZE);
+        r.putInt((int) CreateCqRespDescriptor.OFF_HANDLE, cq.handle);
+        r.putInt((int) CreateCqRespDescriptor.OFF_CQE, slots);
+        r.putLong((int) CreateCqRespDescriptor.OFF_MAP_SIZE, size);
+        s.session.respond(MRCE_OP_CREATE_CQ, seq, 0, r, fd);
+        LibC.close(fd);
+    }
+
+    private void destroyCq(SessionObjects s, int seq, ByteBuffer p) {
+        Cq cq = s.cqs.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (cq == null) {
+            fail(s, MRCE_OP_DESTROY_CQ, seq, Errno.ENOENT);
+            return;
+        }
+        if (cq.qpUsers > 0) {
+            fail(s, MRCE_OP_DESTROY_CQ, seq, Errno.EBUSY);
+            return;
+        }
+        s.cqs.remove(cq.handle);
+        releaseCq(cq);
+        s.session.respond(MRCE_OP_DESTROY_CQ, seq, 0, empty());
+    }
+
+    private static void releaseCq(Cq cq) {
+        if (cq.channel != null) {
+            cq.channel.cqUsers--;
+        }
+        unmap(cq.mapping);
+    }
+
+    private static void unmap(MemorySegment m) {
+        try {
+            LibC.munmap(m);
+        } catch (NativeException e) {
+            LOG.warn("{}", e.getMessage());
+        }
+    }
+
+    // ---- QP ----
+
+    private void createQp(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
+        Pd pd = s.pds.get(p.getInt((int) CreateQpReqDescriptor.OFF_PD));
+        Cq sendCq = s.cqs.get(p.getInt((int) CreateQpReqDescriptor.OFF_SEND_CQ));
+        Cq recvCq = s.cqs.get(p.getInt((int) CreateQpReqDescriptor.OFF_RECV_CQ));
+        int srq = p.getInt((int) CreateQpReqDescriptor.OFF_SRQ);
+        int type = p.getInt((int) CreateQpReqDescriptor.OFF_QP_TYPE);
+        boolean sigAll = p.getInt((int) CreateQpReqDescriptor.OFF_SQ_SIG_ALL) != 0;
+        int sendWr = p.getInt((int) CreateQpReqDescriptor.OFF_MAX_SEND_WR);
+        int recvWr = p.getInt((int) CreateQpReqDescriptor.OFF_MAX_RECV_WR);
+        int sendSge = p.getInt((int) CreateQpReqDescriptor.OFF_MAX_SEND_SGE);
+        int recvSge = p.getInt((int) CreateQpReqDescriptor.OFF_MAX_RECV_SGE);
+        int inline = p.getInt((int) CreateQpReqDescriptor.OFF_MAX_INLINE_DATA);
+        if (pd == null || sendCq == null || recvCq == null) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOENT);
+            return;
+        }
+        if (srq != AbiConstants.NO_HANDLE) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.EOPNOTSUPP); // no SRQ yet
+            return;
+        }
+        if (type != Ibv.QPT_RC) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.EOPNOTSUPP); // RC only in this version
+            return;
+        }
+        if (sendWr < 0 || sendWr > limits.maxQpWr() || recvWr < 0 || recvWr > limits.maxQpWr()
+                || sendSge < 0 || sendSge > limits.maxSge() || recvSge < 0
+                || recvSge > limits.maxSge() || inline < 0 || inline > limits.maxInline()) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.EINVAL);
+            return;
+        }
+        int sendSlots = pow2(Math.max(1, sendWr));
+        int recvSlots = pow2(Math.max(1, recvWr));
+        int qpn = allocateQpn();
+        if (qpn < 0) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOMEM);
+            return;
+        }
+        long rqOffset = Qp.rqOffset(sendSlots);
+        long size = Qp.mapSize(sendSlots, recvSlots);
+        int fd;
+        MemorySegment map;
+        try {
+            fd = LibC.memfdCreate("mrce-qp", LibC.MFD_CLOEXEC);
+        } catch (NativeException e) {
+            freeQpn(qpn);
+            throw e;
+        }
+        try {
+            LibC.ftruncate(fd, size);
+            map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
+        } catch (NativeException e) {
+            LibC.close(fd);
+            freeQpn(qpn);
+            throw e;
+        }
+        int maxSendSge = Math.max(1, sendSge);
+        int maxRecvSge = Math.max(1, recvSge);
+        Qp qp = new Qp(s.newHandle(), qpn, s.session.id(), s.pid, pd, sendCq, recvCq, type, sigAll,
+                sendSlots, recvSlots, maxSendSge, maxRecvSge, inline, map, 0, (int) rqOffset,
+                net.mtu());
+        qp.peerPort = udpPort;
+        if (!engine.submit(() -> engine.addQp(qp))) {
+            qp.requester.close();
+            unmap(map);
+            LibC.close(fd);
+            freeQpn(qpn);
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.EAGAIN);
+            return;
+        }
+        pd.users++;
+        sendCq.qpUsers++;
+        recvCq.qpUsers++;
+        s.qps.put(qp.handle, qp);
+        ByteBuffer r = resp(CreateQpRespDescriptor.SIZE);
+        r.putInt((int) CreateQpRespDescriptor.OFF_HANDLE, qp.handle);
+        r.putInt((int) CreateQpRespDescriptor.OFF_QP_NUM, qpn);
+        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_SEND_WR, sendSlots);
+        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_RECV_WR, recvSlots);
+        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_SEND_SGE, maxSendSge);
+        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_RECV_SGE, maxRecvSge);
+        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_INLINE_DATA, inline);
+        r.putInt((int) CreateQpRespDescriptor.OFF_SQ_OFFSET, 0);
+        r.putInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET, (int) rqOffset);
+        r.putLong((int) CreateQpRespDescriptor.OFF_MAP_SIZE, size);
+        s.session.respond(MRCE_OP_CREATE_QP, seq, 0, r, fd);
+        LibC.close(fd);
+    }
+
+    private static int pow2(int n) {
+        int p = Integer.highestOneBit(n);
+        return p == n ? n : p << 1;
+    }
+
+    private synchronized int allocateQpn() {
+        if (qpCount >= limits.maxQp()) {
+            return -1;
+        }
+        for (int i = 0; i < EngineAgent.MAX_QP; i++) {
+            if (!qpIndexUsed[i]) {
+                qpIndexUsed[i] = true;
+                int gen = (qpGeneration[i] % 0xfff) + 1;
+                qpGeneration[i] = (short) gen;
+                qpCount++;
+                return (gen << EngineAgent.QP_INDEX_BITS) | i;
+            }
+        }
+        return -1;
+    }
+
+    private synchronized void freeQpn(int qpn) {
+        qpIndexUsed[qpn & (EngineAgent.MAX_QP - 1)] = false;
+        qpCount--;
+    }
+
+    private void modifyQp(SessionObjects s, int seq, ByteBuffer p) {
+        Qp qp = s.qps.get(p.getInt((int) ModifyQpReqDescriptor.OFF_HANDLE));
+        if (qp == null) {
+            fail(s, MRCE_OP_MODIFY_QP, seq, Errno.ENOENT);
+            return;
+        }
+        int mask = p.getInt((int) ModifyQpReqDescriptor.OFF_ATTR_MASK);
+        QpAttrs attrs = QpAttrs.read(p, (int) ModifyQpReqDescriptor.OFF_ATTR);
+        LocalSession session = s.session;
+        if (!engine.submit(() -> {
+            int err = QpModifier.modify(qp, mask, attrs, engine.datapath().rtoInitialNs);
+            session.respond(MRCE_OP_MODIFY_QP, seq, err, empty());
+        })) {
+            fail(s, MRCE_OP_MODIFY_QP, seq, Errno.EAGAIN);
+        }
+    }
+
+    private void queryQp(SessionObjects s, int seq, ByteBuffer p) {
+        Qp qp = s.qps.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (qp == null) {
+            fail(s, MRCE_OP_QUERY_QP, seq, Errno.ENOENT);
+            return;
+        }
+        LocalSession session = s.session;
+        if (!engine.submit(() -> {
+            ByteBuffer r = resp(QpAttrDescriptor.SIZE);
+            QpAttrs.of(qp).write(r, 0);
+            session.respond(MRCE_OP_QUERY_QP, seq, 0, r);
+        })) {
+            fail(s, MRCE_OP_QUERY_QP, seq, Errno.EAGAIN);
+        }
+    }
+
+    private void destroyQp(SessionObjects s, int seq, ByteBuffer p) {
+        Qp qp = s.qps.remove(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (qp == null) {
+            fail(s, MRCE_OP_DESTROY_QP, seq, Errno.ENOENT);
+            return;
+        }
+        LocalSession session = s.session;
+        Runnable destroy = () -> {
+            engine.removeQp(qp);
+            synchronized (s) {
+                releaseQp(qp);
+            }
+            session.respond(MRCE_OP_DESTROY_QP, seq, 0, empty());
+        };
+        while (!engine.submit(destroy)) {
+            Thread.onSpinWait(); // a destroy must not be lost: the queue drains quickly
+        }
+    }
+
+    /** After the engine dropped the QP. Caller holds the session lock. */
+    private void releaseQp(Qp qp) {
+        qp.pd.users--;
+        qp.sendCq.qpUsers--;
+        qp.recvCq.qpUsers--;
+        unmap(qp.mapping);
+        freeQpn(qp.qpn);
+    }
+
+    // ---- teardown ----
+
+    @Override
+    public void onSessionClosed(LocalSession session) {
+        SessionObjects s = sessions.remove(session.id());
+        if (s == null) {
+            return;
+        }
+        List<Qp> qps;
+        synchronized (s) {
+            s.closed = true;
+            qps = new ArrayList<>(s.qps.values());
+            s.qps.clear();
+        }
+        Runnable reclaim = () -> {
+            for (Qp qp : qps) {
+                engine.removeQp(qp);
+            }
+            synchronized (s) {
+                for (Qp qp : qps) {
+                    releaseQp(qp);
+                }
+                for (Cq cq : s.cqs.values()) {
+                    releaseCq(cq);
+                }
+                s.cqs.clear();
+                for (CompChannel ch : s.channels.values()) {
+                    LibC.close(ch.eventFd);
+                }
+                s.channels.clear();
+                for (Mr mr : s.mrs.values()) {
+                    releaseMr(mr);
+                }
+                s.mrs.clear();
+                s.pds.clear();
+                if (s.doorbellFd >= 0) {
+                    engine.unwatch(s.doorbellFd);
+                    LibC.close(s.doorbellFd);
+                    LibC.close(s.asyncFd);
+                }
+            }
+            LOG.debug("session {} (pid {}) reclaimed: {} QPs", session.id(), s.pid, qps.size());
+        };
+        while (!engine.submit(reclaim)) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Sessions with objects (for tests and stats). */
+    public int sessionCount() {
+        return sessions.size();
+    }
+
+    @Override
+    public void close() {
+        for (SessionObjects s : new ArrayList<>(sessions.values())) {
+            onSessionClosed(s.session);
+        }
+    }
+}

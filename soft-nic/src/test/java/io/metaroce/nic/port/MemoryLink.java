@@ -1,0 +1,164 @@
+package io.metaroce.nic.port;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.PriorityQueue;
+import java.util.Random;
+import java.util.function.LongSupplier;
+
+/**
+ * A deterministic lossy link between two in-memory ports: every frame is independently lost,
+ * duplicated or delayed (which reorders) by a seeded Random, and delivered when the injected
+ * clock reaches its time. Test support, not for the hot path.
+ */
+public final class MemoryLink {
+    public final double lossRate;
+    public final double dupRate;
+    public final long baseDelayNs;
+    public final long jitterNs;
+    private final Random random;
+    private final LongSupplier clock;
+    private long order;
+    public long dropped;
+    public long duplicated;
+
+    private record Frame(long deliverAtNs, long order, byte[] bytes, int srcIp, int srcPort) {}
+
+    public MemoryLink(long seed, double lossRate, double dupRate, long baseDelayNs, long jitterNs,
+            LongSupplier clock) {
+        this.random = new Random(seed);
+        this.lossRate = lossRate;
+        this.dupRate = dupRate;
+        this.baseDelayNs = baseDelayNs;
+        this.jitterNs = jitterNs;
+        this.clock = clock;
+    }
+
+    public End end(int ip, int port) {
+        return new End(ip, port);
+    }
+
+    private End a;
+    private End b;
+
+    /** Connects two ends: what one sends, the other receives (whatever the destination). */
+    public void connect(End x, End y) {
+        a = x;
+        b = y;
+    }
+
+    private void transmit(End from, byte[] bytes) {
+        End to = from == a ? b : a;
+        if (random.nextDouble() < lossRate) {
+            dropped++;
+            return;
+        }
+        int copies = random.nextDouble() < dupRate ? 2 : 1;
+        if (copies == 2) {
+            duplicated++;
+        }
+        for (int i = 0; i < copies; i++) {
+            long delay = baseDelayNs + (jitterNs > 0 ? (long) (random.nextDouble() * jitterNs) : 0);
+            to.inbox.add(new Frame(clock.getAsLong() + delay, order++, bytes, from.ip, from.port));
+        }
+    }
+
+    /** One end: a {@link Port}. */
+    public final class End implements Port {
+        private final int ip;
+        private final int port;
+        private final PriorityQueue<Frame> inbox = new PriorityQueue<>(
+                (x, y) -> x.deliverAtNs != y.deliverAtNs ? Long.compare(x.deliverAtNs, y.deliverAtNs)
+                        : Long.compare(x.order, y.order));
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment[] rx = new MemorySegment[32];
+        private final ByteBuffer[] rxViews = new ByteBuffer[32];
+        private final MemorySegment tx;
+        private final ByteBuffer txView;
+        private final PortCounters counters = new PortCounters();
+
+        End(int ip, int port) {
+            this.ip = ip;
+            this.port = port;
+            for (int i = 0; i < rx.length; i++) {
+                rx[i] = arena.allocate(maxFrame(), 64);
+                rxViews[i] = rx[i].asByteBuffer();
+            }
+            tx = arena.allocate(maxFrame(), 64);
+            txView = tx.asByteBuffer();
+        }
+
+        @Override
+        public int poll(FrameHandler handler) {
+            long now = clock.getAsLong();
+            int n = 0;
+            while (n < rx.length && !inbox.isEmpty() && inbox.peek().deliverAtNs <= now) {
+                Frame f = inbox.poll();
+                MemorySegment.copy(MemorySegment.ofArray(f.bytes), 0, rx[n], 0, f.bytes.length);
+                rxViews[n].clear().limit(f.bytes.length);
+                counters.rxFrames++;
+                handler.onFrame(rx[n], rxViews[n], f.bytes.length, f.srcIp, f.srcPort);
+                n++;
+            }
+            return n;
+        }
+
+        /** Frames waiting (delivered or not). */
+        public int pending() {
+            return inbox.size();
+        }
+
+        @Override
+        public MemorySegment claim() {
+            return tx;
+        }
+
+        @Override
+        public ByteBuffer claimedView() {
+            return txView.clear();
+        }
+
+        @Override
+        public void commit(int length, int dstIp, int dstPort) {
+            byte[] bytes = tx.asSlice(0, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            counters.txFrames++;
+            transmit(this, bytes);
+        }
+
+        @Override
+        public int flush() {
+            return 0;
+        }
+
+        @Override
+        public int maxFrame() {
+            return 40 + 4096;
+        }
+
+        @Override
+        public int localIp() {
+            return ip;
+        }
+
+        @Override
+        public int localPort() {
+            return port;
+        }
+
+        @Override
+        public int fd() {
+            return -1;
+        }
+
+        @Override
+        public PortCounters counters() {
+            return counters;
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+}

@@ -1,0 +1,79 @@
+package io.metaroce.nic.verbs;
+
+import io.metaroce.control.LocalSession;
+import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.nic.abi.CreateCqRespDescriptor;
+import io.metaroce.nic.abi.CreateQpRespDescriptor;
+import io.metaroce.nic.sys.LibC;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * A LocalSession in this process that records responses. Like the real provider, it maps a CQ or
+ * QP memfd when the response arrives (the daemon closes its copy after responding).
+ */
+public final class FakeSession implements LocalSession {
+    public record Response(int op, int seq, int status, ByteBuffer payload, int[] fds,
+            MemorySegment mapping) {}
+
+    private final long id;
+    private final int pid;
+    public final ConcurrentLinkedQueue<Response> responses = new ConcurrentLinkedQueue<>();
+    public final List<MemorySegment> mappings = new ArrayList<>();
+    public volatile String closedReason;
+
+    public FakeSession(long id, int pid) {
+        this.id = id;
+        this.pid = pid;
+    }
+
+    @Override
+    public long id() {
+        return id;
+    }
+
+    @Override
+    public int pid() {
+        return pid;
+    }
+
+    @Override
+    public int uid() {
+        return 0;
+    }
+
+    @Override
+    public int gid() {
+        return 0;
+    }
+
+    @Override
+    public void respond(int op, int seq, int status, ByteBuffer payload, int... fds) {
+        ByteBuffer copy = ByteBuffer.allocate(payload.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+        copy.put(payload.duplicate()).flip();
+        MemorySegment map = null;
+        if (status == 0 && (op == AbiConstants.MRCE_OP_CREATE_CQ || op == AbiConstants.MRCE_OP_CREATE_QP)) {
+            long size = op == AbiConstants.MRCE_OP_CREATE_CQ
+                    ? copy.getLong((int) CreateCqRespDescriptor.OFF_MAP_SIZE)
+                    : copy.getLong((int) CreateQpRespDescriptor.OFF_MAP_SIZE);
+            try {
+                map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fds[0], 0);
+                synchronized (mappings) {
+                    mappings.add(map);
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        responses.add(new Response(op, seq, status, copy, fds.clone(), map));
+    }
+
+    @Override
+    public void close(String reason) {
+        closedReason = reason;
+    }
+}
