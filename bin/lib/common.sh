@@ -1,0 +1,76 @@
+# shellcheck shell=bash
+# Shared by the bin/mrce-* scripts: where things are, and how to get the
+# toolchain. Source it; it defines functions and variables only.
+
+MRCE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+MRCE_JAVA_HOME="${MRCE_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+MRCE_NATIVE_DIR="$MRCE_ROOT/provider-c/build"
+MRCE_PROVIDER_LIB="$MRCE_NATIVE_DIR/libmetaroce.so"
+MRCE_NICD_CLASSES="$MRCE_ROOT/soft-nic/target/classes"
+MRCE_NICD_LIB="$MRCE_ROOT/soft-nic/target/lib"
+MRCE_BUILD_STAMP="$MRCE_ROOT/target/.mrce-build-stamp"
+MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
+
+# Debian packages the build and the tests need.
+MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libbpf-dev
+	iproute2 iperf3 make gcc)
+
+mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
+mrce_die() { mrce_say "$*"; exit 1; }
+
+# Installs the Debian packages in MRCE_DEB_PACKAGES that are missing (and
+# Maven when there is no mvn). apt-get update runs once, only when needed.
+mrce_ensure_packages() {
+	local missing=() pkg status
+	for pkg in "${MRCE_DEB_PACKAGES[@]}"; do
+		status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
+		[[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+	done
+	command -v mvn >/dev/null 2>&1 || missing+=(maven)
+	((${#missing[@]} == 0)) && return 0
+	mrce_say "installing missing Debian packages: ${missing[*]}"
+	local sudo=()
+	if ((EUID != 0)); then
+		command -v sudo >/dev/null 2>&1 ||
+			mrce_die "not root and no sudo: install ${missing[*]} first"
+		sudo=(sudo)
+	fi
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
+		mrce_die "apt-get update failed"
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		"${missing[@]}" || mrce_die "apt-get install ${missing[*]} failed"
+}
+
+# Java 25 for Maven and the daemon; the machine's default java is older.
+mrce_java_env() {
+	[[ -x "$MRCE_JAVA_HOME/bin/java" ]] ||
+		mrce_die "no Java 25 at $MRCE_JAVA_HOME (set MRCE_JAVA_HOME to a JDK 25)"
+	export JAVA_HOME="$MRCE_JAVA_HOME"
+	export PATH="$JAVA_HOME/bin:$PATH"
+	export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
+}
+
+# True when every build output exists and no source is newer than the last
+# successful build.
+mrce_build_is_fresh() {
+	[[ -f "$MRCE_BUILD_STAMP" && -f "$MRCE_PROVIDER_LIB" && -d "$MRCE_NICD_LIB" &&
+		-f "$MRCE_NICD_CLASSES/io/metaroce/nic/NicDaemon.class" ]] || return 1
+	local newer
+	newer="$(cd "$MRCE_ROOT" && find pom.xml provider-c control-plane soft-nic integration-tests \
+		\( -name target -o -name build -o -name .git \) -prune -o \
+		-type f -newer "$MRCE_BUILD_STAMP" -print -quit 2>/dev/null)"
+	[[ -z "$newer" ]]
+}
+
+# Builds everything (no tests) unless the outputs are fresh.
+mrce_build_if_needed() {
+	if mrce_build_is_fresh; then
+		return 0
+	fi
+	mrce_ensure_packages
+	mrce_java_env
+	mrce_say "building (mvn -B -q install -DskipTests)"
+	(cd "$MRCE_ROOT" && mvn -B -q install -DskipTests) || mrce_die "build failed"
+	mkdir -p "$(dirname "$MRCE_BUILD_STAMP")"
+	touch "$MRCE_BUILD_STAMP"
+}

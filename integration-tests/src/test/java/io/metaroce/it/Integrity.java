@@ -1,0 +1,71 @@
+package io.metaroce.it;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Runs provider-c/build/mrce_integrity (server in B, client in A). Its last line is
+ * {@code mrce_integrity: OK messages=N bytes=B checksum=0x...} or {@code mrce_integrity: FAIL ...}.
+ */
+final class Integrity {
+
+    static final Pattern OK = Pattern.compile(
+            "(?m)^mrce_integrity: OK messages=(\\d+) bytes=(\\d+) checksum=(0x[0-9a-fA-F]+)\\s*$");
+
+    private Integrity() {}
+
+    record Side(String role, int exit, String output, boolean ok, long messages, long bytes, String checksum) {}
+
+    record Result(Side server, Side client) {}
+
+    static Path binary() {
+        return Env.nativeDir().resolve("mrce_integrity");
+    }
+
+    static Result run(TwoHostFabric f, int port, int messages, long seed, Duration timeout) {
+        if (!Files.isExecutable(binary())) {
+            throw new AssertionError(binary() + " is missing: provider-c's make builds it");
+        }
+        int timeoutS = (int) timeout.toSeconds();
+        List<String> cmd = new ArrayList<>(List.of(binary().toString(), "-d", "mrce0", "-g", "0",
+                "-p", Integer.toString(port), "-n", Integer.toString(messages), "-S", Long.toString(seed),
+                "-t", Integer.toString(timeoutS)));
+        Proc server = f.startApp(f.b(), "mrce_integrity-server", cmd);
+        try (server) {
+            f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
+            List<String> clientCmd = new ArrayList<>(cmd);
+            clientCmd.add(f.b().addr());
+            Proc client = f.startApp(f.a(), "mrce_integrity-client", clientCmd);
+            try (client) {
+                Duration hard = timeout.plusSeconds(30);
+                int clientExit = waitOrExplain(f, client, server, hard);
+                int serverExit = waitOrExplain(f, server, client, Duration.ofSeconds(30));
+                return new Result(parse("server", serverExit, server.output()),
+                        parse("client", clientExit, client.output()));
+            }
+        }
+    }
+
+    private static int waitOrExplain(TwoHostFabric f, Proc p, Proc other, Duration timeout) {
+        try {
+            return p.waitFor(timeout);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output()
+                    + "\n" + f.diagnostics(), e);
+        }
+    }
+
+    static Side parse(String role, int exit, String output) {
+        Matcher m = OK.matcher(output);
+        if (!m.find()) {
+            return new Side(role, exit, output, false, -1, -1, null);
+        }
+        return new Side(role, exit, output, true, Long.parseLong(m.group(1)), Long.parseLong(m.group(2)),
+                m.group(3).toLowerCase());
+    }
+}

@@ -1,0 +1,102 @@
+package io.metaroce.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Runs the unmodified {@code ibv_rc_pingpong -d mrce0 -g 0} with the server in host B and the client
+ * in host A, and reads what both print:
+ *
+ * <pre>
+ *   8192000 bytes in 0.05 seconds = 1310.72 Mbit/sec
+ *   1000 iters in 0.05 seconds = 50.00 usec/iter
+ * </pre>
+ *
+ * (rc_pingpong: bytes = size * iters * 2, Mbit/sec = bytes * 8 / usec, usec/iter = usec / iters.)
+ */
+final class RcPingPong {
+
+    static final Pattern BYTES = Pattern.compile(
+            "(?m)^(\\d+) bytes in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) Mbit/sec$");
+    static final Pattern ITERS = Pattern.compile(
+            "(?m)^(\\d+) iters in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) usec/iter$");
+
+    private RcPingPong() {}
+
+    /** What one side printed. */
+    record Side(String role, int exit, String output, long bytes, double seconds, double mbitPerSec,
+            long iters, double itersSeconds, double usecPerIter) {
+
+        /** Asserts this side exchanged size * iters * 2 bytes in iters iterations, with sane numbers. */
+        void assertCompleted(int size, int iters, String context) {
+            assertThat(exit).as("%s exit status; output:%n%s%n%s", role, output, context).isZero();
+            // -c makes rc_pingpong check the received buffer and print "invalid data" on a mismatch.
+            assertThat(output).as("%s output", role).doesNotContain("invalid data");
+            assertThat(this.iters).as("%s iters", role).isEqualTo(iters);
+            assertThat(bytes).as("%s bytes = size * iters * 2", role).isEqualTo((long) size * iters * 2);
+            // Printed with two decimals: a tiny rate (1-byte messages) shows as 0.00.
+            assertThat(mbitPerSec).as("%s Mbit/sec", role).isNotNegative();
+            assertThat(usecPerIter).as("%s usec/iter", role).isPositive();
+            assertThat(itersSeconds).as("%s: both lines report the same elapsed time", role).isEqualTo(seconds);
+            // Both rates come from the same elapsed time: Mbit/sec * usec/iter * iters = bytes * 8,
+            // up to the printed rounding (two decimals).
+            if (mbitPerSec >= 1 && usecPerIter >= 1) {
+                double product = mbitPerSec * usecPerIter * iters;
+                assertThat(product).as("%s: Mbit/sec * usec/iter * iters vs bytes * 8", role)
+                        .isCloseTo(bytes * 8.0, org.assertj.core.data.Percentage.withPercentage(3));
+            }
+        }
+    }
+
+    record Result(Side server, Side client) {
+        void assertCompleted(int size, int iters, String context) {
+            server.assertCompleted(size, iters, context);
+            client.assertCompleted(size, iters, context);
+        }
+    }
+
+    /** Runs one server/client pair on tcp port {@code port} with the given extra options. */
+    static Result run(TwoHostFabric f, int port, Duration timeout, String... options) {
+        List<String> cmd = new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0",
+                "-p", Integer.toString(port)));
+        cmd.addAll(List.of(options));
+        Proc server = f.startApp(f.b(), "rc_pingpong-server", cmd);
+        try (server) {
+            f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
+            List<String> clientCmd = new ArrayList<>(cmd);
+            clientCmd.add(f.b().addr());
+            Proc client = f.startApp(f.a(), "rc_pingpong-client", clientCmd);
+            try (client) {
+                int clientExit = waitOrExplain(f, client, server, timeout);
+                int serverExit = waitOrExplain(f, server, client, Duration.ofSeconds(30));
+                return new Result(parse("server", serverExit, server.output()),
+                        parse("client", clientExit, client.output()));
+            }
+        }
+    }
+
+    private static int waitOrExplain(TwoHostFabric f, Proc p, Proc other, Duration timeout) {
+        try {
+            return p.waitFor(timeout);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output()
+                    + "\n" + f.diagnostics(), e);
+        }
+    }
+
+    static Side parse(String role, int exit, String output) {
+        Matcher b = BYTES.matcher(output);
+        Matcher i = ITERS.matcher(output);
+        if (!b.find() || !i.find()) {
+            return new Side(role, exit, output, -1, -1, -1, -1, -1, -1);
+        }
+        return new Side(role, exit, output, Long.parseLong(b.group(1)), Double.parseDouble(b.group(2)),
+                Double.parseDouble(b.group(3)), Long.parseLong(i.group(1)), Double.parseDouble(i.group(2)),
+                Double.parseDouble(i.group(3)));
+    }
+}
