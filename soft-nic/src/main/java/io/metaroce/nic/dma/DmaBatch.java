@@ -27,6 +27,8 @@ public final class DmaBatch implements AutoCloseable {
     private final long[] lengths;
     private final int[] tags;
     private final boolean[] failed;
+    /** Entries that fail without a copy (their region was deregistered). */
+    private final boolean[] refused;
     private int count;
     private int pid;
     private int lastErrno;
@@ -48,6 +50,7 @@ public final class DmaBatch implements AutoCloseable {
         this.lengths = new long[capacity];
         this.tags = new int[capacity];
         this.failed = new boolean[capacity];
+        this.refused = new boolean[capacity];
     }
 
     /** Starts an empty batch against process {@code pid}. */
@@ -84,7 +87,20 @@ public final class DmaBatch implements AutoCloseable {
         lengths[count] = length;
         tags[count] = tag;
         failed[count] = false;
+        refused[count] = false;
         count++;
+        return true;
+    }
+
+    /**
+     * Adds an entry that fails without any copy, for a piece whose memory may no longer be
+     * touched; it is reported by {@link #failed} like a fault. Returns false when the batch is full.
+     */
+    public boolean addFailed(int tag) {
+        if (!add(0, 0, 0, tag)) {
+            return false;
+        }
+        refused[count - 1] = true;
         return true;
     }
 
@@ -93,7 +109,17 @@ public final class DmaBatch implements AutoCloseable {
         int failures = 0;
         int start = 0;
         while (start < count) {
-            long n = call(start, count - start);
+            if (refused[start]) {
+                failed[start] = true;
+                failures++;
+                start++;
+                continue;
+            }
+            int end = start + 1;
+            while (end < count && !refused[end]) {
+                end++;
+            }
+            long n = call(start, end - start);
             if (n < 0) {
                 lastErrno = (int) -n;
                 failed[start] = true;
@@ -103,11 +129,11 @@ public final class DmaBatch implements AutoCloseable {
             }
             bytes += n;
             int i = start;
-            while (i < count && n >= lengths[i]) {
+            while (i < end && n >= lengths[i]) {
                 n -= lengths[i];
                 i++;
             }
-            if (i < count) {
+            if (i < end) {
                 // The kernel stopped at entry i (it never splits an iovec... except on a fault
                 // inside one, where n is what fitted before it): entry i failed.
                 failed[i] = true;

@@ -187,6 +187,7 @@ public final class RcRequester {
                 return;
             }
             wr.sgeAppAddr[used] = mr.translate(addr);
+            wr.sgeMr[used] = mr;
             wr.sgeLen[used] = (int) len;
             used++;
             total += len;
@@ -289,7 +290,11 @@ public final class RcRequester {
                 continue;
             }
             int n = Math.min(sl - skip, remaining);
-            dp.gather.add(dst, wr.sgeAppAddr[i] + skip, n, slot);
+            if (wr.sgeMr[i].live()) {
+                dp.gather.add(dst, wr.sgeAppAddr[i] + skip, n, slot);
+            } else {
+                dp.gather.addFailed(slot);
+            }
             dst += n;
             remaining -= n;
             skip = 0;

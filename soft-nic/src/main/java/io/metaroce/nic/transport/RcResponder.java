@@ -115,6 +115,7 @@ public final class RcResponder {
                 return;
             }
             wr.sgeAppAddr[used] = mr.translate(addr);
+            wr.sgeMr[used] = mr;
             wr.sgeLen[used] = (int) len;
             used++;
             total += len;
@@ -202,7 +203,11 @@ public final class RcResponder {
                 continue;
             }
             int n = (int) Math.min(sl - skip, remaining);
-            dp.scatter.add(src, wr.sgeAppAddr[i] + skip, n, tag);
+            if (wr.sgeMr[i].live()) {
+                dp.scatter.add(src, wr.sgeAppAddr[i] + skip, n, tag);
+            } else {
+                dp.scatter.addFailed(tag);
+            }
             src += n;
             remaining -= n;
             skip = 0;

@@ -1,5 +1,7 @@
 package io.metaroce.nic.transport;
 
+import io.metaroce.nic.verbs.Mr;
+
 import io.metaroce.nic.abi.AbiConstants;
 
 /** Daemon-side copy of one receive work request and the message landing in it. */
@@ -7,6 +9,8 @@ final class RecvWr {
     long wrId;
     int numSge;
     final long[] sgeAppAddr = new long[AbiConstants.MRCE_MAX_SGE];
+    /** The region each SGE was validated against: a copy checks it is still registered. */
+    final Mr[] sgeMr = new Mr[AbiConstants.MRCE_MAX_SGE];
     final int[] sgeLen = new int[AbiConstants.MRCE_MAX_SGE];
     long capacity;
     /** -1 while fine, else the ibv_wc_status it must complete with. */

@@ -1,8 +1,9 @@
 package io.metaroce.nic.verbs;
 
 /**
- * A registered memory region: immutable once published in the {@link MrTable}. {@code iova} is the
- * address the keys are used with; {@code addr} where those bytes live in process {@code pid}.
+ * A registered memory region: immutable once published in the {@link MrTable}, except for
+ * {@link #revoke()}. {@code iova} is the address the keys are used with; {@code addr} where those
+ * bytes live in process {@code pid}.
  */
 public final class Mr {
     public final int handle;
@@ -15,6 +16,8 @@ public final class Mr {
     public final int lkey;
     public final int rkey;
     final int tableIndex;
+    /** Set by the engine thread when the region is deregistered; read only by that thread. */
+    private boolean revoked;
 
     Mr(int handle, Pd pd, int pid, long addr, long length, long iova, int access, int lkey, int rkey,
             int tableIndex) {
@@ -28,6 +31,19 @@ public final class Mr {
         this.lkey = lkey;
         this.rkey = rkey;
         this.tableIndex = tableIndex;
+    }
+
+    /**
+     * Engine thread only: no copy to or from this region happens from now on, even for work
+     * requests validated against it before (their copies fail with a protection error).
+     */
+    public void revoke() {
+        revoked = true;
+    }
+
+    /** Engine thread only: false once {@link #revoke()} ran. */
+    public boolean live() {
+        return !revoked;
     }
 
     /** True when [va, va + len) lies inside this region. */

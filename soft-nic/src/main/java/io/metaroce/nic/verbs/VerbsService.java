@@ -307,7 +307,15 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             return;
         }
         releaseMr(mr);
-        s.session.respond(MRCE_OP_DEREG_MR, seq, 0, empty());
+        LocalSession session = s.session;
+        // Answer only after the engine revoked it: no copy touches the region once dereg returns.
+        Runnable revoke = () -> {
+            mr.revoke();
+            session.respond(MRCE_OP_DEREG_MR, seq, 0, empty());
+        };
+        while (!engine.submit(revoke)) {
+            Thread.onSpinWait();
+        }
     }
 
     private void releaseMr(Mr mr) {
@@ -632,6 +640,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 }
                 s.channels.clear();
                 for (Mr mr : s.mrs.values()) {
+                    mr.revoke();
                     releaseMr(mr);
                 }
                 s.mrs.clear();

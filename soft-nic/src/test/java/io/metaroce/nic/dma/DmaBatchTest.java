@@ -74,4 +74,26 @@ class DmaBatchTest {
             assertThat(read.lastErrno()).isEqualTo(io.metaroce.nic.sys.Errno.ESRCH);
         }
     }
+
+    @Test
+    void aRefusedEntryFailsWithoutCopyingAndTheOthersLand() {
+        int pid = LibC.getpid();
+        try (Arena arena = Arena.ofConfined(); DmaBatch write = new DmaBatch(true, 8)) {
+            MemorySegment src = arena.allocate(300, 64);
+            src.fill((byte) 9);
+            MemorySegment dst = arena.allocate(300, 64);
+            write.begin(pid);
+            write.add(src.address(), dst.address(), 100, 0);
+            write.addFailed(1); // a piece whose region was deregistered
+            write.add(src.address() + 200, dst.address() + 200, 100, 2);
+            assertThat(write.flush()).isEqualTo(1);
+            assertThat(write.failed(0)).isFalse();
+            assertThat(write.failed(1)).isTrue();
+            assertThat(write.failed(2)).isFalse();
+            assertThat(write.calls()).isEqualTo(2);
+            assertThat(dst.get(ValueLayout.JAVA_BYTE, 99)).isEqualTo((byte) 9);
+            assertThat(dst.get(ValueLayout.JAVA_BYTE, 150)).isZero();
+            assertThat(dst.get(ValueLayout.JAVA_BYTE, 200)).isEqualTo((byte) 9);
+        }
+    }
 }

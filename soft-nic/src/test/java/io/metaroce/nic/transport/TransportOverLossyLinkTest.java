@@ -314,4 +314,27 @@ class TransportOverLossyLinkTest {
                     .containsExactly(Ibv.WC_LOC_PROT_ERR, Ibv.WC_WR_FLUSH_ERR);
         }
     }
+
+    @Test
+    void aReceiveBufferDeregisteredAfterPostingIsNeverWritten() throws Exception {
+        try (Pair p = new Pair(11, 0, 0, 0, 2, Ibv.MTU_1024, SLOT)) {
+            assertThat(p.b.post(p.qpB.rq(), 7, 0, 0, 0, new long[] {p.recvBuf.address()},
+                    new int[] {100}, p.recvMr[1])).isTrue();
+            p.step(10_000); // the daemon has read and validated the receive
+            assertThat(p.b.call(io.metaroce.nic.abi.AbiConstants.MRCE_OP_DEREG_MR,
+                    TestNode.handleReq(p.recvMr[0])).status()).isZero();
+            assertThat(p.a.post(p.qpA.sq(), 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
+                    new long[] {p.sendBuf.address()}, new int[] {100}, p.sendMr[1])).isTrue();
+            List<TestNode.Cqe> r = new ArrayList<>();
+            for (int i = 0; i < 10_000 && r.isEmpty(); i++) {
+                p.step(100_000);
+                r.addAll(p.b.poll(p.cqB.ring()));
+            }
+            assertThat(r).extracting(TestNode.Cqe::wrId).containsExactly(7L);
+            assertThat(r).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_LOC_PROT_ERR);
+            for (int i = 0; i < 100; i++) {
+                assertThat(p.recvBuf.get(ValueLayout.JAVA_BYTE, i)).isEqualTo(CANARY);
+            }
+        }
+    }
 }
