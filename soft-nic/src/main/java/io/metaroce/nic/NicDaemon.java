@@ -66,6 +66,16 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: --udp-port must be 1..65535");
             return 2;
         }
+        try {
+            return serve();
+        } catch (java.io.IOException | IllegalArgumentException e) {
+            // What the operator must fix (missing interface, port in use, bad address): no trace.
+            System.err.println("mrce-nicd: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    private int serve() throws Exception {
         NetInfo net = NetInfo.of(ifname, addr == null ? 0 : Inet4.parse(addr));
         Path socketPath = sock != null ? sock : LocalControlPaths.defaultSocketPath();
         Limits limits = Limits.defaults();

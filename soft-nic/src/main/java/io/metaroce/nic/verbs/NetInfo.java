@@ -19,7 +19,9 @@ public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int spee
     public static NetInfo of(String ifname, int addrOverride) throws IOException {
         NetworkInterface nif = NetworkInterface.getByName(ifname);
         if (nif == null) {
-            throw new IOException("no network interface " + ifname);
+            throw new IOException(Files.isDirectory(Path.of("/sys/class/net", ifname))
+                    ? "interface " + ifname + " is down (ip link set " + ifname + " up)"
+                    : "no network interface " + ifname + " in this network namespace");
         }
         int ip = addrOverride;
         if (ip == 0) {
