@@ -30,8 +30,13 @@ public interface Port extends AutoCloseable {
     /** The ByteBuffer view of the buffer the last {@link #claim} returned. */
     ByteBuffer claimedView();
 
-    /** Queues the claimed frame, {@code length} bytes, to {@code dstIp:dstPort}. */
-    void commit(int length, int dstIp, int dstPort);
+    /**
+     * Queues the claimed frame, {@code length} bytes, to {@code dstIp:dstPort}. {@code entropy}
+     * (0..65535) names the path: frames with the same entropy take the same route through an ECMP
+     * fabric (a UDP port sends them from the source port it maps the entropy to; a simulated fabric
+     * picks the link from it), frames with different entropy may take different routes.
+     */
+    void commit(int length, int dstIp, int dstPort, int entropy);
 
     /** Sends every queued frame; returns how many went out. */
     int flush();

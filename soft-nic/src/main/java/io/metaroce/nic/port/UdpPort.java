@@ -125,7 +125,8 @@ public final class UdpPort implements Port {
     }
 
     @Override
-    public void commit(int length, int dstIp, int dstPort) {
+    public void commit(int length, int dstIp, int dstPort, int entropy) {
+        // One socket for now: every entropy leaves from the bound port (one path).
         int i = claimed;
         txIovs.set(ValueLayout.JAVA_LONG, 16L * i + 8, length);
         LibC.writeSockaddrIn(txAddrs.asSlice(LibC.SOCKADDR_IN_SIZE * i, LibC.SOCKADDR_IN_SIZE), dstIp,

@@ -305,7 +305,7 @@ public final class RcRequester {
         int len = slotLen[slot];
         MemorySegment out = port.claim();
         MemorySegment.copy(slots[slot], 0, out, 0, len);
-        port.commit(len, qp.peerIp, qp.peerPort);
+        port.commit(len, qp.peerIp, qp.peerPort, 0);
     }
 
     /** An ACK: every PSN before {@code ackPsn} arrived, and PSN ackPsn + i for each bit i of sack. */

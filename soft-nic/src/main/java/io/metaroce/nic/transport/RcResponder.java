@@ -286,7 +286,7 @@ public final class RcResponder {
         Wire.header(f, Wire.OP_ACK, 0, 0, ePsn, qp.destQpNum, qp.qpn, 0, msnHead,
                 (int) (received >>> 32), (int) received, 0);
         Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
-        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort);
+        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, 0);
         dp.counters.acksTx++;
     }
 
@@ -295,7 +295,7 @@ public final class RcResponder {
         Wire.header(f, Wire.OP_NAK, 0, 0, psn, qp.destQpNum, qp.qpn, 0, msnHead, qp.minRnrTimer, 0,
                 syndrome);
         Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
-        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort);
+        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, 0);
         dp.counters.naksTx++;
     }
 }

@@ -120,7 +120,7 @@ public final class MemoryLink {
         }
 
         @Override
-        public void commit(int length, int dstIp, int dstPort) {
+        public void commit(int length, int dstIp, int dstPort, int entropy) {
             byte[] bytes = tx.asSlice(0, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
             counters.txFrames++;
             transmit(this, bytes);
