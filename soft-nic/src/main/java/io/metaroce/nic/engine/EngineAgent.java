@@ -165,14 +165,13 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
             case Wire.OP_SEND, Wire.OP_SEND_IMM -> qp.responder.onData(dp, frame, length, nowNs);
-            case Wire.OP_ACK -> qp.requester.onAck(dp, Wire.u32(frame, Wire.OFF_PSN),
-                    ((long) Wire.u32(frame, Wire.OFF_OFFSET) << 32)
-                            | (Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL), nowNs);
+            case Wire.OP_ACK -> qp.requester.onAck(dp, frame, length, nowNs);
             case Wire.OP_NAK -> {
                 dp.commitRx();
-                qp.requester.onNak(dp, Wire.u32(frame, Wire.OFF_PSN), Wire.u32(frame, Wire.OFF_IMM),
+                qp.requester.onNak(dp, Wire.u32(frame, Wire.OFF_RSN), Wire.u32(frame, Wire.OFF_IMM),
                         Wire.u32(frame, Wire.OFF_OFFSET), nowNs);
             }
+            case Wire.OP_PROBE -> qp.responder.onProbe(dp, frame);
             default -> c.rxBadOpcode++;
         }
     }

@@ -133,7 +133,7 @@ public final class MemoryLink {
 
         @Override
         public int maxFrame() {
-            return 40 + 4096;
+            return io.metaroce.nic.transport.Wire.HEADER_SIZE + 4096;
         }
 
         @Override

@@ -180,7 +180,7 @@ class TransportOverLossyLinkTest {
         Outcome o = run(1, 0, 0, 0, 300, Ibv.MTU_1024);
         try {
             assertDelivered(o, 300);
-            assertThat(o.pair().a.engine.datapath().counters.dataRetransmits).isZero();
+            assertThat(o.pair().a.engine.datapath().counters.dataRetransmits).as("%s", o.pair().a.engine.datapath().counters).isZero();
         } finally {
             o.pair().close();
         }
