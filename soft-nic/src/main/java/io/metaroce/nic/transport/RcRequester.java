@@ -649,7 +649,8 @@ public final class RcRequester {
         congestion(p, sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
         if (lost > 0 && lossBurst) {
             demote(dp, p, nowNs);
-        } else if (p.state == Path.SUSPECT && p.cleanRun >= CLEAN_RUN_TO_ACTIVE) {
+        } else if (p.state == Path.SUSPECT && (p.cleanRun >= CLEAN_RUN_TO_ACTIVE
+                || probe && p.probesOk >= RE_ADMIT_PROBES)) {
             p.state = Path.ACTIVE;
         }
     }
@@ -695,6 +696,8 @@ public final class RcRequester {
         if (p.state == Path.ACTIVE && pathCount > 1) {
             p.state = Path.SUSPECT;
             p.cleanRun = 0;
+            p.probesOk = 0;
+            p.nextProbeNs = nowNs;
             return;
         }
         if (p.state == Path.DEAD || pathCount == 1) {
@@ -735,7 +738,7 @@ public final class RcRequester {
         int work = 0;
         for (int i = 0; i < pathCount; i++) {
             Path p = paths[i];
-            if (p.state == Path.DEAD && !p.hasInflight() && nowNs - p.nextProbeNs >= 0) {
+            if (p.state != Path.ACTIVE && !p.hasInflight() && nowNs - p.nextProbeNs >= 0) {
                 sendProbe(dp, p, nowNs);
                 p.nextProbeNs = nowNs + Math.max(p.srttNs, 1_000_000L);
                 work++;
