@@ -11,6 +11,7 @@ import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
+import io.metaroce.nic.engine.StatsWriter;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -42,6 +43,20 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--sock", description = "control socket (default /tmp/metaroce/nicd-<netns inode>.sock)")
     Path sock;
 
+    @Option(names = "--transport", defaultValue = "metaroce",
+            description = "metaroce (multipath, default) or baseline (one path, go-back-N: classic RoCE)")
+    String transport;
+
+    @Option(names = "--paths", defaultValue = "8", description = "paths per RC QP, 1..256 (default 8)")
+    int paths;
+
+    @Option(names = "--entropy-ports", defaultValue = "64",
+            description = "send sockets on the ports above --udp-port, one per entropy class (default 64; 0: send from the data port)")
+    int entropyPorts;
+
+    @Option(names = "--stats", description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
+    Path stats;
+
     @Option(names = "--idle-spins", defaultValue = "100", description = "idle duty cycles spent spinning")
     int idleSpins;
 
@@ -66,6 +81,18 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: --udp-port must be 1..65535");
             return 2;
         }
+        if (paths < 1 || paths > 256) {
+            System.err.println("mrce-nicd: --paths must be 1..256");
+            return 2;
+        }
+        if (!"metaroce".equals(transport) && !"baseline".equals(transport)) {
+            System.err.println("mrce-nicd: unknown --transport " + transport + " (metaroce or baseline)");
+            return 2;
+        }
+        if (entropyPorts < 0 || entropyPorts > 1024 || udpPort + entropyPorts > 65535) {
+            System.err.println("mrce-nicd: --entropy-ports must be 0..1024 and fit above --udp-port");
+            return 2;
+        }
         try {
             return serve();
         } catch (java.io.IOException | IllegalArgumentException e) {
@@ -83,8 +110,11 @@ public final class NicDaemon implements Callable<Integer> {
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
 
-        try (UdpPort port = new UdpPort(net.ipv4(), udpPort, Wire.HEADER_SIZE + 4096, RX_TX_BATCH);
+        try (UdpPort port = new UdpPort(net.ipv4(), udpPort, Wire.HEADER_SIZE + 4096, RX_TX_BATCH,
+                        entropyPorts);
                 EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr()))) {
+            engine.datapath().paths = paths;
+            engine.datapath().baseline = "baseline".equals(transport);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
             EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
             runner.start();
@@ -92,7 +122,23 @@ public final class NicDaemon implements Callable<Integer> {
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
                         VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
                         socketPath);
-                stop.await();
+                LOG.info("transport {}, {} paths per QP, {} entropy ports", transport,
+                        "baseline".equals(transport) ? 1 : paths, entropyPorts);
+                StatsWriter statsWriter = stats == null ? null : new StatsWriter(engine, stats);
+                try {
+                    while (!stop.await(1, java.util.concurrent.TimeUnit.SECONDS)) {
+                        if (statsWriter != null) {
+                            statsWriter.write();
+                        }
+                    }
+                    if (statsWriter != null) {
+                        statsWriter.write();
+                    }
+                } finally {
+                    if (statsWriter != null) {
+                        statsWriter.close();
+                    }
+                }
                 LOG.info("mrce-nicd stopping");
             } finally {
                 verbs.close();

@@ -165,14 +165,13 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
             case Wire.OP_SEND, Wire.OP_SEND_IMM -> qp.responder.onData(dp, frame, length, nowNs);
-            case Wire.OP_ACK -> qp.requester.onAck(dp, Wire.u32(frame, Wire.OFF_PSN),
-                    ((long) Wire.u32(frame, Wire.OFF_OFFSET) << 32)
-                            | (Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL), nowNs);
+            case Wire.OP_ACK -> qp.requester.onAck(dp, frame, length, nowNs);
             case Wire.OP_NAK -> {
                 dp.commitRx();
-                qp.requester.onNak(dp, Wire.u32(frame, Wire.OFF_PSN), Wire.u32(frame, Wire.OFF_IMM),
+                qp.requester.onNak(dp, Wire.u32(frame, Wire.OFF_RSN), Wire.u32(frame, Wire.OFF_IMM),
                         Wire.u32(frame, Wire.OFF_OFFSET), nowNs);
             }
+            case Wire.OP_PROBE -> qp.responder.onProbe(dp, frame);
             default -> c.rxBadOpcode++;
         }
     }
@@ -203,7 +202,44 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 break;
             }
         }
+        StringBuilder b = new StringBuilder(1024);
+        Stats.qp(b, qp, true);
+        if (closedQps.size() == CLOSED_QPS_KEPT) {
+            closedQps.removeFirst();
+        }
+        closedQps.addLast(b.toString());
         qp.requester.close();
+    }
+
+    /** QPs removed lately, as JSON (kept so a snapshot after an application exits still shows them). */
+    private final java.util.ArrayDeque<String> closedQps = new java.util.ArrayDeque<>();
+    private static final int CLOSED_QPS_KEPT = 16;
+
+    /** Telemetry snapshot as JSON: counters, every QP and its paths. Engine thread (a command). */
+    public String statsJson(long timeNs) {
+        StringBuilder b = new StringBuilder(4096);
+        b.append("{\"timeNs\":").append(timeNs)
+                .append(",\"transport\":\"").append(dp.baseline ? "baseline" : "metaroce")
+                .append("\",\"pathsPerQp\":").append(dp.baseline ? 1 : dp.paths)
+                .append(",\"ecnReadable\":false,\"counters\":");
+        Stats.counters(b, dp.counters);
+        b.append(",\"port\":\"").append(port.counters()).append("\",\"qps\":[");
+        for (int i = 0; i < activeCount; i++) {
+            if (i > 0) {
+                b.append(',');
+            }
+            Stats.qp(b, active[i], false);
+        }
+        b.append("],\"closedQps\":[");
+        boolean first = true;
+        for (String q : closedQps) {
+            if (!first) {
+                b.append(',');
+            }
+            first = false;
+            b.append(q);
+        }
+        return b.append("]}\n").toString();
     }
 
     public Qp qpByQpn(int qpn) {

@@ -9,8 +9,12 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 
 /**
- * A plain non-blocking UDP socket bound to the served address and port; frames go out with
- * sendmmsg and come in with recvmmsg, a batch per call. The kernel builds IP/UDP headers.
+ * A plain non-blocking UDP socket bound to the served address and port, where every frame comes
+ * in (recvmmsg, a batch per call), plus a pool of send sockets bound to the consecutive ports
+ * above it: a frame's entropy picks the socket ({@code entropy mod pool}), so its source port,
+ * so its ECMP route. A flush sends each socket's frames with one sendmmsg (frames of one entropy
+ * keep their order). With no pool, everything leaves from the data socket. The kernel builds
+ * IP/UDP headers.
  */
 public final class UdpPort implements Port {
     private static final int MSG_TRUNC = 0x20;
@@ -35,8 +39,19 @@ public final class UdpPort implements Port {
     private final MemorySegment txAddrs;
     private int txCount;
     private int claimed = -1;
+    /** Send sockets by entropy (entropy mod length); empty: the data socket sends. */
+    private final int[] entropyFds;
+    private final int[] txSock;
+    private final int[] order;
+    private final MemorySegment txSorted;
 
     public UdpPort(int localIp, int localPort, int maxFrame, int batch) throws NativeException {
+        this(localIp, localPort, maxFrame, batch, 0);
+    }
+
+    /** {@code entropyPorts} send sockets bound to localPort + 1 .. localPort + entropyPorts. */
+    public UdpPort(int localIp, int localPort, int maxFrame, int batch, int entropyPorts)
+            throws NativeException {
         this.localIp = localIp;
         this.localPort = localPort;
         this.maxFrame = maxFrame;
@@ -51,6 +66,28 @@ public final class UdpPort implements Port {
             throw e;
         }
         this.fd = s;
+        this.entropyFds = new int[entropyPorts];
+        for (int i = 0; i < entropyPorts; i++) {
+            int e = -1;
+            try {
+                e = LibC.socket(LibC.AF_INET, LibC.SOCK_DGRAM | LibC.SOCK_NONBLOCK | LibC.SOCK_CLOEXEC, 0);
+                LibC.setsockoptInt(e, LibC.SOL_SOCKET, LibC.SO_SNDBUF, 4 << 20);
+                LibC.bindInet4(e, localIp, localPort + 1 + i);
+                entropyFds[i] = e;
+            } catch (NativeException ex) {
+                if (e >= 0) {
+                    LibC.close(e);
+                }
+                for (int k = 0; k < i; k++) {
+                    LibC.close(entropyFds[k]);
+                }
+                LibC.close(s);
+                throw new NativeException("bind of entropy port " + (localPort + 1 + i), ex.errno());
+            }
+        }
+        this.txSock = new int[batch];
+        this.order = new int[batch];
+        this.txSorted = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         rxMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         txMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         rxAddrs = arena.allocate(LibC.SOCKADDR_IN_SIZE * batch, 8);
@@ -126,8 +163,8 @@ public final class UdpPort implements Port {
 
     @Override
     public void commit(int length, int dstIp, int dstPort, int entropy) {
-        // One socket for now: every entropy leaves from the bound port (one path).
         int i = claimed;
+        txSock[i] = entropyFds.length == 0 ? fd : entropyFds[(entropy & 0xffff) % entropyFds.length];
         txIovs.set(ValueLayout.JAVA_LONG, 16L * i + 8, length);
         LibC.writeSockaddrIn(txAddrs.asSlice(LibC.SOCKADDR_IN_SIZE * i, LibC.SOCKADDR_IN_SIZE), dstIp,
                 dstPort);
@@ -137,9 +174,43 @@ public final class UdpPort implements Port {
 
     @Override
     public int flush() {
+        if (txCount == 0) {
+            return 0;
+        }
+        if (entropyFds.length == 0) {
+            int sent = sendRun(fd, txMsgs, 0, txCount);
+            txCount = 0;
+            return sent;
+        }
+        // Group the batch by socket (stable: each socket's frames keep their order).
+        int n = txCount;
+        int placed = 0;
+        for (int i = 0; i < n; i++) {
+            order[i] = -1;
+        }
         int sent = 0;
-        while (sent < txCount) {
-            int n = LibC.sendmmsg(fd, txMsgs.asSlice(LibC.MMSGHDR_SIZE * sent), txCount - sent, 0);
+        while (placed < n) {
+            int sock = -1;
+            int start = placed;
+            for (int i = 0; i < n; i++) {
+                if (order[i] == -1 && (sock == -1 || txSock[i] == sock)) {
+                    sock = txSock[i];
+                    order[i] = placed;
+                    MemorySegment.copy(txMsgs, LibC.MMSGHDR_SIZE * i, txSorted,
+                            LibC.MMSGHDR_SIZE * placed, LibC.MMSGHDR_SIZE);
+                    placed++;
+                }
+            }
+            sent += sendRun(sock, txSorted, start, placed - start);
+        }
+        txCount = 0;
+        return sent;
+    }
+
+    private int sendRun(int sock, MemorySegment msgs, int from, int count) {
+        int sent = 0;
+        while (sent < count) {
+            int n = LibC.sendmmsg(sock, msgs.asSlice(LibC.MMSGHDR_SIZE * (from + sent)), count - sent, 0);
             if (n < 0) {
                 if (n == -Errno.EINTR) {
                     continue;
@@ -153,7 +224,6 @@ public final class UdpPort implements Port {
             counters.txFrames += n;
             sent += n;
         }
-        txCount = 0;
         return sent;
     }
 
@@ -184,6 +254,9 @@ public final class UdpPort implements Port {
 
     @Override
     public void close() {
+        for (int e : entropyFds) {
+            LibC.close(e);
+        }
         LibC.close(fd);
         arena.close();
     }

@@ -24,6 +24,12 @@ public final class Datapath implements AutoCloseable {
     /** Initial and largest retransmission timeouts. */
     public long rtoInitialNs = 5_000_000L;
     public long rtoMaxNs = 200_000_000L;
+    /** Smallest per-path RTO. */
+    public long rtoMinNs = 200_000L;
+    /** Paths per RC QP (1..256); the baseline transport always uses one. */
+    public int paths = 8;
+    /** Baseline (classic RoCE stand-in): one path, cumulative ACKs, go-back-N, fixed RTO. */
+    public boolean baseline;
 
     private final Qp[] stagedQp = new Qp[STAGE_CAPACITY];
     private final int[] stagedPsn = new int[STAGE_CAPACITY];

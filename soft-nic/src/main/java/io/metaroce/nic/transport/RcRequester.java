@@ -3,7 +3,7 @@ package io.metaroce.nic.transport;
 import io.metaroce.nic.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
-import io.metaroce.nic.port.Port;
+import io.metaroce.nic.dma.DmaBatch;
 import io.metaroce.nic.verbs.Mr;
 import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.Arena;
@@ -11,20 +11,26 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 
 /**
- * The sending half of an RC QP: reads the SQ into daemon-side work requests, cuts messages into
- * packets (a window of {@link #WINDOW} packets, kept for retransmission), and completes work
- * requests in order once every packet is acknowledged (cumulatively or selectively). Recovery:
- * on a timeout, resend only the packets not yet acknowledged, with exponential backoff; after
- * retry_cnt timeouts without progress the head request fails with IBV_WC_RETRY_EXC_ERR.
+ * The sending half of an RC QP (docs/spec/transport.md sections 3, 6-11). Reads the SQ into
+ * daemon-side work requests, cuts messages into packets numbered by RSN (a window of
+ * {@link #WINDOW}, kept for retransmission) and sprays them over the QP's {@link Path}s, each with
+ * its own PSN space. Path reports in ACKs resolve every transmission of a path up to the reported
+ * PSN: delivered, or lost (a path is FIFO); a lost RSN is resent on another healthy path with a
+ * fresh PSN. Tail-loss probes, per-path RTOs, path retirement and probing, per-path congestion
+ * windows. Work requests complete in order once every RSN is acknowledged. The baseline mode is a
+ * classic go-back-N requester on one path.
  *
  * <p>Engine thread only.
  */
 public final class RcRequester {
-    /** Packets in flight per QP; the receiver's SACK bitmap spans exactly this many PSNs. */
-    public static final int WINDOW = 64;
+    /** RSNs in flight per QP; the responder's SACK bitmap spans exactly this many. */
+    public static final int WINDOW = 256;
     private static final int MASK = WINDOW - 1;
     /** Packets a QP may send per duty cycle, so one QP cannot starve the others. */
     private static final int BURST = 32;
+    public static final int MAX_PATHS = 256;
+    private static final int RE_ADMIT_PROBES = 3;
+    private static final int CLEAN_RUN_TO_ACTIVE = 16;
 
     private final Qp qp;
     private final Arena arena = Arena.ofShared();
@@ -37,6 +43,21 @@ public final class RcRequester {
     private final int[] slotWr = new int[WINDOW];
     private final int[] slotLen = new int[WINDOW];
     private final boolean[] slotAcked = new boolean[WINDOW];
+    /** Queued for retransmission (at most once at a time). */
+    private final boolean[] slotQueued = new boolean[WINDOW];
+    /** The RSN's latest transmission: path and PSN. */
+    private final int[] slotPath = new int[WINDOW];
+    private final int[] slotPsn = new int[WINDOW];
+    private final int[] retxQueue = new int[WINDOW];
+    private int retxHead;
+    private int retxTail;
+    private final int[] built = new int[BURST];
+    private final Path[] paths = new Path[MAX_PATHS];
+    private int pathCount;
+    private int rrCursor;
+    private boolean baseline;
+    /** Baseline: the next RSN go-back-N resends, or nextRsn when none. */
+    private int gbnCursor;
     private int sqConsumer;
     private int wrHead;
     private int wrSent;
@@ -44,13 +65,15 @@ public final class RcRequester {
     private int sendOffset;
     private int nextMsn;
     private int una;
-    private int nextPsn;
+    private int nextRsn;
+    private int rwnd = WINDOW;
     private long rtoNs;
     private long deadlineNs;
     private boolean timerArmed;
     private int retries;
     private int rnrRetries;
     private boolean rnrWait;
+    private long nowNs;
 
     public RcRequester(Qp qp) {
         this.qp = qp;
@@ -68,15 +91,35 @@ public final class RcRequester {
         }
     }
 
-    /** Entering RTS: the send PSN space starts at sq_psn. */
-    public void start(long rtoInitialNs) {
+    /** Entering RTS: the RSN space starts at sq_psn; paths (re)start. */
+    public void start(Datapath dp) {
+        baseline = dp.baseline;
         una = qp.sqPsn;
-        nextPsn = qp.sqPsn;
-        rtoNs = rtoInitialNs;
+        nextRsn = qp.sqPsn;
+        gbnCursor = nextRsn;
+        rtoNs = dp.rtoInitialNs;
+        rwnd = WINDOW;
         timerArmed = false;
         retries = 0;
         rnrRetries = 0;
         rnrWait = false;
+        retxHead = retxTail = 0;
+        java.util.Arrays.fill(slotQueued, false);
+        pathCount = baseline ? 1 : Math.max(1, Math.min(MAX_PATHS, dp.paths));
+        int seed = entropySeed(qp.qpn);
+        long initialCwnd = 16L * qp.payloadPerPacket();
+        for (int i = 0; i < pathCount; i++) {
+            if (paths[i] == null) {
+                paths[i] = new Path(i);
+            }
+            paths[i].reset((seed + i) & 0xffff, baseline ? Long.MAX_VALUE / 4 : initialCwnd,
+                    dp.rtoInitialNs);
+        }
+        rrCursor = 0;
+    }
+
+    static int entropySeed(int qpn) {
+        return (qpn * 0x9e3779b1) >>> 16;
     }
 
     /** Back to RESET: forget every request and discard what the SQ holds. */
@@ -101,16 +144,39 @@ public final class RcRequester {
         return deadlineNs;
     }
 
-    /** One duty-cycle step: read new WQEs, send, complete, check the timer. */
+    public int pathCount() {
+        return pathCount;
+    }
+
+    public Path path(int i) {
+        return paths[i];
+    }
+
+    public int unacknowledged() {
+        return nextRsn - una;
+    }
+
+    public int receiveWindow() {
+        return rwnd;
+    }
+
+    /** One duty-cycle step: read new WQEs, send, complete, check the timers. */
     public int doWork(Datapath dp, long nowNs) {
+        this.nowNs = nowNs;
         int work = pollSq(dp);
         if (qp.state == Ibv.QPS_ERR) {
             return work + flush();
         }
         if (qp.canSend()) {
-            work += transmit(dp, nowNs);
             if (timerArmed && nowNs - deadlineNs >= 0) {
                 work += onTimeout(dp, nowNs);
+            }
+            if (qp.canSend() && !rnrWait) {
+                if (!baseline) {
+                    work += pathTimers(dp, nowNs);
+                }
+                work += baseline ? resendGoBackN(dp, nowNs) : retransmit(dp, nowNs);
+                work += transmit(dp, nowNs);
             }
         }
         return work + retire();
@@ -200,35 +266,197 @@ public final class RcRequester {
         wr.length = (int) total;
     }
 
+    // ---- path choice ----
+
+    /**
+     * The path for a packet of {@code bytes}: round robin over ACTIVE paths with window room (then
+     * SUSPECT ones at a quarter of their window), avoiding {@code avoid} when another fits; with
+     * no ACTIVE or SUSPECT path, any DEAD one so the QP still reaches its retry limit. -1: none has
+     * room now.
+     */
+    private int pickPath(int bytes, int avoid) {
+        int n = pathCount;
+        int fallback = -1;
+        boolean anyAlive = false;
+        for (int k = 0; k < n; k++) {
+            int i = rrCursor + k;
+            if (i >= n) {
+                i -= n;
+            }
+            Path p = paths[i];
+            if (p.ringFull()) {
+                if (p.state != Path.DEAD) {
+                    anyAlive = true;
+                }
+                continue;
+            }
+            long room = p.state == Path.SUSPECT ? p.cwndBytes / 4 : p.cwndBytes;
+            if (p.state == Path.DEAD) {
+                continue;
+            }
+            anyAlive = true;
+            if (p.inflightBytes + bytes > room && p.inflightBytes > 0) {
+                continue;
+            }
+            if (i == avoid && n > 1) {
+                if (fallback < 0) {
+                    fallback = i;
+                }
+                continue;
+            }
+            if (p.state == Path.SUSPECT && fallback < 0) {
+                fallback = i;
+                continue;
+            }
+            rrCursor = i + 1 == n ? 0 : i + 1;
+            return i;
+        }
+        if (fallback >= 0) {
+            rrCursor = fallback + 1 == n ? 0 : fallback + 1;
+            return fallback;
+        }
+        if (anyAlive) {
+            return -1;
+        }
+        // Every path is DEAD: use the one that failed longest ago (it may carry data again).
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            Path p = paths[i];
+            if (p.ringFull() || (p.inflightBytes > 0 && p.inflightBytes + bytes > p.cwndBytes)) {
+                continue;
+            }
+            if (best < 0 || p.failedAtNs - paths[best].failedAtNs < 0) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
+    // ---- sending ----
+
+    /** Puts a built packet (slot of RSN {@code rsn}) on path {@code pi} and queues it. */
+    private void sendOnPath(Datapath dp, int rsn, int pi, int flags, long nowNs) {
+        int slot = rsn & MASK;
+        Path p = paths[pi];
+        if (!p.hasInflight()) {
+            p.lastProgressNs = nowNs;
+            p.tlpSent = false;
+        }
+        int psn = p.nextPsn++;
+        MemorySegment f = slots[slot];
+        Wire.putU8(f, Wire.OFF_FLAGS, (Wire.u8(f, Wire.OFF_FLAGS) & Wire.FLAG_SOLICITED) | flags
+                | (baseline ? Wire.FLAG_GBN : 0));
+        Wire.putU8(f, Wire.OFF_PATH, pi);
+        Wire.putU32(f, Wire.OFF_PSN, psn);
+        Wire.putU16(f, Wire.OFF_REPLY_ENTROPY, p.entropy);
+        Wire.seal(dp.crc, f, slotViews[slot], slotLen[slot]);
+        int len = slotLen[slot];
+        MemorySegment out = dp.port.claim();
+        MemorySegment.copy(f, 0, out, 0, len);
+        dp.port.commit(len, qp.peerIp, qp.peerPort, p.entropy);
+        int r = psn & Path.RING_MASK;
+        p.txRsn[r] = rsn;
+        p.txTimeNs[r] = nowNs;
+        p.txBytes[r] = len;
+        p.inflightBytes += len;
+        p.packetsSent++;
+        p.bytesSent += len;
+        slotPath[slot] = pi;
+        slotPsn[slot] = psn;
+    }
+
+    /** Resends the RSNs found lost, each on another healthy path with that path's next PSN. */
+    private int retransmit(Datapath dp, long nowNs) {
+        int n = 0;
+        while (retxHead != retxTail && n < BURST) {
+            int rsn = retxQueue[retxHead & MASK];
+            int slot = rsn & MASK;
+            if (acked(rsn)) {
+                slotQueued[slot] = false;
+                retxHead++;
+                continue;
+            }
+            int pi = pickPath(slotLen[slot], slotPath[slot]);
+            if (pi < 0) {
+                break;
+            }
+            slotQueued[slot] = false;
+            retxHead++;
+            sendOnPath(dp, rsn, pi, Wire.FLAG_RETRANSMIT, nowNs);
+            paths[pi].retransmitsSent++;
+            dp.counters.dataRetransmits++;
+            n++;
+        }
+        return n;
+    }
+
+    /** Baseline: go back N, resending every RSN from the cursor in order. */
+    private int resendGoBackN(Datapath dp, long nowNs) {
+        int n = 0;
+        if (gbnCursor - una < 0) {
+            gbnCursor = una;
+        }
+        while (gbnCursor != nextRsn && n < BURST) {
+            if (!acked(gbnCursor)) {
+                sendOnPath(dp, gbnCursor, 0, Wire.FLAG_RETRANSMIT, nowNs);
+                dp.counters.dataRetransmits++;
+                paths[0].retransmitsSent++;
+                n++;
+            }
+            gbnCursor++;
+        }
+        return n;
+    }
+
+    private boolean acked(int rsn) {
+        return rsn - una < 0 || slotAcked[rsn & MASK];
+    }
+
+    private void queueRetransmit(int rsn) {
+        int slot = rsn & MASK;
+        if (slotQueued[slot] || acked(rsn)) {
+            return;
+        }
+        slotQueued[slot] = true;
+        retxQueue[retxTail & MASK] = rsn;
+        retxTail++;
+    }
+
     private int transmit(Datapath dp, long nowNs) {
-        if (wrSent == wrTail || nextPsn - una >= WINDOW) {
+        int window = Math.min(WINDOW, Math.max(1, rwnd));
+        if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
         int payload = qp.payloadPerPacket();
-        int firstPsn = nextPsn;
+        int firstRsn = nextRsn;
         dp.gather.begin(qp.pid);
-        int built = 0;
+        int count = 0;
         boolean failedWr = false;
-        while (wrSent != wrTail && nextPsn - una < WINDOW && built < BURST
-                && dp.gather.count() + AbiConstants.MRCE_MAX_SGE <= io.metaroce.nic.dma.DmaBatch.IOV_MAX) {
+        while (wrSent != wrTail && nextRsn - una < window && count < BURST
+                && dp.gather.count() + AbiConstants.MRCE_MAX_SGE <= DmaBatch.IOV_MAX) {
             SendWr wr = wrs[wrSent & wrMask];
             if (wr.status >= 0) {
                 wr.failed = true;
                 failedWr = true;
                 break;
             }
+            int pktLen = Math.min(payload, wr.length - sendOffset);
+            int pi = pickPath(Wire.HEADER_SIZE + pktLen, -1);
+            if (pi < 0) {
+                break;
+            }
             if (sendOffset == 0) {
                 wr.packets = Math.max(1, (wr.length + payload - 1) / payload);
                 wr.msn = nextMsn++;
             }
-            int len = Math.min(payload, wr.length - sendOffset);
-            int slot = nextPsn & MASK;
+            int len = pktLen;
+            int slot = nextRsn & MASK;
             MemorySegment f = slots[slot];
             boolean last = sendOffset + len == wr.length;
             int flags = last && (wr.flags & Ibv.SEND_SOLICITED) != 0 ? Wire.FLAG_SOLICITED : 0;
             int op = wr.opcode == Ibv.WR_SEND_WITH_IMM ? Wire.OP_SEND_IMM : Wire.OP_SEND;
-            Wire.header(f, op, flags, 0, nextPsn, qp.destQpNum, qp.qpn, 0, wr.msn, sendOffset,
-                    wr.length, op == Wire.OP_SEND_IMM ? Integer.reverseBytes(wr.imm) : 0);
+            Wire.header(f, op, flags, pi, 0, nextRsn, qp.destQpNum, qp.qpn, 0, wr.msn, sendOffset,
+                    wr.length, op == Wire.OP_SEND_IMM ? Integer.reverseBytes(wr.imm) : 0, 0, 0);
             if (len > 0) {
                 if (wr.inline) {
                     MemorySegment.copy(inlineBuf,
@@ -241,13 +469,20 @@ public final class RcRequester {
             slotWr[slot] = wrSent;
             slotLen[slot] = Wire.HEADER_SIZE + len;
             slotAcked[slot] = false;
-            nextPsn++;
-            built++;
+            slotQueued[slot] = false;
+            built[count] = pi;
+            // Reserve the window on the chosen path now, so the next packet sees it.
+            paths[pi].inflightBytes += Wire.HEADER_SIZE + len;
+            nextRsn++;
+            count++;
             sendOffset += len;
             if (last) {
                 wrSent++;
                 sendOffset = 0;
             }
+        }
+        for (int i = 0; i < count; i++) {
+            paths[built[i]].inflightBytes -= slotLen[(firstRsn + i) & MASK];
         }
         if (dp.gather.count() > 0 && dp.gather.flush() > 0) {
             // The application's memory is gone or unreadable: the request that needed it fails
@@ -261,15 +496,14 @@ public final class RcRequester {
                 }
             }
             qp.toError();
-            return built;
+            return count;
         }
-        for (int i = 0; i < built; i++) {
-            int slot = (firstPsn + i) & MASK;
-            Wire.seal(dp.crc, slots[slot], slotViews[slot], slotLen[slot]);
-            send(dp.port, slot);
+        for (int i = 0; i < count; i++) {
+            sendOnPath(dp, firstRsn + i, built[i], 0, nowNs);
         }
-        dp.counters.dataTx += built;
-        if (built > 0 && !timerArmed) {
+        gbnCursor = nextRsn;
+        dp.counters.dataTx += count;
+        if (count > 0 && !timerArmed) {
             timerArmed = true;
             deadlineNs = nowNs + rtoNs;
         }
@@ -277,7 +511,7 @@ public final class RcRequester {
             // The next request failed validation: it completes with its error, the QP goes to ERR.
             qp.toError();
         }
-        return built;
+        return count;
     }
 
     private void gatherPieces(Datapath dp, SendWr wr, int offset, int len, long dst, int slot) {
@@ -301,60 +535,330 @@ public final class RcRequester {
         }
     }
 
-    private void send(Port port, int slot) {
-        int len = slotLen[slot];
-        MemorySegment out = port.claim();
-        MemorySegment.copy(slots[slot], 0, out, 0, len);
-        port.commit(len, qp.peerIp, qp.peerPort, 0);
-    }
+    // ---- acknowledgements ----
 
-    /** An ACK: every PSN before {@code ackPsn} arrived, and PSN ackPsn + i for each bit i of sack. */
-    public void onAck(Datapath dp, int ackPsn, long sack, long nowNs) {
+    /**
+     * An ACK: every RSN before {@code cumRsn}, each SACKed RSN, and the path reports in {@code frame}
+     * (see the spec, section 6).
+     */
+    public void onAck(Datapath dp, MemorySegment frame, int length, long nowNs) {
         dp.counters.acksRx++;
-        if (!qp.canSend() || ackPsn - una < 0 || ackPsn - nextPsn > 0) {
+        int cumRsn = Wire.u32(frame, Wire.OFF_RSN);
+        if (!qp.canSend() || cumRsn - una < 0 || cumRsn - nextRsn > 0) {
             return;
         }
-        for (int p = una; p != ackPsn; p++) {
-            markAcked(p);
+        rwnd = Wire.u16(frame, Wire.OFF_RWND);
+        for (int r = una; r != cumRsn; r++) {
+            markAcked(r);
         }
-        long bits = sack;
-        while (bits != 0) {
-            int i = Long.numberOfTrailingZeros(bits);
-            bits &= bits - 1;
-            int p = ackPsn + i;
-            if (p - nextPsn < 0) {
-                markAcked(p);
+        if (!baseline && length >= Wire.HEADER_SIZE + Wire.SACK_BYTES) {
+            for (int w = 0; w < Wire.SACK_BYTES / 8; w++) {
+                long bits = Wire.sackWord(frame, Wire.HEADER_SIZE + 8L * w);
+                while (bits != 0) {
+                    int i = Long.numberOfTrailingZeros(bits);
+                    bits &= bits - 1;
+                    int r = cumRsn + 64 * w + i;
+                    if (r - nextRsn < 0) {
+                        markAcked(r);
+                    }
+                }
             }
         }
         int before = una;
-        while (una != nextPsn && slotAcked[una & MASK]) {
+        while (una != nextRsn && slotAcked[una & MASK]) {
             una++;
+        }
+        if (!baseline) {
+            int reports = Wire.u32(frame, Wire.OFF_MSG_LEN);
+            long off = Wire.OFF_REPORTS;
+            for (int k = 0; k < reports && off + Wire.REPORT_SIZE <= length; k++, off += Wire.REPORT_SIZE) {
+                int pi = Wire.u8(frame, off);
+                if (pi < pathCount) {
+                    onPathReport(dp, paths[pi], Wire.u8(frame, off + 1), Wire.u32(frame, off + 4), nowNs);
+                }
+            }
+        } else {
+            Path p = paths[0];
+            p.una = p.nextPsn;
+            p.inflightBytes = 0;
         }
         if (una != before) {
             retries = 0;
             rnrRetries = 0;
             rnrWait = false;
             rtoNs = dp.rtoInitialNs;
-            timerArmed = una != nextPsn;
+            timerArmed = una != nextRsn;
             deadlineNs = nowNs + rtoNs;
         }
     }
 
-    private void markAcked(int psn) {
-        int slot = psn & MASK;
+    /** Resolves every transmission of path {@code p} up to PSN {@code highest}: delivered or lost. */
+    private void onPathReport(Datapath dp, Path p, int ceCount, int highest, long nowNs) {
+        if (highest - p.una < 0 || highest - p.nextPsn >= 0) {
+            return; // old news, or nonsense
+        }
+        int r = highest & Path.RING_MASK;
+        long sampleNs = nowNs - p.txTimeNs[r];
+        boolean probe = p.txBytes[r] == Path.PROBE_LEN;
+        boolean lossBurst = false;
+        long delivered = 0;
+        int lost = 0;
+        for (int psn = p.una; psn - highest <= 0; psn++) {
+            int e = psn & Path.RING_MASK;
+            int bytes = p.txBytes[e];
+            if (bytes == Path.PROBE_LEN) {
+                if (psn == highest) {
+                    p.probesOk++;
+                } else {
+                    p.probesOk = 0;
+                }
+                continue;
+            }
+            p.inflightBytes -= bytes;
+            int rsn = p.txRsn[e];
+            if (acked(rsn)) {
+                delivered += bytes;
+                lossBurst |= p.recordOutcome(false);
+            } else {
+                lost++;
+                p.losses++;
+                dp.counters.pathLosses++;
+                lossBurst |= p.recordOutcome(true);
+                int slot = rsn & MASK;
+                if (slotPath[slot] == p.id && slotPsn[slot] == psn) {
+                    queueRetransmit(rsn);
+                }
+            }
+        }
+        p.una = highest + 1;
+        p.lastProgressNs = nowNs;
+        p.tlpSent = false;
+        p.deliveredBytes += delivered;
+        p.ecnMarks += ceCount;
+        p.rttSample(sampleNs, dp.rtoMinNs, dp.rtoMaxNs);
+        updateRate(p, delivered, nowNs);
+        if (p.state == Path.DEAD) {
+            if (probe && p.probesOk >= RE_ADMIT_PROBES) {
+                p.state = Path.ACTIVE;
+                p.cwndBytes = 16L * qp.payloadPerPacket();
+                p.lossHistory = 0;
+                p.cleanRun = 0;
+            }
+            return;
+        }
+        congestion(p, sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
+        if (lost > 0 && lossBurst) {
+            demote(dp, p, nowNs);
+        } else if (p.state == Path.SUSPECT && (p.cleanRun >= CLEAN_RUN_TO_ACTIVE
+                || probe && p.probesOk >= RE_ADMIT_PROBES)) {
+            p.state = Path.ACTIVE;
+        }
+    }
+
+    private static void updateRate(Path p, long delivered, long nowNs) {
+        p.rateWindowBytes += delivered;
+        long span = nowNs - p.rateWindowStartNs;
+        if (span >= Math.max(p.srttNs, 10_000L)) {
+            long rate = p.rateWindowBytes * 1_000_000_000L / Math.max(1, span);
+            p.deliveryRateBps = p.deliveryRateBps == 0 ? rate : (3 * p.deliveryRateBps + rate) / 4;
+            p.rateWindowStartNs = nowNs;
+            p.rateWindowBytes = 0;
+        }
+    }
+
+    /** Delay-based window with multiplicative decrease on loss or ECN and a BDP cap (spec 11). */
+    private void congestion(Path p, long rttNs, long ackedBytes, boolean lossOrCe, long nowNs) {
+        long mtu = Wire.HEADER_SIZE + qp.payloadPerPacket();
+        long target = p.minRttNs + Math.max(p.minRttNs / 4, 20_000L);
+        boolean mayDecrease = nowNs - p.lastDecreaseNs >= p.srttNs;
+        if (lossOrCe) {
+            if (mayDecrease) {
+                p.cwndBytes /= 2;
+                p.lastDecreaseNs = nowNs;
+            }
+        } else if (rttNs < target) {
+            p.cwndBytes += Math.max(1, mtu * ackedBytes / Math.max(1, p.cwndBytes));
+        } else if (mayDecrease) {
+            double f = Math.max(0.5, 1.0 - 0.8 * (rttNs - target) / (double) rttNs);
+            p.cwndBytes = (long) (p.cwndBytes * f);
+            p.lastDecreaseNs = nowNs;
+        }
+        long cap = (long) WINDOW * mtu;
+        if (p.deliveryRateBps > 0 && p.hasRtt()) {
+            long bdp = 2 * p.deliveryRateBps * p.minRttNs / 1_000_000_000L;
+            cap = Math.min(cap, Math.max(16 * mtu, bdp));
+        }
+        p.cwndBytes = Math.max(mtu, Math.min(cap, p.cwndBytes));
+    }
+
+    /** ACTIVE to SUSPECT; SUSPECT to DEAD (retired: new entropy, probed until clean). */
+    private void demote(Datapath dp, Path p, long nowNs) {
+        if (p.state == Path.ACTIVE && pathCount > 1) {
+            p.state = Path.SUSPECT;
+            p.cleanRun = 0;
+            p.probesOk = 0;
+            p.nextProbeNs = nowNs;
+            return;
+        }
+        if (p.state == Path.DEAD || pathCount == 1) {
+            return;
+        }
+        retire(dp, p, nowNs);
+    }
+
+    private void retire(Datapath dp, Path p, long nowNs) {
+        // Everything still in flight on it is lost; its RSNs go elsewhere.
+        for (int psn = p.una; psn != p.nextPsn; psn++) {
+            int e = psn & Path.RING_MASK;
+            if (p.txBytes[e] == Path.PROBE_LEN) {
+                continue;
+            }
+            int rsn = p.txRsn[e];
+            int slot = rsn & MASK;
+            if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
+                queueRetransmit(rsn);
+            }
+        }
+        p.una = p.nextPsn;
+        p.inflightBytes = 0;
+        p.state = Path.DEAD;
+        p.generation++;
+        p.replacements++;
+        p.entropy = (entropySeed(qp.qpn) + p.id + pathCount * p.generation) & 0xffff;
+        p.probesOk = 0;
+        p.failedAtNs = nowNs;
+        p.nextProbeNs = nowNs;
+        p.lossHistory = 0;
+        p.cwndBytes = Wire.HEADER_SIZE + qp.payloadPerPacket();
+        dp.counters.pathRetirements++;
+    }
+
+    /** Per path: tail-loss probe, RTO, and probes of retired paths. */
+    private int pathTimers(Datapath dp, long nowNs) {
+        int work = 0;
+        for (int i = 0; i < pathCount; i++) {
+            Path p = paths[i];
+            if (p.state != Path.ACTIVE && !p.hasInflight() && nowNs - p.nextProbeNs >= 0) {
+                sendProbe(dp, p, nowNs);
+                p.nextProbeNs = nowNs + Math.max(p.srttNs, 1_000_000L);
+                work++;
+            }
+            if (!p.hasInflight()) {
+                continue;
+            }
+            long idle = nowNs - p.lastProgressNs;
+            if (idle >= p.rtoNs) {
+                work += pathTimeout(dp, p, nowNs);
+            } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs)) {
+                p.tlpSent = true;
+                work += tailLossProbe(dp, p, nowNs);
+            }
+        }
+        return work;
+    }
+
+    private int tailLossProbe(Datapath dp, Path p, long nowNs) {
+        for (int psn = p.nextPsn - 1; psn - p.una >= 0; psn--) {
+            int e = psn & Path.RING_MASK;
+            if (p.txBytes[e] == Path.PROBE_LEN) {
+                continue;
+            }
+            int rsn = p.txRsn[e];
+            int slot = rsn & MASK;
+            if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
+                long keep = p.lastProgressNs;
+                sendOnPath(dp, rsn, p.id, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
+                p.lastProgressNs = keep;
+                p.tlps++;
+                p.retransmitsSent++;
+                dp.counters.dataRetransmits++;
+                dp.counters.tlps++;
+                return 1;
+            }
+        }
+        return 0;
+    }
+
+    private int pathTimeout(Datapath dp, Path p, long nowNs) {
+        p.timeouts++;
+        dp.counters.pathTimeouts++;
+        for (int psn = p.una; psn != p.nextPsn; psn++) {
+            int e = psn & Path.RING_MASK;
+            if (p.txBytes[e] == Path.PROBE_LEN) {
+                p.probesOk = 0;
+                continue;
+            }
+            p.losses++;
+            p.recordOutcome(true);
+            int rsn = p.txRsn[e];
+            int slot = rsn & MASK;
+            if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
+                queueRetransmit(rsn);
+            }
+        }
+        p.una = p.nextPsn;
+        p.inflightBytes = 0;
+        p.tlpSent = false;
+        p.rtoNs = Math.min(dp.rtoMaxNs, p.rtoNs * 2);
+        p.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), p.cwndBytes / 2);
+        p.lastDecreaseNs = nowNs;
+        if (p.state != Path.DEAD) {
+            demote(dp, p, nowNs);
+        }
+        return 1;
+    }
+
+    private void sendProbe(Datapath dp, Path p, long nowNs) {
+        int psn = p.nextPsn;
+        if (p.ringFull()) {
+            return;
+        }
+        if (!p.hasInflight()) {
+            p.lastProgressNs = nowNs;
+        }
+        p.nextPsn++;
+        MemorySegment f = dp.port.claim();
+        Wire.header(f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, p.id, psn, 0, qp.destQpNum, qp.qpn, 0, 0, 0,
+                0, 0, p.entropy, 0);
+        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
+        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, p.entropy);
+        int e = psn & Path.RING_MASK;
+        p.txRsn[e] = 0;
+        p.txTimeNs[e] = nowNs;
+        p.txBytes[e] = Path.PROBE_LEN;
+        p.probesSent++;
+        dp.counters.probesTx++;
+    }
+
+    private void markAcked(int rsn) {
+        int slot = rsn & MASK;
         if (!slotAcked[slot]) {
             slotAcked[slot] = true;
             wrs[slotWr[slot] & wrMask].packetsAcked++;
         }
     }
 
-    /** A NAK for {@code psn}: RNR (no receive posted yet) or a request the responder rejected. */
-    public void onNak(Datapath dp, int psn, int syndrome, int rnrTimer, long nowNs) {
+    /** A NAK: RNR (no receive posted yet), a sequence error (baseline) or a rejected request. */
+    public void onNak(Datapath dp, int rsn, int syndrome, int rnrTimer, long nowNs) {
         dp.counters.naksRx++;
-        if (!qp.canSend() || psn - una < 0 || psn - nextPsn >= 0) {
+        if (!qp.canSend() || rsn - una < 0 || rsn - nextRsn > 0) {
             return;
         }
-        SendWr wr = wrs[slotWr[psn & MASK] & wrMask];
+        if (syndrome == Wire.NAK_SEQUENCE_ERROR) {
+            // go back N: everything from the expected RSN again
+            for (int r = una; r != rsn; r++) {
+                markAcked(r);
+            }
+            while (una != nextRsn && slotAcked[una & MASK]) {
+                una++;
+            }
+            gbnCursor = una;
+            return;
+        }
+        if (rsn == nextRsn) {
+            return;
+        }
+        SendWr wr = wrs[slotWr[rsn & MASK] & wrMask];
         if (syndrome == Wire.NAK_RNR) {
             if (qp.rnrRetry != 7 && ++rnrRetries > qp.rnrRetry) {
                 wr.status = Ibv.WC_RNR_RETRY_EXC_ERR;
@@ -383,7 +887,7 @@ public final class RcRequester {
     }
 
     private int onTimeout(Datapath dp, long nowNs) {
-        if (una == nextPsn) {
+        if (una == nextRsn) {
             timerArmed = false;
             return 0;
         }
@@ -398,19 +902,23 @@ public final class RcRequester {
                 qp.toError();
                 return 1;
             }
-            rtoNs = Math.min(rtoNs * 2, dp.rtoMaxNs);
-        }
-        int resent = 0;
-        for (int p = una; p != nextPsn; p++) {
-            int slot = p & MASK;
-            if (!slotAcked[slot]) {
-                send(dp.port, slot);
-                resent++;
+            if (!baseline) {
+                rtoNs = Math.min(rtoNs * 2, dp.rtoMaxNs);
             }
         }
-        dp.counters.dataRetransmits += resent;
+        if (baseline) {
+            gbnCursor = una;
+            Path p = paths[0];
+            p.una = p.nextPsn;
+            p.inflightBytes = 0;
+        } else {
+            // Whatever is still unacknowledged goes again (each RSN once), on healthy paths.
+            for (int r = una; r != nextRsn; r++) {
+                queueRetransmit(r);
+            }
+        }
         deadlineNs = nowNs + rtoNs;
-        return resent;
+        return 1;
     }
 
     /** Completes fully acknowledged requests in order. */
@@ -453,7 +961,8 @@ public final class RcRequester {
         }
         wrSent = wrHead;
         sendOffset = 0;
-        una = nextPsn;
+        una = nextRsn;
+        retxHead = retxTail;
         return n;
     }
 

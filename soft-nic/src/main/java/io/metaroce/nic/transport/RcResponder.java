@@ -24,11 +24,24 @@ public final class RcResponder {
     private int rqConsumer;
     private int wrHead;
     private int wrTail;
-    /** Every PSN before ePsn arrived; bit i of received: PSN ePsn + i arrived. */
+    private static final int W = RcRequester.WINDOW;
+    private static final int M = W - 1;
+    /** Every RSN before ePsn was placed; got[r & M]: RSN r (ePsn <= r < ePsn + W) was placed. */
     private int ePsn;
-    private long received;
+    private final boolean[] got = new boolean[W];
     private int msnHead;
     boolean ackQueued;
+    /** Per path id: the highest PSN seen (-1: none), news to report, gap losses, CE marks. */
+    private final int[] highest = new int[RcRequester.MAX_PATHS];
+    private final boolean[] news = new boolean[RcRequester.MAX_PATHS];
+    private final int[] newsList = new int[RcRequester.MAX_PATHS];
+    private int newsCount;
+    private final int[] gapLosses = new int[RcRequester.MAX_PATHS];
+    private final int[] ceMarks = new int[RcRequester.MAX_PATHS];
+    private int replyEntropy;
+    /** Baseline: the ePsn a SEQUENCE_ERROR NAK was sent for (one per gap). */
+    private int seqNakFor;
+    private boolean seqNakSent;
 
     public RcResponder(Qp qp) {
         this.qp = qp;
@@ -43,8 +56,70 @@ public final class RcResponder {
     /** Entering RTR: the receive PSN space starts at rq_psn. */
     public void start() {
         ePsn = qp.rqPsn;
-        received = 0;
+        java.util.Arrays.fill(got, false);
+        java.util.Arrays.fill(highest, -1);
+        java.util.Arrays.fill(news, false);
+        java.util.Arrays.fill(gapLosses, 0);
+        java.util.Arrays.fill(ceMarks, 0);
+        newsCount = 0;
+        seqNakSent = false;
         msnHead = 0;
+    }
+
+    /** Work requests read from the RQ and not completed yet (per-message state still held). */
+    public int outstanding() {
+        return wrTail - wrHead;
+    }
+
+    /** RSNs placed above the cumulative one (state that a completed transfer leaves at zero). */
+    public int placedAboveCumulative() {
+        int n = 0;
+        for (int i = 0; i < W; i++) {
+            n += got[i] ? 1 : 0;
+        }
+        return n;
+    }
+
+    /** Path tracking (spec 5.1): returns true on a gap, which asks for an immediate ACK. */
+    private boolean trackPath(Datapath dp, int path, int psn, int entropy) {
+        replyEntropy = entropy;
+        int h = highest[path];
+        boolean gap = false;
+        int d = psn - h;
+        if (d > 1) {
+            gapLosses[path] = (int) Math.min(0xffff, (long) gapLosses[path] + d - 1);
+            dp.counters.gapsDetected++;
+            gap = true;
+        }
+        if (d > 0) {
+            highest[path] = psn;
+            if (!news[path]) {
+                news[path] = true;
+                newsList[newsCount++] = path;
+            }
+        }
+        return gap;
+    }
+
+    /** An ACK is owed: at the end of the batch, or now (gap, ACK_NOW). */
+    private void owe(Datapath dp, boolean now) {
+        if (now) {
+            dp.commitRx();
+            sendAck(dp);
+        } else {
+            dp.ackLater(qp);
+        }
+    }
+
+    /** A PROBE on a retired path: track it and answer at once. */
+    public void onProbe(Datapath dp, MemorySegment frame) {
+        if (!qp.canReceive()) {
+            return;
+        }
+        dp.counters.probesRx++;
+        trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
+                Wire.u16(frame, Wire.OFF_REPLY_ENTROPY));
+        owe(dp, true);
     }
 
     public void reset() {
@@ -130,16 +205,37 @@ public final class RcResponder {
             return;
         }
         dp.counters.dataRx++;
-        int psn = Wire.u32(frame, Wire.OFF_PSN);
+        int flags = Wire.u8(frame, Wire.OFF_FLAGS);
+        boolean gbn = (flags & Wire.FLAG_GBN) != 0;
+        boolean now = (flags & Wire.FLAG_ACK_NOW) != 0;
+        if (gbn) {
+            replyEntropy = Wire.u16(frame, Wire.OFF_REPLY_ENTROPY);
+        } else {
+            now |= trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
+                    Wire.u16(frame, Wire.OFF_REPLY_ENTROPY));
+        }
+        int psn = Wire.u32(frame, Wire.OFF_RSN);
         int d = psn - ePsn;
-        if (d < 0 || (d < RcRequester.WINDOW && (received & (1L << d)) != 0)) {
+        if (d < 0 || (d < W && got[psn & M])) {
             dp.counters.duplicates++;
-            dp.ackLater(qp);
+            owe(dp, now);
             return;
         }
-        if (d >= RcRequester.WINDOW) {
+        if (gbn && d > 0) {
+            // Classic RoCE: only the expected PSN is accepted; one NAK per gap.
             dp.counters.outOfWindow++;
-            dp.ackLater(qp);
+            if (!seqNakSent || seqNakFor != ePsn) {
+                seqNakSent = true;
+                seqNakFor = ePsn;
+                dp.commitRx();
+                sendNak(dp, ePsn, Wire.NAK_SEQUENCE_ERROR);
+                dp.counters.sequenceNaksTx++;
+            }
+            return;
+        }
+        if (d >= W) {
+            dp.counters.outOfWindow++;
+            owe(dp, now);
             return;
         }
         int msn = Wire.u32(frame, Wire.OFF_MSN);
@@ -149,7 +245,7 @@ public final class RcResponder {
         int m = msn - msnHead;
         if (m < 0) {
             dp.counters.duplicates++;
-            dp.ackLater(qp);
+            owe(dp, now);
             return;
         }
         if (offset + payloadLen > msgLen || (payloadLen == 0 && msgLen != 0)) {
@@ -213,6 +309,9 @@ public final class RcResponder {
             skip = 0;
         }
         dp.stage(qp, psn, payloadLen, wr);
+        if (now) {
+            owe(dp, true);
+        }
     }
 
     /** The payload of a staged packet landed (or failed to): count it, complete what is whole. */
@@ -227,12 +326,12 @@ public final class RcResponder {
             return;
         }
         int d = psn - ePsn;
-        if (d < 0 || d >= RcRequester.WINDOW || (received & (1L << d)) != 0) {
+        if (d < 0 || d >= W || got[psn & M]) {
             return;
         }
-        received |= 1L << d;
-        while ((received & 1L) != 0) {
-            received >>>= 1;
+        got[psn & M] = true;
+        while (got[ePsn & M]) {
+            got[ePsn & M] = false;
             ePsn++;
         }
         wr.placed += payloadLen;
@@ -280,22 +379,46 @@ public final class RcResponder {
         return n;
     }
 
-    /** ACK: cumulative PSN, the SACK bitmap above it, and the next message expected. */
+    /** ACK: cumulative RSN, the SACK bitmap above it, the path reports, the receive window. */
     void sendAck(Datapath dp) {
         MemorySegment f = dp.port.claim();
-        Wire.header(f, Wire.OP_ACK, 0, 0, ePsn, qp.destQpNum, qp.qpn, 0, msnHead,
-                (int) (received >>> 32), (int) received, 0);
-        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
-        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, 0);
+        int n = newsCount;
+        int rwnd = qp.recvCq.hasSpace() ? W : 1;
+        Wire.header(f, Wire.OP_ACK, 0, 0, 0, ePsn, qp.destQpNum, qp.qpn, 0, msnHead, 0, n, 0, 0, rwnd);
+        for (int w = 0; w < Wire.SACK_BYTES / 8; w++) {
+            long bits = 0;
+            int base = ePsn + 64 * w;
+            for (int j = 0; j < 64; j++) {
+                if (got[(base + j) & M]) {
+                    bits |= 1L << j;
+                }
+            }
+            Wire.putSackWord(f, Wire.HEADER_SIZE + 8L * w, bits);
+        }
+        long off = Wire.OFF_REPORTS;
+        for (int k = 0; k < n; k++, off += Wire.REPORT_SIZE) {
+            int path = newsList[k];
+            Wire.putU8(f, off, path);
+            Wire.putU8(f, off + 1, Math.min(255, ceMarks[path]));
+            Wire.putU16(f, off + 2, gapLosses[path]);
+            Wire.putU32(f, off + 4, highest[path]);
+            news[path] = false;
+            ceMarks[path] = 0;
+            gapLosses[path] = 0;
+        }
+        newsCount = 0;
+        int len = (int) off;
+        Wire.seal(dp.crc, f, dp.port.claimedView(), len);
+        dp.port.commit(len, qp.peerIp, qp.peerPort, replyEntropy);
         dp.counters.acksTx++;
     }
 
-    private void sendNak(Datapath dp, int psn, int syndrome) {
+    private void sendNak(Datapath dp, int rsn, int syndrome) {
         MemorySegment f = dp.port.claim();
-        Wire.header(f, Wire.OP_NAK, 0, 0, psn, qp.destQpNum, qp.qpn, 0, msnHead, qp.minRnrTimer, 0,
-                syndrome);
+        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, 0, msnHead, qp.minRnrTimer, 0,
+                syndrome, 0, 0);
         Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
-        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, 0);
+        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, replyEntropy);
         dp.counters.naksTx++;
     }
 }

@@ -14,12 +14,22 @@ public final class TransportCounters {
     public long rnrDrops;
     public long malformed;
     public long timeouts;
+    public long pathLosses;
+    public long pathTimeouts;
+    public long pathRetirements;
+    public long tlps;
+    public long probesTx;
+    public long probesRx;
+    public long gapsDetected;
+    public long sequenceNaksTx;
 
     @Override
     public String toString() {
         return "dataTx " + dataTx + " retransmits " + dataRetransmits + " acksTx " + acksTx
                 + " naksTx " + naksTx + " acksRx " + acksRx + " naksRx " + naksRx + " dataRx " + dataRx
                 + " duplicates " + duplicates + " outOfWindow " + outOfWindow + " rnrDrops " + rnrDrops
-                + " malformed " + malformed + " timeouts " + timeouts;
+                + " malformed " + malformed + " timeouts " + timeouts + " pathLosses " + pathLosses
+                + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps
+                + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected;
     }
 }

@@ -7,29 +7,31 @@ import java.nio.ByteOrder;
 import java.util.zip.CRC32C;
 
 /**
- * The MetaRoCE packet header (UDP payload), version 1; docs/spec/wire-format.md is the spec.
+ * The MetaRoCE packet header (UDP payload), wire version 2; docs/spec/transport.md is the spec.
  * All fields are big-endian.
  *
  * <pre>
  *  0       1       2       3       4
  *  +-------+-------+-------+-------+
  *  |version|opcode | flags | path  |  0
- *  |             psn               |  4
- *  |            dst qpn            |  8
- *  |            src qpn            | 12
- *  |        connection token       | 16
- *  |   msn      (ACK: next msn)    | 20
- *  |  offset    (ACK: sack hi 32)  | 24
- *  |  msg len   (ACK: sack lo 32)  | 28
- *  |  imm data  (NAK: syndrome)    | 32
- *  |            crc32c             | 36
+ *  |           path psn            |  4
+ *  |  rsn   (ACK: cumulative rsn)  |  8
+ *  |            dst qpn            | 12
+ *  |            src qpn            | 16
+ *  |        connection token       | 20
+ *  |   msn      (ACK: next msn)    | 24
+ *  |  offset    (NAK: rnr timer)   | 28
+ *  |  msg len   (ACK: reports)     | 32
+ *  |  imm data  (NAK: syndrome)    | 36
+ *  | reply entropy | rwnd (ACK)    | 40
+ *  |            crc32c             | 44
  *  +-------------------------------+
- *  40: payload (data packets only)
+ *  48: payload (data); ACK: 32-byte SACK bitmap, then 8-byte path reports
  * </pre>
  */
 public final class Wire {
-    public static final int VERSION = 1;
-    public static final int HEADER_SIZE = 40;
+    public static final int VERSION = 2;
+    public static final int HEADER_SIZE = 48;
     /** Bytes below the header on the wire: IPv4 (20) and UDP (8). */
     public static final int IP_UDP_OVERHEAD = 28;
 
@@ -37,27 +39,42 @@ public final class Wire {
     public static final int OP_SEND_IMM = 2;
     public static final int OP_ACK = 16;
     public static final int OP_NAK = 17;
+    public static final int OP_PROBE = 18;
 
     public static final int FLAG_SOLICITED = 1;
+    public static final int FLAG_RETRANSMIT = 2;
+    public static final int FLAG_GBN = 4;
+    public static final int FLAG_ACK_NOW = 8;
 
     public static final int NAK_RNR = 1;
     public static final int NAK_INVALID_REQUEST = 2;
     public static final int NAK_REMOTE_OPERATIONAL = 3;
+    public static final int NAK_SEQUENCE_ERROR = 4;
 
     public static final long OFF_VERSION = 0;
     public static final long OFF_OPCODE = 1;
     public static final long OFF_FLAGS = 2;
     public static final long OFF_PATH = 3;
     public static final long OFF_PSN = 4;
-    public static final long OFF_DST_QPN = 8;
-    public static final long OFF_SRC_QPN = 12;
-    public static final long OFF_TOKEN = 16;
-    public static final long OFF_MSN = 20;
-    public static final long OFF_OFFSET = 24;
-    public static final long OFF_MSG_LEN = 28;
-    public static final long OFF_IMM = 32;
-    public static final long OFF_CRC = 36;
+    public static final long OFF_RSN = 8;
+    public static final long OFF_DST_QPN = 12;
+    public static final long OFF_SRC_QPN = 16;
+    public static final long OFF_TOKEN = 20;
+    public static final long OFF_MSN = 24;
+    public static final long OFF_OFFSET = 28;
+    public static final long OFF_MSG_LEN = 32;
+    public static final long OFF_IMM = 36;
+    public static final long OFF_REPLY_ENTROPY = 40;
+    public static final long OFF_RWND = 42;
+    public static final long OFF_CRC = 44;
 
+    /** ACK payload: the SACK bitmap (bit i = RSN cumulative + i), then the path reports. */
+    public static final int SACK_BYTES = 32;
+    public static final int REPORT_SIZE = 8;
+    public static final long OFF_REPORTS = HEADER_SIZE + SACK_BYTES;
+
+    private static final ValueLayout.OfShort BE_SHORT =
+            ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt BE_INT =
             ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -79,14 +96,38 @@ public final class Wire {
         f.set(BE_INT, off, v);
     }
 
+    private static final ValueLayout.OfLong LE_LONG =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** 64 bits of the SACK bitmap: byte k, bit j (LSB first) is bit 8k + j of the result. */
+    public static long sackWord(MemorySegment f, long off) {
+        return f.get(LE_LONG, off);
+    }
+
+    public static void putSackWord(MemorySegment f, long off, long v) {
+        f.set(LE_LONG, off, v);
+    }
+
+    public static int u16(MemorySegment f, long off) {
+        return f.get(BE_SHORT, off) & 0xffff;
+    }
+
+    public static void putU16(MemorySegment f, long off, int v) {
+        f.set(BE_SHORT, off, (short) v);
+    }
+
     /** Writes a header (CRC excluded: see {@link #seal}). */
-    public static void header(MemorySegment f, int opcode, int flags, int path, int psn, int dstQpn,
-            int srcQpn, int token, int msn, int offset, int msgLen, int imm) {
+    public static void header(MemorySegment f, int opcode, int flags, int path, int psn, int rsn,
+            int dstQpn, int srcQpn, int token, int msn, int offset, int msgLen, int imm,
+            int replyEntropy, int rwnd) {
         putU8(f, OFF_VERSION, VERSION);
         putU8(f, OFF_OPCODE, opcode);
         putU8(f, OFF_FLAGS, flags);
         putU8(f, OFF_PATH, path);
         putU32(f, OFF_PSN, psn);
+        putU32(f, OFF_RSN, rsn);
+        putU16(f, OFF_REPLY_ENTROPY, replyEntropy);
+        putU16(f, OFF_RWND, rwnd);
         putU32(f, OFF_DST_QPN, dstQpn);
         putU32(f, OFF_SRC_QPN, srcQpn);
         putU32(f, OFF_TOKEN, token);
@@ -97,7 +138,7 @@ public final class Wire {
     }
 
     /**
-     * CRC32C over bytes [0, 36) and [40, length): the whole packet but its own CRC field.
+     * CRC32C over bytes [0, 44) and [48, length): the whole packet but its own CRC field.
      * {@code view} covers the frame from offset 0; its position and limit are changed.
      */
     public static int crc(CRC32C crc, ByteBuffer view, int length) {

@@ -15,7 +15,7 @@ public final class QpModifier {
     private QpModifier() {}
 
     /** Validates and applies; returns 0 or an errno, leaving the QP untouched on error. */
-    public static int modify(Qp qp, int mask, QpAttrs a, long rtoInitialNs) {
+    public static int modify(Qp qp, int mask, QpAttrs a, io.metaroce.nic.transport.Datapath dp) {
         int err = QpStateMachine.validate(qp.qpType, qp.state, mask, a.qpState, a.curQpState);
         if (err != 0) {
             return err;
@@ -42,7 +42,7 @@ public final class QpModifier {
             }
             case Ibv.QPS_RTS -> {
                 if (from == Ibv.QPS_RTR) {
-                    qp.requester.start(rtoInitialNs);
+                    qp.requester.start(dp);
                 }
                 qp.state = Ibv.QPS_RTS;
             }

@@ -558,7 +558,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         QpAttrs attrs = QpAttrs.read(p, (int) ModifyQpReqDescriptor.OFF_ATTR);
         LocalSession session = s.session;
         if (!engine.submit(() -> {
-            int err = QpModifier.modify(qp, mask, attrs, engine.datapath().rtoInitialNs);
+            int err = QpModifier.modify(qp, mask, attrs, engine.datapath());
             session.respond(MRCE_OP_MODIFY_QP, seq, err, empty());
         })) {
             fail(s, MRCE_OP_MODIFY_QP, seq, Errno.EAGAIN);

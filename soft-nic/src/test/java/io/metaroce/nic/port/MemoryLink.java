@@ -23,6 +23,31 @@ public final class MemoryLink {
     public long dropped;
     public long duplicated;
 
+    /** Per-entropy paths (0: one shared path with the link's own reordering jitter). */
+    private int pathCount;
+    private double[] pathLoss;
+    private long[] pathDeadFromNs;
+    private long[] pathLastDeliveryNs;
+    public long[] pathFrames;
+
+    /**
+     * Splits the link into {@code n} FIFO paths chosen by entropy mod n (an ECMP fabric): each keeps
+     * frame order (jitter never reorders within a path), has its own random loss, and can die.
+     */
+    public void paths(int n, double[] lossPerPath) {
+        pathCount = n;
+        pathLoss = lossPerPath.clone();
+        pathDeadFromNs = new long[n];
+        java.util.Arrays.fill(pathDeadFromNs, Long.MAX_VALUE);
+        pathLastDeliveryNs = new long[2 * n];
+        pathFrames = new long[n];
+    }
+
+    /** Path {@code i} drops everything from {@code timeNs} on (a black hole). */
+    public void killPath(int i, long timeNs) {
+        pathDeadFromNs[i] = timeNs;
+    }
+
     private record Frame(long deliverAtNs, long order, byte[] bytes, int srcIp, int srcPort) {}
 
     public MemoryLink(long seed, double lossRate, double dupRate, long baseDelayNs, long jitterNs,
@@ -48,8 +73,12 @@ public final class MemoryLink {
         b = y;
     }
 
-    private void transmit(End from, byte[] bytes) {
+    private void transmit(End from, byte[] bytes, int entropy) {
         End to = from == a ? b : a;
+        if (pathCount > 0) {
+            transmitOnPath(from, to, bytes, entropy % pathCount);
+            return;
+        }
         if (random.nextDouble() < lossRate) {
             dropped++;
             return;
@@ -61,6 +90,27 @@ public final class MemoryLink {
         for (int i = 0; i < copies; i++) {
             long delay = baseDelayNs + (jitterNs > 0 ? (long) (random.nextDouble() * jitterNs) : 0);
             to.inbox.add(new Frame(clock.getAsLong() + delay, order++, bytes, from.ip, from.port));
+        }
+    }
+
+    private void transmitOnPath(End from, End to, byte[] bytes, int path) {
+        long now = clock.getAsLong();
+        pathFrames[path]++;
+        if (now >= pathDeadFromNs[path] || random.nextDouble() < pathLoss[path]
+                || random.nextDouble() < lossRate) {
+            dropped++;
+            return;
+        }
+        int copies = random.nextDouble() < dupRate ? 2 : 1;
+        if (copies == 2) {
+            duplicated++;
+        }
+        int dir = from == a ? 0 : 1;
+        for (int i = 0; i < copies; i++) {
+            long at = now + baseDelayNs + (jitterNs > 0 ? (long) (random.nextDouble() * jitterNs) : 0);
+            at = Math.max(at, pathLastDeliveryNs[2 * path + dir]); // FIFO per path and direction
+            pathLastDeliveryNs[2 * path + dir] = at;
+            to.inbox.add(new Frame(at, order++, bytes, from.ip, from.port));
         }
     }
 
@@ -123,7 +173,7 @@ public final class MemoryLink {
         public void commit(int length, int dstIp, int dstPort, int entropy) {
             byte[] bytes = tx.asSlice(0, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
             counters.txFrames++;
-            transmit(this, bytes);
+            transmit(this, bytes, entropy);
         }
 
         @Override
@@ -133,7 +183,7 @@ public final class MemoryLink {
 
         @Override
         public int maxFrame() {
-            return 40 + 4096;
+            return io.metaroce.nic.transport.Wire.HEADER_SIZE + 4096;
         }
 
         @Override

@@ -50,6 +50,12 @@ class TransportOverLossyLinkTest {
 
         Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot)
                 throws Exception {
+            this(seed, loss, dup, jitterNs, messages, mtu, recvSlot, null);
+        }
+
+        /** {@code setup} runs before the QPs connect: split the link into paths, set the transport. */
+        Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot,
+                java.util.function.Consumer<Pair> setup) throws Exception {
             link = new MemoryLink(seed, loss, dup, 10_000, jitterNs, clock::get);
             MemoryLink.End ea = link.end(IP_A, 4793);
             MemoryLink.End eb = link.end(IP_B, 4793);
@@ -69,6 +75,9 @@ class TransportOverLossyLinkTest {
             cqB = b.createCq(256, AbiConstants.NO_HANDLE);
             qpA = a.createQp(pdA, cqA.handle(), cqA.handle(), 64, 4, 64);
             qpB = b.createQp(pdB, cqB.handle(), cqB.handle(), 64, 4, 64);
+            if (setup != null) {
+                setup.accept(this);
+            }
             a.connect(qpA.handle(), IP_B, qpB.qpn(), 0x123456, 0xfffff0, mtu);
             b.connect(qpB.handle(), IP_A, qpA.qpn(), 0xfffff0, 0x123456, mtu);
         }
@@ -93,8 +102,15 @@ class TransportOverLossyLinkTest {
     /** Sends {@code n} messages of random length (zero-length and immediate included) from A to B. */
     static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu)
             throws Exception {
+        return run(seed, loss, dup, jitterNs, n, mtu, null, null);
+    }
+
+    /** {@code during} runs every step with the pair (e.g. to kill a path at some point). */
+    static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu,
+            java.util.function.Consumer<Pair> setup, java.util.function.Consumer<Pair> during)
+            throws Exception {
         Random rnd = new Random(seed);
-        Pair p = new Pair(seed, loss, dup, jitterNs, n, mtu, SLOT);
+        Pair p = new Pair(seed, loss, dup, jitterNs, n, mtu, SLOT, setup);
         int payloadMax = Ibv.mtuBytes(mtu);
         int[] lengths = new int[n];
         byte[][] payloads = new byte[n][];
@@ -137,6 +153,9 @@ class TransportOverLossyLinkTest {
                 posted++;
             }
             p.step(20_000);
+            if (during != null) {
+                during.accept(p);
+            }
             sends.addAll(p.a.poll(p.cqA.ring()));
             recvs.addAll(p.b.poll(p.cqB.ring()));
         }
@@ -180,7 +199,7 @@ class TransportOverLossyLinkTest {
         Outcome o = run(1, 0, 0, 0, 300, Ibv.MTU_1024);
         try {
             assertDelivered(o, 300);
-            assertThat(o.pair().a.engine.datapath().counters.dataRetransmits).isZero();
+            assertThat(o.pair().a.engine.datapath().counters.dataRetransmits).as("%s", o.pair().a.engine.datapath().counters).isZero();
         } finally {
             o.pair().close();
         }

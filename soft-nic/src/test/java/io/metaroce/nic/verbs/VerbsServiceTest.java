@@ -66,9 +66,9 @@ class VerbsServiceTest {
     @Test
     void activeMtuLeavesRoomForHeaders() {
         assertThat(VerbsService.activeMtu(1500)).isEqualTo(Ibv.MTU_1024);
-        assertThat(VerbsService.activeMtu(1024 + 68)).isEqualTo(Ibv.MTU_1024);
-        assertThat(VerbsService.activeMtu(1024 + 67)).isEqualTo(Ibv.MTU_512);
-        assertThat(VerbsService.activeMtu(4096 + 68)).isEqualTo(Ibv.MTU_4096);
+        assertThat(VerbsService.activeMtu(1024 + 76)).isEqualTo(Ibv.MTU_1024);
+        assertThat(VerbsService.activeMtu(1024 + 75)).isEqualTo(Ibv.MTU_512);
+        assertThat(VerbsService.activeMtu(4096 + 76)).isEqualTo(Ibv.MTU_4096);
         assertThat(VerbsService.activeMtu(65536)).isEqualTo(Ibv.MTU_4096);
     }
 

@@ -1,0 +1,141 @@
+package io.metaroce.nic.transport;
+
+/**
+ * One path of an RC QP's requester: an entropy (the UDP source port it maps to), its own PSN
+ * space with a ring of the transmissions not yet resolved, an RTT estimator, a congestion window
+ * and its telemetry. docs/spec/transport.md sections 8, 10 and 11. Engine thread only.
+ */
+public final class Path {
+    public static final int ACTIVE = 0;
+    public static final int SUSPECT = 1;
+    public static final int DEAD = 2;
+    /** Transmissions a path may have unresolved (a power of two, at least the QP window). */
+    static final int RING = RcRequester.WINDOW;
+    static final int RING_MASK = RING - 1;
+    /** Marks a ring entry that is a PROBE, not a data packet. */
+    static final int PROBE_LEN = -1;
+
+    public final int id;
+    public int state = ACTIVE;
+    public int entropy;
+    public int generation;
+    int nextPsn;
+    /** Oldest PSN not yet resolved (delivered or lost). */
+    int una;
+    final int[] txRsn = new int[RING];
+    final long[] txTimeNs = new long[RING];
+    final int[] txBytes = new int[RING];
+    public long inflightBytes;
+    public long cwndBytes;
+    public long srttNs;
+    public long rttvarNs;
+    public long minRttNs = Long.MAX_VALUE;
+    public long lastRttNs;
+    long rtoNs;
+    /** When the path last resolved something, or started having packets in flight. */
+    long lastProgressNs;
+    boolean tlpSent;
+    long lastDecreaseNs;
+    /** Bytes per second acknowledged over the last smoothed RTT, EWMA. */
+    public long deliveryRateBps;
+    long rateWindowStartNs;
+    long rateWindowBytes;
+    /** Bit i: the i-th most recent resolved transmission was lost. */
+    int lossHistory;
+    int cleanRun;
+    int probesOk;
+    long nextProbeNs;
+    long failedAtNs;
+    // telemetry
+    public long packetsSent;
+    public long bytesSent;
+    public long retransmitsSent;
+    public long deliveredBytes;
+    public long losses;
+    public long timeouts;
+    public long ecnMarks;
+    public long replacements;
+    public long probesSent;
+    public long tlps;
+
+    Path(int id) {
+        this.id = id;
+    }
+
+    void reset(int entropy, long initialCwnd, long rtoInitialNs) {
+        state = ACTIVE;
+        this.entropy = entropy;
+        generation = 0;
+        nextPsn = 0;
+        una = 0;
+        inflightBytes = 0;
+        cwndBytes = initialCwnd;
+        srttNs = 0;
+        rttvarNs = 0;
+        minRttNs = Long.MAX_VALUE;
+        lastRttNs = 0;
+        rtoNs = rtoInitialNs;
+        tlpSent = false;
+        lastDecreaseNs = Long.MIN_VALUE / 2;
+        deliveryRateBps = 0;
+        rateWindowStartNs = 0;
+        rateWindowBytes = 0;
+        lossHistory = 0;
+        cleanRun = 0;
+        probesOk = 0;
+        packetsSent = bytesSent = retransmitsSent = deliveredBytes = losses = timeouts = 0;
+        ecnMarks = replacements = probesSent = tlps = 0;
+    }
+
+    boolean hasInflight() {
+        return una != nextPsn;
+    }
+
+    boolean ringFull() {
+        return nextPsn - una >= RING;
+    }
+
+    public boolean hasRtt() {
+        return minRttNs != Long.MAX_VALUE;
+    }
+
+    /** RFC 6298 estimator; returns the sample. */
+    void rttSample(long rttNs, long rtoMinNs, long rtoMaxNs) {
+        if (rttNs <= 0) {
+            rttNs = 1;
+        }
+        lastRttNs = rttNs;
+        if (!hasRtt()) {
+            srttNs = rttNs;
+            rttvarNs = rttNs / 2;
+        } else {
+            rttvarNs = (3 * rttvarNs + Math.abs(srttNs - rttNs)) / 4;
+            srttNs = (7 * srttNs + rttNs) / 8;
+        }
+        minRttNs = Math.min(minRttNs, rttNs);
+        rtoNs = Math.min(rtoMaxNs, Math.max(rtoMinNs, srttNs + 4 * rttvarNs));
+    }
+
+    /** Tail-loss probe timeout. */
+    long ptoNs(long rtoInitialNs) {
+        if (!hasRtt()) {
+            return rtoInitialNs / 2;
+        }
+        return Math.max(50_000L, Math.max(2 * srttNs, srttNs + 4 * rttvarNs));
+    }
+
+    /** Records a resolved transmission in the loss history; true when it makes a loss burst. */
+    boolean recordOutcome(boolean lost) {
+        lossHistory = (lossHistory << 1) | (lost ? 1 : 0);
+        if (lost) {
+            cleanRun = 0;
+        } else {
+            cleanRun++;
+        }
+        return Integer.bitCount(lossHistory & 0xffff) >= 3;
+    }
+
+    public String stateName() {
+        return state == ACTIVE ? "active" : state == SUSPECT ? "suspect" : "dead";
+    }
+}
