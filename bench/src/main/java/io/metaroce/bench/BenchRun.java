@@ -40,7 +40,7 @@ final class BenchRun {
     Result run() throws Exception {
         long wallStart = System.nanoTime();
         SimClock clock = new SimClock(1_000_000_000L);
-        int maxFrame = 40 + Ibv.mtuBytes(cfg.mtu);
+        int maxFrame = SimFabric.DEFAULT_MAX_FRAME;
         // enough frames for every queue full plus what is in flight on the wires
         long perLinkFrames = cfg.queueBytes / 256 + cfg.rateBitsPerSec / 8 * 2 * cfg.delayNs / 1_000_000_000L / 64;
         int pool = (int) Math.min(1 << 17, Math.max(8192, 2 * cfg.links * (perLinkFrames / 4 + 256)));

@@ -5,8 +5,7 @@ import java.util.List;
 
 /**
  * A transport the benchmark can run: how to set an engine up for it, and what it tells about its
- * paths. Main has one transport today (the walking skeleton's one-path RC); the multipath
- * transport and the go-back-N baseline join here when they land.
+ * paths: the go-back-N baseline (classic RoCE's behaviour) and MetaRoCE's multipath transport.
  */
 public interface TransportMode {
 
@@ -25,32 +24,33 @@ public interface TransportMode {
     /** Whether {@link #anyPathDown} means something for this transport (else detection is "n/a"). */
     boolean exposesPathStates();
 
-    /** The one-path transport of the walking skeleton: every packet on entropy 0. */
-    TransportMode SKELETON = new TransportMode() {
-        @Override
-        public String name() {
-            return "skeleton";
-        }
+    /** One path, cumulative ACKs, go-back-N, fixed RTO: stands for classic RoCE. */
+    TransportMode BASELINE = new Engines("baseline", true);
 
+    /** MetaRoCE: packets sprayed over the QP's paths, per-path PSNs, selective retransmission. */
+    TransportMode METAROCE = new Engines("metaroce", false);
+
+    /** The two transports of soft-nic's {@code Datapath}, chosen per engine. */
+    record Engines(String name, boolean baseline) implements TransportMode {
         @Override
         public void configure(EngineAgent engine) {
-            // nothing to choose: one transport
+            engine.datapath().baseline = baseline;
         }
 
         @Override
         public boolean anyPathDown(EngineAgent engine) {
-            return false;
+            return engine.deadPaths() > 0;
         }
 
         @Override
         public boolean exposesPathStates() {
-            return false;
+            return !baseline;
         }
-    };
+    }
 
     /** Every transport in this build, in the order the table shows them (the first is the base). */
     static List<TransportMode> available() {
-        return List.of(SKELETON);
+        return List.of(BASELINE, METAROCE);
     }
 
     static TransportMode named(String name) {

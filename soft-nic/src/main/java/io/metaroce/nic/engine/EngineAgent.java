@@ -41,6 +41,11 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private Thread owner;
 
     public EngineAgent(Port port, MrTable mrs) throws NativeException {
+        if (port.maxFrame() < io.metaroce.nic.transport.Wire.HEADER_SIZE + 4096) {
+            // a full IBV_MTU_4096 packet must fit in one frame
+            throw new IllegalArgumentException("port frames of " + port.maxFrame()
+                    + " bytes cannot hold a 4096-byte payload and its header");
+        }
         this.port = port;
         this.dp = new Datapath(port, mrs);
         this.wakeFd = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
@@ -240,6 +245,20 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             b.append(q);
         }
         return b.append("]}\n").toString();
+    }
+
+    /** Engine thread only: how many paths of the active QPs are dead (retired, being probed). */
+    public int deadPaths() {
+        int n = 0;
+        for (int i = 0; i < activeCount; i++) {
+            io.metaroce.nic.transport.RcRequester r = active[i].requester;
+            for (int p = 0; p < r.pathCount(); p++) {
+                if (r.path(p).state == io.metaroce.nic.transport.Path.DEAD) {
+                    n++;
+                }
+            }
+        }
+        return n;
     }
 
     public Qp qpByQpn(int qpn) {
