@@ -67,8 +67,13 @@ struct conn_info {
 	uint8_t gid[16];
 };
 
-/* Server -> client records on TCP. */
-enum { REC_CREDIT = 1, REC_RESULT = 2 };
+/*
+ * Records on TCP: server -> client CREDIT and RESULT; client -> server DONE
+ * once every send completed, so the server keeps its QP until the client's
+ * last messages were acknowledged (destroying it earlier would leave a
+ * retransmission after a lost ACK nobody to answer it).
+ */
+enum { REC_CREDIT = 1, REC_RESULT = 2, REC_DONE = 3 };
 struct record {
 	uint32_t type;
 	uint32_t a; /* credits granted so far / 0 on success */
@@ -464,6 +469,9 @@ static int run_server(const struct opts *o)
 	}
 	rec = (struct record){ .type = REC_RESULT, .a = 0, .b = crc };
 	write_all(fd, &rec, sizeof(rec));
+	read_all(fd, &rec, sizeof(rec));
+	if (rec.type != REC_DONE)
+		fail("unexpected record %u from client", rec.type);
 	free(expect);
 	teardown(&c);
 	close(fd);
@@ -561,6 +569,8 @@ static int run_client(const struct opts *o)
 	if (rec.b != crc)
 		fail("checksum mismatch: sent 0x%08x, server got 0x%08x", crc,
 		     rec.b);
+	rec = (struct record){ .type = REC_DONE };
+	write_all(fd, &rec, sizeof(rec));
 	teardown(&c);
 	close(fd);
 	printf("mrce_integrity: OK messages=%u bytes=%llu checksum=0x%08x\n",

@@ -7,22 +7,22 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
 
-/** One mrce-nicd started by a {@link TwoHostFabric} in a host's namespace. */
+/** One mrce-nicd started by a {@link NetnsFabric} in a host's namespace. */
 final class Daemon {
 
     static final String READY = "mrce-nicd ready:";
 
-    private final TwoHostFabric.Host host;
+    private final NetnsFabric.Host host;
     private final Proc proc;
     private final Path socket;
 
-    Daemon(TwoHostFabric.Host host, Proc proc, Path socket) {
+    Daemon(NetnsFabric.Host host, Proc proc, Path socket) {
         this.host = host;
         this.proc = proc;
         this.socket = socket;
     }
 
-    TwoHostFabric.Host host() {
+    NetnsFabric.Host host() {
         return host;
     }
 

@@ -27,7 +27,7 @@ final class Integrity {
         return Env.nativeDir().resolve("mrce_integrity");
     }
 
-    static Result run(TwoHostFabric f, int port, int messages, long seed, Duration timeout) {
+    static Result run(NetnsFabric f, int port, int messages, long seed, Duration timeout) {
         if (!Files.isExecutable(binary())) {
             throw new AssertionError(binary() + " is missing: provider-c's make builds it");
         }
@@ -39,7 +39,7 @@ final class Integrity {
         try (server) {
             f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
             List<String> clientCmd = new ArrayList<>(cmd);
-            clientCmd.add(f.b().addr());
+            clientCmd.add(f.appServerAddr());
             Proc client = f.startApp(f.a(), "mrce_integrity-client", clientCmd);
             try (client) {
                 Duration hard = timeout.plusSeconds(30);
@@ -51,7 +51,67 @@ final class Integrity {
         }
     }
 
-    private static int waitOrExplain(TwoHostFabric f, Proc p, Proc other, Duration timeout) {
+    /**
+     * Starts a server/client pair and returns while they run (for faults injected mid-run);
+     * {@link Running#finish} waits for both.
+     */
+    static Running start(NetnsFabric f, int port, int messages, long seed, Duration timeout) {
+        if (!Files.isExecutable(binary())) {
+            throw new AssertionError(binary() + " is missing: provider-c's make builds it");
+        }
+        List<String> cmd = new ArrayList<>(List.of(binary().toString(), "-d", "mrce0", "-g", "0",
+                "-p", Integer.toString(port), "-n", Integer.toString(messages), "-S", Long.toString(seed),
+                "-t", Long.toString(timeout.toSeconds())));
+        Proc server = f.startApp(f.b(), "mrce_integrity-server", cmd);
+        try {
+            f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
+            List<String> clientCmd = new ArrayList<>(cmd);
+            clientCmd.add(f.appServerAddr());
+            return new Running(f, server, f.startApp(f.a(), "mrce_integrity-client", clientCmd), timeout);
+        } catch (RuntimeException | Error e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    /** A pair started by {@link #start}. */
+    record Running(NetnsFabric fabric, Proc server, Proc client, Duration timeout) implements AutoCloseable {
+
+        boolean clientAlive() {
+            return client.isAlive();
+        }
+
+        /**
+         * Waits for the client (it gives up on its own after its -t timeout), then the server. A
+         * server left waiting by a failed client is killed after a few seconds and reported with
+         * exit -1, so the failure shows the client's own error.
+         */
+        Result finish() {
+            try (this) {
+                int clientExit = waitOrExplain(fabric, client, server, timeout.plusSeconds(30));
+                int serverExit;
+                if (clientExit == 0) {
+                    serverExit = waitOrExplain(fabric, server, client, Duration.ofSeconds(30));
+                } else {
+                    try {
+                        serverExit = server.waitFor(Duration.ofSeconds(5));
+                    } catch (AssertionError stillWaiting) {
+                        serverExit = -1;
+                    }
+                }
+                return new Result(parse("server", serverExit, server.output()),
+                        parse("client", clientExit, client.output()));
+            }
+        }
+
+        @Override
+        public void close() {
+            client.close();
+            server.close();
+        }
+    }
+
+    private static int waitOrExplain(NetnsFabric f, Proc p, Proc other, Duration timeout) {
         try {
             return p.waitFor(timeout);
         } catch (AssertionError e) {

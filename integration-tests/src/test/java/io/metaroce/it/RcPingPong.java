@@ -61,7 +61,7 @@ final class RcPingPong {
     }
 
     /** Runs one server/client pair on tcp port {@code port} with the given extra options. */
-    static Result run(TwoHostFabric f, int port, Duration timeout, String... options) {
+    static Result run(NetnsFabric f, int port, Duration timeout, String... options) {
         List<String> cmd = new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0",
                 "-p", Integer.toString(port)));
         cmd.addAll(List.of(options));
@@ -69,7 +69,7 @@ final class RcPingPong {
         try (server) {
             f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
             List<String> clientCmd = new ArrayList<>(cmd);
-            clientCmd.add(f.b().addr());
+            clientCmd.add(f.appServerAddr());
             Proc client = f.startApp(f.a(), "rc_pingpong-client", clientCmd);
             try (client) {
                 int clientExit = waitOrExplain(f, client, server, timeout);
@@ -80,7 +80,64 @@ final class RcPingPong {
         }
     }
 
-    private static int waitOrExplain(TwoHostFabric f, Proc p, Proc other, Duration timeout) {
+    /**
+     * Starts a server/client pair on tcp port {@code port} and returns while they run (for faults
+     * injected mid-run); {@link Running#finish} waits for both.
+     */
+    static Running start(NetnsFabric f, int port, String... options) {
+        List<String> cmd = new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0",
+                "-p", Integer.toString(port)));
+        cmd.addAll(List.of(options));
+        Proc server = f.startApp(f.b(), "rc_pingpong-server", cmd);
+        try {
+            f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
+            List<String> clientCmd = new ArrayList<>(cmd);
+            clientCmd.add(f.appServerAddr());
+            return new Running(f, server, f.startApp(f.a(), "rc_pingpong-client", clientCmd));
+        } catch (RuntimeException | Error e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    /** A pair started by {@link #start}. */
+    record Running(NetnsFabric fabric, Proc server, Proc client) implements AutoCloseable {
+
+        boolean clientAlive() {
+            return client.isAlive();
+        }
+
+        /**
+         * Waits for the client (up to {@code timeout}), then the server. A server left waiting by a
+         * failed client is killed after a few seconds and reported with exit -1, so the failure
+         * shows the client's own error.
+         */
+        Result finish(Duration timeout) {
+            try (this) {
+                int clientExit = waitOrExplain(fabric, client, server, timeout);
+                int serverExit;
+                if (clientExit == 0) {
+                    serverExit = waitOrExplain(fabric, server, client, Duration.ofSeconds(30));
+                } else {
+                    try {
+                        serverExit = server.waitFor(Duration.ofSeconds(5));
+                    } catch (AssertionError stillWaiting) {
+                        serverExit = -1;
+                    }
+                }
+                return new Result(parse("server", serverExit, server.output()),
+                        parse("client", clientExit, client.output()));
+            }
+        }
+
+        @Override
+        public void close() {
+            client.close();
+            server.close();
+        }
+    }
+
+    private static int waitOrExplain(NetnsFabric f, Proc p, Proc other, Duration timeout) {
         try {
             return p.waitFor(timeout);
         } catch (AssertionError e) {

@@ -634,6 +634,11 @@ public final class RcRequester {
         p.lastProgressNs = nowNs;
         p.tlpSent = false;
         p.deliveredBytes += delivered;
+        if (delivered > 0) {
+            // The responder is alive and taking data: a timeout while one packet is still being
+            // re-routed (say, off a black-holed link) is no failed retry of the connection.
+            retries = 0;
+        }
         p.ecnMarks += ceCount;
         p.rttSample(sampleNs, dp.rtoMinNs, dp.rtoMaxNs);
         updateRate(p, delivered, nowNs);

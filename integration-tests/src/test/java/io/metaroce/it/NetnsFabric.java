@@ -1,0 +1,365 @@
+package io.metaroce.it;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * What every namespace fabric of these tests shares, whatever its shape: two hosts A and B, each a
+ * network namespace with a random name {@code mrceit-<jvm pid>-<random>-*} and IPv6 off; mrce-nicd
+ * started in them; applications run there with bounded timeouts; the tc-BPF drop program on an
+ * interface; and teardown of everything made in {@link #close()}, or in a shutdown hook if the JVM
+ * exits first. A run that was SIGKILLed leaves namespaces named {@code mrceit-PID-*}; the next
+ * fabric reaps those whose PID is gone. Subclasses ({@link TwoHostFabric}, {@link EcmpFabric}) build
+ * the links between the hosts.
+ */
+abstract class NetnsFabric implements AutoCloseable {
+
+    static final String PREFIX = "mrceit-";
+    static final int MRCE_UDP_PORT = 4793;
+    static final Duration DAEMON_READY_TIMEOUT = Duration.ofSeconds(40);
+    private static final Path SOCK_DIR = Path.of("/tmp/metaroce");
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    /** A host: its namespace, the interface toward the other host, and its address there. */
+    record Host(String name, String ns, String ifname, String addr) {}
+
+    /** Loss rates the drop program was built for (integration-tests/bpf/Makefile). */
+    enum Loss {
+        PCT_1("drop_1pct.o", 0.01),
+        PCT_5("drop_5pct.o", 0.05),
+        PCT_100("drop_100pct.o", 1.0);
+
+        final String object;
+        final double rate;
+
+        Loss(String object, double rate) {
+            this.object = object;
+            this.rate = rate;
+        }
+    }
+
+    protected final String tag;
+    private final Path logDir;
+    private final List<String> namespaces = new ArrayList<>();
+    private final List<Proc> procs = new CopyOnWriteArrayList<>();
+    private final List<Daemon> daemons = new CopyOnWriteArrayList<>();
+    private final Thread shutdownHook;
+    private volatile boolean closed;
+    private int nextLog;
+
+    protected NetnsFabric(String testName) {
+        this.tag = ProcessHandle.current().pid() + "-" + HexFormat.of().formatHex(randomBytes(3));
+        this.logDir = Env.logDir(testName + "/" + tag);
+        this.shutdownHook = new Thread(this::teardown, "fabric-teardown-" + tag);
+    }
+
+    abstract Host a();
+
+    abstract Host b();
+
+    /**
+     * Where a client in A reaches its server in B for the applications' own TCP exchange (QP
+     * numbers, GIDs, credits). The peer's GID, and so the RDMA traffic, is always B's {@code addr}.
+     */
+    String appServerAddr() {
+        return b().addr();
+    }
+
+    /** Makes the namespaces and links; called once by {@link #create()}. */
+    protected abstract void build();
+
+    /** Reaps leftovers, registers the shutdown hook, builds; undoes everything if building fails. */
+    protected final void create() {
+        reapLeftovers();
+        Runtime.getRuntime().addShutdownHook(shutdownHook);
+        try {
+            build();
+        } catch (RuntimeException | Error e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** The namespace name for a part of this fabric, e.g. {@code ns("a")}. */
+    protected final String ns(String suffix) {
+        return PREFIX + tag + "-" + suffix;
+    }
+
+    Path logDir() {
+        return logDir;
+    }
+
+    List<Daemon> daemons() {
+        return List.copyOf(daemons);
+    }
+
+    protected final void addNamespace(String ns) {
+        Sh.check("ip", "netns", "add", ns);
+        namespaces.add(ns);
+        Sh.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1");
+        Sh.check("ip", "-n", ns, "link", "set", "lo", "up");
+    }
+
+    /** Starts mrce-nicd in A and in B (JVM start-ups overlap) and waits until both serve. */
+    List<Daemon> startDaemons() {
+        Daemon da = startDaemon(a());
+        Daemon db = startDaemon(b());
+        awaitReady(da);
+        awaitReady(db);
+        return List.of(da, db);
+    }
+
+    /** Starts mrce-nicd on the host's interface with the default socket path; does not wait. */
+    Daemon startDaemon(Host h, String... extraArgs) {
+        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", h.ns(),
+                Env.bin("mrce-nicd").toString(), "--ifname", h.ifname()));
+        cmd.addAll(List.of(extraArgs));
+        Proc p = Proc.start("mrce-nicd@" + h.name(), logFile("nicd-" + h.name()), Map.of(), cmd);
+        procs.add(p);
+        Daemon d = new Daemon(h, p, defaultSocket(h));
+        daemons.add(d);
+        return d;
+    }
+
+    void awaitReady(Daemon d) {
+        boolean ready = Wait.until(DAEMON_READY_TIMEOUT, () -> d.isReady() || !d.isAlive());
+        if (!ready || !d.isReady()) {
+            throw new AssertionError("mrce-nicd in host " + d.host().name() + " not serving within "
+                    + DAEMON_READY_TIMEOUT + " (alive=" + d.isAlive() + ", socket " + d.socket()
+                    + (Files.exists(d.socket()) ? " exists" : " missing") + "); its log:\n" + d.logText());
+        }
+    }
+
+    Daemon daemon(Host h) {
+        for (Daemon d : daemons) {
+            if (d.host().equals(h)) {
+                return d;
+            }
+        }
+        throw new IllegalStateException("no daemon started in host " + h.name());
+    }
+
+    /** /tmp/metaroce/nicd-INODE.sock, INODE being the host's network namespace (what the provider uses). */
+    Path defaultSocket(Host h) {
+        try {
+            Object ino = Files.getAttribute(Path.of("/run/netns", h.ns()), "unix:ino");
+            return SOCK_DIR.resolve("nicd-" + ino + ".sock");
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot stat the namespace file of " + h.ns(), e);
+        }
+    }
+
+    /** Starts CMD in the host with bin/mrce-run (the provider preloaded); output to a log file. */
+    Proc startApp(Host h, String name, List<String> cmd) {
+        return start(h, name, withProvider(cmd));
+    }
+
+    /** Starts CMD in the host as is; output to a log file. */
+    Proc start(Host h, String name, List<String> cmd) {
+        return startIn(h.ns(), name + "@" + h.name(), name + "-" + h.name(), cmd);
+    }
+
+    /** Starts CMD in namespace NS as is; output to a log file. */
+    protected final Proc startIn(String ns, String name, String logName, List<String> cmd) {
+        List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", ns));
+        full.addAll(cmd);
+        Proc p = Proc.start(name, logFile(logName), Map.of(), full);
+        procs.add(p);
+        return p;
+    }
+
+    /** Runs CMD in the host with the provider preloaded, to completion within timeout. */
+    Proc.Result runApp(Host h, String name, Duration timeout, List<String> cmd) {
+        Proc p = startApp(h, name, cmd);
+        int exit = p.waitFor(timeout);
+        return new Proc.Result(exit, p.output());
+    }
+
+    /** Runs an administrative command in the host (ss, tc, ...) within timeout. */
+    Proc.Result exec(Host h, Duration timeout, String... cmd) {
+        List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", h.ns()));
+        full.addAll(List.of(cmd));
+        return Sh.run(timeout, full);
+    }
+
+    boolean tcpListening(Host h, int port) {
+        Proc.Result r = exec(h, Duration.ofSeconds(5), "ss", "-Htln", "sport = :" + port);
+        return r.ok() && !r.output().isBlank();
+    }
+
+    void awaitTcpListening(Host h, int port, Proc server, Duration timeout) {
+        boolean up = Wait.until(timeout, () -> tcpListening(h, port) || !server.isAlive());
+        if (!up || !server.isAlive()) {
+            throw new AssertionError(server.name() + " is not listening on tcp port " + port + " within "
+                    + timeout + " (alive=" + server.isAlive() + "); its output:\n" + server.output()
+                    + "\n" + diagnostics());
+        }
+    }
+
+    /**
+     * Attaches the drop program for {@code loss} to the egress of interface {@code ifname} in
+     * namespace {@code ns} (replacing any drop program there): MetaRoCE's UDP packets (port 4793)
+     * leaving by it are dropped at {@code loss.rate}.
+     */
+    protected static void dropOnEgress(String ns, String ifname, Loss loss) {
+        Path obj = Env.bpfDir().resolve(loss.object);
+        if (!Files.isRegularFile(obj)) {
+            throw new IllegalStateException(obj + " is missing: the integration-tests build makes it");
+        }
+        Sh.check("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", ifname, "clsact");
+        Sh.check("ip", "netns", "exec", ns, "tc", "filter", "replace", "dev", ifname, "egress",
+                "pref", "1", "handle", "1", "bpf", "da", "obj", obj.toString(), "sec", "tc");
+    }
+
+    /** Removes the drop program (the clsact qdisc) from an interface, if any. */
+    protected static void clearEgress(String ns, String ifname) {
+        Sh.run("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", ifname, "clsact");
+    }
+
+    /**
+     * Sends {@code count} UDP datagrams from one host to {@code port} on the other (with udp_probe)
+     * and returns how many arrived. Used to prove a drop program drops before a test relies on it.
+     */
+    long udpProbe(Host from, Host to, int port, int sourcePort, int count) {
+        String probe = Env.bpfDir().resolve("udp_probe").toString();
+        Proc rx = start(to, "udp-probe-rx", List.of(probe, "recv", str(port), str(count), "1000"));
+        try {
+            if (!Wait.until(Duration.ofSeconds(10), () -> rx.output().contains("listening") || !rx.isAlive())) {
+                throw new AssertionError("udp_probe receiver did not start: " + rx.output());
+            }
+            Proc.Result tx = exec(from, Duration.ofSeconds(60), probe, "send", to.addr(), str(port), str(count),
+                    str(sourcePort));
+            if (!tx.ok() || !tx.output().contains("sent " + count)) {
+                throw new AssertionError("udp_probe send failed: " + tx.output());
+            }
+            int exit = rx.waitFor(Duration.ofSeconds(60));
+            var m = java.util.regex.Pattern.compile("received (\\d+)").matcher(rx.output());
+            if (exit != 0 || !m.find()) {
+                throw new AssertionError("udp_probe receive failed: " + rx.output());
+            }
+            return Long.parseLong(m.group(1));
+        } finally {
+            rx.close();
+        }
+    }
+
+    /** The last lines of each daemon's log, for failure messages. */
+    String diagnostics() {
+        StringBuilder sb = new StringBuilder();
+        for (Daemon d : daemons) {
+            sb.append("--- mrce-nicd in host ").append(d.host().name()).append(" (alive=").append(d.isAlive())
+                    .append(", log ").append(d.log()).append("):\n").append(d.logTail(30)).append('\n');
+        }
+        return sb.toString();
+    }
+
+    private List<String> withProvider(List<String> cmd) {
+        List<String> full = new ArrayList<>();
+        full.add(Env.bin("mrce-run").toString());
+        full.addAll(cmd);
+        return full;
+    }
+
+    private synchronized Path logFile(String name) {
+        return logDir.resolve(String.format("%02d-%s.log", nextLog++, name));
+    }
+
+    @Override
+    public void close() {
+        teardown();
+        try {
+            Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException | IllegalArgumentException ignored) {
+            // the JVM is already shutting down, or the hook is not registered
+        }
+    }
+
+    /** Kills what this fabric started, then deletes its namespaces (which removes the veths). */
+    private synchronized void teardown() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Proc p : procs) {
+            if (!daemonProc(p)) {
+                p.close();
+            }
+        }
+        for (Daemon d : daemons) {
+            d.stop(Duration.ofSeconds(10));
+        }
+        for (String ns : namespaces) {
+            deleteNamespace(ns);
+        }
+    }
+
+    private boolean daemonProc(Proc p) {
+        for (Daemon d : daemons) {
+            if (d.proc() == p) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Deletes a namespace of ours. Processes still inside are ours too (only this fabric starts
+     * anything in it): they are killed by PID first so the namespace really goes.
+     */
+    private static void deleteNamespace(String ns) {
+        Proc.Result pids = Sh.run("ip", "netns", "pids", ns);
+        if (pids.ok()) {
+            for (String line : pids.output().lines().toList()) {
+                try {
+                    ProcessHandle.of(Long.parseLong(line.strip())).ifPresent(ProcessHandle::destroyForcibly);
+                } catch (NumberFormatException ignored) {
+                    // not a pid line
+                }
+            }
+        }
+        Sh.run("ip", "netns", "del", ns);
+    }
+
+    /** Deletes namespaces left by earlier runs of these tests whose JVM is gone. */
+    static void reapLeftovers() {
+        Proc.Result list = Sh.run("ip", "netns", "list");
+        if (!list.ok()) {
+            return;
+        }
+        for (String line : list.output().lines().toList()) {
+            String ns = line.strip().split("\\s+")[0];
+            if (!ns.startsWith(PREFIX)) {
+                continue;
+            }
+            String[] parts = ns.substring(PREFIX.length()).split("-");
+            try {
+                long owner = Long.parseLong(parts[0]);
+                if (ProcessHandle.of(owner).isPresent()) {
+                    continue; // a live run's namespace
+                }
+            } catch (NumberFormatException ignored) {
+                // not one of ours after all; a leftover anyway
+            }
+            deleteNamespace(ns);
+        }
+    }
+
+    private static byte[] randomBytes(int n) {
+        byte[] bytes = new byte[n];
+        RANDOM.nextBytes(bytes);
+        return bytes;
+    }
+
+    protected static String str(int value) {
+        return Integer.toString(value);
+    }
+}
