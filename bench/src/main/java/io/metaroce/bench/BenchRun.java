@@ -25,7 +25,7 @@ final class BenchRun {
 
     record Result(Scenario scenario, TransportMode mode, long goodBytes, double goodputBps,
             double fraction, long messages, long retransmits, long timeouts, long linkDrops,
-            long detectNs, String note, double wallSeconds) {}
+            long detectNs, long detectSrttNs, String note, double wallSeconds) {}
 
     private final BenchConfig cfg;
     private final Scenario scenario;
@@ -100,6 +100,11 @@ final class BenchRun {
         long messages = 0;
         boolean eventDone = false;
         long detectNs = -1;
+        // smoothed RTT of every path of A's QP just before the blackhole, and that of the path
+        // found down (the detection time in units of it: the target is within 3)
+        long[] srttBefore = new long[io.metaroce.nic.transport.RcRequester.MAX_PATHS];
+        long detectSrttNs = -1;
+        io.metaroce.nic.verbs.Qp sender = a.engine.qpByQpn(qpA.qpn());
         String note = "";
         boolean failed = false;
         long retransmitsAtStart = 0;
@@ -128,6 +133,9 @@ final class BenchRun {
                 timeoutsAtStart = a.engine.datapath().counters.timeouts;
             }
             if (scenario.hasEvent() && !eventDone && now >= eventAt) {
+                for (int i = 0; i < sender.requester.pathCount(); i++) {
+                    srttBefore[i] = sender.requester.path(i).srttNs;
+                }
                 scenario.midRun(fabric);
                 eventDone = true;
             }
@@ -135,6 +143,12 @@ final class BenchRun {
             b.pump();
             if (eventDone && detectNs < 0 && mode.anyPathDown(a.engine)) {
                 detectNs = now - eventAt;
+                for (int i = 0; i < sender.requester.pathCount(); i++) {
+                    if (sender.requester.path(i).state == io.metaroce.nic.transport.Path.DEAD) {
+                        detectSrttNs = srttBefore[i];
+                        break;
+                    }
+                }
             }
             for (TestNode.Cqe c : a.poll(cqA.ring())) {
                 sendsDone++;
@@ -173,7 +187,7 @@ final class BenchRun {
         double bps = goodBytes * 8 * 1e9 / cfg.measureNs;
         return new Result(scenario, mode, goodBytes, bps, bps / cfg.aggregateBitsPerSec(), messages,
                 tc.dataRetransmits - retransmitsAtStart, tc.timeouts - timeoutsAtStart, drops, detectNs,
-                note, (System.nanoTime() - wallStart) / 1e9);
+                detectSrttNs, note, (System.nanoTime() - wallStart) / 1e9);
     }
 
     private static void check(boolean ok, String what) {

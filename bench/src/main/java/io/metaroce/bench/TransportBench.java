@@ -29,7 +29,7 @@ public final class TransportBench {
                 + " Gbit/s; impaired path: link 0; goodput = bytes of successful receive completions"
                 + " in the measured interval");
         System.out.println();
-        String head = String.format(Locale.ROOT, "%-30s %-10s %9s %9s %9s %8s %8s %7s %9s %10s  %s",
+        String head = String.format(Locale.ROOT, "%-30s %-10s %9s %9s %9s %8s %8s %7s %9s %20s  %s",
                 "scenario", "transport", "Gbit/s", "goodput", "offered", "vs base", "retx", "RTOs",
                 "drops", "detect", "note");
         System.out.println(head);
@@ -46,9 +46,10 @@ public final class TransportBench {
                 String ratio = base > 0 ? fmt(r.fraction() / base, 2) + "x" : "-";
                 String detect = r.detectNs() == -2 ? "n/a"
                         : r.detectNs() == -1 ? (s.hasEvent() ? "never" : "-")
-                        : fmt(r.detectNs() / 1000.0, 1) + " us";
+                        : fmt(r.detectNs() / 1000.0, 1) + " us" + (r.detectSrttNs() > 0
+                                ? " (" + fmt((double) r.detectNs() / r.detectSrttNs(), 1) + " srtt)" : "");
                 System.out.println(String.format(Locale.ROOT,
-                        "%-30s %-10s %9s %9s %9s %8s %8d %7d %9d %10s  %s",
+                        "%-30s %-10s %9s %9s %9s %8s %8d %7d %9d %20s  %s",
                         s.title, m.name(), fmt(r.goodputBps() / 1e9, 2), fmt(r.fraction(), 3),
                         fmt(s.available(cfg.links), 3), ratio, r.retransmits(), r.timeouts(),
                         r.linkDrops(), detect, r.note()));
@@ -58,7 +59,8 @@ public final class TransportBench {
         System.out.println("goodput: fraction of the nominal aggregate capacity; offered: the share the"
                 + " impaired fabric still offers; vs base: goodput over the first transport's;"
                 + " retx/RTOs: sender retransmissions and timeouts while measuring; drops: frames the"
-                + " fabric dropped (whole run); detect: time from the blackhole to a path marked down");
+                + " fabric dropped (whole run); detect: time from the blackhole to a path marked down (in srtt: that path's smoothed"
+                + " RTT just before the blackhole)");
         System.out.println("wall time " + fmt((System.nanoTime() - wall) / 1e9, 1) + " s for " + all.size()
                 + " runs");
     }

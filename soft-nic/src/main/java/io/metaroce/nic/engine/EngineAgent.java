@@ -147,7 +147,8 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     }
 
     @Override
-    public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort) {
+    public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort,
+            int ecn) {
         PortCounters c = port.counters();
         if (length < Wire.HEADER_SIZE) {
             c.rxShort++;
@@ -169,14 +170,14 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             return;
         }
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
-            case Wire.OP_SEND, Wire.OP_SEND_IMM -> qp.responder.onData(dp, frame, length, nowNs);
+            case Wire.OP_SEND, Wire.OP_SEND_IMM -> qp.responder.onData(dp, frame, length, ecn);
             case Wire.OP_ACK -> qp.requester.onAck(dp, frame, length, nowNs);
             case Wire.OP_NAK -> {
                 dp.commitRx();
                 qp.requester.onNak(dp, Wire.u32(frame, Wire.OFF_RSN), Wire.u32(frame, Wire.OFF_IMM),
                         Wire.u32(frame, Wire.OFF_OFFSET), nowNs);
             }
-            case Wire.OP_PROBE -> qp.responder.onProbe(dp, frame);
+            case Wire.OP_PROBE -> qp.responder.onProbe(dp, frame, ecn);
             default -> c.rxBadOpcode++;
         }
     }
@@ -226,7 +227,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         b.append("{\"timeNs\":").append(timeNs)
                 .append(",\"transport\":\"").append(dp.baseline ? "baseline" : "metaroce")
                 .append("\",\"pathsPerQp\":").append(dp.baseline ? 1 : dp.paths)
-                .append(",\"ecnReadable\":false,\"counters\":");
+                .append(",\"ecnReadable\":").append(port.readsEcn()).append(",\"counters\":");
         Stats.counters(b, dp.counters);
         b.append(",\"port\":\"").append(port.counters()).append("\",\"qps\":[");
         for (int i = 0; i < activeCount; i++) {

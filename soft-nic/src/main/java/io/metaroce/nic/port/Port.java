@@ -14,8 +14,18 @@ public interface Port extends AutoCloseable {
         /**
          * @param frame the frame, exactly {@code length} bytes from offset 0
          * @param view a ByteBuffer over the same bytes (position 0, limit length), for CRC32C
+         * @param ecn the ECN field of the frame's IP header (0..3, {@link Port#ECN_CE} = congestion
+         *     experienced); 0 when the port cannot read it ({@link Port#readsEcn()})
          */
-        void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort);
+        void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort, int ecn);
+    }
+
+    /** ECN codepoint "congestion experienced" (RFC 3168). */
+    int ECN_CE = 3;
+
+    /** Whether received frames report the ECN field of their IP header. */
+    default boolean readsEcn() {
+        return false;
     }
 
     /** Receives up to a batch of frames and hands each to {@code handler}; returns the count. */

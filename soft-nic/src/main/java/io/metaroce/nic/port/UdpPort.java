@@ -14,10 +14,16 @@ import java.nio.ByteBuffer;
  * above it: a frame's entropy picks the socket ({@code entropy mod pool}), so its source port,
  * so its ECMP route. A flush sends each socket's frames with one sendmmsg (frames of one entropy
  * keep their order). With no pool, everything leaves from the data socket. The kernel builds
- * IP/UDP headers.
+ * IP/UDP headers, marking frames ECN-capable (ECT(0)). The data socket asks for each
+ * datagram's TOS byte (IP_RECVTOS, one control buffer per batch slot), so every frame reports its
+ * ECN field.
  */
 public final class UdpPort implements Port {
     private static final int MSG_TRUNC = 0x20;
+    /** Control buffer per received datagram: room for the IP_TOS message and one more. */
+    private static final int CONTROL_BYTES = 64;
+    /** ECN codepoint ECT(0): "ECN-capable transport". */
+    private static final int ECT0 = 0x02;
 
     private final int fd;
     private final int localIp;
@@ -31,6 +37,8 @@ public final class UdpPort implements Port {
     private final MemorySegment[] rxBufs;
     private final ByteBuffer[] rxViews;
     private final MemorySegment rxAddrs;
+    private final MemorySegment rxControl;
+    private final boolean readsEcn;
     // TX: same shape
     private final MemorySegment txMsgs;
     private final MemorySegment[] txBufs;
@@ -65,6 +73,14 @@ public final class UdpPort implements Port {
             LibC.close(s);
             throw e;
         }
+        boolean tos = true;
+        try {
+            LibC.setsockoptInt(s, LibC.IPPROTO_IP, LibC.IP_RECVTOS, 1);
+        } catch (NativeException e) {
+            tos = false; // frames then report ECN 0, like a port that cannot read it
+        }
+        markEct(s);
+        this.readsEcn = tos;
         this.fd = s;
         this.entropyFds = new int[entropyPorts];
         for (int i = 0; i < entropyPorts; i++) {
@@ -73,6 +89,7 @@ public final class UdpPort implements Port {
                 e = LibC.socket(LibC.AF_INET, LibC.SOCK_DGRAM | LibC.SOCK_NONBLOCK | LibC.SOCK_CLOEXEC, 0);
                 LibC.setsockoptInt(e, LibC.SOL_SOCKET, LibC.SO_SNDBUF, 4 << 20);
                 LibC.bindInet4(e, localIp, localPort + 1 + i);
+                markEct(e);
                 entropyFds[i] = e;
             } catch (NativeException ex) {
                 if (e >= 0) {
@@ -91,6 +108,7 @@ public final class UdpPort implements Port {
         rxMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         txMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         rxAddrs = arena.allocate(LibC.SOCKADDR_IN_SIZE * batch, 8);
+        rxControl = arena.allocate((long) CONTROL_BYTES * batch, 8);
         txAddrs = arena.allocate(LibC.SOCKADDR_IN_SIZE * batch, 8);
         MemorySegment rxIovs = arena.allocate(16L * batch, 8);
         txIovs = arena.allocate(16L * batch, 8);
@@ -125,6 +143,9 @@ public final class UdpPort implements Port {
                     rxAddrs.address() + LibC.SOCKADDR_IN_SIZE * i);
             rxMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) LibC.SOCKADDR_IN_SIZE);
             rxMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_FLAGS, 0);
+            rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROL,
+                    rxControl.address() + (long) CONTROL_BYTES * i);
+            rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN, CONTROL_BYTES);
         }
         int n = LibC.recvmmsg(fd, rxMsgs, batch, LibC.MSG_DONTWAIT);
         if (n <= 0) {
@@ -142,9 +163,46 @@ public final class UdpPort implements Port {
             MemorySegment sa = rxAddrs.asSlice(LibC.SOCKADDR_IN_SIZE * i, LibC.SOCKADDR_IN_SIZE);
             ByteBuffer view = rxViews[i];
             view.clear().limit(len);
-            handler.onFrame(rxBufs[i], view, len, LibC.sockaddrInAddr(sa), LibC.sockaddrInPort(sa));
+            handler.onFrame(rxBufs[i], view, len, LibC.sockaddrInAddr(sa), LibC.sockaddrInPort(sa),
+                    ecn(i, rxMsgs.get(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN)));
         }
         return n;
+    }
+
+    /**
+     * Sends as ECN-capable (ECT(0)), so that an ECN-enabled queue on the way marks CE instead of
+     * dropping. Best effort: without it packets go out not-ECT, as before.
+     */
+    private static void markEct(int sock) {
+        try {
+            LibC.setsockoptInt(sock, LibC.IPPROTO_IP, LibC.IP_TOS, ECT0);
+        } catch (NativeException ignored) {
+            // not-ECT then
+        }
+    }
+
+    /** The ECN bits of datagram {@code i}'s TOS byte, from its control messages (0 if absent). */
+    private int ecn(int i, long controlLen) {
+        long base = (long) CONTROL_BYTES * i;
+        long off = 0;
+        while (off + LibC.CMSGHDR_SIZE <= Math.min(controlLen, CONTROL_BYTES)) {
+            long len = rxControl.get(ValueLayout.JAVA_LONG, base + off);
+            if (len < LibC.CMSGHDR_SIZE) {
+                break;
+            }
+            if (len > LibC.CMSGHDR_SIZE
+                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 8) == LibC.IPPROTO_IP
+                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 12) == LibC.IP_TOS) {
+                return rxControl.get(ValueLayout.JAVA_BYTE, base + off + LibC.CMSGHDR_SIZE) & 3;
+            }
+            off += (len + 7) & ~7L;
+        }
+        return 0;
+    }
+
+    @Override
+    public boolean readsEcn() {
+        return readsEcn;
     }
 
     @Override

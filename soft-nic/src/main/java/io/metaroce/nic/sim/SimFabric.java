@@ -46,6 +46,7 @@ public final class SimFabric implements AutoCloseable {
     private final int[] srcIp;
     private final int[] srcPort;
     private final int[] linkOf;
+    private final int[] ecn;
     private final long[] arrivalNs;
     private final long[] order;
     private long nextOrder;
@@ -89,6 +90,7 @@ public final class SimFabric implements AutoCloseable {
         srcIp = new int[poolFrames];
         srcPort = new int[poolFrames];
         linkOf = new int[poolFrames];
+        ecn = new int[poolFrames];
         arrivalNs = new long[poolFrames];
         order = new long[poolFrames];
         hosts = new SimPort[maxHosts];
@@ -181,8 +183,10 @@ public final class SimFabric implements AutoCloseable {
         return arrivalNs[x] != arrivalNs[y] ? arrivalNs[x] < arrivalNs[y] : order[x] < order[y];
     }
 
-    private void deliverLater(SimPort to, int f, int len, int fromIp, int fromPort, int link, long atNs) {
+    private void deliverLater(SimPort to, int f, int len, int fromIp, int fromPort, int link, long atNs,
+            int ecnBits) {
         length[f] = len;
+        ecn[f] = ecnBits;
         srcIp[f] = fromIp;
         srcPort[f] = fromPort;
         linkOf[f] = link;
@@ -224,7 +228,7 @@ public final class SimFabric implements AutoCloseable {
                 l.deliveredBytes += length[f];
                 counters.rxFrames++;
                 views[f].clear().limit(length[f]);
-                handler.onFrame(frames[f], views[f], length[f], srcIp[f], srcPort[f]);
+                handler.onFrame(frames[f], views[f], length[f], srcIp[f], srcPort[f], ecn[f]);
                 n++;
             }
             return n;
@@ -275,7 +279,8 @@ public final class SimFabric implements AutoCloseable {
                 return;
             }
             SimPort to = hosts[dst];
-            deliverLater(to, f, len, ip, port, li, at);
+            int ecnBits = link.lastCe ? Port.ECN_CE : 0;
+            deliverLater(to, f, len, ip, port, li, at, ecnBits);
             if (link.duplicate()) {
                 int d = allocFrame();
                 if (d == NONE) {
@@ -283,7 +288,7 @@ public final class SimFabric implements AutoCloseable {
                     return;
                 }
                 MemorySegment.copy(frames[f], 0, frames[d], 0, len);
-                deliverLater(to, d, len, ip, port, li, at);
+                deliverLater(to, d, len, ip, port, li, at, ecnBits);
             }
         }
 
@@ -297,6 +302,12 @@ public final class SimFabric implements AutoCloseable {
         @Override
         public int maxFrame() {
             return maxFrame;
+        }
+
+        /** Frames carry the CE mark a link may set ({@link SimLink#ecnThresholdBytes}). */
+        @Override
+        public boolean readsEcn() {
+            return true;
         }
 
         @Override

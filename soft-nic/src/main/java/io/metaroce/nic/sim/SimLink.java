@@ -10,10 +10,11 @@ import java.util.SplittableRandom;
  * wire keeps its fate). All methods run on the simulation's single thread.
  *
  * <p>The fate of a frame, in order: blackhole; tail drop when the egress queue (serializer backlog)
- * would exceed {@link #queueBytes}; random loss; burst loss (Gilbert-Elliott, a two-state chain
- * per direction); gray loss. A surviving frame arrives at the end of its serialization plus
- * {@link #delayNs}, the gray failure's added delay and, when enabled, a uniform jitter; without
- * jitter a link is FIFO (an arrival never precedes the previous one on that direction). A
+ * would exceed {@link #queueBytes}, else an ECN CE mark when it holds at least
+ * {@link #ecnThresholdBytes} (a step marking threshold, as DCTCP switches use); random loss;
+ * burst loss (Gilbert-Elliott, a two-state chain per direction); gray loss. A surviving frame
+ * arrives at the end of its serialization plus {@link #delayNs}, the gray failure's added delay
+ * and, when enabled, a uniform jitter; without jitter a link is FIFO (an arrival never precedes the previous one on that direction). A
  * duplicate arrives together with its original, just after it.
  */
 public final class SimLink {
@@ -26,6 +27,9 @@ public final class SimLink {
     private long jitterNs;
     private long rateBitsPerSec;
     private long queueBytes = 1 << 20;
+    private long ecnThresholdBytes = Long.MAX_VALUE;
+    /** Whether the frame {@link #admit} just passed is marked CE. */
+    boolean lastCe;
     private int overheadBytes;
     private double lossRate;
     private double burstEnter;
@@ -52,6 +56,8 @@ public final class SimLink {
     public long droppedRandom;
     public long droppedBurst;
     public long droppedGray;
+    /** Frames marked CE (congestion experienced) instead of being dropped. */
+    public long ceMarked;
     /** Extra copies made. */
     public long duplicated;
 
@@ -88,6 +94,15 @@ public final class SimLink {
     /** Egress queue bound per direction, the frame being serialized included. */
     public SimLink queueBytes(long bytes) {
         this.queueBytes = nonNegative(bytes);
+        return this;
+    }
+
+    /**
+     * Marks a frame CE when the egress queue it joins already holds at least {@code bytes} (needs a
+     * rate); {@link Long#MAX_VALUE} (the default) never marks.
+     */
+    public SimLink ecnThresholdBytes(long bytes) {
+        this.ecnThresholdBytes = nonNegative(bytes);
         return this;
     }
 
@@ -178,6 +193,7 @@ public final class SimLink {
     long admit(int dst, int length, long nowNs) {
         txFrames++;
         txBytes += length;
+        lastCe = false;
         if (blackhole) {
             droppedBlackhole++;
             return -1;
@@ -191,6 +207,9 @@ public final class SimLink {
             if (startPs - nowPs + wirePs > capacityPs) {
                 droppedQueue++;
                 return -1;
+            }
+            if (startPs - nowPs >= (double) ecnThresholdBytes * PS_PER_S_BITS / rateBitsPerSec) {
+                lastCe = true;
             }
             busyUntilPs[dst] = startPs + wirePs;
             doneNs = (startPs + wirePs + 999) / 1000;
@@ -219,6 +238,9 @@ public final class SimLink {
             arrivalNs = lastArrivalNs[dst]; // a path is FIFO, even when its delay just dropped
         }
         lastArrivalNs[dst] = arrivalNs;
+        if (lastCe) {
+            ceMarked++;
+        }
         return arrivalNs;
     }
 
@@ -235,7 +257,7 @@ public final class SimLink {
     public String toString() {
         return "link " + index + ": tx " + txFrames + " delivered " + deliveredFrames + " dropped blackhole "
                 + droppedBlackhole + " queue " + droppedQueue + " random " + droppedRandom + " burst "
-                + droppedBurst + " gray " + droppedGray + " duplicated " + duplicated;
+                + droppedBurst + " gray " + droppedGray + " duplicated " + duplicated + " ce " + ceMarked;
     }
 
     private static long nonNegative(long v) {

@@ -33,6 +33,13 @@ public final class LibC {
     public static final int SOCK_NONBLOCK = 0x800;
     public static final int SOCK_CLOEXEC = 0x80000;
     public static final int SOL_SOCKET = 1;
+    public static final int IPPROTO_IP = 0;
+    /** IP_TOS: as a socket option, the TOS byte sent; as a control message, the one received. */
+    public static final int IP_TOS = 1;
+    /** Asks for an IP_TOS control message with every datagram received. */
+    public static final int IP_RECVTOS = 13;
+    /** struct cmsghdr { size_t len; int level; int type; } then the data, 8-byte aligned. */
+    public static final long CMSGHDR_SIZE = 16;
     public static final int SO_REUSEADDR = 2;
     public static final int SO_SNDBUF = 7;
     public static final int SO_RCVBUF = 8;

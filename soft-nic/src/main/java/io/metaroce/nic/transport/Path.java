@@ -12,6 +12,8 @@ public final class Path {
     /** Transmissions a path may have unresolved (a power of two, at least the QP window). */
     static final int RING = RcRequester.WINDOW;
     static final int RING_MASK = RING - 1;
+    /** {@link #rateWindowStartNs} before the first report. */
+    static final long RATE_NOT_STARTED = Long.MIN_VALUE;
     /** Marks a ring entry that is a PROBE, not a data packet. */
     static final int PROBE_LEN = -1;
 
@@ -78,7 +80,7 @@ public final class Path {
         tlpSent = false;
         lastDecreaseNs = Long.MIN_VALUE / 2;
         deliveryRateBps = 0;
-        rateWindowStartNs = 0;
+        rateWindowStartNs = RATE_NOT_STARTED;
         rateWindowBytes = 0;
         lossHistory = 0;
         cleanRun = 0;

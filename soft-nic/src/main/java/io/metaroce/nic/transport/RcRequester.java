@@ -304,8 +304,11 @@ public final class RcRequester {
                 }
                 continue;
             }
-            if (p.state == Path.SUSPECT && fallback < 0) {
-                fallback = i;
+            if (p.state == Path.SUSPECT) {
+                // only when no ACTIVE path fits (even with a fallback already noted)
+                if (fallback < 0) {
+                    fallback = i;
+                }
                 continue;
             }
             rrCursor = i + 1 == n ? 0 : i + 1;
@@ -661,6 +664,11 @@ public final class RcRequester {
     }
 
     private static void updateRate(Path p, long delivered, long nowNs) {
+        if (p.rateWindowStartNs == Path.RATE_NOT_STARTED) {
+            // The first report covers bytes sent about one RTT ago (measuring from time 0 would
+            // give a near-zero rate, and the BDP cap would pin the window to its floor).
+            p.rateWindowStartNs = nowNs - Math.max(1, p.srttNs);
+        }
         p.rateWindowBytes += delivered;
         long span = nowNs - p.rateWindowStartNs;
         if (span >= Math.max(p.srttNs, 10_000L)) {
@@ -804,7 +812,11 @@ public final class RcRequester {
         p.una = p.nextPsn;
         p.inflightBytes = 0;
         p.tlpSent = false;
-        p.rtoNs = Math.min(dp.rtoMaxNs, p.rtoNs * 2);
+        if (p.state != Path.DEAD) {
+            // A DEAD path's probes keep their own pace (one per probe interval); backing off
+            // its RTO would space them up to rto_max apart and delay the re-admission.
+            p.rtoNs = Math.min(dp.rtoMaxNs, p.rtoNs * 2);
+        }
         p.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), p.cwndBytes / 2);
         p.lastDecreaseNs = nowNs;
         if (p.state != Path.DEAD) {

@@ -2,6 +2,7 @@ package io.metaroce.nic.transport;
 
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
+import io.metaroce.nic.port.Port;
 import io.metaroce.nic.verbs.Mr;
 import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.MemorySegment;
@@ -81,8 +82,12 @@ public final class RcResponder {
     }
 
     /** Path tracking (spec 5.1): returns true on a gap, which asks for an immediate ACK. */
-    private boolean trackPath(Datapath dp, int path, int psn, int entropy) {
+    private boolean trackPath(Datapath dp, int path, int psn, int entropy, int ecn) {
         replyEntropy = entropy;
+        if (ecn == Port.ECN_CE) {
+            ceMarks[path]++;
+            dp.counters.ecnMarksRx++;
+        }
         int h = highest[path];
         boolean gap = false;
         int d = psn - h;
@@ -112,13 +117,13 @@ public final class RcResponder {
     }
 
     /** A PROBE on a retired path: track it and answer at once. */
-    public void onProbe(Datapath dp, MemorySegment frame) {
+    public void onProbe(Datapath dp, MemorySegment frame, int ecn) {
         if (!qp.canReceive()) {
             return;
         }
         dp.counters.probesRx++;
         trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
-                Wire.u16(frame, Wire.OFF_REPLY_ENTROPY));
+                Wire.u16(frame, Wire.OFF_REPLY_ENTROPY), ecn);
         owe(dp, true);
     }
 
@@ -199,8 +204,11 @@ public final class RcResponder {
         wr.capacity = total;
     }
 
-    /** A SEND packet arrived for this QP (already CRC-checked and addressed to it). */
-    public void onData(Datapath dp, MemorySegment frame, int length, long nowNs) {
+    /**
+     * A SEND packet arrived for this QP (already CRC-checked and addressed to it); {@code ecn} is
+     * its IP header's ECN field (a CE mark counts against its path).
+     */
+    public void onData(Datapath dp, MemorySegment frame, int length, int ecn) {
         if (!qp.canReceive()) {
             return;
         }
@@ -212,7 +220,7 @@ public final class RcResponder {
             replyEntropy = Wire.u16(frame, Wire.OFF_REPLY_ENTROPY);
         } else {
             now |= trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
-                    Wire.u16(frame, Wire.OFF_REPLY_ENTROPY));
+                    Wire.u16(frame, Wire.OFF_REPLY_ENTROPY), ecn);
         }
         int psn = Wire.u32(frame, Wire.OFF_RSN);
         int d = psn - ePsn;

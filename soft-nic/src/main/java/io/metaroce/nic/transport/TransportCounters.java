@@ -22,6 +22,8 @@ public final class TransportCounters {
     public long probesRx;
     public long gapsDetected;
     public long sequenceNaksTx;
+    /** Data and probe packets received with an ECN CE mark. */
+    public long ecnMarksRx;
 
     @Override
     public String toString() {
@@ -30,6 +32,6 @@ public final class TransportCounters {
                 + " duplicates " + duplicates + " outOfWindow " + outOfWindow + " rnrDrops " + rnrDrops
                 + " malformed " + malformed + " timeouts " + timeouts + " pathLosses " + pathLosses
                 + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps
-                + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected;
+                + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected + " ecnMarksRx " + ecnMarksRx;
     }
 }

@@ -22,6 +22,9 @@ public final class MemoryLink {
     private long order;
     public long dropped;
     public long duplicated;
+    /** Probability that a delivered frame carries an ECN CE mark (a congested queue on the way). */
+    public double ceRate;
+    public long ceMarked;
 
     /** Per-entropy paths (0: one shared path with the link's own reordering jitter). */
     private int pathCount;
@@ -48,7 +51,15 @@ public final class MemoryLink {
         pathDeadFromNs[i] = timeNs;
     }
 
-    private record Frame(long deliverAtNs, long order, byte[] bytes, int srcIp, int srcPort) {}
+    private record Frame(long deliverAtNs, long order, byte[] bytes, int srcIp, int srcPort, int ecn) {}
+
+    private int ecn() {
+        if (ceRate > 0 && random.nextDouble() < ceRate) {
+            ceMarked++;
+            return Port.ECN_CE;
+        }
+        return 0;
+    }
 
     public MemoryLink(long seed, double lossRate, double dupRate, long baseDelayNs, long jitterNs,
             LongSupplier clock) {
@@ -89,7 +100,7 @@ public final class MemoryLink {
         }
         for (int i = 0; i < copies; i++) {
             long delay = baseDelayNs + (jitterNs > 0 ? (long) (random.nextDouble() * jitterNs) : 0);
-            to.inbox.add(new Frame(clock.getAsLong() + delay, order++, bytes, from.ip, from.port));
+            to.inbox.add(new Frame(clock.getAsLong() + delay, order++, bytes, from.ip, from.port, ecn()));
         }
     }
 
@@ -110,7 +121,7 @@ public final class MemoryLink {
             long at = now + baseDelayNs + (jitterNs > 0 ? (long) (random.nextDouble() * jitterNs) : 0);
             at = Math.max(at, pathLastDeliveryNs[2 * path + dir]); // FIFO per path and direction
             pathLastDeliveryNs[2 * path + dir] = at;
-            to.inbox.add(new Frame(at, order++, bytes, from.ip, from.port));
+            to.inbox.add(new Frame(at, order++, bytes, from.ip, from.port, ecn()));
         }
     }
 
@@ -148,7 +159,7 @@ public final class MemoryLink {
                 MemorySegment.copy(MemorySegment.ofArray(f.bytes), 0, rx[n], 0, f.bytes.length);
                 rxViews[n].clear().limit(f.bytes.length);
                 counters.rxFrames++;
-                handler.onFrame(rx[n], rxViews[n], f.bytes.length, f.srcIp, f.srcPort);
+                handler.onFrame(rx[n], rxViews[n], f.bytes.length, f.srcIp, f.srcPort, f.ecn);
                 n++;
             }
             return n;
@@ -179,6 +190,11 @@ public final class MemoryLink {
         @Override
         public int flush() {
             return 0;
+        }
+
+        @Override
+        public boolean readsEcn() {
+            return true;
         }
 
         @Override

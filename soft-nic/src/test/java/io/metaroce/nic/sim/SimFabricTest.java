@@ -34,7 +34,8 @@ class SimFabricTest {
         final List<Rx> frames = new ArrayList<>();
 
         @Override
-        public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort) {
+        public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort,
+                int ecn) {
             assertThat(view.remaining()).isEqualTo(length);
             frames.add(new Rx(frame.get(SEQ, 0), clock.nowNs(), length, srcIp, srcPort,
                     frame.get(ValueLayout.JAVA_BYTE, length - 1)));
@@ -369,7 +370,7 @@ class SimFabricTest {
     void theSteadyStateAllocatesNothing() {
         fabric(13, 8).forEachLink(l -> l.delayNs(2_000).rateBitsPerSec(10_000_000_000L)
                 .lossRate(0.01).dupRate(0.01).burstLoss(0.01, 0.5, 0.5));
-        Port.FrameHandler sink = (frame, view, length, srcIp, srcPort) -> { };
+        Port.FrameHandler sink = (frame, view, length, srcIp, srcPort, ecn) -> { };
         Runnable round = () -> {
             for (int i = 0; i < 100_000; i++) {
                 MemorySegment f = a.claim();
