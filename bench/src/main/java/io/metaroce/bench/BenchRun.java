@@ -144,7 +144,7 @@ final class BenchRun {
             if (eventDone && detectNs < 0 && mode.anyPathDown(a.engine)) {
                 detectNs = now - eventAt;
                 for (int i = 0; i < sender.requester.pathCount(); i++) {
-                    if (sender.requester.path(i).state == io.metaroce.nic.transport.Path.DEAD) {
+                    if (sender.requester.path(i).state != io.metaroce.nic.transport.Path.ACTIVE) {
                         detectSrttNs = srttBefore[i];
                         break;
                     }

@@ -39,7 +39,7 @@ public interface TransportMode {
 
         @Override
         public boolean anyPathDown(EngineAgent engine) {
-            return engine.deadPaths() > 0;
+            return engine.pathsDown() > 0;
         }
 
         @Override

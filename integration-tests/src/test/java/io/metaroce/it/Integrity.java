@@ -28,27 +28,7 @@ final class Integrity {
     }
 
     static Result run(NetnsFabric f, int port, int messages, long seed, Duration timeout) {
-        if (!Files.isExecutable(binary())) {
-            throw new AssertionError(binary() + " is missing: provider-c's make builds it");
-        }
-        int timeoutS = (int) timeout.toSeconds();
-        List<String> cmd = new ArrayList<>(List.of(binary().toString(), "-d", "mrce0", "-g", "0",
-                "-p", Integer.toString(port), "-n", Integer.toString(messages), "-S", Long.toString(seed),
-                "-t", Integer.toString(timeoutS)));
-        Proc server = f.startApp(f.b(), "mrce_integrity-server", cmd);
-        try (server) {
-            f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
-            List<String> clientCmd = new ArrayList<>(cmd);
-            clientCmd.add(f.appServerAddr());
-            Proc client = f.startApp(f.a(), "mrce_integrity-client", clientCmd);
-            try (client) {
-                Duration hard = timeout.plusSeconds(30);
-                int clientExit = waitOrExplain(f, client, server, hard);
-                int serverExit = waitOrExplain(f, server, client, Duration.ofSeconds(30));
-                return new Result(parse("server", serverExit, server.output()),
-                        parse("client", clientExit, client.output()));
-            }
-        }
+        return start(f, port, messages, seed, timeout).finish();
     }
 
     /**
@@ -88,19 +68,9 @@ final class Integrity {
          */
         Result finish() {
             try (this) {
-                int clientExit = waitOrExplain(fabric, client, server, timeout.plusSeconds(30));
-                int serverExit;
-                if (clientExit == 0) {
-                    serverExit = waitOrExplain(fabric, server, client, Duration.ofSeconds(30));
-                } else {
-                    try {
-                        serverExit = server.waitFor(Duration.ofSeconds(5));
-                    } catch (AssertionError stillWaiting) {
-                        serverExit = -1;
-                    }
-                }
-                return new Result(parse("server", serverExit, server.output()),
-                        parse("client", clientExit, client.output()));
+                AppPair.Exits exits = AppPair.await(fabric, server, client, timeout.plusSeconds(30));
+                return new Result(parse("server", exits.server(), server.output()),
+                        parse("client", exits.client(), client.output()));
             }
         }
 
@@ -108,15 +78,6 @@ final class Integrity {
         public void close() {
             client.close();
             server.close();
-        }
-    }
-
-    private static int waitOrExplain(NetnsFabric f, Proc p, Proc other, Duration timeout) {
-        try {
-            return p.waitFor(timeout);
-        } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output()
-                    + "\n" + f.diagnostics(), e);
         }
     }
 

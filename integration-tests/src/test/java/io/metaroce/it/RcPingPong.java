@@ -62,22 +62,7 @@ final class RcPingPong {
 
     /** Runs one server/client pair on tcp port {@code port} with the given extra options. */
     static Result run(NetnsFabric f, int port, Duration timeout, String... options) {
-        List<String> cmd = new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0",
-                "-p", Integer.toString(port)));
-        cmd.addAll(List.of(options));
-        Proc server = f.startApp(f.b(), "rc_pingpong-server", cmd);
-        try (server) {
-            f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
-            List<String> clientCmd = new ArrayList<>(cmd);
-            clientCmd.add(f.appServerAddr());
-            Proc client = f.startApp(f.a(), "rc_pingpong-client", clientCmd);
-            try (client) {
-                int clientExit = waitOrExplain(f, client, server, timeout);
-                int serverExit = waitOrExplain(f, server, client, Duration.ofSeconds(30));
-                return new Result(parse("server", serverExit, server.output()),
-                        parse("client", clientExit, client.output()));
-            }
-        }
+        return start(f, port, options).finish(timeout);
     }
 
     /**
@@ -114,19 +99,9 @@ final class RcPingPong {
          */
         Result finish(Duration timeout) {
             try (this) {
-                int clientExit = waitOrExplain(fabric, client, server, timeout);
-                int serverExit;
-                if (clientExit == 0) {
-                    serverExit = waitOrExplain(fabric, server, client, Duration.ofSeconds(30));
-                } else {
-                    try {
-                        serverExit = server.waitFor(Duration.ofSeconds(5));
-                    } catch (AssertionError stillWaiting) {
-                        serverExit = -1;
-                    }
-                }
-                return new Result(parse("server", serverExit, server.output()),
-                        parse("client", clientExit, client.output()));
+                AppPair.Exits exits = AppPair.await(fabric, server, client, timeout);
+                return new Result(parse("server", exits.server(), server.output()),
+                        parse("client", exits.client(), client.output()));
             }
         }
 
@@ -134,15 +109,6 @@ final class RcPingPong {
         public void close() {
             client.close();
             server.close();
-        }
-    }
-
-    private static int waitOrExplain(NetnsFabric f, Proc p, Proc other, Duration timeout) {
-        try {
-            return p.waitFor(timeout);
-        } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output()
-                    + "\n" + f.diagnostics(), e);
         }
     }
 

@@ -25,7 +25,11 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     /** QPN = generation << 12 | table index. */
     public static final int QP_INDEX_BITS = 12;
     public static final int MAX_QP = 1 << QP_INDEX_BITS;
-    private static final int RX_BATCHES_PER_CYCLE = 4;
+    /**
+     * RX batches read per duty cycle before the QPs' timers run: enough to drain what piles up in
+     * the socket during a scheduling stall of a few ms, so that timers judge paths on fresh ACKs.
+     */
+    private static final int RX_BATCHES_PER_CYCLE = 16;
     private static final MemorySegment WAKE_ONE =
             Arena.global().allocateFrom(ValueLayout.JAVA_LONG, 1L);
 
@@ -249,6 +253,20 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     }
 
     /** Engine thread only: how many paths of the active QPs are dead (retired, being probed). */
+    /** Paths of active QPs not ACTIVE (SUSPECT or DEAD): what the bench calls detected down. */
+    public int pathsDown() {
+        int n = 0;
+        for (int i = 0; i < activeCount; i++) {
+            io.metaroce.nic.transport.RcRequester r = active[i].requester;
+            for (int p = 0; p < r.pathCount(); p++) {
+                if (r.path(p).state != io.metaroce.nic.transport.Path.ACTIVE) {
+                    n++;
+                }
+            }
+        }
+        return n;
+    }
+
     public int deadPaths() {
         int n = 0;
         for (int i = 0; i < activeCount; i++) {

@@ -29,6 +29,7 @@ final class Stats {
                 .append(",\"probesTx\":").append(c.probesTx)
                 .append(",\"probesRx\":").append(c.probesRx)
                 .append(",\"gapsDetected\":").append(c.gapsDetected)
+                .append(",\"crossPathLosses\":").append(c.crossPathLosses)
                 .append(",\"sequenceNaksTx\":").append(c.sequenceNaksTx)
                 .append(",\"ecnMarksRx\":").append(c.ecnMarksRx)
                 .append('}');

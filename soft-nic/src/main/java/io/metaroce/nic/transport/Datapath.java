@@ -24,8 +24,17 @@ public final class Datapath implements AutoCloseable {
     /** Initial and largest retransmission timeouts. */
     public long rtoInitialNs = 5_000_000L;
     public long rtoMaxNs = 200_000_000L;
-    /** Smallest per-path RTO. */
+    /**
+     * Smallest per-path RTO, and the floor of the QP RTO (at least twice it). 200 us suits the
+     * SimFabric's microsecond timing; the daemon sets it from --rto-min-us for its real port,
+     * where scheduling stalls of milliseconds would otherwise look like dead paths.
+     */
     public long rtoMinNs = 200_000L;
+    /**
+     * Cross-path loss detection (spec 8): a packet is lost once a packet sent after it on another
+     * path was reported delivered and it is older than srtt + this many rttvar of its own path.
+     */
+    public int lossDetectVarFactor = 4;
     /** Paths per RC QP (1..256); the baseline transport always uses one. */
     public int paths = 8;
     /** Baseline (classic RoCE stand-in): one path, cumulative ACKs, go-back-N, fixed RTO. */

@@ -74,6 +74,12 @@ public final class RcRequester {
     private int rnrRetries;
     private boolean rnrWait;
     private long nowNs;
+    /**
+     * The latest send time of any transmission reported delivered (data or answered probe), on
+     * any path: the evidence that the peer is alive and that packets sent before it on a silent
+     * path are lost (cross-path detection) and that a path's timeout is its own failure.
+     */
+    private long lastDeliveredSendNs;
 
     public RcRequester(Qp qp) {
         this.qp = qp;
@@ -98,6 +104,7 @@ public final class RcRequester {
         nextRsn = qp.sqPsn;
         gbnCursor = nextRsn;
         rtoNs = dp.rtoInitialNs;
+        lastDeliveredSendNs = Long.MIN_VALUE;
         rwnd = WINDOW;
         timerArmed = false;
         retries = 0;
@@ -508,7 +515,7 @@ public final class RcRequester {
         dp.counters.dataTx += count;
         if (count > 0 && !timerArmed) {
             timerArmed = true;
-            deadlineNs = nowNs + rtoNs;
+            deadlineNs = nowNs + qpRtoNs();
         }
         if (failedWr) {
             // The next request failed validation: it completes with its error, the QP goes to ERR.
@@ -591,7 +598,7 @@ public final class RcRequester {
             rnrWait = false;
             rtoNs = dp.rtoInitialNs;
             timerArmed = una != nextRsn;
-            deadlineNs = nowNs + rtoNs;
+            deadlineNs = nowNs + qpRtoNs();
         }
     }
 
@@ -612,6 +619,7 @@ public final class RcRequester {
             if (bytes == Path.PROBE_LEN) {
                 if (psn == highest) {
                     p.probesOk++;
+                    lastDeliveredSendNs = Math.max(lastDeliveredSendNs, p.txTimeNs[e]);
                 } else {
                     p.probesOk = 0;
                 }
@@ -621,6 +629,7 @@ public final class RcRequester {
             int rsn = p.txRsn[e];
             if (acked(rsn)) {
                 delivered += bytes;
+                lastDeliveredSendNs = Math.max(lastDeliveredSendNs, p.txTimeNs[e]);
                 lossBurst |= p.recordOutcome(false);
             } else {
                 lost++;
@@ -713,10 +722,43 @@ public final class RcRequester {
             p.nextProbeNs = nowNs;
             return;
         }
-        if (p.state == Path.DEAD || pathCount == 1) {
-            return;
+        if (p.state == Path.DEAD || pathCount == 1 || !anotherUsablePath(p)) {
+            return; // the last usable path stays SUSPECT: a QP always keeps one to send on
         }
         retire(dp, p, nowNs);
+    }
+
+    private boolean othersInflight(Path p) {
+        for (int i = 0; i < pathCount; i++) {
+            if (paths[i] != p && paths[i].state != Path.DEAD && paths[i].hasInflight()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private boolean anotherUsablePath(Path p) {
+        for (int i = 0; i < pathCount; i++) {
+            if (paths[i] != p && paths[i].state != Path.DEAD) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The QP RTO in force: its own (initial, doubled per timeout) but never below twice the
+     * largest RTO of a live path, so that the paths' own timers recover a loss first.
+     */
+    private long qpRtoNs() {
+        long t = rtoNs;
+        for (int i = 0; i < pathCount; i++) {
+            Path p = paths[i];
+            if (p.state != Path.DEAD && p.hasRtt()) {
+                t = Math.max(t, 2 * p.rtoNs);
+            }
+        }
+        return t;
     }
 
     private void retire(Datapath dp, Path p, long nowNs) {
@@ -760,6 +802,12 @@ public final class RcRequester {
                 continue;
             }
             long idle = nowNs - p.lastProgressNs;
+            if (p.state != Path.DEAD && p.hasRtt() && overdue(dp, p, p.una, nowNs)) {
+                work += crossPathLoss(dp, p, nowNs);
+                if (!p.hasInflight()) {
+                    continue;
+                }
+            }
             if (idle >= p.rtoNs) {
                 work += pathTimeout(dp, p, nowNs);
             } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs)) {
@@ -768,6 +816,60 @@ public final class RcRequester {
             }
         }
         return work;
+    }
+
+    /**
+     * Whether transmission {@code psn} of {@code p} (unresolved) is lost by cross-path evidence:
+     * something sent with or after it on another path was reported delivered (a report of {@code p}
+     * itself would have resolved it), and it is older than {@code p}'s own srtt + k * rttvar, so
+     * that paths of different delay do not accuse each other of losses. No RTO floor.
+     */
+    private boolean overdue(Datapath dp, Path p, int psn, long nowNs) {
+        long sent = p.txTimeNs[psn & Path.RING_MASK];
+        return lastDeliveredSendNs >= sent
+                && nowNs - sent > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs;
+    }
+
+    /**
+     * Cross-path, time-based loss detection: resolves as lost the overdue transmissions at the
+     * head of {@code p} (they are in send order), queues their RSNs for retransmission elsewhere
+     * and turns an ACTIVE path SUSPECT (a SUSPECT one that keeps losing is retired).
+     */
+    private int crossPathLoss(Datapath dp, Path p, long nowNs) {
+        boolean lossBurst = false;
+        boolean probeLost = false;
+        int psn = p.una;
+        while (psn != p.nextPsn && overdue(dp, p, psn, nowNs)) {
+            int e = psn & Path.RING_MASK;
+            int bytes = p.txBytes[e];
+            if (bytes == Path.PROBE_LEN) {
+                p.probesOk = 0;
+                probeLost = true;
+            } else {
+                p.inflightBytes -= bytes;
+                int rsn = p.txRsn[e];
+                if (!acked(rsn)) {
+                    p.losses++;
+                    dp.counters.pathLosses++;
+                    dp.counters.crossPathLosses++;
+                    lossBurst |= p.recordOutcome(true);
+                    int slot = rsn & MASK;
+                    if (slotPath[slot] == p.id && slotPsn[slot] == psn) {
+                        queueRetransmit(rsn);
+                    }
+                }
+            }
+            psn++;
+        }
+        p.una = psn;
+        if (nowNs - p.lastDecreaseNs >= p.srttNs) {
+            p.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), p.cwndBytes / 2);
+            p.lastDecreaseNs = nowNs;
+        }
+        if (p.state == Path.ACTIVE || lossBurst || probeLost) {
+            demote(dp, p, nowNs); // a SUSPECT path whose probe is lost is retired, as on its RTO
+        }
+        return 1;
     }
 
     private int tailLossProbe(Datapath dp, Path p, long nowNs) {
@@ -795,6 +897,12 @@ public final class RcRequester {
     private int pathTimeout(Datapath dp, Path p, long nowNs) {
         p.timeouts++;
         dp.counters.pathTimeouts++;
+        // The path's own failure if the peer was heard from about something sent with or after
+        // this path's oldest packet (or, for a path already SUSPECT, if no other path carries
+        // anything to compare with); when the other paths are just as silent, the peer (or this
+        // host) stalled and every path times out in turn: no path is to blame, none is demoted.
+        boolean blame = lastDeliveredSendNs >= p.txTimeNs[p.una & Path.RING_MASK]
+                || p.state == Path.SUSPECT && !othersInflight(p);
         for (int psn = p.una; psn != p.nextPsn; psn++) {
             int e = psn & Path.RING_MASK;
             if (p.txBytes[e] == Path.PROBE_LEN) {
@@ -819,7 +927,7 @@ public final class RcRequester {
         }
         p.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), p.cwndBytes / 2);
         p.lastDecreaseNs = nowNs;
-        if (p.state != Path.DEAD) {
+        if (p.state != Path.DEAD && blame) {
             demote(dp, p, nowNs);
         }
         return 1;
@@ -929,13 +1037,27 @@ public final class RcRequester {
             p.una = p.nextPsn;
             p.inflightBytes = 0;
         } else {
-            // Whatever is still unacknowledged goes again (each RSN once), on healthy paths.
+            // What is unacknowledged and not in flight on a live path within its RTO goes again
+            // (each RSN once), on healthy paths; a packet a live path still carries is left to it.
             for (int r = una; r != nextRsn; r++) {
-                queueRetransmit(r);
+                if (!acked(r) && stale(r, nowNs)) {
+                    queueRetransmit(r);
+                }
             }
         }
-        deadlineNs = nowNs + rtoNs;
+        deadlineNs = nowNs + qpRtoNs();
         return 1;
+    }
+
+    /** Whether RSN {@code rsn}'s latest transmission is no longer expected to arrive. */
+    private boolean stale(int rsn, long nowNs) {
+        int slot = rsn & MASK;
+        Path q = paths[slotPath[slot]];
+        int psn = slotPsn[slot];
+        if (q.state == Path.DEAD || psn - q.una < 0 || psn - q.nextPsn >= 0) {
+            return true;
+        }
+        return nowNs - q.txTimeNs[psn & Path.RING_MASK] >= q.rtoNs;
     }
 
     /** Completes fully acknowledged requests in order. */

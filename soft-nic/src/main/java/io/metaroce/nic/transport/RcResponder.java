@@ -40,6 +40,10 @@ public final class RcResponder {
     private final int[] gapLosses = new int[RcRequester.MAX_PATHS];
     private final int[] ceMarks = new int[RcRequester.MAX_PATHS];
     private int replyEntropy;
+    /** The reply entropy each path's latest packet asked for. */
+    private final int[] pathReplyEntropy = new int[RcRequester.MAX_PATHS];
+    /** Rotates the ACK's entropy over the paths it reports (spreads ACKs over every link). */
+    private int ackRotor;
     /** Baseline: the ePsn a SEQUENCE_ERROR NAK was sent for (one per gap). */
     private int seqNakFor;
     private boolean seqNakSent;
@@ -84,6 +88,7 @@ public final class RcResponder {
     /** Path tracking (spec 5.1): returns true on a gap, which asks for an immediate ACK. */
     private boolean trackPath(Datapath dp, int path, int psn, int entropy, int ecn) {
         replyEntropy = entropy;
+        pathReplyEntropy[path] = entropy;
         if (ecn == Port.ECN_CE) {
             ceMarks[path]++;
             dp.counters.ecnMarksRx++;
@@ -403,6 +408,13 @@ public final class RcResponder {
             }
             Wire.putSackWord(f, Wire.HEADER_SIZE + 8L * w, bits);
         }
+        int entropy = replyEntropy;
+        if (n > 0) {
+            if (++ackRotor >= n) {
+                ackRotor = 0;
+            }
+            entropy = pathReplyEntropy[newsList[ackRotor]];
+        }
         long off = Wire.OFF_REPORTS;
         for (int k = 0; k < n; k++, off += Wire.REPORT_SIZE) {
             int path = newsList[k];
@@ -417,7 +429,7 @@ public final class RcResponder {
         newsCount = 0;
         int len = (int) off;
         Wire.seal(dp.crc, f, dp.port.claimedView(), len);
-        dp.port.commit(len, qp.peerIp, qp.peerPort, replyEntropy);
+        dp.port.commit(len, qp.peerIp, qp.peerPort, entropy);
         dp.counters.acksTx++;
     }
 

@@ -21,6 +21,8 @@ public final class TransportCounters {
     public long probesTx;
     public long probesRx;
     public long gapsDetected;
+    /** Requester: packets found lost by cross-path, time-based detection (spec 8). */
+    public long crossPathLosses;
     public long sequenceNaksTx;
     /** Data and probe packets received with an ECN CE mark. */
     public long ecnMarksRx;
@@ -32,6 +34,7 @@ public final class TransportCounters {
                 + " duplicates " + duplicates + " outOfWindow " + outOfWindow + " rnrDrops " + rnrDrops
                 + " malformed " + malformed + " timeouts " + timeouts + " pathLosses " + pathLosses
                 + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps
-                + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected + " ecnMarksRx " + ecnMarksRx;
+                + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected
+                + " crossPathLosses " + crossPathLosses + " ecnMarksRx " + ecnMarksRx;
     }
 }
