@@ -84,7 +84,9 @@ final class ChannelSession implements LocalSession {
                 .addListener((ChannelFutureListener) future -> {
                     closeAll(dups, dups.length);
                     if (!future.isSuccess() && channel.isActive()) {
-                        close("writing the " + ControlProtocol.opName(op) + " response failed: " + future.cause());
+                        Throwable cause = future.cause();
+                        close("writing the " + ControlProtocol.opName(op) + " response failed: " + cause
+                                + (cause.getCause() != null ? " (" + cause.getCause() + ")" : ""));
                     }
                 });
     }

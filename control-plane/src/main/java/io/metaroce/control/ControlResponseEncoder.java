@@ -9,8 +9,9 @@ import java.util.List;
 
 /**
  * Writes a {@link ControlResponse} as one frame followed by one Netty {@link FileDescriptor}
- * message per fd; the epoll domain-socket channel sends each of those as a one-byte write with
- * the fd in an SCM_RIGHTS control message (it does not close the fd).
+ * message per fd; {@link FdSendHandler}, nearer the socket, sends each of those as a zero byte with
+ * the fd in an SCM_RIGHTS control message, waiting for the socket to drain when it is full (it does
+ * not close the fd).
  *
  * <pre>
  *  e.g. ALLOC_PD seq 7, status 0, handle 3:

@@ -38,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * <pre>
  *  accept -> SO_PEERCRED -> LocalSession -> [ControlRequestDecoder] -> LocalControlChannelHandler
  *                                                                         -> LocalControlHandler.onRequest
- *  LocalSession.respond -> [ControlResponseEncoder] -> frame bytes, then 1 byte + SCM_RIGHTS per fd
+ *  LocalSession.respond -> [ControlResponseEncoder] -> frame bytes, then per fd [FdSendHandler]:
+ *                                                     1 zero byte + SCM_RIGHTS, retried on EPOLLOUT when full
  * </pre>
  */
 public final class LocalControlServer implements AutoCloseable {
@@ -140,6 +141,7 @@ public final class LocalControlServer implements AutoCloseable {
         int gid = credentials.gids().length > 0 ? credentials.gids()[0] : -1;
         ChannelSession session = new ChannelSession(id, credentials.pid(), credentials.uid(), gid, ch);
         ch.pipeline()
+                .addLast("fds", FdSendHandler.INSTANCE)
                 .addLast("decoder", new ControlRequestDecoder())
                 .addLast("encoder", ControlResponseEncoder.INSTANCE)
                 .addLast("session", new LocalControlChannelHandler(session, handler));

@@ -191,6 +191,67 @@ class LocalControlServerTest {
     }
 
     @Test
+    void aClientThatReadsLateStillGetsEveryFrameAndFd() throws Exception {
+        // 400 responses with an fd each are ~800 socket messages: far more than a Unix socket's send
+        // buffer holds (~140 frame+fd pairs at the default 208 KiB), so the daemon must wait for the
+        // client to drain it instead of dropping the connection. Whether a frame or an fd is the
+        // message that meets the full buffer depends on what came before, so 0, 1 and 2 fd-less
+        // responses go first on three connections: one of them makes an fd meet it (Netty 4.2's own
+        // fd send gives up there).
+        int n = 400;
+        java.util.concurrent.atomic.AtomicInteger answered = new java.util.concurrent.atomic.AtomicInteger();
+        RecordingHandler handler = new RecordingHandler() {
+            @Override
+            public void onRequest(LocalSession session, int op, int seq, ByteBuffer payload) {
+                try {
+                    ByteBuffer resp = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(seq).putInt(~seq)
+                            .flip();
+                    if (op == ControlProtocol.OP_ALLOC_PD) {
+                        session.respond(op, seq, 0, resp);
+                    } else {
+                        int fd = UnixClient.memfd("late" + seq, ("seq " + seq).getBytes(StandardCharsets.US_ASCII));
+                        session.respond(op, seq, 0, resp, fd);
+                        UnixClient.closeFd(fd);
+                    }
+                    answered.incrementAndGet();
+                } catch (IOException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        };
+        Path sock = tmp.resolve("nicd.sock");
+        try (LocalControlServer server = LocalControlServer.bind(sock, handler)) {
+            for (int offset = 0; offset < 3; offset++) {
+                answered.set(0);
+                try (UnixClient client = UnixClient.connect(sock)) {
+                    for (int seq = 0; seq < offset; seq++) {
+                        client.send(Frames.request(ControlProtocol.OP_ALLOC_PD, seq));
+                    }
+                    for (int seq = offset; seq < offset + n; seq++) {
+                        client.send(Frames.request(ControlProtocol.OP_CREATE_COMP_CHANNEL, seq, new byte[0]));
+                    }
+                    int total = offset + n;
+                    awaitTrue(() -> answered.get() == total); // every response written or queued before a read
+                    for (int seq = 0; seq < total; seq++) {
+                        UnixClient.Frame f = client.readFrame();
+                        assertThat(f).as("offset %d, frame %d", offset, seq).isNotNull();
+                        assertThat(f.seq()).isEqualTo(seq);
+                        assertThat(f.payload().getInt(4)).isEqualTo(~seq);
+                        assertThat(f.nfds()).isEqualTo(seq < offset ? 0 : 1);
+                        if (seq >= offset) {
+                            assertThat(new String(UnixClient.pread(f.fds()[0], 32), StandardCharsets.US_ASCII))
+                                    .isEqualTo("seq " + seq);
+                            UnixClient.closeFd(f.fds()[0]);
+                        }
+                    }
+                }
+            }
+            awaitTrue(() -> handler.closed.size() == 3);
+        }
+        assertThat(log.list).extracting(ILoggingEvent::getFormattedMessage).noneMatch(l -> l.contains("closing"));
+    }
+
+    @Test
     void replacesAStaleSocketButNotALiveOne() throws Exception {
         Path sock = tmp.resolve("nicd.sock");
         RecordingHandler handler = new RecordingHandler();

@@ -98,7 +98,7 @@ final class UnixClient implements AutoCloseable {
             while (off < bytes.length) {
                 long n = (long) call(SEND, fd, buf.asSlice(off), (long) bytes.length - off, MSG_NOSIGNAL);
                 if (n < 0) {
-                    throw new IOException("send failed: errno " + lastErrno);
+                    throw new IOException("send failed: errno " + lastErrno());
                 }
                 off += n;
             }
@@ -137,10 +137,10 @@ final class UnixClient implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(1);
             long n = (long) call(READ, fd, buf, 1L);
-            if (n < 0 && lastErrno == 11) {
+            if (n < 0 && lastErrno() == 11) {
                 throw new IOException("no EOF within the receive timeout");
             }
-            return n == 0 || (n < 0 && lastErrno == 104);
+            return n == 0 || (n < 0 && lastErrno() == 104);
         }
     }
 
@@ -150,14 +150,14 @@ final class UnixClient implements AutoCloseable {
             int off = 0;
             while (off < into.length) {
                 long n = (long) call(READ, fd, buf.asSlice(off), (long) into.length - off);
-                if (n == 0 || (n < 0 && lastErrno == 104)) {
+                if (n == 0 || (n < 0 && lastErrno() == 104)) {
                     if (off == 0) {
                         return false;
                     }
                     throw new IOException("EOF after " + off + " of " + into.length + " bytes");
                 }
                 if (n < 0) {
-                    throw new IOException("read failed: errno " + lastErrno);
+                    throw new IOException("read failed: errno " + lastErrno());
                 }
                 off += (int) n;
             }
@@ -181,7 +181,7 @@ final class UnixClient implements AutoCloseable {
             msg.set(ValueLayout.JAVA_LONG, 40, (long) CMSG_SPACE_ONE_FD);
             long n = (long) call(RECVMSG, fd, msg, MSG_CMSG_CLOEXEC);
             if (n != 1) {
-                throw new IOException("recvmsg for an fd returned " + n + " (errno " + lastErrno + ")");
+                throw new IOException("recvmsg for an fd returned " + n + " (errno " + lastErrno() + ")");
             }
             long controlLen = msg.get(ValueLayout.JAVA_LONG, 40);
             if (controlLen < CMSG_HDR_SIZE + 4 || control.get(ValueLayout.JAVA_INT, 8) != SOL_SOCKET
@@ -220,7 +220,7 @@ final class UnixClient implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(8);
             if ((long) call(READ, fd, buf, 8L) != 8) {
-                throw new IOException("eventfd read failed: errno " + lastErrno);
+                throw new IOException("eventfd read failed: errno " + lastErrno());
             }
             return buf.get(ValueLayout.JAVA_LONG, 0);
         }
@@ -231,7 +231,7 @@ final class UnixClient implements AutoCloseable {
             MemorySegment buf = arena.allocate(length);
             long n = (long) call(PREAD, fd, buf, (long) length, 0L);
             if (n < 0) {
-                throw new IOException("pread failed: errno " + lastErrno);
+                throw new IOException("pread failed: errno " + lastErrno());
             }
             return buf.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE);
         }
@@ -248,11 +248,16 @@ final class UnixClient implements AutoCloseable {
 
     // ---- FFM plumbing ----
 
-    private static int lastErrno;
+    /** errno of this thread's last call (per thread: handlers call memfd() while a test thread reads). */
+    private static final ThreadLocal<int[]> LAST_ERRNO = ThreadLocal.withInitial(() -> new int[1]);
 
     private static MethodHandle fn(String name, ValueLayout result, ValueLayout... args) {
         return LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow(name), FunctionDescriptor.of(result, args),
                 CAPTURE);
+    }
+
+    private static int lastErrno() {
+        return LAST_ERRNO.get()[0];
     }
 
     /** Calls {@code handle} with a fresh errno capture (tests only, so a generic invoke is fine). */
@@ -263,7 +268,7 @@ final class UnixClient implements AutoCloseable {
             full[0] = state;
             System.arraycopy(args, 0, full, 1, args.length);
             Object result = handle.invokeWithArguments(full);
-            lastErrno = (int) ERRNO.get(state, 0L);
+            LAST_ERRNO.get()[0] = (int) ERRNO.get(state, 0L);
             return result;
         } catch (Throwable t) {
             throw new IllegalStateException(t);
@@ -272,7 +277,7 @@ final class UnixClient implements AutoCloseable {
 
     private static int check(String what, int rc) throws IOException {
         if (rc < 0) {
-            throw new IOException(what + " failed: errno " + lastErrno);
+            throw new IOException(what + " failed: errno " + lastErrno());
         }
         return rc;
     }
