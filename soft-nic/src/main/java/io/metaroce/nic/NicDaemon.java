@@ -34,6 +34,7 @@ public final class NicDaemon implements Callable<Integer> {
      * the hundred per run.
      */
     static final long DEFAULT_RTO_MIN_US = 10_000;
+    static final long DEFAULT_CC_SLACK_US = 1_000;
 
     @Option(names = "--ifname", required = true, description = "network interface to serve")
     String ifname;
@@ -65,6 +66,16 @@ public final class NicDaemon implements Callable<Integer> {
             description = "smallest per-path retransmission timeout in microseconds (default "
                     + DEFAULT_RTO_MIN_US + "; below a few ms, scheduling stalls read as dead paths)")
     long rtoMinUs;
+
+    @Option(names = "--tlp-min-us",
+            description = "smallest tail-loss probe timeout in microseconds, up to --rto-min-us (default: half"
+                    + " of --rto-min-us; shorter, scheduling stalls send duplicate probes on every path)")
+    Long tlpMinUs;
+
+    @Option(names = "--cc-slack-us", defaultValue = "" + DEFAULT_CC_SLACK_US,
+            description = "smallest slack of the congestion delay target above the path's min RTT, in microseconds"
+                    + " (default " + DEFAULT_CC_SLACK_US + "; shorter, scheduling noise reads as queueing)")
+    long ccSlackUs;
 
     @Option(names = "--stats", description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
     Path stats;
@@ -105,6 +116,17 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: --rto-min-us must be 1..100000");
             return 2;
         }
+        if (tlpMinUs == null) {
+            tlpMinUs = Math.max(1, rtoMinUs / 2);
+        }
+        if (tlpMinUs < 1 || tlpMinUs > rtoMinUs) {
+            System.err.println("mrce-nicd: --tlp-min-us must be 1..--rto-min-us");
+            return 2;
+        }
+        if (ccSlackUs < 1 || ccSlackUs > 100_000) {
+            System.err.println("mrce-nicd: --cc-slack-us must be 1..100000");
+            return 2;
+        }
         if (entropyPorts < 0 || entropyPorts > 1024 || udpPort + entropyPorts > 65535) {
             System.err.println("mrce-nicd: --entropy-ports must be 0..1024 and fit above --udp-port");
             return 2;
@@ -133,6 +155,8 @@ public final class NicDaemon implements Callable<Integer> {
             engine.datapath().baseline = "baseline".equals(transport);
             engine.datapath().rtoMinNs = rtoMinUs * 1000;
             engine.datapath().rtoInitialNs = Math.max(engine.datapath().rtoInitialNs, 2 * rtoMinUs * 1000);
+            engine.datapath().tlpMinNs = tlpMinUs * 1000;
+            engine.datapath().ccSlackMinNs = ccSlackUs * 1000;
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
             EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
             runner.start();
@@ -140,8 +164,9 @@ public final class NicDaemon implements Callable<Integer> {
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
                         VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
                         socketPath);
-                LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us", transport,
-                        "baseline".equals(transport) ? 1 : paths, entropyPorts, rtoMinUs);
+                LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
+                        + " cc slack {} us", transport, "baseline".equals(transport) ? 1 : paths, entropyPorts,
+                        rtoMinUs, tlpMinUs, ccSlackUs);
                 StatsWriter statsWriter = stats == null ? null : new StatsWriter(engine, stats);
                 try {
                     while (!stop.await(1, java.util.concurrent.TimeUnit.SECONDS)) {

@@ -31,6 +31,19 @@ public final class Datapath implements AutoCloseable {
      */
     public long rtoMinNs = 200_000L;
     /**
+     * Smallest tail-loss probe timeout (spec 8). 50 us for the SimFabric; the daemon sets it from
+     * --tlp-min-us, since on a real host srtt + 4 rttvar is shorter than a scheduling stall and
+     * every stall would send a duplicate probe on each path.
+     */
+    public long tlpMinNs = 50_000L;
+    /**
+     * Smallest slack of the delay target above min RTT (spec 11: target = min_rtt + max(min_rtt / 4,
+     * this)). 20 us for the SimFabric, where queueing is the only RTT noise; the daemon sets it from
+     * --cc-slack-us, since on a real host scheduling noise of a millisecond would read as
+     * congestion and pin every window to one packet.
+     */
+    public long ccSlackMinNs = 20_000L;
+    /**
      * Cross-path loss detection (spec 8): a packet is lost once a packet sent after it on another
      * path was reported delivered and it is older than srtt + this many rttvar of its own path.
      */

@@ -118,12 +118,15 @@ public final class Path {
         rtoNs = Math.min(rtoMaxNs, Math.max(rtoMinNs, srttNs + 4 * rttvarNs));
     }
 
-    /** Tail-loss probe timeout. */
-    long ptoNs(long rtoInitialNs) {
+    /**
+     * Tail-loss probe timeout: max(2 srtt, srtt + 4 rttvar, {@code tlpMinNs}); half the initial RTO
+     * (and at least the floor) before any RTT sample.
+     */
+    long ptoNs(long rtoInitialNs, long tlpMinNs) {
         if (!hasRtt()) {
-            return rtoInitialNs / 2;
+            return Math.max(tlpMinNs, rtoInitialNs / 2);
         }
-        return Math.max(50_000L, Math.max(2 * srttNs, srttNs + 4 * rttvarNs));
+        return Math.max(tlpMinNs, Math.max(2 * srttNs, srttNs + 4 * rttvarNs));
     }
 
     /** Records a resolved transmission in the loss history; true when it makes a loss burst. */

@@ -663,7 +663,7 @@ public final class RcRequester {
             }
             return;
         }
-        congestion(p, sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
+        congestion(dp, p, sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
         if (lost > 0 && lossBurst) {
             demote(dp, p, nowNs);
         } else if (p.state == Path.SUSPECT && (p.cleanRun >= CLEAN_RUN_TO_ACTIVE
@@ -689,9 +689,9 @@ public final class RcRequester {
     }
 
     /** Delay-based window with multiplicative decrease on loss or ECN and a BDP cap (spec 11). */
-    private void congestion(Path p, long rttNs, long ackedBytes, boolean lossOrCe, long nowNs) {
+    private void congestion(Datapath dp, Path p, long rttNs, long ackedBytes, boolean lossOrCe, long nowNs) {
         long mtu = Wire.HEADER_SIZE + qp.payloadPerPacket();
-        long target = p.minRttNs + Math.max(p.minRttNs / 4, 20_000L);
+        long target = p.minRttNs + Math.max(p.minRttNs / 4, dp.ccSlackMinNs);
         boolean mayDecrease = nowNs - p.lastDecreaseNs >= p.srttNs;
         if (lossOrCe) {
             if (mayDecrease) {
@@ -810,7 +810,7 @@ public final class RcRequester {
             }
             if (idle >= p.rtoNs) {
                 work += pathTimeout(dp, p, nowNs);
-            } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs)) {
+            } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs, dp.tlpMinNs)) {
                 p.tlpSent = true;
                 work += tailLossProbe(dp, p, nowNs);
             }

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.nic.transport.RequesterHarness.Pkt;
 import java.util.List;
+import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -83,6 +84,61 @@ class CongestionControlTest {
             h.pump();
             assertThat(p.cwndBytes).as("at most once per srtt").isEqualTo(once);
         }
+    }
+
+    @Test
+    void theSlackFloorKeepsRttNoiseBelowItFromCuttingTheWindow() throws Exception {
+        // A real host's samples: min RTT 20 us, then up to a millisecond more of scheduling noise.
+        // With the SimFabric's 20 us floor every noisy sample reads as a queue and the window
+        // ends at a packet or two; with the daemon's 1 ms floor it never shrinks.
+        assertThat(windowAfterNoise(20_000L)).as("20 us slack: pinned near the minimum")
+                .isLessThanOrEqualTo(2L * PKT);
+        try (RequesterHarness h = new RequesterHarness(1)) {
+            h.dp().ccSlackMinNs = 1_000_000L;
+            Path p = h.path(0);
+            long w = noisyRounds(h);
+            assertThat(w).as("1 ms slack: never cut").isGreaterThanOrEqualTo(16L * RequesterHarness.P);
+            // A sample beyond the floor is still congestion: target = 20 us + max(5 us, 1 ms),
+            // a 5 ms sample cuts by max(0.5, 1 - 0.8 * (5000 - 1020) / 5000) = 0.5.
+            h.clock.addAndGet(5_000_000L); // past one srtt since any decrease (there was none)
+            h.post(1);
+            List<Pkt> sent = data(h.pump());
+            h.clock.addAndGet(5_000_000L);
+            h.ackPlaced(sent, RcRequester.WINDOW);
+            h.pump();
+            assertThat(p.lastRttNs).isEqualTo(5_000_000L);
+            assertThat(p.cwndBytes).isEqualTo(w / 2);
+        }
+    }
+
+    private static long windowAfterNoise(long slackNs) throws Exception {
+        try (RequesterHarness h = new RequesterHarness(1)) {
+            h.dp().ccSlackMinNs = slackNs;
+            return noisyRounds(h);
+        }
+    }
+
+    /**
+     * 40 rounds with RTT samples in [20 us, 1020 us) (fixed seed), under the daemon's timer
+     * floors (so that only the delay target differs); returns the final window.
+     */
+    private static long noisyRounds(RequesterHarness h) {
+        h.dp().rtoMinNs = 10_000_000L;
+        h.dp().tlpMinNs = 2_000_000L;
+        Path p = h.path(0);
+        Random rnd = new Random(11);
+        for (int round = 0; round < 40; round++) {
+            h.post(Math.max(0, 64 - h.pending()));
+            h.cleanRound(RTT + rnd.nextLong(1_000_000L)); // takes the previous round's ACK first
+            if (h.dp().ccSlackMinNs >= 1_000_000L) {
+                // grows, or is held by the BDP cap, which never goes below 16 packets
+                assertThat(p.cwndBytes).as("round %d", round).isGreaterThanOrEqualTo(16L * RequesterHarness.P);
+            }
+        }
+        h.pump(); // the last ACK
+        assertThat(p.minRttNs).isBetween(RTT, RTT + 1_000_000L);
+        assertThat(p.losses + p.timeouts + p.tlps).isZero();
+        return p.cwndBytes;
     }
 
     @Test

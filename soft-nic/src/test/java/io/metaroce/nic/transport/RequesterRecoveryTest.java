@@ -139,7 +139,7 @@ class RequesterRecoveryTest {
             Path p2 = h.path(2);
             assertThat(p2.srttNs).isEqualTo(20_000);
             assertThat(p2.rttvarNs).isEqualTo(10_000);
-            assertThat(p2.ptoNs(h.dp().rtoInitialNs)).isEqualTo(60_000);
+            assertThat(p2.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs)).isEqualTo(60_000);
             // Next round: both packets of path 2 (its tail) vanish.
             h.post(8);
             List<Pkt> sent = data(h.pump());
@@ -179,6 +179,47 @@ class RequesterRecoveryTest {
     }
 
     @Test
+    void tailLossProbeWaitsForItsFloor() throws Exception {
+        try (RequesterHarness h = new RequesterHarness(4)) {
+            // The daemon's real-port floors: RTO 10 ms, TLP 2 ms (srtt + 4 rttvar alone is shorter
+            // than a scheduling stall, and each stall sent a duplicate probe on every path).
+            h.dp().rtoMinNs = 10_000_000L;
+            h.dp().tlpMinNs = 2_000_000L;
+            h.dp().lossDetectVarFactor = 1_000; // the TLP alone, as above
+            Path p2 = h.path(2);
+            assertThat(p2.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs)).as("before any sample")
+                    .isEqualTo(h.dp().rtoInitialNs / 2);
+            assertThat(p2.ptoNs(h.dp().rtoInitialNs, 3_000_000L)).as("the floor wins")
+                    .isEqualTo(3_000_000L);
+            h.post(8);
+            h.cleanRound(20_000);
+            h.pump();
+            assertThat(p2.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs))
+                    .as("60 us from the estimator, raised to the floor").isEqualTo(2_000_000L);
+            h.post(8);
+            List<Pkt> sent = data(h.pump());
+            long sentAt = h.now();
+            List<Pkt> tail = onPath(sent, 2);
+            assertThat(tail).hasSize(2);
+            List<Pkt> arrived = new ArrayList<>(sent);
+            arrived.removeAll(tail);
+            h.clock.addAndGet(20_000);
+            h.ackPlaced(arrived, RcRequester.WINDOW);
+            h.pump();
+            for (long t = 60_000; t < 2_000_000; t += 10_000) {
+                h.clock.set(sentAt + t);
+                assertThat(h.pump()).as("no probe %d us after the tail", t / 1000).isEmpty();
+            }
+            h.clock.set(sentAt + 2_000_000);
+            List<Pkt> tlp = h.pump();
+            assertThat(tlp).extracting(Pkt::rsn).containsExactly(tail.get(1).rsn());
+            assertThat(tlp.get(0).path()).isEqualTo(2);
+            assertThat(p2.tlps).isEqualTo(1);
+            assertThat(p2.timeouts).isZero();
+        }
+    }
+
+    @Test
     void pathRtoFollowsTheEstimatorAndBacksOff() throws Exception {
         try (RequesterHarness h = new RequesterHarness(1)) {
             Path p = h.path(0);
@@ -208,7 +249,7 @@ class RequesterRecoveryTest {
             List<Pkt> first = data(h.pump());
             assertThat(first).hasSize(1);
             long t = h.now();
-            long pto = p.ptoNs(h.dp().rtoInitialNs);
+            long pto = p.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs);
             List<Long> retxTimes = new ArrayList<>();
             for (long step = 0; step < 3_500_000; step += 1_000) {
                 h.clock.set(t + step);
