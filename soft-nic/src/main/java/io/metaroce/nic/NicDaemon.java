@@ -4,7 +4,9 @@ import io.metaroce.control.LocalControlPaths;
 import io.metaroce.control.LocalControlServer;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.engine.EngineRunner;
+import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
+import io.metaroce.nic.port.xdp.AfXdpPort;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
@@ -39,7 +41,8 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--ifname", required = true, description = "network interface to serve")
     String ifname;
 
-    @Option(names = "--port", defaultValue = "udp", description = "packet I/O: udp (default) or xdp")
+    @Option(names = "--port", defaultValue = "udp",
+            description = "packet I/O: udp (default), xdp (AF_XDP, SKB mode; root) or xdp-native (driver mode)")
     String portKind;
 
     @Option(names = "--udp-port", defaultValue = "4793", description = "data UDP port (default 4793)")
@@ -92,12 +95,8 @@ public final class NicDaemon implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if ("xdp".equals(portKind)) {
-            System.err.println("mrce-nicd: AF_XDP port not built yet (use --port udp)");
-            return 2;
-        }
-        if (!"udp".equals(portKind)) {
-            System.err.println("mrce-nicd: unknown --port " + portKind + " (udp or xdp)");
+        if (!"udp".equals(portKind) && !"xdp".equals(portKind) && !"xdp-native".equals(portKind)) {
+            System.err.println("mrce-nicd: unknown --port " + portKind + " (udp, xdp or xdp-native)");
             return 2;
         }
         if (udpPort < 1 || udpPort > 65535) {
@@ -148,8 +147,11 @@ public final class NicDaemon implements Callable<Integer> {
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
 
-        try (UdpPort port = new UdpPort(net.ipv4(), udpPort, Wire.HEADER_SIZE + 4096, RX_TX_BATCH,
-                        entropyPorts);
+        try (Port port = "udp".equals(portKind)
+                        ? new UdpPort(net.ipv4(), udpPort, Wire.HEADER_SIZE + 4096, RX_TX_BATCH, entropyPorts)
+                        : AfXdpPort.open(net.ifname(), net.ipv4(), udpPort, entropyPorts,
+                                Wire.HEADER_SIZE + 4096, RX_TX_BATCH,
+                                "xdp".equals(portKind) ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
                 EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr()))) {
             engine.datapath().paths = paths;
             engine.datapath().baseline = "baseline".equals(transport);

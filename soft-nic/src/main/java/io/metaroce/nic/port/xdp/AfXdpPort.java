@@ -1,0 +1,566 @@
+package io.metaroce.nic.port.xdp;
+
+import io.metaroce.nic.port.Port;
+import io.metaroce.nic.port.PortCounters;
+import io.metaroce.nic.sys.Errno;
+import io.metaroce.nic.sys.NativeException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+
+/**
+ * Packet I/O over AF_XDP: one socket per RX queue of the interface, each with its own UMEM, and
+ * the steering program sending the daemon's UDP ports (data port and entropy ports) to them.
+ *
+ * <p>UMEM of each socket, in 4 KiB chunks:
+ * <pre>
+ *   [0, RX_CHUNKS)                   RX: owned by the fill ring / the kernel, or held until the
+ *                                    next poll while the engine reads the frame in place
+ *   [RX_CHUNKS, + 2 * TX_PAIRS)      TX: pairs of adjacent chunks, so that a claimed frame is
+ *                                    8 KiB of contiguous memory; a frame over 4 KiB leaves as two
+ *                                    descriptors (XDP_PKT_CONTD, multi-buffer AF_XDP)
+ * </pre>
+ * Only socket 0 transmits. Frames up to 4 KiB + headers need multi-buffer sockets (XDP_USE_SG,
+ * Linux 6.6+) and an interface MTU of at least {@code 28 + maxFrame}.
+ *
+ * <p>The port builds Ethernet, IPv4 (checksum, DF, ECT(0)) and UDP headers (checksum 0, legal on
+ * IPv4); the UDP source port comes from the entropy as in {@link io.metaroce.nic.port.UdpPort}.
+ * Received frames are handed over in place when they fit one chunk, else copied into a scratch
+ * buffer. Nothing on the data path allocates.
+ */
+public final class AfXdpPort implements Port {
+    /** Ethernet 14 + IPv4 20 + UDP 8. */
+    public static final int HEADERS = 42;
+    private static final int RX_CHUNKS = 4096;
+    private static final int TX_PAIRS = 1024;
+    private static final int RING_SIZE = 4096;
+    private static final int PAIR = 2 * XskSocket.CHUNK;
+    private static final int ECT0 = 0x02;
+    private static final int MAX_KICKS = 64;
+
+    public enum Mode { SKB, NATIVE }
+
+    private final int localIp;
+    private final int localPort;
+    private final int entropyPorts;
+    private final int maxFrame;
+    private final int batch;
+    private final L2Resolver resolver;
+    private final L2Header l2 = new L2Header();
+    private final PortCounters counters = new PortCounters();
+    private final Arena arena = Arena.ofShared();
+    private final XdpProgram program;
+    private final XskSocket[] socks;
+    // TX (socket 0)
+    private final long txBase;
+    private final MemorySegment[] txPayload;
+    private final ByteBuffer[] txViews;
+    private final int[] txFree;
+    private int txFreeCount;
+    private final byte[] txDescs;
+    private final int[] txQueued;
+    private final int[] txQueuedLen;
+    private int txCount;
+    private int claimed = -1;
+    private final MemorySegment dropFrame;
+    private final ByteBuffer dropView;
+    // RX: per socket, chunks held since the last poll; in-place payload views per chunk
+    private final long[][] held;
+    private final int[] heldCount;
+    private final MemorySegment[] rxPayload;
+    private final ByteBuffer[] rxViews;
+    private final MemorySegment[] scratch;
+    private final ByteBuffer[] scratchViews;
+    private int nextSock;
+
+    /**
+     * @param maxFrame the largest UDP payload (the engine's frame), at most 2 * 4096 - 42
+     * @param batch frames per RX poll and per TX flush
+     */
+    public AfXdpPort(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame, int batch,
+            Mode mode, L2Resolver resolver) throws IOException {
+        if (maxFrame + HEADERS > PAIR || batch < 1 || batch > 256) {
+            throw new IllegalArgumentException("maxFrame " + maxFrame + " / batch " + batch);
+        }
+        this.localIp = localIp;
+        this.localPort = localPort;
+        this.entropyPorts = entropyPorts;
+        this.maxFrame = maxFrame;
+        this.batch = batch;
+        this.resolver = resolver;
+        int ifindex;
+        try {
+            ifindex = XskSys.ifindex(ifname);
+        } catch (NativeException e) {
+            throw new IOException("no interface " + ifname, e);
+        }
+        int queues = queueCount(ifname);
+        XdpProgram prog = null;
+        XskSocket[] made = new XskSocket[queues];
+        try {
+            prog = XdpProgram.attach(ifname, ifindex, mode == Mode.NATIVE, localPort, localPort + entropyPorts);
+            long umemBytes = (long) (RX_CHUNKS + 2 * TX_PAIRS) * XskSocket.CHUNK;
+            int flags = XskSys.XDP_USE_NEED_WAKEUP | XskSys.XDP_USE_SG | XskSys.XDP_COPY;
+            for (int q = 0; q < queues; q++) {
+                MemorySegment umem = arena.allocate(umemBytes, XskSocket.CHUNK);
+                made[q] = bindRetrying(ifindex, q, umem, flags);
+                prog.register(q, made[q].fd);
+            }
+        } catch (NativeException | RuntimeException | Error e) {
+            for (XskSocket s : made) {
+                if (s != null) {
+                    s.close();
+                }
+            }
+            if (prog != null) {
+                prog.close();
+            }
+            arena.close();
+            throw unavailable(e);
+        }
+        this.program = prog;
+        this.socks = made;
+        // TX pool
+        this.txBase = (long) RX_CHUNKS * XskSocket.CHUNK;
+        this.txPayload = new MemorySegment[TX_PAIRS];
+        this.txViews = new ByteBuffer[TX_PAIRS];
+        this.txFree = new int[TX_PAIRS];
+        this.txDescs = new byte[TX_PAIRS];
+        for (int i = 0; i < TX_PAIRS; i++) {
+            txPayload[i] = socks[0].umem.asSlice(txBase + (long) PAIR * i + HEADERS, maxFrame);
+            txViews[i] = txPayload[i].asByteBuffer();
+            txFree[txFreeCount++] = TX_PAIRS - 1 - i;
+        }
+        this.txQueued = new int[batch];
+        this.txQueuedLen = new int[batch];
+        this.dropFrame = arena.allocate(maxFrame, 64);
+        this.dropView = dropFrame.asByteBuffer();
+        // RX
+        this.held = new long[socks.length][batch];
+        this.heldCount = new int[socks.length];
+        this.rxPayload = new MemorySegment[socks.length * RX_CHUNKS];
+        this.rxViews = new ByteBuffer[socks.length * RX_CHUNKS];
+        int inPlace = XskSocket.CHUNK - XskSys.XDP_PACKET_HEADROOM - HEADERS;
+        for (int q = 0; q < socks.length; q++) {
+            for (int c = 0; c < RX_CHUNKS; c++) {
+                MemorySegment m = socks[q].umem.asSlice(
+                        (long) c * XskSocket.CHUNK + XskSys.XDP_PACKET_HEADROOM + HEADERS, inPlace);
+                rxPayload[q * RX_CHUNKS + c] = m;
+                rxViews[q * RX_CHUNKS + c] = m.asByteBuffer();
+            }
+            XskRing fill = socks[q].fill;
+            long idx = fill.reserve(RX_CHUNKS);
+            for (int c = 0; c < RX_CHUNKS; c++) {
+                fill.setAddr(idx + c, (long) c * XskSocket.CHUNK);
+            }
+            fill.submit();
+        }
+        this.scratch = new MemorySegment[batch];
+        this.scratchViews = new ByteBuffer[batch];
+        for (int i = 0; i < batch; i++) {
+            scratch[i] = arena.allocate(PAIR, 64);
+            scratchViews[i] = scratch[i].asByteBuffer();
+        }
+    }
+
+    /**
+     * The daemon's port: on-link next hops from the kernel's neighbour table ({@link ProcArpResolver})
+     * until the netlink resolver is wired in.
+     */
+    public static AfXdpPort open(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame,
+            int batch, Mode mode) throws IOException {
+        int ifindex;
+        try {
+            ifindex = XskSys.ifindex(ifname);
+        } catch (NativeException e) {
+            throw new IOException("no interface " + ifname, e);
+        }
+        return new AfXdpPort(ifname, localIp, localPort, entropyPorts, maxFrame, batch, mode,
+                new ProcArpResolver(ifname, ifindex, localIp));
+    }
+
+    /** Re-binding a queue just after another socket left it can fail with EBUSY for a moment. */
+    private static XskSocket bindRetrying(int ifindex, int q, MemorySegment umem, int flags)
+            throws NativeException {
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        while (true) {
+            try {
+                return new XskSocket(ifindex, q, umem, RING_SIZE, flags);
+            } catch (NativeException e) {
+                if (e.errno() != Errno.EBUSY || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    private static IOException unavailable(Throwable e) {
+        String reason;
+        if (e instanceof NativeException ne && (ne.errno() == 1 || ne.errno() == 13)) {
+            reason = "not privileged (needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF, or root): "
+                    + e.getMessage();
+        } else if (e instanceof NativeException ne && ne.errno() == 97) {
+            reason = "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): " + e.getMessage();
+        } else if (e instanceof UnsatisfiedLinkError || e instanceof ExceptionInInitializerError
+                || e instanceof IllegalArgumentException && String.valueOf(e.getMessage()).contains("libbpf")) {
+            reason = "libbpf.so.1 not found (install libbpf1): " + e;
+        } else {
+            reason = String.valueOf(e.getMessage());
+        }
+        return new IOException("AF_XDP unavailable: " + reason + "; use --port udp", e);
+    }
+
+    /** RX queues of the interface ({@code /sys/class/net/IF/queues/rx-*}), at least 1. */
+    static int queueCount(String ifname) throws IOException {
+        Path dir = Path.of("/sys/class/net", ifname, "queues");
+        if (!Files.isDirectory(dir)) {
+            return 1;
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            return (int) Math.max(1, s.filter(p -> p.getFileName().toString().startsWith("rx-")).count());
+        }
+    }
+
+    public int queues() {
+        return socks.length;
+    }
+
+    @Override
+    public boolean readsEcn() {
+        return true;
+    }
+
+    // ---------------------------------------------------------------- RX
+
+    @Override
+    public int poll(FrameHandler handler) {
+        int total = 0;
+        for (int k = 0; k < socks.length && total == 0; k++) {
+            int q = nextSock;
+            nextSock = nextSock + 1 == socks.length ? 0 : nextSock + 1;
+            total += pollSocket(q, handler);
+        }
+        return total;
+    }
+
+    private int pollSocket(int q, FrameHandler handler) {
+        XskSocket s = socks[q];
+        refill(q);
+        int n = s.rx.peek(batch);
+        if (n == 0) {
+            return 0;
+        }
+        int first = s.rx.peekIndex();
+        int complete = n;
+        while (complete > 0 && (s.rx.descOptions(first + complete - 1) & XskSys.XDP_PKT_CONTD) != 0) {
+            complete--; // the rest of that frame is not in the ring yet
+        }
+        if (complete < n) {
+            s.rx.cancel(n - complete);
+        }
+        int frames = 0;
+        int i = 0;
+        while (i < complete) {
+            int descs = 1;
+            while ((s.rx.descOptions(first + i + descs - 1) & XskSys.XDP_PKT_CONTD) != 0) {
+                descs++;
+            }
+            deliver(q, first + i, descs, frames, handler);
+            for (int d = 0; d < descs; d++) {
+                long addr = s.rx.descAddr(first + i + d);
+                held[q][heldCount[q]++] = addr - addr % XskSocket.CHUNK;
+            }
+            i += descs;
+            frames++;
+        }
+        s.rx.release(complete);
+        return frames;
+    }
+
+    /** Gives the chunks held since the last poll back to the fill ring. */
+    private void refill(int q) {
+        XskSocket s = socks[q];
+        int h = heldCount[q];
+        if (h > 0) {
+            long idx = s.fill.reserve(h);
+            if (idx >= 0) { // always room: the ring holds every RX chunk
+                for (int i = 0; i < h; i++) {
+                    s.fill.setAddr(idx + i, held[q][i]);
+                }
+                s.fill.submit();
+                heldCount[q] = 0;
+            }
+        }
+        if (s.fill.needsWakeup()) {
+            XskSys.kickRx(s.fd);
+        }
+    }
+
+    private void deliver(int q, long idx, int descs, int slot, FrameHandler handler) {
+        XskSocket s = socks[q];
+        MemorySegment umem = s.umem;
+        long addr = s.rx.descAddr(idx);
+        int len0 = s.rx.descLen(idx);
+        counters.rxFrames++;
+        if (len0 < HEADERS || umem.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), addr + 12) != 0x0800) {
+            counters.rxShort++;
+            return;
+        }
+        int vihl = umem.get(ValueLayout.JAVA_BYTE, addr + 14) & 0xff;
+        int ihl = (vihl & 0x0f) * 4;
+        int ecn = umem.get(ValueLayout.JAVA_BYTE, addr + 15) & 3;
+        int srcIp = umem.get(BE_INT, addr + 26);
+        long udp = addr + 14 + ihl;
+        int srcPort = umem.get(BE_SHORT, udp) & 0xffff;
+        int udpLen = umem.get(BE_SHORT, udp + 4) & 0xffff;
+        int length = udpLen - 8;
+        int total = len0;
+        for (int d = 1; d < descs; d++) {
+            total += s.rx.descLen(idx + d);
+        }
+        if (ihl < 20 || length < 0 || 14 + ihl + 8 + length > total) {
+            counters.rxShort++;
+            return;
+        }
+        if (length > maxFrame) {
+            counters.rxTruncated++;
+            return;
+        }
+        if (descs == 1 && ihl == 20) {
+            int c = (int) (addr / XskSocket.CHUNK);
+            ByteBuffer view = rxViews[q * RX_CHUNKS + c];
+            view.clear().limit(length);
+            handler.onFrame(rxPayload[q * RX_CHUNKS + c], view, length, srcIp, srcPort, ecn);
+            return;
+        }
+        // Gather: the payload after the headers, then the following descriptors.
+        MemorySegment dst = scratch[slot];
+        long payloadOff = 14 + ihl + 8;
+        long copied = 0;
+        long fromFirst = Math.min(length, len0 - payloadOff);
+        MemorySegment.copy(umem, addr + payloadOff, dst, 0, fromFirst);
+        copied += fromFirst;
+        for (int d = 1; d < descs && copied < length; d++) {
+            long a = s.rx.descAddr(idx + d);
+            long n = Math.min(length - copied, s.rx.descLen(idx + d));
+            MemorySegment.copy(umem, a, dst, copied, n);
+            copied += n;
+        }
+        ByteBuffer view = scratchViews[slot];
+        view.clear().limit(length);
+        handler.onFrame(dst, view, length, srcIp, srcPort, ecn);
+    }
+
+    private static final ValueLayout.OfInt BE_INT =
+            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfShort BE_SHORT =
+            ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    // ---------------------------------------------------------------- TX
+
+    @Override
+    public MemorySegment claim() {
+        if (claimed >= 0) {
+            return txPayload[claimed]; // claimed and never committed: reuse it
+        }
+        if (txCount == batch) {
+            flush();
+        }
+        if (txFreeCount == 0) {
+            reclaim();
+            if (txFreeCount == 0) {
+                flush();
+                kickUntilDrained();
+                reclaim();
+            }
+        }
+        if (txFreeCount == 0) {
+            claimed = -2; // no frame free: this one is lost, like a full NIC queue
+            return dropFrame;
+        }
+        claimed = txFree[--txFreeCount];
+        return txPayload[claimed];
+    }
+
+    @Override
+    public ByteBuffer claimedView() {
+        return claimed == -2 ? dropView.clear() : txViews[claimed].clear();
+    }
+
+    @Override
+    public void commit(int length, int dstIp, int dstPort, int entropy) {
+        int pair = claimed;
+        claimed = -1;
+        if (pair == -2) {
+            counters.txErrors++;
+            return;
+        }
+        if (!resolver.resolve(dstIp, l2)) {
+            counters.txErrors++;
+            txFree[txFreeCount++] = pair;
+            return;
+        }
+        MemorySegment u = socks[0].umem;
+        long f = txBase + (long) PAIR * pair;
+        int srcPort = entropyPorts == 0 ? localPort : localPort + 1 + (entropy & 0xffff) % entropyPorts;
+        writeHeaders(u, f, l2.dstMac, l2.srcMac, l2.srcIp != 0 ? l2.srcIp : localIp, dstIp, srcPort,
+                dstPort, length);
+        txQueued[txCount] = pair;
+        txQueuedLen[txCount] = HEADERS + length;
+        txCount++;
+    }
+
+    /** Ethernet + IPv4 + UDP headers at {@code off}, for a UDP payload of {@code length} bytes. */
+    static void writeHeaders(MemorySegment u, long off, long dstMac, long srcMac, int srcIp, int dstIp,
+            int srcPort, int dstPort, int length) {
+        u.set(BE_INT, off, (int) (dstMac >>> 16));
+        u.set(BE_SHORT, off + 4, (short) dstMac);
+        u.set(BE_SHORT, off + 6, (short) (srcMac >>> 32));
+        u.set(BE_INT, off + 8, (int) srcMac);
+        u.set(BE_SHORT, off + 12, (short) 0x0800);
+        long ip = off + 14;
+        u.set(BE_SHORT, ip, (short) ((0x45 << 8) | ECT0));
+        u.set(BE_SHORT, ip + 2, (short) (20 + 8 + length));
+        u.set(BE_INT, ip + 4, 0x4000); // id 0, DF
+        u.set(BE_SHORT, ip + 8, (short) ((64 << 8) | 17)); // TTL 64, UDP
+        u.set(BE_SHORT, ip + 10, (short) 0);
+        u.set(BE_INT, ip + 12, srcIp);
+        u.set(BE_INT, ip + 16, dstIp);
+        u.set(BE_SHORT, ip + 10, (short) ipChecksum(u, ip));
+        long udp = ip + 20;
+        u.set(BE_SHORT, udp, (short) srcPort);
+        u.set(BE_SHORT, udp + 2, (short) dstPort);
+        u.set(BE_SHORT, udp + 4, (short) (8 + length));
+        u.set(BE_SHORT, udp + 6, (short) 0); // no checksum: legal on IPv4
+    }
+
+    /** The RFC 791 header checksum of the 20-byte header at {@code ip}. */
+    static int ipChecksum(MemorySegment u, long ip) {
+        int sum = 0;
+        for (int i = 0; i < 20; i += 2) {
+            sum += u.get(BE_SHORT, ip + i) & 0xffff;
+        }
+        while ((sum >>> 16) != 0) {
+            sum = (sum & 0xffff) + (sum >>> 16);
+        }
+        return ~sum & 0xffff;
+    }
+
+    @Override
+    public int flush() {
+        reclaim();
+        if (txCount == 0) {
+            return 0;
+        }
+        XskRing tx = socks[0].tx;
+        int sent = 0;
+        for (int i = 0; i < txCount; i++) {
+            int pair = txQueued[i];
+            int len = txQueuedLen[i];
+            int descs = len > XskSocket.CHUNK ? 2 : 1;
+            long idx = tx.reserve(descs);
+            if (idx < 0) {
+                tx.submit();
+                kickUntilDrained();
+                reclaim();
+                idx = tx.reserve(descs);
+            }
+            if (idx < 0) {
+                counters.txErrors++;
+                txFree[txFreeCount++] = pair;
+                continue;
+            }
+            long f = txBase + (long) PAIR * pair;
+            if (descs == 1) {
+                tx.setDesc(idx, f, len, 0);
+            } else {
+                tx.setDesc(idx, f, XskSocket.CHUNK, XskSys.XDP_PKT_CONTD);
+                tx.setDesc(idx + 1, f + XskSocket.CHUNK, len - XskSocket.CHUNK, 0);
+            }
+            txDescs[pair] = (byte) descs;
+            sent++;
+        }
+        txCount = 0;
+        tx.submit();
+        kickUntilDrained();
+        counters.txFrames += sent;
+        return sent;
+    }
+
+    /** Copy mode sends at most 32 frames a syscall: kick until the kernel took the TX ring. */
+    private void kickUntilDrained() {
+        XskSocket s = socks[0];
+        for (int k = 0; k < MAX_KICKS && s.tx.outstanding() > 0; k++) {
+            if (!s.tx.needsWakeup()) {
+                return;
+            }
+            int rc = XskSys.kickTx(s.fd);
+            if (rc < 0 && rc != -Errno.EAGAIN && rc != -Errno.EBUSY && rc != -105 /* ENOBUFS */) {
+                counters.txErrors++;
+                return;
+            }
+            if (rc < 0) {
+                reclaim();
+            }
+        }
+    }
+
+    /** Frees the TX pairs whose descriptors all completed. */
+    private void reclaim() {
+        XskRing comp = socks[0].comp;
+        int n = comp.peek(RING_SIZE);
+        if (n == 0) {
+            return;
+        }
+        int first = comp.peekIndex();
+        for (int i = 0; i < n; i++) {
+            long addr = comp.addr(first + i);
+            int pair = (int) ((addr - txBase) / PAIR);
+            if (--txDescs[pair] == 0) {
+                txFree[txFreeCount++] = pair;
+            }
+        }
+        comp.release(n);
+    }
+
+    @Override
+    public int maxFrame() {
+        return maxFrame;
+    }
+
+    @Override
+    public int localIp() {
+        return localIp;
+    }
+
+    @Override
+    public int localPort() {
+        return localPort;
+    }
+
+    @Override
+    public int fd() {
+        return socks[0].fd;
+    }
+
+    @Override
+    public PortCounters counters() {
+        return counters;
+    }
+
+    @Override
+    public void close() {
+        program.close(); // detach first: no frame is steered to a closing socket
+        for (XskSocket s : socks) {
+            s.close();
+        }
+        arena.close();
+    }
+}
