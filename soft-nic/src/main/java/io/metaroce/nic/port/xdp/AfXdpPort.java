@@ -170,19 +170,13 @@ public final class AfXdpPort implements Port {
     }
 
     /**
-     * The daemon's port: on-link next hops from the kernel's neighbour table ({@link ProcArpResolver})
-     * until the netlink resolver is wired in.
+     * The daemon's port: Ethernet next hops from the kernel's routing and neighbour tables through
+     * netlink ({@link NetlinkL2Resolver}), so routed peers get their gateway's MAC.
      */
     public static AfXdpPort open(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame,
             int batch, Mode mode) throws IOException {
-        int ifindex;
-        try {
-            ifindex = XskSys.ifindex(ifname);
-        } catch (NativeException e) {
-            throw new IOException("no interface " + ifname, e);
-        }
         return new AfXdpPort(ifname, localIp, localPort, entropyPorts, maxFrame, batch, mode,
-                new ProcArpResolver(ifname, ifindex, localIp));
+                new NetlinkL2Resolver());
     }
 
     /** Re-binding a queue just after another socket left it can fail with EBUSY for a moment. */
@@ -560,6 +554,13 @@ public final class AfXdpPort implements Port {
         program.close(); // detach first: no frame is steered to a closing socket
         for (XskSocket s : socks) {
             s.close();
+        }
+        if (resolver instanceof AutoCloseable c) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                // closing a netlink socket: nothing to recover
+            }
         }
         arena.close();
     }
