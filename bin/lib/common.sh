@@ -13,7 +13,7 @@ MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 
 # Debian packages the build and the tests need.
 MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libbpf-dev
-	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 make gcc)
+	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc)
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
 mrce_die() { mrce_say "$*"; exit 1; }
