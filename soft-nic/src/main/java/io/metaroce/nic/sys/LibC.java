@@ -104,7 +104,8 @@ public final class LibC {
 
     private LibC() {}
 
-    private static MethodHandle link(String name, java.lang.foreign.MemoryLayout ret,
+    /** A libc function, linked once, that captures errno (read it with {@link #errno}). */
+    public static MethodHandle link(String name, java.lang.foreign.MemoryLayout ret,
             java.lang.foreign.MemoryLayout... args) {
         MemorySegment symbol = LINKER.defaultLookup().find(name)
                 .orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
@@ -112,11 +113,18 @@ public final class LibC {
                 Linker.Option.captureCallState("errno"));
     }
 
-    private static int errno(MemorySegment capture) {
+    /** This thread's call-state segment for {@link #link}ed calls. */
+    public static MemorySegment callState() {
+        return CAPTURE.get();
+    }
+
+    /** The errno a call captured into {@code capture}. */
+    public static int errno(MemorySegment capture) {
         return (int) ERRNO.get(capture, 0L);
     }
 
-    private static RuntimeException rethrow(Throwable t) {
+    /** What an {@code invokeExact} threw, as an unchecked exception. */
+    public static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
             return r;
         }

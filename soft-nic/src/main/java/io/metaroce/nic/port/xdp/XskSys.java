@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -51,74 +52,46 @@ final class XskSys {
     /** struct sockaddr_xdp { u16 family, flags; u32 ifindex, queue_id, shared_umem_fd; } */
     static final long SOCKADDR_XDP_SIZE = 16;
 
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO =
-            CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final ThreadLocal<MemorySegment> CAPTURE =
-            ThreadLocal.withInitial(() -> Arena.global().allocate(CAPTURE_LAYOUT));
-
-    private static final MethodHandle SOCKET = link("socket", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle SOCKET = LibC.link("socket", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle SETSOCKOPT =
-            link("setsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+            LibC.link("setsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle GETSOCKOPT =
-            link("getsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
-    private static final MethodHandle BIND = link("bind", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+            LibC.link("getsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+    private static final MethodHandle BIND = LibC.link("bind", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle SENDTO =
-            link("sendto", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT);
+            LibC.link("sendto", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle RECVFROM =
-            link("recvfrom", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS);
-    private static final MethodHandle IF_NAMETOINDEX = link("if_nametoindex", JAVA_INT, ADDRESS);
+            LibC.link("recvfrom", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS);
+    private static final MethodHandle IF_NAMETOINDEX = LibC.link("if_nametoindex", JAVA_INT, ADDRESS);
 
     private XskSys() {}
 
-    private static MethodHandle link(String name, MemoryLayout ret, MemoryLayout... args) {
-        MemorySegment symbol = LINKER.defaultLookup().find(name)
-                .orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
-        return LINKER.downcallHandle(symbol, FunctionDescriptor.of(ret, args),
-                Linker.Option.captureCallState("errno"));
-    }
-
-    private static int errno(MemorySegment cs) {
-        return (int) ERRNO.get(cs, 0L);
-    }
-
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
-    }
-
     static int socket() throws NativeException {
-        MemorySegment cs = CAPTURE.get();
+        MemorySegment cs = LibC.callState();
         try {
             int fd = (int) SOCKET.invokeExact(cs, AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
             if (fd < 0) {
-                throw new NativeException("socket(AF_XDP, SOCK_RAW, 0)", errno(cs));
+                throw new NativeException("socket(AF_XDP, SOCK_RAW, 0)", LibC.errno(cs));
             }
             return fd;
         } catch (NativeException e) {
             throw e;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw LibC.rethrow(t);
         }
     }
 
     static void setsockopt(int fd, int opt, MemorySegment value, String what) throws NativeException {
-        MemorySegment cs = CAPTURE.get();
+        MemorySegment cs = LibC.callState();
         try {
             int rc = (int) SETSOCKOPT.invokeExact(cs, fd, SOL_XDP, opt, value, (int) value.byteSize());
             if (rc < 0) {
-                throw new NativeException("setsockopt(" + fd + ", SOL_XDP, " + what + ")", errno(cs));
+                throw new NativeException("setsockopt(" + fd + ", SOL_XDP, " + what + ")", LibC.errno(cs));
             }
         } catch (NativeException e) {
             throw e;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw LibC.rethrow(t);
         }
     }
 
@@ -129,22 +102,22 @@ final class XskSys {
     }
 
     static void mmapOffsets(int fd, MemorySegment out) throws NativeException {
-        MemorySegment cs = CAPTURE.get();
+        MemorySegment cs = LibC.callState();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment len = a.allocateFrom(JAVA_INT, (int) out.byteSize());
             int rc = (int) GETSOCKOPT.invokeExact(cs, fd, SOL_XDP, XDP_MMAP_OFFSETS, out, len);
             if (rc < 0) {
-                throw new NativeException("getsockopt(" + fd + ", SOL_XDP, XDP_MMAP_OFFSETS)", errno(cs));
+                throw new NativeException("getsockopt(" + fd + ", SOL_XDP, XDP_MMAP_OFFSETS)", LibC.errno(cs));
             }
         } catch (NativeException e) {
             throw e;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw LibC.rethrow(t);
         }
     }
 
     static void bind(int fd, int ifindex, int queue, int flags) throws NativeException {
-        MemorySegment cs = CAPTURE.get();
+        MemorySegment cs = LibC.callState();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment sa = a.allocate(SOCKADDR_XDP_SIZE, 8);
             sa.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 0, (short) AF_XDP);
@@ -154,51 +127,51 @@ final class XskSys {
             int rc = (int) BIND.invokeExact(cs, fd, sa, (int) SOCKADDR_XDP_SIZE);
             if (rc < 0) {
                 throw new NativeException("bind(AF_XDP fd " + fd + ", ifindex " + ifindex + ", queue "
-                        + queue + ", flags 0x" + Integer.toHexString(flags) + ")", errno(cs));
+                        + queue + ", flags 0x" + Integer.toHexString(flags) + ")", LibC.errno(cs));
             }
         } catch (NativeException e) {
             throw e;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw LibC.rethrow(t);
         }
     }
 
     /** The TX kick: sendto(fd, NULL, 0, MSG_DONTWAIT); 0 or -errno. */
     static int kickTx(int fd) {
-        MemorySegment cs = CAPTURE.get();
+        MemorySegment cs = LibC.callState();
         try {
             long rc = (long) SENDTO.invokeExact(cs, fd, MemorySegment.NULL, 0L, MSG_DONTWAIT,
                     MemorySegment.NULL, 0);
-            return rc < 0 ? -errno(cs) : 0;
+            return rc < 0 ? -LibC.errno(cs) : 0;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw LibC.rethrow(t);
         }
     }
 
     /** The fill-ring wakeup: recvfrom(fd, NULL, 0, MSG_DONTWAIT); 0 or -errno. */
     static int kickRx(int fd) {
-        MemorySegment cs = CAPTURE.get();
+        MemorySegment cs = LibC.callState();
         try {
             long rc = (long) RECVFROM.invokeExact(cs, fd, MemorySegment.NULL, 0L, MSG_DONTWAIT,
                     MemorySegment.NULL, MemorySegment.NULL);
-            return rc < 0 ? -errno(cs) : 0;
+            return rc < 0 ? -LibC.errno(cs) : 0;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw LibC.rethrow(t);
         }
     }
 
     static int ifindex(String ifname) throws NativeException {
-        MemorySegment cs = CAPTURE.get();
+        MemorySegment cs = LibC.callState();
         try (Arena a = Arena.ofConfined()) {
             int idx = (int) IF_NAMETOINDEX.invokeExact(cs, a.allocateFrom(ifname));
             if (idx == 0) {
-                throw new NativeException("if_nametoindex(" + ifname + ")", errno(cs));
+                throw new NativeException("if_nametoindex(" + ifname + ")", LibC.errno(cs));
             }
             return idx;
         } catch (NativeException e) {
             throw e;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw LibC.rethrow(t);
         }
     }
 }
