@@ -17,7 +17,9 @@
  *       last frame (or after MAX_SECONDS, or on SIGINT/SIGTERM).
  *
  * Both print one line "tx: ..." / "rx: ..." of key=value pairs; rates are over
- * the active interval, Gbit/s counts the frame bytes handed to the device.
+ * the active interval, Gbit/s counts the frame bytes handed to the device; the
+ * sender adds its CPU time over that interval (user + system, without the
+ * softirq time the kernel accounts apart) and that time per frame.
  * The receiver prints "rx: ready" once its socket is bound.
  */
 #include <arpa/inet.h>
@@ -82,6 +84,15 @@ static double ref_now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU time of this (single-threaded) process, user and system, in seconds. */
+static double ref_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -202,12 +213,13 @@ static int ref_tx(const struct ref_opts *o)
 {
 	struct ref_xsk x = { 0 };
 	uint64_t next = 0, completed = 0, outstanding = 0;
-	double start, end, drain_deadline = 0;
+	double start, end, cpu0, cpu1, drain_deadline = 0;
 	int stopping = 0;
 
 	ref_open(&x, o, 0);
 	ref_build_frames(&x, o);
 	start = ref_now();
+	cpu0 = ref_cpu();
 	for (;;) {
 		uint32_t idx, n;
 
@@ -244,11 +256,12 @@ static int ref_tx(const struct ref_opts *o)
 			ref_kick_tx(&x);
 	}
 	end = ref_now();
+	cpu1 = ref_cpu();
 	ref_close(&x);
-	printf("tx: frames=%llu bytes=%llu seconds=%.3f mpps=%.3f gbps=%.3f size=%u\n",
+	printf("tx: frames=%llu bytes=%llu seconds=%.3f mpps=%.3f gbps=%.3f size=%u cpu=%.3f ns_per_frame=%.0f\n",
 	       (unsigned long long)completed, (unsigned long long)completed * o->size, end - start,
 	       completed / (end - start) / 1e6, completed * o->size * 8.0 / (end - start) / 1e9,
-	       o->size);
+	       o->size, cpu1 - cpu0, completed ? (cpu1 - cpu0) * 1e9 / completed : 0);
 	return completed ? 0 : 1;
 }
 
