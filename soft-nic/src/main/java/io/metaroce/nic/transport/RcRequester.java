@@ -4,7 +4,6 @@ import io.metaroce.nic.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
-import io.metaroce.nic.verbs.Mr;
 import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -219,7 +218,7 @@ public final class RcRequester {
         wr.packets = 0;
         wr.packetsAcked = 0;
         wr.length = 0;
-        wr.numSge = 0;
+        wr.sges.count = 0;
         wr.inline = false;
         if (qp.state == Ibv.QPS_ERR) {
             wr.status = Ibv.WC_WR_FLUSH_ERR;
@@ -246,30 +245,15 @@ public final class RcRequester {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             return;
         }
-        long total = 0;
-        int used = 0;
-        for (int i = 0; i < numSge; i++) {
-            long addr = wqe.sgeAddr(i);
-            long len = wqe.sgeLength(i) & 0xffffffffL;
-            if (len == 0) {
-                continue;
-            }
-            Mr mr = dp.mrs.byLkey(wqe.sgeLkey(i));
-            if (mr == null || mr.pd != qp.pd || mr.pid != qp.pid || !mr.contains(addr, len)) {
-                wr.status = Ibv.WC_LOC_PROT_ERR;
-                return;
-            }
-            wr.sgeAppAddr[used] = mr.translate(addr);
-            wr.sgeMr[used] = mr;
-            wr.sgeLen[used] = (int) len;
-            used++;
-            total += len;
+        long total = wr.sges.load(dp.mrs, qp, wqe, numSge, 0);
+        if (total < 0) {
+            wr.status = Ibv.WC_LOC_PROT_ERR;
+            return;
         }
         if (total > Integer.MAX_VALUE) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             return;
         }
-        wr.numSge = used;
         wr.length = (int) total;
     }
 
@@ -473,7 +457,7 @@ public final class RcRequester {
                             (long) (wrSent & wrMask) * AbiConstants.MRCE_MAX_INLINE + sendOffset, f,
                             Wire.HEADER_SIZE, len);
                 } else {
-                    gatherPieces(dp, wr, sendOffset, len, f.address() + Wire.HEADER_SIZE, slot);
+                    wr.sges.copy(dp.gather, sendOffset, len, f.address() + Wire.HEADER_SIZE, slot);
                 }
             }
             slotWr[slot] = wrSent;
@@ -522,27 +506,6 @@ public final class RcRequester {
             qp.toError();
         }
         return count;
-    }
-
-    private void gatherPieces(Datapath dp, SendWr wr, int offset, int len, long dst, int slot) {
-        int skip = offset;
-        int remaining = len;
-        for (int i = 0; i < wr.numSge && remaining > 0; i++) {
-            int sl = wr.sgeLen[i];
-            if (skip >= sl) {
-                skip -= sl;
-                continue;
-            }
-            int n = Math.min(sl - skip, remaining);
-            if (wr.sgeMr[i].live()) {
-                dp.gather.add(dst, wr.sgeAppAddr[i] + skip, n, slot);
-            } else {
-                dp.gather.addFailed(slot);
-            }
-            dst += n;
-            remaining -= n;
-            skip = 0;
-        }
     }
 
     // ---- acknowledgements ----

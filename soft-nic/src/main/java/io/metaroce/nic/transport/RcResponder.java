@@ -3,7 +3,6 @@ package io.metaroce.nic.transport;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.Port;
-import io.metaroce.nic.verbs.Mr;
 import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.MemorySegment;
 
@@ -174,7 +173,7 @@ public final class RcResponder {
     private void readWqe(Datapath dp, RecvWr wr) {
         wr.reset();
         wr.wrId = wqe.wrId();
-        wr.numSge = 0;
+        wr.sges.count = 0;
         wr.capacity = 0;
         if (qp.state == Ibv.QPS_ERR) {
             wr.status = Ibv.WC_WR_FLUSH_ERR;
@@ -185,27 +184,11 @@ public final class RcResponder {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             return;
         }
-        int used = 0;
-        long total = 0;
-        for (int i = 0; i < numSge; i++) {
-            long addr = wqe.sgeAddr(i);
-            long len = wqe.sgeLength(i) & 0xffffffffL;
-            if (len == 0) {
-                continue;
-            }
-            Mr mr = dp.mrs.byLkey(wqe.sgeLkey(i));
-            if (mr == null || mr.pd != qp.pd || mr.pid != qp.pid || !mr.contains(addr, len)
-                    || (mr.access & Ibv.ACCESS_LOCAL_WRITE) == 0) {
-                wr.status = Ibv.WC_LOC_PROT_ERR;
-                return;
-            }
-            wr.sgeAppAddr[used] = mr.translate(addr);
-            wr.sgeMr[used] = mr;
-            wr.sgeLen[used] = (int) len;
-            used++;
-            total += len;
+        long total = wr.sges.load(dp.mrs, qp, wqe, numSge, Ibv.ACCESS_LOCAL_WRITE);
+        if (total < 0) {
+            wr.status = Ibv.WC_LOC_PROT_ERR;
+            return;
         }
-        wr.numSge = used;
         wr.capacity = total;
     }
 
@@ -302,25 +285,7 @@ public final class RcResponder {
         }
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
-        long src = frame.address() + Wire.HEADER_SIZE;
-        long skip = offset;
-        int remaining = payloadLen;
-        for (int i = 0; i < wr.numSge && remaining > 0; i++) {
-            int sl = wr.sgeLen[i];
-            if (skip >= sl) {
-                skip -= sl;
-                continue;
-            }
-            int n = (int) Math.min(sl - skip, remaining);
-            if (wr.sgeMr[i].live()) {
-                dp.scatter.add(src, wr.sgeAppAddr[i] + skip, n, tag);
-            } else {
-                dp.scatter.addFailed(tag);
-            }
-            src += n;
-            remaining -= n;
-            skip = 0;
-        }
+        wr.sges.copy(dp.scatter, offset, payloadLen, frame.address() + Wire.HEADER_SIZE, tag);
         dp.stage(qp, psn, payloadLen, wr);
         if (now) {
             owe(dp, true);

@@ -1,17 +1,9 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.verbs.Mr;
-
-import io.metaroce.nic.abi.AbiConstants;
-
 /** Daemon-side copy of one receive work request and the message landing in it. */
 final class RecvWr {
     long wrId;
-    int numSge;
-    final long[] sgeAppAddr = new long[AbiConstants.MRCE_MAX_SGE];
-    /** The region each SGE was validated against: a copy checks it is still registered. */
-    final Mr[] sgeMr = new Mr[AbiConstants.MRCE_MAX_SGE];
-    final int[] sgeLen = new int[AbiConstants.MRCE_MAX_SGE];
+    final SgeList sges = new SgeList();
     long capacity;
     /** -1 while fine, else the ibv_wc_status it must complete with. */
     int status;

@@ -1,9 +1,5 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.verbs.Mr;
-
-import io.metaroce.nic.abi.AbiConstants;
-
 /** Daemon-side copy of one send work request, validated once when read from the SQ. */
 final class SendWr {
     long wrId;
@@ -11,11 +7,7 @@ final class SendWr {
     int flags;
     int imm;
     int length;
-    int numSge;
-    final long[] sgeAppAddr = new long[AbiConstants.MRCE_MAX_SGE];
-    /** The region each SGE was validated against: a copy checks it is still registered. */
-    final Mr[] sgeMr = new Mr[AbiConstants.MRCE_MAX_SGE];
-    final int[] sgeLen = new int[AbiConstants.MRCE_MAX_SGE];
+    final SgeList sges = new SgeList();
     boolean inline;
     /** -1 while fine, else the ibv_wc_status it must complete with. */
     int status;
