@@ -22,6 +22,13 @@ public final class LocalControlPaths {
         return Path.of(ControlProtocol.SOCK_DIR, "nicd-" + Long.toUnsignedString(netNamespaceInode) + ".sock");
     }
 
+    /** The operator socket beside the control socket: {@code nicd-<ino>.admin.sock}. */
+    public static Path adminSocketPathFor(Path controlSocket) {
+        String name = controlSocket.getFileName().toString();
+        String base = name.endsWith(".sock") ? name.substring(0, name.length() - 5) : name;
+        return controlSocket.resolveSibling(base + ".admin.sock");
+    }
+
     /** The inode of this process's network namespace (what {@code stat /proc/self/ns/net} reports). */
     public static long netNamespaceInode() throws IOException {
         return (Long) Files.getAttribute(Path.of("/proc/self/ns/net"), "unix:ino");

@@ -149,7 +149,7 @@ public final class LocalControlServer implements AutoCloseable {
         LOG.debug("{} connected", session);
     }
 
-    private static void prepareDirectory(Path dir) throws IOException {
+    static void prepareDirectory(Path dir) throws IOException {
         if (dir == null || Files.isDirectory(dir)) {
             return;
         }
@@ -162,7 +162,7 @@ public final class LocalControlServer implements AutoCloseable {
     }
 
     /** Removes a socket file nobody listens on; refuses to touch a live one or a non-socket. */
-    private static void removeStaleSocket(Path path) throws IOException {
+    static void removeStaleSocket(Path path) throws IOException {
         if (!Files.exists(path, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }

@@ -1,7 +1,11 @@
 package io.metaroce.nic;
 
 import io.metaroce.control.LocalControlPaths;
+import io.metaroce.control.AdminServer;
 import io.metaroce.control.LocalControlServer;
+import io.metaroce.nic.admin.DaemonAdmin;
+import io.metaroce.nic.admin.MetricsEndpoint;
+import java.net.InetSocketAddress;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.engine.EngineRunner;
 import io.metaroce.nic.port.Port;
@@ -83,6 +87,14 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--stats", description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
     Path stats;
 
+    @Option(names = "--metrics-port",
+            description = "serve Prometheus metrics on this TCP port (off by default; 0 picks a free port)")
+    Integer metricsPort;
+
+    @Option(names = "--metrics-addr", defaultValue = "127.0.0.1",
+            description = "address the metrics endpoint binds (default 127.0.0.1)")
+    String metricsAddr;
+
     @Option(names = "--idle-spins", defaultValue = "100", description = "idle duty cycles spent spinning")
     int idleSpins;
 
@@ -126,6 +138,10 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: --cc-slack-us must be 1..100000");
             return 2;
         }
+        if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
+            System.err.println("mrce-nicd: --metrics-port must be 0..65535");
+            return 2;
+        }
         if (entropyPorts < 0 || entropyPorts > 1024 || udpPort + entropyPorts > 65535) {
             System.err.println("mrce-nicd: --entropy-ports must be 0..1024 and fit above --udp-port");
             return 2;
@@ -162,7 +178,12 @@ public final class NicDaemon implements Callable<Integer> {
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
             EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
             runner.start();
-            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs)) {
+            DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, portKind, udpPort, socketPath, transport,
+                    "baseline".equals(transport) ? 1 : paths);
+            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs);
+                    AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
+                    MetricsEndpoint metrics = metricsPort == null ? null
+                            : new MetricsEndpoint(new InetSocketAddress(metricsAddr, metricsPort), admin::stats)) {
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
                         VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
                         socketPath);

@@ -233,7 +233,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 .append("\",\"pathsPerQp\":").append(dp.baseline ? 1 : dp.paths)
                 .append(",\"ecnReadable\":").append(port.readsEcn()).append(",\"counters\":");
         Stats.counters(b, dp.counters);
-        b.append(",\"port\":\"").append(port.counters()).append("\",\"qps\":[");
+        b.append(",\"port\":");
+        Stats.port(b, port.counters());
+        b.append(",\"qps\":[");
         for (int i = 0; i < activeCount; i++) {
             if (i > 0) {
                 b.append(',');

@@ -35,6 +35,19 @@ final class Stats {
                 .append('}');
     }
 
+    static void port(StringBuilder b, io.metaroce.nic.port.PortCounters c) {
+        b.append("{\"rxFrames\":").append(c.rxFrames)
+                .append(",\"txFrames\":").append(c.txFrames)
+                .append(",\"txErrors\":").append(c.txErrors)
+                .append(",\"rxTruncated\":").append(c.rxTruncated)
+                .append(",\"rxShort\":").append(c.rxShort)
+                .append(",\"rxBadVersion\":").append(c.rxBadVersion)
+                .append(",\"rxBadCrc\":").append(c.rxBadCrc)
+                .append(",\"rxUnknownQp\":").append(c.rxUnknownQp)
+                .append(",\"rxBadOpcode\":").append(c.rxBadOpcode)
+                .append('}');
+    }
+
     static void qp(StringBuilder b, Qp qp, boolean closed) {
         RcRequester r = qp.requester;
         b.append("{\"qpn\":").append(qp.qpn)

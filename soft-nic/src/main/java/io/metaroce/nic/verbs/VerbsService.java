@@ -663,6 +663,49 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         return sessions.size();
     }
 
+    /**
+     * The live objects per provider connection and in all, as JSON (for mrce-ctl objects and the
+     * leak checks of the tests): {@code {"sessions":n,"totals":{...},"perSession":[...]}}.
+     */
+    public String objectsJson() {
+        StringBuilder per = new StringBuilder(256);
+        long pds = 0;
+        long mrs = 0;
+        long channels = 0;
+        long cqs = 0;
+        long qps = 0;
+        int n = 0;
+        for (SessionObjects s : new ArrayList<>(sessions.values())) {
+            int p;
+            int m;
+            int ch;
+            int c;
+            int q;
+            synchronized (s) {
+                p = s.pds.size();
+                m = s.mrs.size();
+                ch = s.channels.size();
+                c = s.cqs.size();
+                q = s.qps.size();
+            }
+            pds += p;
+            mrs += m;
+            channels += ch;
+            cqs += c;
+            qps += q;
+            if (n++ > 0) {
+                per.append(',');
+            }
+            per.append("{\"id\":").append(s.session.id()).append(",\"pid\":").append(s.pid)
+                    .append(",\"pds\":").append(p).append(",\"mrs\":").append(m)
+                    .append(",\"compChannels\":").append(ch).append(",\"cqs\":").append(c)
+                    .append(",\"qps\":").append(q).append('}');
+        }
+        return "{\"sessions\":" + n + ",\"totals\":{\"pds\":" + pds + ",\"mrs\":" + mrs
+                + ",\"compChannels\":" + channels + ",\"cqs\":" + cqs + ",\"qps\":" + qps
+                + "},\"perSession\":[" + per + "]}";
+    }
+
     @Override
     public void close() {
         for (SessionObjects s : new ArrayList<>(sessions.values())) {
