@@ -1,0 +1,181 @@
+package io.metaroce.control.cm;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandler.Sharable;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.handler.codec.MessageToByteEncoder;
+import java.util.List;
+
+/**
+ * Frames of the connection manager (docs/spec/connection-manager.md): {@code u16 length} (of the
+ * whole frame, header included), {@code u8 type}, {@code u8 flags = 0}, then the type's payload,
+ * big-endian. A frame of a wrong length for its type, an unknown type, a nonzero flags byte or a
+ * field out of range is a protocol error: the decoder throws {@link CmProtocolException} and the
+ * connection is closed.
+ */
+public final class CmCodec {
+    public static final int HEADER = 4;
+    public static final int MAGIC = 0x4d52434d; // "MRCM"
+    public static final int VERSION = 1;
+    public static final int MAX_PATHS = 256;
+    public static final int HELLO_SIZE = HEADER + 4 + 2 + 2 + 4 + 8 + 2 + 2;
+    static final int ENDPOINT_FIXED = 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
+    public static final int MAX_FRAME = HEADER + 4 + ENDPOINT_FIXED + 2 * MAX_PATHS;
+    private static final int QPN_MASK = 0xffffff;
+
+    private CmCodec() {}
+
+    public static void encode(CmMessage m, ByteBuf out) {
+        int start = out.writerIndex();
+        out.writeShort(0).writeByte(m.type()).writeByte(0);
+        switch (m) {
+            case CmMessage.Hello h -> out.writeInt(MAGIC).writeShort(h.version()).writeShort(0)
+                    .writeInt(h.capabilities()).writeLong(h.bootId()).writeShort(h.dataPort())
+                    .writeShort(h.heartbeatMs());
+            case CmMessage.Connect c -> endpoint(out.writeInt(c.requestId()), c.endpoint());
+            case CmMessage.Accept a -> endpoint(out.writeInt(a.requestId()), a.endpoint());
+            case CmMessage.Reject r -> out.writeInt(r.requestId()).writeInt(r.qpn()).writeInt(r.peerQpn())
+                    .writeShort(r.reason()).writeShort(0);
+            case CmMessage.Disconnect d -> out.writeInt(d.qpn()).writeInt(d.peerQpn()).writeShort(d.reason())
+                    .writeShort(0);
+            case CmMessage.Ping p -> out.writeLong(p.sequence());
+            case CmMessage.Pong p -> out.writeLong(p.sequence());
+        }
+        out.setShort(start, out.writerIndex() - start);
+    }
+
+    private static void endpoint(ByteBuf out, CmMessage.Endpoint e) {
+        out.writeInt(e.qpn()).writeInt(e.peerQpn()).writeInt(e.mtu()).writeInt(e.window())
+                .writeInt(e.startPsn()).writeInt(e.token()).writeShort(e.paths()).writeShort(0);
+        for (int x : e.entropies()) {
+            out.writeShort(x);
+        }
+    }
+
+    /**
+     * Decodes one whole frame ({@code len} bytes at the reader index, already known to be there).
+     *
+     * @throws CmProtocolException on anything malformed
+     */
+    public static CmMessage decode(ByteBuf in, int len) {
+        if (len < HEADER || len > MAX_FRAME) {
+            throw new CmProtocolException("frame length " + len + " out of range");
+        }
+        int base = in.readerIndex();
+        int type = in.getUnsignedByte(base + 2);
+        if (in.getUnsignedByte(base + 3) != 0) {
+            throw new CmProtocolException("nonzero flags");
+        }
+        int p = base + HEADER;
+        int body = len - HEADER;
+        CmMessage m = switch (type) {
+            case CmMessage.TYPE_HELLO -> {
+                size(type, body, HELLO_SIZE - HEADER);
+                if (in.getInt(p) != MAGIC) {
+                    throw new CmProtocolException("bad magic");
+                }
+                int version = in.getUnsignedShort(p + 4);
+                int hb = in.getUnsignedShort(p + 22);
+                if (hb == 0) {
+                    throw new CmProtocolException("heartbeat 0");
+                }
+                yield new CmMessage.Hello(version, in.getInt(p + 8), in.getLong(p + 12), in.getUnsignedShort(p + 20), hb);
+            }
+            case CmMessage.TYPE_CONNECT -> new CmMessage.Connect(in.getInt(p), endpoint(in, p + 4, body - 4));
+            case CmMessage.TYPE_ACCEPT -> new CmMessage.Accept(in.getInt(p), endpoint(in, p + 4, body - 4));
+            case CmMessage.TYPE_REJECT -> {
+                size(type, body, 16);
+                yield new CmMessage.Reject(in.getInt(p), qpn(in.getInt(p + 4)), qpn(in.getInt(p + 8)),
+                        reason(in.getUnsignedShort(p + 12)));
+            }
+            case CmMessage.TYPE_DISCONNECT -> {
+                size(type, body, 12);
+                yield new CmMessage.Disconnect(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), reason(in.getUnsignedShort(p + 8)));
+            }
+            case CmMessage.TYPE_PING -> {
+                size(type, body, 8);
+                yield new CmMessage.Ping(in.getLong(p));
+            }
+            case CmMessage.TYPE_PONG -> {
+                size(type, body, 8);
+                yield new CmMessage.Pong(in.getLong(p));
+            }
+            default -> throw new CmProtocolException("unknown type " + type);
+        };
+        in.skipBytes(len);
+        return m;
+    }
+
+    private static CmMessage.Endpoint endpoint(ByteBuf in, int p, int body) {
+        if (body < ENDPOINT_FIXED) {
+            throw new CmProtocolException("endpoint too short: " + body);
+        }
+        int paths = in.getUnsignedShort(p + 24);
+        if (paths < 1 || paths > MAX_PATHS || body != ENDPOINT_FIXED + 2 * paths) {
+            throw new CmProtocolException("endpoint with " + paths + " paths in " + body + " bytes");
+        }
+        int mtu = in.getInt(p + 8);
+        if (mtu < 256 || mtu > 4096 || Integer.bitCount(mtu) != 1) {
+            throw new CmProtocolException("bad mtu " + mtu);
+        }
+        int window = in.getInt(p + 12);
+        if (window < 1 || window > 65536) {
+            throw new CmProtocolException("bad window " + window);
+        }
+        int[] entropies = new int[paths];
+        for (int i = 0; i < paths; i++) {
+            entropies[i] = in.getUnsignedShort(p + ENDPOINT_FIXED + 2 * i);
+        }
+        return new CmMessage.Endpoint(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), mtu, window, in.getInt(p + 16),
+                in.getInt(p + 20), entropies);
+    }
+
+    private static void size(int type, int body, int expected) {
+        if (body != expected) {
+            throw new CmProtocolException("type " + type + " payload " + body + " bytes, expected " + expected);
+        }
+    }
+
+    private static int qpn(int v) {
+        if ((v & ~QPN_MASK) != 0) {
+            throw new CmProtocolException("QPN out of range: " + Integer.toUnsignedString(v));
+        }
+        return v;
+    }
+
+    private static int reason(int r) {
+        if (r < CmMessage.REASON_NO_QP || r > CmMessage.REASON_TIMEOUT) {
+            throw new CmProtocolException("unknown reason " + r);
+        }
+        return r;
+    }
+
+    /** Netty decoder: frames to messages. */
+    public static final class Decoder extends ByteToMessageDecoder {
+        @Override
+        protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+            while (in.readableBytes() >= 2) {
+                int len = in.getUnsignedShort(in.readerIndex());
+                if (len < HEADER || len > MAX_FRAME) {
+                    throw new CmProtocolException("frame length " + len + " out of range");
+                }
+                if (in.readableBytes() < len) {
+                    return;
+                }
+                out.add(CmCodec.decode(in, len));
+            }
+        }
+    }
+
+    /** Netty encoder: messages to frames. */
+    @Sharable
+    public static final class Encoder extends MessageToByteEncoder<CmMessage> {
+        public static final Encoder INSTANCE = new Encoder();
+
+        @Override
+        protected void encode(ChannelHandlerContext ctx, CmMessage msg, ByteBuf out) {
+            CmCodec.encode(msg, out);
+        }
+    }
+}
