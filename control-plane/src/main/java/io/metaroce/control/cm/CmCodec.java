@@ -153,17 +153,26 @@ public final class CmCodec {
 
     /** Netty decoder: frames to messages. */
     public static final class Decoder extends ByteToMessageDecoder {
+        private boolean failed;
+
         @Override
         protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+            if (failed) {
+                in.skipBytes(in.readableBytes()); // the connection is being closed: ignore the rest
+                return;
+            }
             while (in.readableBytes() >= 2) {
                 int len = in.getUnsignedShort(in.readerIndex());
-                if (len < HEADER || len > MAX_FRAME) {
-                    throw new CmProtocolException("frame length " + len + " out of range");
-                }
-                if (in.readableBytes() < len) {
+                if (in.readableBytes() < len && len >= HEADER && len <= MAX_FRAME) {
                     return;
                 }
-                out.add(CmCodec.decode(in, len));
+                try {
+                    out.add(CmCodec.decode(in, len));
+                } catch (CmProtocolException e) {
+                    failed = true;
+                    in.skipBytes(in.readableBytes());
+                    throw e;
+                }
             }
         }
     }

@@ -166,7 +166,7 @@ public final class ConnectionManager implements AutoCloseable {
                             "no answer from " + ip(peerIp) + " within " + config.connectTimeoutMs() + " ms"));
                 }
             }, config.connectTimeoutMs(), TimeUnit.MILLISECONDS);
-            p.send(new CmMessage.Connect(id, local));
+            pending.sent = p.send(new CmMessage.Connect(id, local));
         });
         return f;
     }
@@ -250,9 +250,27 @@ public final class ConnectionManager implements AutoCloseable {
         listener.onPeerLost(p.ip, why);
     }
 
+    /** The peer came back with a new boot id: its old QPs are gone; requests not sent yet still go. */
+    private void restarted(Peer p) {
+        LOG.warn("peer daemon {} restarted", ip(p.ip));
+        for (Iterator<Pending> it = p.pending.values().iterator(); it.hasNext(); ) {
+            Pending x = it.next();
+            if (x.sent) {
+                it.remove();
+                x.fail(new CmRejectedException(CmMessage.REASON_ERROR, "peer daemon " + ip(p.ip) + " restarted"));
+            }
+        }
+        listener.onPeerLost(p.ip, "restarted (new boot id)");
+    }
+
     private void onMessage(Channel ch, int ip, CmMessage m) {
         Peer p = peer(ip);
-        if (!(m instanceof CmMessage.Hello) && (p.channel != ch || !p.helloSeen)) {
+        if (m instanceof CmMessage.Hello) {
+            if (ch.attr(HELLO).get() != null) {
+                throw new CmProtocolException("second HELLO");
+            }
+            ch.attr(HELLO).set(Boolean.TRUE);
+        } else if (ch.attr(HELLO).get() == null) {
             throw new CmProtocolException("message before HELLO");
         }
         p.lastHeardNs = System.nanoTime();
@@ -262,17 +280,10 @@ public final class ConnectionManager implements AutoCloseable {
                     throw new CmProtocolException("version " + h.version() + " (we speak " + CmCodec.VERSION + ")");
                 }
                 if (p.bootId != 0 && p.bootId != h.bootId()) {
-                    lost(p, "restarted (new boot id)");
+                    restarted(p);
                 }
-                if (p.channel != null && p.channel != ch && p.channel.isActive()) {
-                    // Both dialed at once: keep the connection the lower address dialed.
-                    boolean keepNew = (ch.attr(DIALED).get() != null) == (Integer.compareUnsigned(localIp, ip) < 0);
-                    if (!keepNew) {
-                        ch.close();
-                        return;
-                    }
-                    p.channel.close();
-                }
+                // Several connections to one peer can exist (both dialed at once): each is read;
+                // the newest carries what we send.
                 p.channel = ch;
                 p.bootId = h.bootId();
                 p.helloSeen = true;
@@ -324,11 +335,13 @@ public final class ConnectionManager implements AutoCloseable {
         }
     }
 
-    private static final io.netty.util.AttributeKey<Boolean> DIALED = io.netty.util.AttributeKey.valueOf("mrce-cm-dialed");
+    private static final io.netty.util.AttributeKey<Boolean> HELLO = io.netty.util.AttributeKey.valueOf("mrce-cm-hello");
 
     private final class Peer {
         final int ip;
         Channel channel;
+        /** The connection we dialed, while it waits for the peer's HELLO. */
+        Channel dialed;
         boolean helloSeen;
         boolean dialing;
         long bootId;
@@ -341,27 +354,32 @@ public final class ConnectionManager implements AutoCloseable {
             this.ip = ip;
         }
 
-        void send(CmMessage m) {
+        /** Sends now (true) or queues until the connection is up. */
+        boolean send(CmMessage m) {
             if (channel != null && channel.isActive() && (helloSeen || m instanceof CmMessage.Hello)) {
                 channel.writeAndFlush(m);
-                return;
+                return true;
             }
             if (queued.size() < 4096) {
                 queued.add(m);
             }
             dial();
+            return false;
         }
 
         void flush() {
             for (CmMessage m : queued) {
                 channel.write(m);
+                if (m instanceof CmMessage.Connect c && pending.get(c.requestId()) != null) {
+                    pending.get(c.requestId()).sent = true;
+                }
             }
             queued.clear();
             channel.flush();
         }
 
         void dial() {
-            if (dialing || closed || (channel != null && channel.isActive())) {
+            if (dialing || closed || (channel != null && channel.isActive()) || (dialed != null && dialed.isActive())) {
                 return;
             }
             dialing = true;
@@ -371,14 +389,15 @@ public final class ConnectionManager implements AutoCloseable {
                     .handler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ch.attr(DIALED).set(Boolean.TRUE);
                             ConnectionManager.this.initChannel(ch, ip);
                         }
                     })
                     .connect(new InetSocketAddress(address(ip), config.port()));
             f.addListener(done -> {
                 dialing = false;
-                if (!done.isSuccess()) {
+                if (done.isSuccess()) {
+                    dialed = f.channel();
+                } else {
                     LOG.debug("cannot reach peer daemon {}:{}: {}", ip(ip), config.port(), done.cause().toString());
                 }
             });
@@ -398,6 +417,7 @@ public final class ConnectionManager implements AutoCloseable {
         final CmMessage.Endpoint local;
         final CompletableFuture<CmMessage.Endpoint> future;
         ScheduledFuture<?> timeout;
+        boolean sent;
 
         Pending(int id, CmMessage.Endpoint local, CompletableFuture<CmMessage.Endpoint> future) {
             this.id = id;
