@@ -59,6 +59,8 @@ public final class RcRequester {
         final long[] bits = new long[SEGMENT_PACKETS / 64];
         long deadlineNs;
         int timeouts;
+        /** Atomics: the count of atomics sent before this one (the replay window, spec 5). */
+        long atomicSeq;
     }
 
     private final Qp qp;
@@ -83,6 +85,8 @@ public final class RcRequester {
     private final int[] built = new int[BURST];
     private final Tracker[] trackers = new Tracker[TRACKERS];
     private int activeTrackers;
+    /** Atomics sent since RTS. */
+    private long atomicsSent;
     /** Rotates re-requests over the live paths' entropies. */
     private int resendRotor;
     private final Path[] paths = new Path[MAX_PATHS];
@@ -544,6 +548,9 @@ public final class RcRequester {
                 if (activeTrackers >= rdLimit) {
                     break;
                 }
+                if (wr.kind == SendWr.KIND_ATOMIC && !atomicReplayable()) {
+                    break; // the responder could no longer replay the oldest unanswered atomic
+                }
             }
             int len;
             int ext;
@@ -697,11 +704,25 @@ public final class RcRequester {
                 java.util.Arrays.fill(t.bits, 0L);
                 t.deadlineNs = nowNs + qpRtoNs();
                 t.timeouts = 0;
+                if (t.atomic) {
+                    t.atomicSeq = atomicsSent++;
+                }
                 activeTrackers++;
                 return;
             }
         }
         throw new IllegalStateException("no free tracker"); // transmit checked activeTrackers
+    }
+
+    /** Whether one more atomic keeps every unanswered one within the responder's replay window. */
+    private boolean atomicReplayable() {
+        for (int i = 0; i < TRACKERS; i++) {
+            Tracker t = trackers[i];
+            if (t.active && t.atomic && atomicsSent - t.atomicSeq >= Wire.ATOMIC_REPLAY_WINDOW) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private int trackerOf(int rsn) {

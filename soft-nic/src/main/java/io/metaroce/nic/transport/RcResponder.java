@@ -28,7 +28,7 @@ public final class RcResponder {
     /** Read jobs queued at most (requests being answered plus re-requests). */
     static final int JOBS = 32;
     /** Atomic results kept for duplicates (more than max_dest_rd_atomic can have outstanding). */
-    static final int ATOMIC_RESULTS = 64;
+    static final int ATOMIC_RESULTS = Wire.ATOMIC_REPLAY_WINDOW;
     private static final int BURST = Datapath.RESPONSE_BURST;
 
     /** One READ request (or re-request) being answered: response packets still to send. */

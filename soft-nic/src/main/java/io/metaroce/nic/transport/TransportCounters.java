@@ -49,6 +49,6 @@ public final class TransportCounters {
                 + " crossPathLosses " + crossPathLosses + " ecnMarksRx " + ecnMarksRx
                 + " responsesRx " + responsesRx + " resendsTx " + resendsTx + " responseTimeouts "
                 + responseTimeouts + " responsesTx " + responsesTx + " atomicsExecuted " + atomicsExecuted
-                + " accessErrors " + accessErrors;
+                + " accessErrors " + accessErrors + " resendsRx " + resendsRx;
     }
 }

@@ -104,6 +104,11 @@ public final class Wire {
     /** ATOMIC_RESP payload: the original value at the target. */
     public static final long OFF_ORIGINAL = HEADER_SIZE;
     public static final int ATOMIC_RESP_SIZE = HEADER_SIZE + 8;
+    /**
+     * A responder keeps the results of at least its last this many atomics (to answer duplicates);
+     * a requester never sends an atomic while one sent this many atomics earlier is unanswered.
+     */
+    public static final int ATOMIC_REPLAY_WINDOW = 64;
 
     /** ACK payload: the SACK bitmap (bit i = RSN cumulative + i), then the path reports. */
     public static final int SACK_BYTES = 32;
