@@ -102,6 +102,13 @@ public final class RcResponder {
     private boolean errPending;
     private int errRsn;
     private int errSyndrome;
+    /**
+     * After this half refused a request and failed the QP, it answers every later packet of the
+     * peer with the same NAK (the first one may be lost on a lossy link).
+     */
+    private boolean nakRepeat;
+    private int nakRsn;
+    private int nakSyndrome;
     private final int[] responseLen = new int[BURST];
     private final int[] responseJob = new int[BURST];
 
@@ -135,6 +142,7 @@ public final class RcResponder {
         jobHead = jobTail = 0;
         originalJobs = 0;
         errPending = false;
+        nakRepeat = false;
         seenCount = 0;
         java.util.Arrays.fill(got, false);
         java.util.Arrays.fill(highest, -1);
@@ -217,6 +225,8 @@ public final class RcResponder {
         msnHead = 0;
         jobHead = jobTail = 0;
         originalJobs = 0;
+        nakRepeat = false;
+        errPending = false;
     }
 
     public int expectedPsn() {
@@ -297,6 +307,9 @@ public final class RcResponder {
      */
     public void onData(Datapath dp, MemorySegment frame, int length, int ecn) {
         if (!qp.canReceive()) {
+            if (nakRepeat && qp.state == Ibv.QPS_ERR) {
+                sendNak(dp, nakRsn, nakSyndrome);
+            }
             return;
         }
         int flags = Wire.u8(frame, Wire.OFF_FLAGS);
@@ -381,14 +394,14 @@ public final class RcResponder {
         if (wr.status >= 0) {
             // The posted receive was bad: it completes with its error, the sender learns of it.
             wr.failed = true;
-            sendNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
+            finalNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
             qp.toError();
             return;
         }
         if (msgLen > wr.capacity) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             wr.failed = true;
-            sendNak(dp, psn, Wire.NAK_INVALID_REQUEST);
+            finalNak(dp, psn, Wire.NAK_INVALID_REQUEST);
             qp.toError();
             return;
         }
@@ -772,7 +785,7 @@ public final class RcResponder {
         if (!qp.canReceive()) {
             return;
         }
-        sendNak(dp, rsn, syndrome);
+        finalNak(dp, rsn, syndrome);
         if (syndrome == Wire.NAK_REMOTE_ACCESS) {
             dp.counters.accessErrors++;
         }
@@ -790,7 +803,7 @@ public final class RcResponder {
                 // the receive buffer went away: the receive fails, the sender learns of it
                 wr.status = Ibv.WC_LOC_PROT_ERR;
                 wr.failed = true;
-                sendNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
+                finalNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
                 qp.toError();
             } else {
                 fail(dp, psn, Wire.NAK_REMOTE_ACCESS); // the WRITE target could not be written
@@ -892,6 +905,14 @@ public final class RcResponder {
         Wire.seal(dp.crc, f, dp.port.claimedView(), len);
         dp.port.commit(len, qp.peerIp, qp.peerPort, entropy);
         dp.counters.acksTx++;
+    }
+
+    /** A NAK that fails the QP: repeated to every later packet of the peer (see {@link #nakRepeat}). */
+    private void finalNak(Datapath dp, int rsn, int syndrome) {
+        nakRepeat = true;
+        nakRsn = rsn;
+        nakSyndrome = syndrome;
+        sendNak(dp, rsn, syndrome);
     }
 
     private void sendNak(Datapath dp, int rsn, int syndrome) {
