@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define MRCE_ABI_VERSION 1
+#define MRCE_ABI_VERSION 2
 
 /* ------------------------------------------------------------------------
  * Rings: single producer / single consumer, fixed-size slots, free-running
@@ -55,6 +55,7 @@
 #define MRCE_RING_KIND_SQ 1
 #define MRCE_RING_KIND_RQ 2
 #define MRCE_RING_KIND_CQ 3
+#define MRCE_RING_KIND_SRQ 4 /* slots are WQEs (RQ layout); producer = provider */
 #define MRCE_RING_NEED_WAKEUP 0x1u
 #define MRCE_CQ_ARM_NEXT 1u
 #define MRCE_CQ_ARM_SOLICITED 2u
@@ -85,8 +86,20 @@ struct mrce_ring_header {
  *  0 wr_id u64 | 8 opcode u8 | 9 send_flags u8 | 10 num_sge u16 |
  * 12 imm_data u32 (as the app gave it, network order) | 16 length u32 |
  * 20 rkey u32 | 24 remote_addr u64 | 32 compare_add u64 | 40 swap u64 |
- * 48 reserved | 64 data[192]: sge[num_sge] or, with IBV_SEND_INLINE,
+ * 48 ud_remote_qpn u32 | 52 ud_remote_qkey u32 | 56 ud_dest_ipv4 u32 |
+ * 60 ud_traffic_class u8 | 61 ud_hop_limit u8 | 62 reserved u16 |
+ * 64 data[192]: sge[num_sge] or, with IBV_SEND_INLINE,
  * `length` bytes of inline payload (num_sge is then 0).
+ *
+ * RC opcodes: IBV_WR_SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM,
+ * RDMA_READ (remote_addr, rkey), ATOMIC_CMP_AND_SWP (compare_add = compare,
+ * swap), ATOMIC_FETCH_AND_ADD (compare_add = add); atomics take one 8-byte
+ * SGE for the old value. UD: IBV_WR_SEND and SEND_WITH_IMM only; the
+ * ud_* fields come from the work request's wr.ud (remote_qpn, remote_qkey)
+ * and its address handle: ud_dest_ipv4 is bytes 12..15 of the AH's dgid as
+ * they are in the GID (network order), with the AH's traffic class and hop
+ * limit. send_flags carries IBV_SEND_FENCE (1), SIGNALED (2), SOLICITED (4),
+ * INLINE (8) as in enum ibv_send_flags.
  *
  * opcode is enum ibv_wr_opcode, send_flags the low 8 bits of enum
  * ibv_send_flags. `length` is what the provider computed; the daemon
@@ -115,7 +128,12 @@ struct mrce_wqe {
 	uint64_t remote_addr;           /* 24 */
 	uint64_t compare_add;           /* 32 */
 	uint64_t swap;                  /* 40 */
-	uint8_t reserved[16];           /* 48 */
+	uint32_t ud_remote_qpn;         /* 48: UD only */
+	uint32_t ud_remote_qkey;        /* 52: UD only */
+	uint32_t ud_dest_ipv4;          /* 56: UD only, network order */
+	uint8_t ud_traffic_class;       /* 60: UD only */
+	uint8_t ud_hop_limit;           /* 61: UD only */
+	uint16_t reserved;              /* 62 */
 	union {                         /* 64 */
 		struct mrce_sge sge[MRCE_MAX_SGE];
 		uint8_t inline_data[MRCE_MAX_INLINE];
@@ -124,6 +142,11 @@ struct mrce_wqe {
 
 /*
  * Completion queue entry, 64 bytes; fields as in struct ibv_wc.
+ * UD receives: src_qp is the sender's QPN, wc_flags has IBV_WC_GRH, and the
+ * first 40 bytes of the receive buffer hold a GRH (IPv6-style header: version
+ * 6, payload length, next header 0x1b, hop limit, sgid = ::ffff:<sender IPv4>,
+ * dgid = ::ffff:<receiver IPv4>); byte_len counts those 40 bytes.
+ * SRQ receives: `reserved[0..3]` is unused; wr_id is the SRQ WQE's.
  */
 #define MRCE_CQE_SIZE 64
 
@@ -191,8 +214,32 @@ enum mrce_ctrl_op {
 	MRCE_OP_MODIFY_QP = 11,      /* req modify_qp_req; resp empty */
 	MRCE_OP_QUERY_QP = 12,       /* req handle_req; resp qp_attr (all fields valid) */
 	MRCE_OP_DESTROY_QP = 13,     /* req handle_req; resp empty */
-	MRCE_OP_MAX = 13,
+	MRCE_OP_CREATE_SRQ = 14,     /* req create_srq_req; resp create_srq_resp + fds [ring memfd] */
+	MRCE_OP_MODIFY_SRQ = 15,     /* req modify_srq_req; resp empty */
+	MRCE_OP_QUERY_SRQ = 16,      /* req handle_req; resp srq_attr */
+	MRCE_OP_DESTROY_SRQ = 17,    /* req handle_req; resp empty (EBUSY while a QP uses it) */
+	MRCE_OP_GET_ASYNC_EVENT = 18,/* req empty; resp async_event (status EAGAIN when none is queued) */
+	MRCE_OP_REREG_MR = 19,       /* req rereg_mr_req; resp reg_mr_resp (lkey/rkey may change) */
+	MRCE_OP_MAX = 19,
 };
+
+/*
+ * Async events: the daemon queues events per connection (at most
+ * MRCE_MAX_ASYNC_EVENTS; further ones are dropped and counted) and writes 1 to
+ * the async eventfd of HELLO (an EFD_SEMAPHORE eventfd) for each event queued.
+ * ibv_get_async_event reads the eventfd once (blocking unless the app made
+ * async_fd non-blocking), then fetches the event with GET_ASYNC_EVENT.
+ * event_type is enum ibv_event_type; element is the handle of the QP, CQ or
+ * SRQ concerned, or the port number for port events.
+ *   IBV_EVENT_QP_FATAL (1)        an RC QP went to ERR on a transport error
+ *   IBV_EVENT_QP_ACCESS_ERR (3)   ... on a remote access violation it caused
+ *   IBV_EVENT_COMM_EST (4)        first packet received in RTR (optional)
+ *   IBV_EVENT_PORT_ACTIVE (9), IBV_EVENT_PORT_ERR (10)  the netdev's carrier
+ *   IBV_EVENT_SRQ_LIMIT_REACHED (15) the SRQ fell below its armed limit
+ *                                 (the limit is then disarmed: srq_limit = 0)
+ *   IBV_EVENT_QP_LAST_WQE_REACHED (16) a QP on an SRQ went to ERR
+ */
+#define MRCE_MAX_ASYNC_EVENTS 1024
 
 struct mrce_handle_req {
 	uint32_t handle; /* 0 */
@@ -236,8 +283,14 @@ struct mrce_hello_resp {
 	uint32_t hw_ver;          /* 136 */
 	uint32_t link_up;         /* 140: 1 when the netdev is up (port ACTIVE) */
 	uint32_t speed_mbps;      /* 144: 0 when unknown */
-	uint32_t pad;             /* 148 */
-};                                /* 152 */
+	uint32_t max_srq;         /* 148 */
+	uint32_t max_srq_wr;      /* 152 */
+	uint32_t max_srq_sge;     /* 156 */
+	uint32_t max_qp_init_rd_atom; /* 160: max_dest_rd_atomic accepted */
+	uint32_t atomic_cap;      /* 164: enum ibv_atomic_cap (IBV_ATOMIC_HCA = 1) */
+	uint32_t max_ah;          /* 168 */
+	uint32_t pad;             /* 172 */
+};                                /* 176 */
 
 struct mrce_reg_mr_req {
 	uint32_t pd;      /* 0 */
@@ -271,7 +324,7 @@ struct mrce_create_qp_req {
 	uint32_t pd;               /* 0 */
 	uint32_t send_cq;          /* 4 */
 	uint32_t recv_cq;          /* 8 */
-	uint32_t srq;              /* 12: MRCE_NO_HANDLE */
+	uint32_t srq;              /* 12: SRQ handle or MRCE_NO_HANDLE */
 	uint32_t qp_type;          /* 16: enum ibv_qp_type */
 	uint32_t sq_sig_all;       /* 20 */
 	uint32_t max_send_wr;      /* 24 */
@@ -295,6 +348,50 @@ struct mrce_create_qp_resp {
 	uint32_t pad;              /* 36 */
 	uint64_t map_size;         /* 40 */
 };                                 /* 48 */
+
+struct mrce_create_srq_req {
+	uint32_t pd;         /* 0 */
+	uint32_t max_wr;     /* 4 */
+	uint32_t max_sge;    /* 8 */
+	uint32_t srq_limit;  /* 12: 0 = not armed */
+};                           /* 16 */
+
+struct mrce_create_srq_resp {
+	uint32_t handle;     /* 0 */
+	uint32_t max_wr;     /* 4: usable entries (ring slot_count) */
+	uint32_t max_sge;    /* 8 */
+	uint32_t pad;        /* 12 */
+	uint64_t map_size;   /* 16: bytes to mmap from the memfd, ring at offset 0 */
+};                           /* 24 */
+
+struct mrce_modify_srq_req {
+	uint32_t handle;     /* 0 */
+	uint32_t attr_mask;  /* 4: enum ibv_srq_attr_mask (IBV_SRQ_MAX_WR = 1: EINVAL, resizing is not supported; IBV_SRQ_LIMIT = 2) */
+	uint32_t max_wr;     /* 8 */
+	uint32_t srq_limit;  /* 12: arms the limit event; > max_wr: EINVAL */
+};                           /* 16 */
+
+struct mrce_srq_attr {
+	uint32_t max_wr;     /* 0 */
+	uint32_t max_sge;    /* 4 */
+	uint32_t srq_limit;  /* 8: 0 once the event fired */
+	uint32_t pad;        /* 12 */
+};                           /* 16 */
+
+struct mrce_async_event {
+	uint32_t event_type; /* 0: enum ibv_event_type */
+	uint32_t element;    /* 4: QP/CQ/SRQ handle or port number */
+};                           /* 8 */
+
+struct mrce_rereg_mr_req {
+	uint32_t handle;     /* 0 */
+	uint32_t flags;      /* 4: enum ibv_rereg_mr_flags (CHANGE_TRANSLATION 1, CHANGE_PD 2, CHANGE_ACCESS 4) */
+	uint32_t pd;         /* 8: with CHANGE_PD */
+	uint32_t access;     /* 12: with CHANGE_ACCESS */
+	uint64_t addr;       /* 16: with CHANGE_TRANSLATION */
+	uint64_t length;     /* 24: with CHANGE_TRANSLATION */
+	uint64_t iova;       /* 32: with CHANGE_TRANSLATION */
+};                           /* 40 */
 
 /* struct ibv_qp_attr, with the fields that matter to an RC/UD QP. */
 struct mrce_qp_attr {

@@ -2,12 +2,13 @@ package io.metaroce.nic.abi;
 
 /** The #define constants of mrce_abi.h (names kept so the agreement test finds them). */
 public final class AbiConstants {
-    public static final int MRCE_ABI_VERSION = 1;
+    public static final int MRCE_ABI_VERSION = 2;
     public static final int MRCE_RING_MAGIC = 0x474e524d;
     public static final int MRCE_RING_VERSION = 1;
     public static final int MRCE_RING_KIND_SQ = 1;
     public static final int MRCE_RING_KIND_RQ = 2;
     public static final int MRCE_RING_KIND_CQ = 3;
+    public static final int MRCE_RING_KIND_SRQ = 4;
     public static final int MRCE_RING_NEED_WAKEUP = 0x1;
     public static final int MRCE_CQ_ARM_NEXT = 1;
     public static final int MRCE_CQ_ARM_SOLICITED = 2;
@@ -38,7 +39,14 @@ public final class AbiConstants {
     public static final int MRCE_OP_MODIFY_QP = 11;
     public static final int MRCE_OP_QUERY_QP = 12;
     public static final int MRCE_OP_DESTROY_QP = 13;
-    public static final int MRCE_OP_MAX = 13;
+    public static final int MRCE_OP_CREATE_SRQ = 14;
+    public static final int MRCE_OP_MODIFY_SRQ = 15;
+    public static final int MRCE_OP_QUERY_SRQ = 16;
+    public static final int MRCE_OP_DESTROY_SRQ = 17;
+    public static final int MRCE_OP_GET_ASYNC_EVENT = 18;
+    public static final int MRCE_OP_REREG_MR = 19;
+    public static final int MRCE_OP_MAX = 19;
+    public static final int MRCE_MAX_ASYNC_EVENTS = 1024;
 
     private AbiConstants() {}
 }

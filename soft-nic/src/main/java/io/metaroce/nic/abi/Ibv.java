@@ -58,6 +58,8 @@ public final class Ibv {
     public static final int WR_SEND = 2;
     public static final int WR_SEND_WITH_IMM = 3;
     public static final int WR_RDMA_READ = 4;
+    public static final int WR_ATOMIC_CMP_AND_SWP = 5;
+    public static final int WR_ATOMIC_FETCH_AND_ADD = 6;
     // enum ibv_send_flags
     public static final int SEND_FENCE = 1;
     public static final int SEND_SIGNALED = 1 << 1;
@@ -78,8 +80,13 @@ public final class Ibv {
     // enum ibv_wc_opcode
     public static final int WC_SEND = 0;
     public static final int WC_RDMA_WRITE = 1;
+    public static final int WC_RDMA_READ = 2;
+    public static final int WC_COMP_SWAP = 3;
+    public static final int WC_FETCH_ADD = 4;
     public static final int WC_RECV = 128;
+    public static final int WC_RECV_RDMA_WITH_IMM = 129;
     // enum ibv_wc_flags
+    public static final int WC_GRH = 1;
     public static final int WC_WITH_IMM = 1 << 1;
 
     private Ibv() {}
@@ -88,4 +95,16 @@ public final class Ibv {
     public static int mtuBytes(int mtu) {
         return mtu >= MTU_256 && mtu <= MTU_4096 ? 128 << mtu : 0;
     }
+
+    // enum ibv_event_type
+    public static final int EVENT_CQ_ERR = 0;
+    public static final int EVENT_QP_FATAL = 1;
+    public static final int EVENT_QP_REQ_ERR = 2;
+    public static final int EVENT_QP_ACCESS_ERR = 3;
+    public static final int EVENT_COMM_EST = 4;
+    public static final int EVENT_PORT_ACTIVE = 9;
+    public static final int EVENT_PORT_ERR = 10;
+    public static final int EVENT_SRQ_ERR = 14;
+    public static final int EVENT_SRQ_LIMIT_REACHED = 15;
+    public static final int EVENT_QP_LAST_WQE_REACHED = 16;
 }

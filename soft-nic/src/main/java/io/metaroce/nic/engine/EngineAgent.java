@@ -174,12 +174,13 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             return;
         }
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
-            case Wire.OP_SEND, Wire.OP_SEND_IMM -> qp.responder.onData(dp, frame, length, ecn);
+            case Wire.OP_SEND, Wire.OP_SEND_IMM, Wire.OP_WRITE, Wire.OP_WRITE_IMM, Wire.OP_READ_REQ,
+                    Wire.OP_ATOMIC_CS, Wire.OP_ATOMIC_FA -> qp.responder.onData(dp, frame, length, ecn);
+            case Wire.OP_READ_RESP, Wire.OP_ATOMIC_RESP -> qp.requester.onResponse(dp, frame, length, nowNs);
             case Wire.OP_ACK -> qp.requester.onAck(dp, frame, length, nowNs);
             case Wire.OP_NAK -> {
                 dp.commitRx();
-                qp.requester.onNak(dp, Wire.u32(frame, Wire.OFF_RSN), Wire.u32(frame, Wire.OFF_IMM),
-                        Wire.u32(frame, Wire.OFF_OFFSET), nowNs);
+                qp.requester.onNak(dp, frame, nowNs);
             }
             case Wire.OP_PROBE -> qp.responder.onProbe(dp, frame, ecn);
             default -> c.rxBadOpcode++;

@@ -2,9 +2,12 @@ package io.metaroce.nic.transport;
 
 import io.metaroce.nic.abi.AbiConstants;
 import io.metaroce.nic.dma.DmaBatch;
+import io.metaroce.nic.dma.RemoteAtomic;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.Qp;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.zip.CRC32C;
 
 /**
@@ -53,6 +56,18 @@ public final class Datapath implements AutoCloseable {
     /** Baseline (classic RoCE stand-in): one path, cumulative ACKs, go-back-N, fixed RTO. */
     public boolean baseline;
 
+    /** Responder: the 8-byte read-modify-write of atomics. */
+    final RemoteAtomic atomic = new RemoteAtomic();
+    private final Arena arena = Arena.ofShared();
+    /** Requester: an atomic response's original value in host order, one slot per stage index. */
+    private final MemorySegment atomicScratch = arena.allocate(8L * STAGE_CAPACITY, 8);
+    /** Responder: READ responses are gathered here before they are copied into port frames. */
+    static final int RESPONSE_BURST = 32;
+    final MemorySegment[] responseFrames = new MemorySegment[RESPONSE_BURST];
+
+    private static final int STAGE_RECEIVE = 0;
+    private static final int STAGE_RESPONSE = 1;
+    private final int[] stagedKind = new int[STAGE_CAPACITY];
     private final Qp[] stagedQp = new Qp[STAGE_CAPACITY];
     private final int[] stagedPsn = new int[STAGE_CAPACITY];
     private final int[] stagedLen = new int[STAGE_CAPACITY];
@@ -65,6 +80,14 @@ public final class Datapath implements AutoCloseable {
     public Datapath(Port port, MrTable mrs) {
         this.port = port;
         this.mrs = mrs;
+        for (int i = 0; i < RESPONSE_BURST; i++) {
+            responseFrames[i] = arena.allocate(port.maxFrame(), 64);
+        }
+    }
+
+    /** Largest payload of a packet with {@code headerBytes} of headers on this port. */
+    int framePayloadMax(int headerBytes) {
+        return Math.min(4096, port.maxFrame() - headerBytes);
     }
 
     /**
@@ -86,13 +109,35 @@ public final class Datapath implements AutoCloseable {
         return staged;
     }
 
+    /**
+     * Stages a responder packet (SEND or WRITE data) of RSN {@code psn}; {@code wr} is the receive
+     * it counts towards (null for an RDMA WRITE).
+     */
     void stage(Qp qp, int psn, int payloadLen, RecvWr wr) {
+        stagedKind[staged] = STAGE_RECEIVE;
         stagedQp[staged] = qp;
         stagedPsn[staged] = psn;
         stagedLen[staged] = payloadLen;
         stagedWr[staged] = wr;
         stagedFailed[staged] = false;
         staged++;
+    }
+
+    /** Stages a requester's READ or atomic response for request {@code rsn} of tracker {@code tracker}. */
+    void stageResponse(Qp qp, int rsn, int tracker) {
+        stagedKind[staged] = STAGE_RESPONSE;
+        stagedQp[staged] = qp;
+        stagedPsn[staged] = rsn;
+        stagedLen[staged] = tracker;
+        stagedWr[staged] = null;
+        stagedFailed[staged] = false;
+        staged++;
+    }
+
+    /** Address of the 8-byte scratch of stage index {@code tag} (an atomic's original value). */
+    long atomicScratch(int tag, long value) {
+        atomicScratch.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8L * tag, value);
+        return atomicScratch.address() + 8L * tag;
     }
 
     /** Runs the scatter batch, then lets each staged packet count (or fail) on its QP. */
@@ -109,7 +154,11 @@ public final class Datapath implements AutoCloseable {
         }
         int n = staged;
         for (int i = 0; i < n; i++) {
-            stagedQp[i].responder.commit(this, stagedPsn[i], stagedLen[i], stagedWr[i], stagedFailed[i]);
+            if (stagedKind[i] == STAGE_RESPONSE) {
+                stagedQp[i].requester.commitResponse(this, stagedPsn[i], stagedLen[i], stagedFailed[i]);
+            } else {
+                stagedQp[i].responder.commit(this, stagedPsn[i], stagedLen[i], stagedWr[i], stagedFailed[i]);
+            }
             stagedQp[i] = null;
             stagedWr[i] = null;
         }
@@ -143,5 +192,7 @@ public final class Datapath implements AutoCloseable {
     public void close() {
         gather.close();
         scatter.close();
+        atomic.close();
+        arena.close();
     }
 }

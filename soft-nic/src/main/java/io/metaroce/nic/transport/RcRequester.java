@@ -6,7 +6,9 @@ import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
 import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.Arena;
+import io.metaroce.nic.abi.WqeDescriptor;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 
 /**
@@ -30,6 +32,36 @@ public final class RcRequester {
     public static final int MAX_PATHS = 256;
     private static final int RE_ADMIT_PROBES = 3;
     private static final int CLEAN_RUN_TO_ACTIVE = 16;
+    /** READ and atomic requests outstanding at most (the most max_rd_atomic may ask for). */
+    public static final int TRACKERS = 16;
+    /** Response packets one READ request covers at most (a longer READ is cut into several). */
+    static final int SEGMENT_PACKETS = 1024;
+    /** Missing ranges re-requested per tracker and timeout at most. */
+    private static final int RANGES_PER_RESEND = 8;
+
+    /**
+     * One READ or atomic request waiting for its responses: which of its response packets landed
+     * (a bitmap, so they may come in any order) and its response timer.
+     */
+    static final class Tracker {
+        boolean active;
+        boolean atomic;
+        int rsn;
+        /** Index of its work request (wrTail counter value). */
+        int wr;
+        /** Bytes [start, start + length) of the READ, in response packets of {@code unit} bytes. */
+        long start;
+        int length;
+        int unit;
+        int packets;
+        int staged;
+        int landed;
+        final long[] bits = new long[SEGMENT_PACKETS / 64];
+        long deadlineNs;
+        int timeouts;
+        /** Atomics: the count of atomics sent before this one (the replay window, spec 5). */
+        long atomicSeq;
+    }
 
     private final Qp qp;
     private final Arena arena = Arena.ofShared();
@@ -51,6 +83,12 @@ public final class RcRequester {
     private int retxHead;
     private int retxTail;
     private final int[] built = new int[BURST];
+    private final Tracker[] trackers = new Tracker[TRACKERS];
+    private int activeTrackers;
+    /** Atomics sent since RTS. */
+    private long atomicsSent;
+    /** Rotates re-requests over the live paths' entropies. */
+    private int resendRotor;
     private final Path[] paths = new Path[MAX_PATHS];
     private int pathCount;
     private int rrCursor;
@@ -89,7 +127,10 @@ public final class RcRequester {
         }
         this.wrMask = n - 1;
         this.inlineBuf = arena.allocate((long) n * AbiConstants.MRCE_MAX_INLINE, 64);
-        int frame = Wire.HEADER_SIZE + 4096;
+        for (int i = 0; i < TRACKERS; i++) {
+            trackers[i] = new Tracker();
+        }
+        int frame = Wire.HEADER_SIZE + Wire.ATOMIC_EXT_SIZE + 4096;
         for (int i = 0; i < WINDOW; i++) {
             slots[i] = arena.allocate(frame, 64);
             slotViews[i] = slots[i].asByteBuffer();
@@ -111,6 +152,7 @@ public final class RcRequester {
         rnrWait = false;
         retxHead = retxTail = 0;
         java.util.Arrays.fill(slotQueued, false);
+        clearTrackers();
         pathCount = baseline ? 1 : Math.max(1, Math.min(MAX_PATHS, dp.paths));
         int seed = entropySeed(qp.qpn);
         long initialCwnd = 16L * qp.payloadPerPacket();
@@ -136,6 +178,14 @@ public final class RcRequester {
         sendOffset = 0;
         nextMsn = 0;
         timerArmed = false;
+        clearTrackers();
+    }
+
+    private void clearTrackers() {
+        for (int i = 0; i < TRACKERS; i++) {
+            trackers[i].active = false;
+        }
+        activeTrackers = 0;
     }
 
     public void onError() {
@@ -143,11 +193,28 @@ public final class RcRequester {
     }
 
     public boolean hasTimer() {
-        return timerArmed;
+        return timerArmed || activeTrackers > 0;
     }
 
+    /** The earliest of the connection timer and the READ/atomic response timers. */
     public long deadlineNs() {
-        return deadlineNs;
+        long d = timerArmed ? deadlineNs : 0;
+        boolean any = timerArmed;
+        if (activeTrackers > 0) {
+            for (int i = 0; i < TRACKERS; i++) {
+                Tracker t = trackers[i];
+                if (t.active && (!any || t.deadlineNs - d < 0)) {
+                    d = t.deadlineNs;
+                    any = true;
+                }
+            }
+        }
+        return d;
+    }
+
+    /** READ and atomic requests waiting for responses. */
+    public int activeTrackers() {
+        return activeTrackers;
     }
 
     public int pathCount() {
@@ -184,6 +251,9 @@ public final class RcRequester {
                 work += baseline ? resendGoBackN(dp, nowNs) : retransmit(dp, nowNs);
                 work += transmit(dp, nowNs);
             }
+            if (qp.canSend() && activeTrackers > 0) {
+                work += responseTimers(dp, nowNs);
+            }
         }
         return work + retire();
     }
@@ -195,8 +265,9 @@ public final class RcRequester {
         int producer = qp.sq.producerAcquire();
         int n = 0;
         while (sqConsumer != producer && wrTail - wrHead < wrs.length) {
-            wqe.wrap(qp.sq.segment(), qp.sq.slotOffset(sqConsumer));
-            readWqe(dp, wrs[wrTail & wrMask], wrTail & wrMask);
+            long slot = qp.sq.slotOffset(sqConsumer);
+            wqe.wrap(qp.sq.segment(), slot);
+            readWqe(dp, wrs[wrTail & wrMask], wrTail & wrMask, qp.sq.segment(), slot);
             sqConsumer++;
             wrTail++;
             n++;
@@ -208,7 +279,7 @@ public final class RcRequester {
     }
 
     /** Copies and validates one WQE; the app may rewrite the slot afterwards, we never look again. */
-    private void readWqe(Datapath dp, SendWr wr, int index) {
+    private void readWqe(Datapath dp, SendWr wr, int index, MemorySegment ring, long slot) {
         wr.wrId = wqe.wrId();
         wr.opcode = wqe.opcode();
         wr.flags = wqe.sendFlags();
@@ -217,18 +288,42 @@ public final class RcRequester {
         wr.failed = false;
         wr.packets = 0;
         wr.packetsAcked = 0;
+        wr.responsesDone = 0;
         wr.length = 0;
         wr.sges.count = 0;
         wr.inline = false;
+        wr.kind = SendWr.KIND_SEND;
         if (qp.state == Ibv.QPS_ERR) {
             wr.status = Ibv.WC_WR_FLUSH_ERR;
             return;
         }
-        if (wr.opcode != Ibv.WR_SEND && wr.opcode != Ibv.WR_SEND_WITH_IMM) {
-            wr.status = Ibv.WC_LOC_QP_OP_ERR;
-            return;
+        int localAccess = 0;
+        switch (wr.opcode) {
+            case Ibv.WR_SEND, Ibv.WR_SEND_WITH_IMM -> wr.kind = SendWr.KIND_SEND;
+            case Ibv.WR_RDMA_WRITE, Ibv.WR_RDMA_WRITE_WITH_IMM -> wr.kind = SendWr.KIND_WRITE;
+            case Ibv.WR_RDMA_READ -> {
+                wr.kind = SendWr.KIND_READ;
+                localAccess = Ibv.ACCESS_LOCAL_WRITE;
+            }
+            case Ibv.WR_ATOMIC_CMP_AND_SWP, Ibv.WR_ATOMIC_FETCH_AND_ADD -> {
+                wr.kind = SendWr.KIND_ATOMIC;
+                localAccess = Ibv.ACCESS_LOCAL_WRITE;
+            }
+            default -> {
+                wr.status = Ibv.WC_LOC_QP_OP_ERR;
+                return;
+            }
         }
-        if ((wr.flags & Ibv.SEND_INLINE) != 0) {
+        if (wr.kind != SendWr.KIND_SEND) {
+            // fields the WqeFlyweight does not expose (struct mrce_wqe, native order)
+            wr.rkey = ring.get(ValueLayout.JAVA_INT_UNALIGNED, slot + WqeDescriptor.OFF_RKEY);
+            wr.remoteAddr = ring.get(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_REMOTE_ADDR);
+            wr.compareAdd = ring.get(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_COMPARE_ADD);
+            wr.swap = ring.get(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_SWAP);
+        }
+        // IBV_SEND_INLINE applies to SEND and RDMA WRITE only; READ and atomics always use SGEs.
+        if ((wr.flags & Ibv.SEND_INLINE) != 0
+                && (wr.kind == SendWr.KIND_SEND || wr.kind == SendWr.KIND_WRITE)) {
             int len = wqe.length();
             if (len < 0 || len > qp.maxInlineData || len > AbiConstants.MRCE_MAX_INLINE) {
                 wr.status = Ibv.WC_LOC_LEN_ERR;
@@ -245,12 +340,12 @@ public final class RcRequester {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             return;
         }
-        long total = wr.sges.load(dp.mrs, qp, wqe, numSge, 0);
+        long total = wr.sges.load(dp.mrs, qp, wqe, numSge, localAccess);
         if (total < 0) {
             wr.status = Ibv.WC_LOC_PROT_ERR;
             return;
         }
-        if (total > Integer.MAX_VALUE) {
+        if (total > Integer.MAX_VALUE || (wr.kind == SendWr.KIND_ATOMIC && total != 8)) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             return;
         }
@@ -422,6 +517,10 @@ public final class RcRequester {
             return 0;
         }
         int payload = qp.payloadPerPacket();
+        // WRITE packets carry a RETH: their payload must fit the netdev MTU and the port's frames too
+        int writePayload = Math.min(payload, Math.min(qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE
+                - Wire.RETH_SIZE, dp.framePayloadMax(Wire.HEADER_SIZE + Wire.RETH_SIZE)));
+        int rdLimit = Math.min(TRACKERS, qp.maxRdAtomic);
         int firstRsn = nextRsn;
         dp.gather.begin(qp.pid);
         int count = 0;
@@ -434,39 +533,105 @@ public final class RcRequester {
                 failedWr = true;
                 break;
             }
-            int pktLen = Math.min(payload, wr.length - sendOffset);
-            int pi = pickPath(Wire.HEADER_SIZE + pktLen, -1);
+            if (sendOffset == 0 && (wr.flags & Ibv.SEND_FENCE) != 0 && activeTrackers > 0) {
+                break; // fenced: every earlier READ and atomic completes first
+            }
+            boolean request = wr.expectsResponse();
+            if (request) {
+                if (qp.maxRdAtomic == 0) {
+                    // max_rd_atomic 0: this QP may not initiate READs or atomics
+                    wr.status = Ibv.WC_LOC_QP_OP_ERR;
+                    wr.failed = true;
+                    failedWr = true;
+                    break;
+                }
+                if (activeTrackers >= rdLimit) {
+                    break;
+                }
+                if (wr.kind == SendWr.KIND_ATOMIC && !atomicReplayable()) {
+                    break; // the responder could no longer replay the oldest unanswered atomic
+                }
+            }
+            int len;
+            int ext;
+            int frameLen;
+            switch (wr.kind) {
+                case SendWr.KIND_WRITE -> {
+                    len = Math.min(writePayload, wr.length - sendOffset);
+                    ext = Wire.RETH_SIZE;
+                    frameLen = Wire.HEADER_SIZE + ext + len;
+                }
+                case SendWr.KIND_READ -> {
+                    if (sendOffset == 0) {
+                        wr.unit = payload;
+                    }
+                    len = (int) Math.min((long) SEGMENT_PACKETS * wr.unit, wr.length - sendOffset);
+                    ext = Wire.RETH_SIZE;
+                    frameLen = Wire.HEADER_SIZE + ext;
+                }
+                case SendWr.KIND_ATOMIC -> {
+                    len = 8;
+                    ext = Wire.ATOMIC_EXT_SIZE;
+                    frameLen = Wire.HEADER_SIZE + ext;
+                }
+                default -> {
+                    len = Math.min(payload, wr.length - sendOffset);
+                    ext = 0;
+                    frameLen = Wire.HEADER_SIZE + len;
+                }
+            }
+            int pi = pickPath(frameLen, -1);
             if (pi < 0) {
                 break;
             }
+            boolean consumesReceive = wr.opcode == Ibv.WR_SEND || wr.opcode == Ibv.WR_SEND_WITH_IMM
+                    || wr.opcode == Ibv.WR_RDMA_WRITE_WITH_IMM;
             if (sendOffset == 0) {
-                wr.packets = Math.max(1, (wr.length + payload - 1) / payload);
-                wr.msn = nextMsn++;
+                int per = wr.kind == SendWr.KIND_WRITE ? writePayload
+                        : wr.kind == SendWr.KIND_READ ? SEGMENT_PACKETS * wr.unit
+                        : wr.kind == SendWr.KIND_ATOMIC ? 8 : payload;
+                wr.packets = Math.max(1, (int) (((long) wr.length + per - 1) / per));
+                // MSN counts the messages that consume a receive (spec 3); others carry the next one
+                wr.msn = consumesReceive ? nextMsn++ : nextMsn;
             }
-            int len = pktLen;
             int slot = nextRsn & MASK;
             MemorySegment f = slots[slot];
-            boolean last = sendOffset + len == wr.length;
-            int flags = last && (wr.flags & Ibv.SEND_SOLICITED) != 0 ? Wire.FLAG_SOLICITED : 0;
-            int op = wr.opcode == Ibv.WR_SEND_WITH_IMM ? Wire.OP_SEND_IMM : Wire.OP_SEND;
+            boolean last = sendOffset + len >= wr.length;
+            int flags = last && (wr.flags & Ibv.SEND_SOLICITED) != 0 && consumesReceive
+                    ? Wire.FLAG_SOLICITED : 0;
+            int op = wireOpcode(wr.opcode);
+            int imm = op == Wire.OP_SEND_IMM || op == Wire.OP_WRITE_IMM ? Integer.reverseBytes(wr.imm)
+                    : wr.kind == SendWr.KIND_READ ? len : 0;
             Wire.header(f, op, flags, pi, 0, nextRsn, qp.destQpNum, qp.qpn, 0, wr.msn, sendOffset,
-                    wr.length, op == Wire.OP_SEND_IMM ? Integer.reverseBytes(wr.imm) : 0, 0, 0);
-            if (len > 0) {
+                    wr.length, imm, 0, 0);
+            if (ext > 0) {
+                Wire.putU32(f, Wire.OFF_RKEY, wr.rkey);
+                Wire.putU32(f, Wire.OFF_RESP_UNIT, wr.kind == SendWr.KIND_READ ? wr.unit : 0);
+                Wire.putU64(f, Wire.OFF_VA, wr.remoteAddr);
+                if (wr.kind == SendWr.KIND_ATOMIC) {
+                    Wire.putU64(f, Wire.OFF_COMPARE_ADD, wr.compareAdd);
+                    Wire.putU64(f, Wire.OFF_SWAP, wr.opcode == Ibv.WR_ATOMIC_CMP_AND_SWP ? wr.swap : 0);
+                }
+            }
+            if (request) {
+                startTracker(wr, wrSent, nextRsn, sendOffset, len, nowNs);
+            } else if (len > 0) {
+                long dst = f.address() + Wire.HEADER_SIZE + ext;
                 if (wr.inline) {
                     MemorySegment.copy(inlineBuf,
                             (long) (wrSent & wrMask) * AbiConstants.MRCE_MAX_INLINE + sendOffset, f,
-                            Wire.HEADER_SIZE, len);
+                            Wire.HEADER_SIZE + ext, len);
                 } else {
-                    wr.sges.copy(dp.gather, sendOffset, len, f.address() + Wire.HEADER_SIZE, slot);
+                    wr.sges.copy(dp.gather, sendOffset, len, dst, slot);
                 }
             }
             slotWr[slot] = wrSent;
-            slotLen[slot] = Wire.HEADER_SIZE + len;
+            slotLen[slot] = frameLen;
             slotAcked[slot] = false;
             slotQueued[slot] = false;
             built[count] = pi;
             // Reserve the window on the chosen path now, so the next packet sees it.
-            paths[pi].inflightBytes += Wire.HEADER_SIZE + len;
+            paths[pi].inflightBytes += frameLen;
             nextRsn++;
             count++;
             sendOffset += len;
@@ -508,6 +673,253 @@ public final class RcRequester {
         return count;
     }
 
+    private static int wireOpcode(int wrOpcode) {
+        return switch (wrOpcode) {
+            case Ibv.WR_SEND_WITH_IMM -> Wire.OP_SEND_IMM;
+            case Ibv.WR_RDMA_WRITE -> Wire.OP_WRITE;
+            case Ibv.WR_RDMA_WRITE_WITH_IMM -> Wire.OP_WRITE_IMM;
+            case Ibv.WR_RDMA_READ -> Wire.OP_READ_REQ;
+            case Ibv.WR_ATOMIC_CMP_AND_SWP -> Wire.OP_ATOMIC_CS;
+            case Ibv.WR_ATOMIC_FETCH_AND_ADD -> Wire.OP_ATOMIC_FA;
+            default -> Wire.OP_SEND;
+        };
+    }
+
+    // ---- READ and atomic responses ----
+
+    private void startTracker(SendWr wr, int wrIndex, int rsn, long start, int length, long nowNs) {
+        for (int i = 0; i < TRACKERS; i++) {
+            Tracker t = trackers[i];
+            if (!t.active) {
+                t.active = true;
+                t.atomic = wr.kind == SendWr.KIND_ATOMIC;
+                t.rsn = rsn;
+                t.wr = wrIndex;
+                t.start = start;
+                t.length = length;
+                t.unit = t.atomic ? 8 : wr.unit;
+                t.packets = t.atomic ? 1 : Math.max(1, (length + t.unit - 1) / t.unit);
+                t.staged = 0;
+                t.landed = 0;
+                java.util.Arrays.fill(t.bits, 0L);
+                t.deadlineNs = nowNs + qpRtoNs();
+                t.timeouts = 0;
+                if (t.atomic) {
+                    t.atomicSeq = atomicsSent++;
+                }
+                activeTrackers++;
+                return;
+            }
+        }
+        throw new IllegalStateException("no free tracker"); // transmit checked activeTrackers
+    }
+
+    /** Whether one more atomic keeps every unanswered one within the responder's replay window. */
+    private boolean atomicReplayable() {
+        for (int i = 0; i < TRACKERS; i++) {
+            Tracker t = trackers[i];
+            if (t.active && t.atomic && atomicsSent - t.atomicSeq >= Wire.ATOMIC_REPLAY_WINDOW) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private int trackerOf(int rsn) {
+        if (activeTrackers == 0) {
+            return -1;
+        }
+        for (int i = 0; i < TRACKERS; i++) {
+            if (trackers[i].active && trackers[i].rsn == rsn) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * A READ or atomic response: places its payload (out of order, by its offset) in the work
+     * request's scatter list; it also acknowledges its request.
+     */
+    public void onResponse(Datapath dp, MemorySegment frame, int length, long nowNs) {
+        if (!qp.canSend()) {
+            return;
+        }
+        int rsn = Wire.u32(frame, Wire.OFF_RSN);
+        int ti = trackerOf(rsn);
+        if (ti < 0) {
+            dp.counters.duplicates++; // late: its request completed or the QP was reset
+            return;
+        }
+        Tracker t = trackers[ti];
+        SendWr wr = wrs[t.wr & wrMask];
+        int op = Wire.u8(frame, Wire.OFF_OPCODE);
+        int index;
+        int len;
+        long off;
+        if (op == Wire.OP_ATOMIC_RESP) {
+            if (!t.atomic || length != Wire.ATOMIC_RESP_SIZE) {
+                dp.counters.malformed++;
+                return;
+            }
+            index = 0;
+            len = 8;
+            off = 0;
+        } else {
+            off = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
+            len = length - Wire.HEADER_SIZE;
+            long rel = off - t.start;
+            if (t.atomic || (Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL) != wr.length || rel < 0
+                    || rel >= Math.max(1, t.length) || rel % t.unit != 0
+                    || len != Math.min(t.unit, t.length - rel)) {
+                dp.counters.malformed++;
+                return;
+            }
+            index = (int) (rel / t.unit);
+        }
+        long bit = 1L << (index & 63);
+        if ((t.bits[index >>> 6] & bit) != 0) {
+            dp.counters.duplicates++;
+            return;
+        }
+        t.bits[index >>> 6] |= bit;
+        t.staged++;
+        dp.counters.responsesRx++;
+        dp.prepareStage(qp.pid);
+        int tag = dp.nextStage();
+        if (op == Wire.OP_ATOMIC_RESP) {
+            wr.sges.copy(dp.scatter, 0, 8, dp.atomicScratch(tag, Wire.u64(frame, Wire.OFF_ORIGINAL)), tag);
+        } else if (len > 0) {
+            wr.sges.copy(dp.scatter, off, len, frame.address() + Wire.HEADER_SIZE, tag);
+        }
+        dp.stageResponse(qp, rsn, ti);
+        // Progress: the responder is alive; requests queued behind this one restart their timers.
+        retries = 0;
+        t.timeouts = 0;
+        for (int i = 0; i < TRACKERS; i++) {
+            Tracker o = trackers[i];
+            if (o.active && o.rsn - rsn >= 0) {
+                o.deadlineNs = nowNs + qpRtoNs();
+            }
+        }
+        if (rsn - una >= 0 && rsn - nextRsn < 0 && !slotAcked[rsn & MASK]) {
+            markAcked(rsn); // a response acknowledges its request
+            advanceUna(dp, nowNs);
+        }
+    }
+
+    /** A staged response landed (or failed to): count it; a request whose responses all landed is done. */
+    void commitResponse(Datapath dp, int rsn, int ti, boolean failed) {
+        Tracker t = trackers[ti];
+        if (!qp.canSend() || !t.active || t.rsn != rsn) {
+            return;
+        }
+        SendWr wr = wrs[t.wr & wrMask];
+        if (failed) {
+            wr.status = Ibv.WC_LOC_PROT_ERR;
+            wr.failed = true;
+            qp.toError();
+            return;
+        }
+        if (++t.landed == t.packets) {
+            t.active = false;
+            activeTrackers--;
+            wr.responsesDone++;
+        }
+    }
+
+    /**
+     * Response timers: a request the responder acknowledged whose responses stopped coming (for
+     * {@link #qpRtoNs()}, doubling per timeout of that request) has its missing ranges re-requested
+     * with {@link Wire#FLAG_RESEND}. Each round with timeouts counts once against retry_cnt; any
+     * response (or new acknowledgement) resets the count.
+     */
+    private int responseTimers(Datapath dp, long nowNs) {
+        int expired = -1;
+        for (int i = 0; i < TRACKERS; i++) {
+            Tracker t = trackers[i];
+            if (!t.active || nowNs - t.deadlineNs < 0) {
+                continue;
+            }
+            if (!acked(t.rsn)) {
+                // The request itself is not known to have arrived: the RSN recovery resends it.
+                t.deadlineNs = nowNs + qpRtoNs();
+                continue;
+            }
+            if (t.staged < t.packets) {
+                resendMissing(dp, t);
+            }
+            t.timeouts++;
+            t.deadlineNs = nowNs + Math.min(dp.rtoMaxNs, qpRtoNs() << Math.min(t.timeouts, 6));
+            if (expired < 0 || t.rsn - trackers[expired].rsn < 0) {
+                expired = i;
+            }
+        }
+        if (expired < 0) {
+            return 0;
+        }
+        dp.counters.responseTimeouts++;
+        if (++retries > qp.retryCnt) {
+            SendWr wr = wrs[trackers[expired].wr & wrMask];
+            wr.status = Ibv.WC_RETRY_EXC_ERR;
+            wr.failed = true;
+            qp.toError();
+        }
+        return 1;
+    }
+
+    /** Re-requests the missing response ranges of {@code t} (runs of missing packets). */
+    private void resendMissing(Datapath dp, Tracker t) {
+        SendWr wr = wrs[t.wr & wrMask];
+        int ranges = 0;
+        int i = 0;
+        while (i < t.packets && ranges < RANGES_PER_RESEND) {
+            if ((t.bits[i >>> 6] & (1L << (i & 63))) != 0) {
+                i++;
+                continue;
+            }
+            int first = i;
+            while (i < t.packets && (t.bits[i >>> 6] & (1L << (i & 63))) == 0) {
+                i++;
+            }
+            long from = t.start + (long) first * t.unit;
+            long to = Math.min(t.start + t.length, t.start + (long) i * t.unit);
+            sendResend(dp, t, wr, from, (int) (to - from));
+            ranges++;
+        }
+    }
+
+    private void sendResend(Datapath dp, Tracker t, SendWr wr, long from, int len) {
+        MemorySegment f = dp.port.claim();
+        int op = wireOpcode(wr.opcode);
+        int frameLen = Wire.HEADER_SIZE + (t.atomic ? Wire.ATOMIC_EXT_SIZE : Wire.RETH_SIZE);
+        Wire.header(f, op, Wire.FLAG_RESEND, 0, 0, t.rsn, qp.destQpNum, qp.qpn, 0, wr.msn, (int) from,
+                wr.length, t.atomic ? 0 : len, 0, 0);
+        Wire.putU32(f, Wire.OFF_RKEY, wr.rkey);
+        Wire.putU32(f, Wire.OFF_RESP_UNIT, t.atomic ? 0 : t.unit);
+        Wire.putU64(f, Wire.OFF_VA, wr.remoteAddr);
+        if (t.atomic) {
+            Wire.putU64(f, Wire.OFF_COMPARE_ADD, wr.compareAdd);
+            Wire.putU64(f, Wire.OFF_SWAP, wr.opcode == Ibv.WR_ATOMIC_CMP_AND_SWP ? wr.swap : 0);
+        }
+        Wire.seal(dp.crc, f, dp.port.claimedView(), frameLen);
+        dp.port.commit(frameLen, qp.peerIp, qp.peerPort, resendEntropy());
+        dp.counters.resendsTx++;
+    }
+
+    /** The entropy of the next live path in rotation (re-requests spread over the paths). */
+    private int resendEntropy() {
+        for (int k = 0; k < pathCount; k++) {
+            if (++resendRotor >= pathCount) {
+                resendRotor = 0;
+            }
+            if (paths[resendRotor].state != Path.DEAD) {
+                return paths[resendRotor].entropy;
+            }
+        }
+        return paths[0].entropy;
+    }
+
     // ---- acknowledgements ----
 
     /**
@@ -541,6 +953,7 @@ public final class RcRequester {
         while (una != nextRsn && slotAcked[una & MASK]) {
             una++;
         }
+        boolean progress = una != before;
         if (!baseline) {
             int reports = Wire.u32(frame, Wire.OFF_MSG_LEN);
             long off = Wire.OFF_REPORTS;
@@ -555,14 +968,29 @@ public final class RcRequester {
             p.una = p.nextPsn;
             p.inflightBytes = 0;
         }
-        if (una != before) {
-            retries = 0;
-            rnrRetries = 0;
-            rnrWait = false;
-            rtoNs = dp.rtoInitialNs;
-            timerArmed = una != nextRsn;
-            deadlineNs = nowNs + qpRtoNs();
+        if (progress) {
+            onProgress(dp, nowNs);
         }
+    }
+
+    /** Advances una over acknowledged RSNs; progress resets the retry counters and the QP timer. */
+    private void advanceUna(Datapath dp, long nowNs) {
+        int before = una;
+        while (una != nextRsn && slotAcked[una & MASK]) {
+            una++;
+        }
+        if (una != before) {
+            onProgress(dp, nowNs);
+        }
+    }
+
+    private void onProgress(Datapath dp, long nowNs) {
+        retries = 0;
+        rnrRetries = 0;
+        rnrWait = false;
+        rtoNs = dp.rtoInitialNs;
+        timerArmed = una != nextRsn;
+        deadlineNs = nowNs + qpRtoNs();
     }
 
     /** Resolves every transmission of path {@code p} up to PSN {@code highest}: delivered or lost. */
@@ -926,10 +1354,38 @@ public final class RcRequester {
         }
     }
 
+    /** A NAK frame (spec 6). */
+    public void onNak(Datapath dp, MemorySegment frame, long nowNs) {
+        int syndrome = Wire.u32(frame, Wire.OFF_IMM);
+        if (qp.canSend() && syndrome != Wire.NAK_RNR && syndrome != Wire.NAK_SEQUENCE_ERROR) {
+            // A refusal: every RSN below the responder's cumulative RSN landed.
+            int cum = Wire.u32(frame, Wire.OFF_MSG_LEN);
+            if (cum - una > 0 && cum - nextRsn <= 0) {
+                for (int r = una; r != cum; r++) {
+                    markAcked(r);
+                }
+                advanceUna(dp, nowNs);
+            }
+        }
+        onNak(dp, Wire.u32(frame, Wire.OFF_RSN), syndrome, Wire.u32(frame, Wire.OFF_OFFSET), nowNs);
+    }
+
     /** A NAK: RNR (no receive posted yet), a sequence error (baseline) or a rejected request. */
     public void onNak(Datapath dp, int rsn, int syndrome, int rnrTimer, long nowNs) {
         dp.counters.naksRx++;
-        if (!qp.canSend() || rsn - una < 0 || rsn - nextRsn > 0) {
+        if (!qp.canSend()) {
+            return;
+        }
+        if (syndrome != Wire.NAK_RNR && syndrome != Wire.NAK_SEQUENCE_ERROR) {
+            // A READ or atomic may be refused after its request was acknowledged (it executes in
+            // RSN order, after everything before it landed).
+            int ti = trackerOf(rsn);
+            if (ti >= 0) {
+                fail(wrs[trackers[ti].wr & wrMask], syndrome);
+                return;
+            }
+        }
+        if (rsn - una < 0 || rsn - nextRsn > 0) {
             return;
         }
         if (syndrome == Wire.NAK_SEQUENCE_ERROR) {
@@ -948,6 +1404,9 @@ public final class RcRequester {
         }
         SendWr wr = wrs[slotWr[rsn & MASK] & wrMask];
         if (syndrome == Wire.NAK_RNR) {
+            if (rnrWait) {
+                return; // one RNR round counts once, however many packets it refused
+            }
             if (qp.rnrRetry != 7 && ++rnrRetries > qp.rnrRetry) {
                 wr.status = Ibv.WC_RNR_RETRY_EXC_ERR;
                 wr.failed = true;
@@ -958,11 +1417,19 @@ public final class RcRequester {
             timerArmed = true;
             deadlineNs = nowNs + rnrDelayNs(rnrTimer);
         } else {
-            wr.status = syndrome == Wire.NAK_INVALID_REQUEST ? Ibv.WC_REM_INV_REQ_ERR
-                    : Ibv.WC_REM_OP_ERR;
-            wr.failed = true;
-            qp.toError();
+            fail(wr, syndrome);
         }
+    }
+
+    /** A request the responder refused: it completes with the matching error, the QP goes to ERR. */
+    private void fail(SendWr wr, int syndrome) {
+        wr.status = switch (syndrome) {
+            case Wire.NAK_INVALID_REQUEST -> Ibv.WC_REM_INV_REQ_ERR;
+            case Wire.NAK_REMOTE_ACCESS -> Ibv.WC_REM_ACCESS_ERR;
+            default -> Ibv.WC_REM_OP_ERR;
+        };
+        wr.failed = true;
+        qp.toError();
     }
 
     /** IB's RNR NAK timer field (IBA table 45), in microseconds; code 0 means 655.36 ms. */
@@ -1028,14 +1495,15 @@ public final class RcRequester {
         int n = 0;
         while (wrHead != wrSent) {
             SendWr wr = wrs[wrHead & wrMask];
-            if (wr.packetsAcked < wr.packets) {
+            if (!wr.done()) {
                 break;
             }
             if (signaled(wr)) {
                 if (!qp.sendCq.hasSpace()) {
                     break;
                 }
-                qp.sendCq.post(wr.wrId, Ibv.WC_SUCCESS, Ibv.WC_SEND, wr.length, 0, qp.qpn, 0, 0, false);
+                qp.sendCq.post(wr.wrId, Ibv.WC_SUCCESS, wcOpcode(wr.opcode), wr.length, 0, qp.qpn, 0,
+                        0, false);
             }
             wrHead++;
             n++;
@@ -1048,15 +1516,14 @@ public final class RcRequester {
         int n = 0;
         while (wrHead != wrTail) {
             SendWr wr = wrs[wrHead & wrMask];
-            boolean done = !wr.failed && wr.packets > 0 && wr.packetsAcked == wr.packets
-                    && wrHead - wrSent < 0;
+            boolean done = !wr.failed && wr.packets > 0 && wr.done() && wrHead - wrSent < 0;
             int status = wr.failed ? wr.status : done ? Ibv.WC_SUCCESS : Ibv.WC_WR_FLUSH_ERR;
             if (status != Ibv.WC_SUCCESS || signaled(wr)) {
                 if (!qp.sendCq.hasSpace()) {
                     break;
                 }
-                qp.sendCq.post(wr.wrId, status, Ibv.WC_SEND, status == Ibv.WC_SUCCESS ? wr.length : 0,
-                        0, qp.qpn, 0, 0, false);
+                qp.sendCq.post(wr.wrId, status, wcOpcode(wr.opcode),
+                        status == Ibv.WC_SUCCESS ? wr.length : 0, 0, qp.qpn, 0, 0, false);
             }
             wrHead++;
             n++;
@@ -1065,7 +1532,18 @@ public final class RcRequester {
         sendOffset = 0;
         una = nextRsn;
         retxHead = retxTail;
+        clearTrackers();
         return n;
+    }
+
+    private static int wcOpcode(int wrOpcode) {
+        return switch (wrOpcode) {
+            case Ibv.WR_RDMA_WRITE, Ibv.WR_RDMA_WRITE_WITH_IMM -> Ibv.WC_RDMA_WRITE;
+            case Ibv.WR_RDMA_READ -> Ibv.WC_RDMA_READ;
+            case Ibv.WR_ATOMIC_CMP_AND_SWP -> Ibv.WC_COMP_SWAP;
+            case Ibv.WR_ATOMIC_FETCH_AND_ADD -> Ibv.WC_FETCH_ADD;
+            default -> Ibv.WC_SEND;
+        };
     }
 
     private boolean signaled(SendWr wr) {

@@ -3,24 +3,54 @@ package io.metaroce.nic.transport;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.Port;
+import io.metaroce.nic.verbs.Mr;
+import io.metaroce.nic.verbs.Pd;
 import io.metaroce.nic.verbs.Qp;
+import io.metaroce.nic.verbs.Srq;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The receiving half of an RC QP. Packets arrive in any order; each names its message (msn), its
- * byte offset and the message length, so its payload goes straight to its place in the receive
- * buffer that message consumes (the n-th message takes the n-th posted receive). Duplicates are
- * suppressed per PSN with a {@link RcRequester#WINDOW}-bit bitmap above the cumulative PSN;
- * messages complete in order once every byte landed. A packet for a message with no posted
- * receive yet is dropped and answered with an RNR NAK.
+ * The receiving half of an RC QP (docs/spec/transport.md section 5). Packets arrive in any order;
+ * each is placed alone: a SEND packet names its message (msn), its byte offset and the message
+ * length, so its payload goes straight to its place in the receive buffer that message consumes
+ * (the n-th receive-consuming message takes the n-th posted receive, from the QP's RQ or its
+ * SRQ); an RDMA WRITE packet names its target (rkey, virtual address) and is checked against it.
+ * Duplicates are suppressed per RSN with a {@link RcRequester#WINDOW}-bit bitmap above the
+ * cumulative RSN; messages complete in order once every byte landed and every earlier RSN was
+ * placed. READ requests and atomics execute in RSN order (after everything before them landed):
+ * READ responses are sent from a queue of read jobs, atomic results are kept by RSN so that a
+ * duplicate request is answered with the original value and never executed twice. A packet for a
+ * message with no posted receive yet is dropped and answered with an RNR NAK.
  *
  * <p>Engine thread only.
  */
 public final class RcResponder {
+    /** Read jobs queued at most (requests being answered plus re-requests). */
+    static final int JOBS = 32;
+    /** Atomic results kept for duplicates (more than max_dest_rd_atomic can have outstanding). */
+    static final int ATOMIC_RESULTS = Wire.ATOMIC_REPLAY_WINDOW;
+    private static final int BURST = Datapath.RESPONSE_BURST;
+
+    /** One READ request (or re-request) being answered: response packets still to send. */
+    static final class ReadJob {
+        int rsn;
+        Mr mr;
+        /** Application address of the READ's byte 0. */
+        long base;
+        long next;
+        long end;
+        long msgLen;
+        int unit;
+        /** Packets still to send (a zero-length READ sends one empty response). */
+        int left;
+        /** An original request (counts against max_dest_rd_atomic), not a re-request. */
+        boolean original;
+    }
+
     private final Qp qp;
     private final WqeFlyweight wqe = new WqeFlyweight();
-    private final RecvWr[] wrs;
-    private final int wrMask;
+    private RecvWr[] wrs;
+    private int wrMask;
     private int rqConsumer;
     private int wrHead;
     private int wrTail;
@@ -46,6 +76,41 @@ public final class RcResponder {
     /** Baseline: the ePsn a SEQUENCE_ERROR NAK was sent for (one per gap). */
     private int seqNakFor;
     private boolean seqNakSent;
+    /** Paths seen (ids), to spread READ responses over their reply entropies. */
+    private final int[] seenPaths = new int[RcRequester.MAX_PATHS];
+    private int seenCount;
+    private int responseRotor;
+    /** Requests received (RSN placed) but not executed yet, by RSN slot: opcode, 0 when none. */
+    private final int[] reqOp = new int[W];
+    private final int[] reqRkey = new int[W];
+    private final long[] reqVa = new long[W];
+    private final long[] reqOffset = new long[W];
+    private final int[] reqLen = new int[W];
+    private final long[] reqMsgLen = new long[W];
+    private final int[] reqUnit = new int[W];
+    private final long[] reqCompareAdd = new long[W];
+    private final long[] reqSwap = new long[W];
+    private final ReadJob[] jobs = new ReadJob[JOBS];
+    private int jobHead;
+    private int jobTail;
+    private int originalJobs;
+    private final int[] atomicRsn = new int[ATOMIC_RESULTS];
+    private final long[] atomicValue = new long[ATOMIC_RESULTS];
+    private final boolean[] atomicValid = new boolean[ATOMIC_RESULTS];
+    private int atomicNext;
+    /** A refused packet (access error) waits for every RSN before it to land, then fails the QP. */
+    private boolean errPending;
+    private int errRsn;
+    private int errSyndrome;
+    /**
+     * After this half refused a request and failed the QP, it answers every later packet of the
+     * peer with the same NAK (the first one may be lost on a lossy link).
+     */
+    private boolean nakRepeat;
+    private int nakRsn;
+    private int nakSyndrome;
+    private final int[] responseLen = new int[BURST];
+    private final int[] responseJob = new int[BURST];
 
     public RcResponder(Qp qp) {
         this.qp = qp;
@@ -55,11 +120,30 @@ public final class RcResponder {
             wrs[i] = new RecvWr();
         }
         this.wrMask = n - 1;
+        for (int i = 0; i < JOBS; i++) {
+            jobs[i] = new ReadJob();
+        }
     }
 
     /** Entering RTR: the receive PSN space starts at rq_psn. */
     public void start() {
+        if (qp.srq != null && wrs.length < W) {
+            // Receives come from the SRQ, taken one message at a time: room for a full window.
+            wrs = new RecvWr[W];
+            for (int i = 0; i < W; i++) {
+                wrs[i] = new RecvWr();
+            }
+            wrMask = W - 1;
+            wrHead = wrTail = 0;
+        }
         ePsn = qp.rqPsn;
+        java.util.Arrays.fill(reqOp, 0);
+        java.util.Arrays.fill(atomicValid, false);
+        jobHead = jobTail = 0;
+        originalJobs = 0;
+        errPending = false;
+        nakRepeat = false;
+        seenCount = 0;
         java.util.Arrays.fill(got, false);
         java.util.Arrays.fill(highest, -1);
         java.util.Arrays.fill(news, false);
@@ -100,6 +184,9 @@ public final class RcResponder {
             dp.counters.gapsDetected++;
             gap = true;
         }
+        if (h == -1 && d > 0) {
+            seenPaths[seenCount++] = path;
+        }
         if (d > 0) {
             highest[path] = psn;
             if (!news[path]) {
@@ -136,30 +223,38 @@ public final class RcResponder {
         qp.rq.consumerRelease(rqConsumer);
         wrHead = wrTail = 0;
         msnHead = 0;
+        jobHead = jobTail = 0;
+        originalJobs = 0;
+        nakRepeat = false;
+        errPending = false;
     }
 
     public int expectedPsn() {
         return ePsn;
     }
 
-    /** One duty-cycle step: read posted receives; in ERR flush them. */
+    /** One duty-cycle step: read posted receives, send READ responses; in ERR flush them. */
     public int doWork(Datapath dp) {
         int work = pollRq(dp);
         if (qp.state == Ibv.QPS_ERR) {
+            jobHead = jobTail;
+            originalJobs = 0;
             work += flush();
+        } else if (jobHead != jobTail && qp.canReceive()) {
+            work += serveReads(dp);
         }
         return work;
     }
 
     private int pollRq(Datapath dp) {
-        if (qp.state == Ibv.QPS_RESET) {
-            return 0;
+        if (qp.state == Ibv.QPS_RESET || qp.srq != null) {
+            return 0; // an SRQ's receives are taken when a message needs one (pullSrq)
         }
         int producer = qp.rq.producerAcquire();
         int n = 0;
         while (rqConsumer != producer && wrTail - wrHead < wrs.length) {
             wqe.wrap(qp.rq.segment(), qp.rq.slotOffset(rqConsumer));
-            readWqe(dp, wrs[wrTail & wrMask]);
+            readWqe(dp, wrs[wrTail & wrMask], qp.pd, qp.pid, qp.maxRecvSge);
             rqConsumer++;
             wrTail++;
             n++;
@@ -170,7 +265,20 @@ public final class RcResponder {
         return n;
     }
 
-    private void readWqe(Datapath dp, RecvWr wr) {
+    /**
+     * Takes receives from the SRQ into this QP's list until message {@code m} (relative to the
+     * head) has one: messages take SRQ receives in MSN order.
+     */
+    private void pullSrq(Datapath dp, int m) {
+        Srq srq = qp.srq;
+        while (m >= wrTail - wrHead && wrTail - wrHead < wrs.length && srq.peek(wqe)) {
+            readWqe(dp, wrs[wrTail & wrMask], srq.pd, srq.pid, srq.maxSge);
+            srq.consume();
+            wrTail++;
+        }
+    }
+
+    private void readWqe(Datapath dp, RecvWr wr, Pd pd, int pid, int maxSge) {
         wr.reset();
         wr.wrId = wqe.wrId();
         wr.sges.count = 0;
@@ -180,11 +288,11 @@ public final class RcResponder {
             return;
         }
         int numSge = wqe.numSge();
-        if (numSge > qp.maxRecvSge) {
+        if (numSge > maxSge) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             return;
         }
-        long total = wr.sges.load(dp.mrs, qp, wqe, numSge, Ibv.ACCESS_LOCAL_WRITE);
+        long total = wr.sges.load(dp.mrs, pd, pid, wqe, numSge, Ibv.ACCESS_LOCAL_WRITE);
         if (total < 0) {
             wr.status = Ibv.WC_LOC_PROT_ERR;
             return;
@@ -193,15 +301,28 @@ public final class RcResponder {
     }
 
     /**
-     * A SEND packet arrived for this QP (already CRC-checked and addressed to it); {@code ecn} is
-     * its IP header's ECN field (a CE mark counts against its path).
+     * A request-stream packet (SEND, WRITE, READ request, atomic) arrived for this QP (already
+     * CRC-checked and addressed to it); {@code ecn} is its IP header's ECN field (a CE mark counts
+     * against its path).
      */
     public void onData(Datapath dp, MemorySegment frame, int length, int ecn) {
         if (!qp.canReceive()) {
+            if (nakRepeat && qp.state == Ibv.QPS_ERR) {
+                sendNak(dp, nakRsn, nakSyndrome);
+            }
+            return;
+        }
+        int flags = Wire.u8(frame, Wire.OFF_FLAGS);
+        int opcode = Wire.u8(frame, Wire.OFF_OPCODE);
+        if ((flags & Wire.FLAG_RESEND) != 0) {
+            if (Wire.isRequest(opcode)) {
+                onResend(dp, frame, length, opcode, Wire.u32(frame, Wire.OFF_RSN));
+            } else {
+                dp.counters.malformed++;
+            }
             return;
         }
         dp.counters.dataRx++;
-        int flags = Wire.u8(frame, Wire.OFF_FLAGS);
         boolean gbn = (flags & Wire.FLAG_GBN) != 0;
         boolean now = (flags & Wire.FLAG_ACK_NOW) != 0;
         if (gbn) {
@@ -214,6 +335,9 @@ public final class RcResponder {
         int d = psn - ePsn;
         if (d < 0 || (d < W && got[psn & M])) {
             dp.counters.duplicates++;
+            if (Wire.isRequest(opcode)) {
+                onResend(dp, frame, length, opcode, psn); // lost responses: answer again
+            }
             owe(dp, now);
             return;
         }
@@ -234,55 +358,54 @@ public final class RcResponder {
             owe(dp, now);
             return;
         }
-        int msn = Wire.u32(frame, Wire.OFF_MSN);
+        if (errPending && psn - errRsn >= 0) {
+            return; // nothing at or after a refused packet is executed
+        }
+        switch (opcode) {
+            case Wire.OP_SEND, Wire.OP_SEND_IMM -> onSend(dp, frame, length, psn, opcode, now);
+            case Wire.OP_WRITE, Wire.OP_WRITE_IMM -> onWrite(dp, frame, length, psn, opcode, now);
+            default -> onRequest(dp, frame, length, psn, opcode, now);
+        }
+    }
+
+    private void onSend(Datapath dp, MemorySegment frame, int length, int psn, int opcode,
+            boolean now) {
         long offset = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
         long msgLen = Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL;
         int payloadLen = length - Wire.HEADER_SIZE;
-        int m = msn - msnHead;
+        if (offset + payloadLen > msgLen || (payloadLen == 0 && msgLen != 0)) {
+            dp.counters.malformed++;
+            return;
+        }
+        int m = Wire.u32(frame, Wire.OFF_MSN) - msnHead;
         if (m < 0) {
             dp.counters.duplicates++;
             owe(dp, now);
             return;
         }
-        if (offset + payloadLen > msgLen || (payloadLen == 0 && msgLen != 0)) {
-            dp.counters.malformed++;
+        RecvWr wr = receive(dp, m, psn);
+        if (wr == null) {
             return;
         }
-        if (m >= wrTail - wrHead) {
-            pollRq(dp); // the receive may sit in the RQ ring, not read yet this duty cycle
-        }
-        if (m >= wrTail - wrHead) {
-            dp.counters.rnrDrops++;
-            sendNak(dp, psn, Wire.NAK_RNR);
-            return;
-        }
-        RecvWr wr = wrs[(wrHead + m) & wrMask];
-        if (wr.msgLen >= 0 && wr.msgLen != msgLen) {
+        if (wr.msgLen >= 0 && (wr.msgLen != msgLen || wr.writeImm)) {
             dp.counters.malformed++;
             return;
         }
         if (wr.status >= 0) {
             // The posted receive was bad: it completes with its error, the sender learns of it.
             wr.failed = true;
-            sendNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
+            finalNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
             qp.toError();
             return;
         }
         if (msgLen > wr.capacity) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             wr.failed = true;
-            sendNak(dp, psn, Wire.NAK_INVALID_REQUEST);
+            finalNak(dp, psn, Wire.NAK_INVALID_REQUEST);
             qp.toError();
             return;
         }
-        int opcode = Wire.u8(frame, Wire.OFF_OPCODE);
-        wr.msgLen = msgLen;
-        wr.withImm = opcode == Wire.OP_SEND_IMM;
-        wr.imm = wr.withImm ? Integer.reverseBytes(Wire.u32(frame, Wire.OFF_IMM)) : 0;
-        wr.srcQp = Wire.u32(frame, Wire.OFF_SRC_QPN);
-        if ((Wire.u8(frame, Wire.OFF_FLAGS) & Wire.FLAG_SOLICITED) != 0) {
-            wr.solicited = true;
-        }
+        startMessage(frame, wr, psn, msgLen, opcode == Wire.OP_SEND_IMM, false);
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
         wr.sges.copy(dp.scatter, offset, payloadLen, frame.address() + Wire.HEADER_SIZE, tag);
@@ -292,15 +415,399 @@ public final class RcResponder {
         }
     }
 
+    /** Notes what a packet tells of its message in the receive it consumes. */
+    private static void startMessage(MemorySegment frame, RecvWr wr, int psn, long msgLen,
+            boolean withImm, boolean writeImm) {
+        if (wr.msgLen < 0) {
+            wr.endRsn = psn + 1;
+        } else if (wr.endRsn - (psn + 1) < 0) {
+            wr.endRsn = psn + 1;
+        }
+        wr.msgLen = msgLen;
+        wr.withImm = withImm;
+        wr.writeImm = writeImm;
+        wr.imm = withImm ? Integer.reverseBytes(Wire.u32(frame, Wire.OFF_IMM)) : 0;
+        wr.srcQp = Wire.u32(frame, Wire.OFF_SRC_QPN);
+        if ((Wire.u8(frame, Wire.OFF_FLAGS) & Wire.FLAG_SOLICITED) != 0) {
+            wr.solicited = true;
+        }
+    }
+
+    /** The receive message {@code m} (after the head) takes, or null after an RNR NAK. */
+    private RecvWr receive(Datapath dp, int m, int psn) {
+        if (m >= wrTail - wrHead) {
+            // the receive may sit in the RQ ring (or the SRQ), not read yet this duty cycle
+            if (qp.srq != null) {
+                pullSrq(dp, m);
+            } else {
+                pollRq(dp);
+            }
+        }
+        if (m >= wrTail - wrHead) {
+            dp.counters.rnrDrops++;
+            sendNak(dp, psn, Wire.NAK_RNR);
+            return null;
+        }
+        return wrs[(wrHead + m) & wrMask];
+    }
+
+    /**
+     * The region that rkey {@code rkey} names if [{@code va}, {@code va + len}) may be accessed
+     * with {@code access} through this QP: a live region of the QP's PD and process that holds the
+     * range and grants the access, on a QP whose own access flags grant it. Null otherwise.
+     */
+    private Mr remoteRegion(Datapath dp, int rkey, long va, long len, int access) {
+        if ((qp.accessFlags & access) == 0) {
+            return null;
+        }
+        Mr mr = dp.mrs.byRkey(rkey);
+        if (mr == null || mr.pd != qp.pd || mr.pid != qp.pid || !mr.live() || !mr.contains(va, len)
+                || (mr.access & access) != access) {
+            return null;
+        }
+        return mr;
+    }
+
+    private void onWrite(Datapath dp, MemorySegment frame, int length, int psn, int opcode,
+            boolean now) {
+        long offset = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
+        long msgLen = Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL;
+        int payloadLen = length - Wire.HEADER_SIZE - Wire.RETH_SIZE;
+        if (payloadLen < 0 || offset + payloadLen > msgLen || (payloadLen == 0 && msgLen != 0)) {
+            dp.counters.malformed++;
+            return;
+        }
+        long va = Wire.u64(frame, Wire.OFF_VA);
+        Mr mr = null;
+        if (msgLen > 0) { // a zero-length WRITE checks no key (IBA 9.4.3)
+            mr = remoteRegion(dp, Wire.u32(frame, Wire.OFF_RKEY), va, msgLen, Ibv.ACCESS_REMOTE_WRITE);
+            if (mr == null) {
+                refuse(dp, psn, Wire.NAK_REMOTE_ACCESS);
+                return;
+            }
+        }
+        RecvWr wr = null;
+        if (opcode == Wire.OP_WRITE_IMM) {
+            int m = Wire.u32(frame, Wire.OFF_MSN) - msnHead;
+            if (m < 0) {
+                dp.counters.duplicates++;
+                owe(dp, now);
+                return;
+            }
+            wr = receive(dp, m, psn);
+            if (wr == null) {
+                return;
+            }
+            if (wr.msgLen >= 0 && (wr.msgLen != msgLen || !wr.writeImm)) {
+                dp.counters.malformed++;
+                return;
+            }
+            // The receive's scatter list is not used: only its wr_id and the immediate data.
+            wr.status = -1;
+            startMessage(frame, wr, psn, msgLen, true, true);
+        }
+        dp.prepareStage(qp.pid);
+        int tag = dp.nextStage();
+        if (payloadLen > 0) {
+            dp.scatter.add(frame.address() + Wire.HEADER_SIZE + Wire.RETH_SIZE,
+                    mr.translate(va + offset), payloadLen, tag);
+        }
+        dp.stage(qp, psn, payloadLen, wr);
+        if (now) {
+            owe(dp, true);
+        }
+    }
+
+    /**
+     * A READ request or an atomic: noted by its RSN (so it is deduplicated and acknowledged like
+     * data) and executed once every RSN before it landed.
+     */
+    private void onRequest(Datapath dp, MemorySegment frame, int length, int psn, int opcode,
+            boolean now) {
+        int need = Wire.HEADER_SIZE + (opcode == Wire.OP_READ_REQ ? Wire.RETH_SIZE : Wire.ATOMIC_EXT_SIZE);
+        if (length != need) {
+            dp.counters.malformed++;
+            return;
+        }
+        int s = psn & M;
+        reqOp[s] = opcode;
+        reqRkey[s] = Wire.u32(frame, Wire.OFF_RKEY);
+        reqVa[s] = Wire.u64(frame, Wire.OFF_VA);
+        reqOffset[s] = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
+        reqMsgLen[s] = Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL;
+        reqLen[s] = Wire.u32(frame, Wire.OFF_IMM);
+        reqUnit[s] = Wire.u32(frame, Wire.OFF_RESP_UNIT);
+        if (opcode != Wire.OP_READ_REQ) {
+            reqCompareAdd[s] = Wire.u64(frame, Wire.OFF_COMPARE_ADD);
+            reqSwap[s] = Wire.u64(frame, Wire.OFF_SWAP);
+        }
+        got[s] = true;
+        if (psn == ePsn) {
+            advance(dp); // every RSN before it landed (got[] is set only once a copy is done)
+        }
+        owe(dp, now);
+    }
+
+    /** Moves ePsn over placed RSNs, executing the requests it passes; then completes messages. */
+    private void advance(Datapath dp) {
+        while (got[ePsn & M]) {
+            int s = ePsn & M;
+            int op = reqOp[s];
+            if (op != 0) {
+                reqOp[s] = 0;
+                if (!execute(dp, s, ePsn, op)) {
+                    return; // refused: the QP is in ERR
+                }
+            }
+            got[s] = false;
+            ePsn++;
+        }
+        if (errPending && ePsn == errRsn) {
+            fail(dp, errRsn, errSyndrome);
+            return;
+        }
+        retire();
+    }
+
+    /** Executes request {@code rsn} (in order); false when it was refused (the QP is in ERR). */
+    private boolean execute(Datapath dp, int s, int rsn, int op) {
+        if (qp.maxDestRdAtomic == 0) {
+            fail(dp, rsn, Wire.NAK_INVALID_REQUEST);
+            return false;
+        }
+        if (op == Wire.OP_READ_REQ) {
+            if (originalJobs >= qp.maxDestRdAtomic || jobTail - jobHead >= JOBS) {
+                fail(dp, rsn, Wire.NAK_INVALID_REQUEST); // more outstanding than max_dest_rd_atomic
+                return false;
+            }
+            int syndrome = queueRead(dp, rsn, reqRkey[s], reqVa[s], reqOffset[s], reqLen[s],
+                    reqMsgLen[s], reqUnit[s], true);
+            if (syndrome != 0) {
+                fail(dp, rsn, syndrome);
+                return false;
+            }
+            return true;
+        }
+        long va = reqVa[s];
+        if ((va & 7) != 0) {
+            fail(dp, rsn, Wire.NAK_INVALID_REQUEST); // atomics need an 8-byte aligned address
+            return false;
+        }
+        Mr mr = remoteRegion(dp, reqRkey[s], va, 8, Ibv.ACCESS_REMOTE_ATOMIC);
+        if (mr == null) {
+            fail(dp, rsn, Wire.NAK_REMOTE_ACCESS);
+            return false;
+        }
+        boolean ok = op == Wire.OP_ATOMIC_CS
+                ? dp.atomic.compareAndSwap(qp.pid, mr.translate(va), reqCompareAdd[s], reqSwap[s])
+                : dp.atomic.fetchAndAdd(qp.pid, mr.translate(va), reqCompareAdd[s]);
+        if (!ok) {
+            fail(dp, rsn, Wire.NAK_REMOTE_OPERATIONAL);
+            return false;
+        }
+        dp.counters.atomicsExecuted++;
+        int k = atomicNext;
+        atomicNext = (atomicNext + 1) % ATOMIC_RESULTS;
+        atomicRsn[k] = rsn;
+        atomicValue[k] = dp.atomic.original();
+        atomicValid[k] = true;
+        sendAtomicResponse(dp, rsn, atomicValue[k]);
+        return true;
+    }
+
+    /**
+     * Queues a read job for bytes [{@code offset}, {@code offset + len}) of a READ of
+     * {@code msgLen} bytes at {@code va}; returns 0 or the NAK syndrome that refuses it.
+     */
+    private int queueRead(Datapath dp, int rsn, int rkey, long va, long offset, int len, long msgLen,
+            int unit, boolean original) {
+        if (len < 0 || offset + len > msgLen || (len == 0 && msgLen != 0) || unit <= 0
+                || unit > Math.min(dp.framePayloadMax(Wire.HEADER_SIZE),
+                        qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE)) {
+            return Wire.NAK_INVALID_REQUEST;
+        }
+        Mr mr = null;
+        if (msgLen > 0) { // a zero-length READ checks no key
+            mr = remoteRegion(dp, rkey, va, msgLen, Ibv.ACCESS_REMOTE_READ);
+            if (mr == null) {
+                return Wire.NAK_REMOTE_ACCESS;
+            }
+        }
+        ReadJob j = jobs[jobTail & (JOBS - 1)];
+        j.rsn = rsn;
+        j.mr = mr;
+        j.base = mr == null ? 0 : mr.translate(va);
+        j.next = offset;
+        j.end = offset + len;
+        j.msgLen = msgLen;
+        j.unit = unit;
+        j.left = Math.max(1, (int) ((len + (long) unit - 1) / unit));
+        j.original = original;
+        jobTail++;
+        if (original) {
+            originalJobs++;
+        }
+        return 0;
+    }
+
+    /**
+     * A duplicate or re-request ({@link Wire#FLAG_RESEND}) of a request: a READ executed already
+     * sends the requested range again, an atomic executed already sends its original result again;
+     * one not executed yet is ignored (it will answer when it executes).
+     */
+    private void onResend(Datapath dp, MemorySegment frame, int length, int opcode, int rsn) {
+        if (rsn - ePsn >= 0) {
+            return;
+        }
+        dp.counters.resendsRx++;
+        if (opcode != Wire.OP_READ_REQ) {
+            for (int k = 0; k < ATOMIC_RESULTS; k++) {
+                if (atomicValid[k] && atomicRsn[k] == rsn) {
+                    sendAtomicResponse(dp, rsn, atomicValue[k]);
+                    return;
+                }
+            }
+            return; // long gone: its requester completed it
+        }
+        if (length != Wire.HEADER_SIZE + Wire.RETH_SIZE) {
+            dp.counters.malformed++;
+            return;
+        }
+        long offset = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
+        for (int i = jobHead; i != jobTail; i++) {
+            ReadJob j = jobs[i & (JOBS - 1)];
+            if (j.rsn == rsn && j.next <= offset && offset < j.end) {
+                return; // still being answered
+            }
+        }
+        if (jobTail - jobHead >= JOBS) {
+            return; // busy: the requester asks again
+        }
+        int syndrome = queueRead(dp, rsn, Wire.u32(frame, Wire.OFF_RKEY), Wire.u64(frame, Wire.OFF_VA),
+                offset, Wire.u32(frame, Wire.OFF_IMM), Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL,
+                Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
+        if (syndrome != 0) {
+            fail(dp, rsn, syndrome);
+        }
+    }
+
+    /**
+     * Sends up to a burst of READ response packets: the payloads are gathered from the
+     * application with one process_vm_readv, then copied into port frames.
+     */
+    private int serveReads(Datapath dp) {
+        dp.gather.begin(qp.pid);
+        int n = 0;
+        for (int i = jobHead; i != jobTail && n < BURST; i++) {
+            ReadJob j = jobs[i & (JOBS - 1)];
+            if (j.mr != null && !j.mr.live()) {
+                fail(dp, j.rsn, Wire.NAK_REMOTE_ACCESS); // deregistered while being read
+                return n;
+            }
+            while (j.left > 0 && n < BURST) {
+                int len = (int) Math.min(j.unit, j.end - j.next);
+                MemorySegment f = dp.responseFrames[n];
+                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn, qp.destQpNum, qp.qpn, 0, 0,
+                        (int) j.next, (int) j.msgLen, 0, 0, 0);
+                if (len > 0) {
+                    dp.gather.add(f.address() + Wire.HEADER_SIZE, j.base + j.next, len, n);
+                }
+                responseLen[n] = Wire.HEADER_SIZE + len;
+                responseJob[n] = j.rsn;
+                j.next += len;
+                j.left--;
+                n++;
+            }
+        }
+        if (dp.gather.count() > 0 && dp.gather.flush() > 0) {
+            for (int i = 0; i < dp.gather.count(); i++) {
+                if (dp.gather.failed(i)) {
+                    fail(dp, responseJob[dp.gather.tag(i)], Wire.NAK_REMOTE_OPERATIONAL);
+                    return n;
+                }
+            }
+        }
+        while (jobHead != jobTail && jobs[jobHead & (JOBS - 1)].left == 0) {
+            if (jobs[jobHead & (JOBS - 1)].original) {
+                originalJobs--;
+            }
+            jobs[jobHead & (JOBS - 1)].mr = null;
+            jobHead++;
+        }
+        for (int i = 0; i < n; i++) {
+            int len = responseLen[i];
+            MemorySegment out = dp.port.claim();
+            MemorySegment.copy(dp.responseFrames[i], 0, out, 0, len);
+            Wire.seal(dp.crc, out, dp.port.claimedView(), len);
+            dp.port.commit(len, qp.peerIp, qp.peerPort, responseEntropy());
+        }
+        dp.counters.responsesTx += n;
+        return n;
+    }
+
+    private void sendAtomicResponse(Datapath dp, int rsn, long original) {
+        MemorySegment f = dp.port.claim();
+        Wire.header(f, Wire.OP_ATOMIC_RESP, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, 0, 0, 0, 8, 0, 0, 0);
+        Wire.putU64(f, Wire.OFF_ORIGINAL, original);
+        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.ATOMIC_RESP_SIZE);
+        dp.port.commit(Wire.ATOMIC_RESP_SIZE, qp.peerIp, qp.peerPort, responseEntropy());
+        dp.counters.responsesTx++;
+    }
+
+    /** The reply entropy of the next path seen, in rotation: responses spread over the links. */
+    private int responseEntropy() {
+        if (seenCount == 0) {
+            return replyEntropy;
+        }
+        if (++responseRotor >= seenCount) {
+            responseRotor = 0;
+        }
+        return pathReplyEntropy[seenPaths[responseRotor]];
+    }
+
+    /**
+     * A packet refused for an access violation: the error takes effect in order, once every RSN
+     * before it landed (earlier requests complete normally), and nothing after it is executed.
+     */
+    private void refuse(Datapath dp, int rsn, int syndrome) {
+        if (!errPending || rsn - errRsn < 0) {
+            errPending = true;
+            errRsn = rsn;
+            errSyndrome = syndrome;
+        }
+        if (ePsn == errRsn) {
+            fail(dp, errRsn, errSyndrome);
+        }
+    }
+
+    /** Refuses request {@code rsn}: NAK with {@code syndrome}, the QP goes to ERR (async event). */
+    private void fail(Datapath dp, int rsn, int syndrome) {
+        if (!qp.canReceive()) {
+            return;
+        }
+        finalNak(dp, rsn, syndrome);
+        if (syndrome == Wire.NAK_REMOTE_ACCESS) {
+            dp.counters.accessErrors++;
+        }
+        qp.fatal(syndrome == Wire.NAK_REMOTE_ACCESS ? Ibv.EVENT_QP_ACCESS_ERR
+                : syndrome == Wire.NAK_INVALID_REQUEST ? Ibv.EVENT_QP_REQ_ERR : Ibv.EVENT_QP_FATAL);
+    }
+
     /** The payload of a staged packet landed (or failed to): count it, complete what is whole. */
     void commit(Datapath dp, int psn, int payloadLen, RecvWr wr, boolean failed) {
         if (!qp.canReceive()) {
             return;
         }
         if (failed) {
-            wr.status = Ibv.WC_LOC_PROT_ERR;
-            wr.failed = true;
-            qp.toError();
+            if (wr != null && !wr.writeImm) {
+                // the receive buffer went away: the receive fails, the sender learns of it
+                wr.status = Ibv.WC_LOC_PROT_ERR;
+                wr.failed = true;
+                finalNak(dp, psn, Wire.NAK_REMOTE_OPERATIONAL);
+                qp.toError();
+            } else {
+                fail(dp, psn, Wire.NAK_REMOTE_ACCESS); // the WRITE target could not be written
+            }
             return;
         }
         int d = psn - ePsn;
@@ -308,13 +815,13 @@ public final class RcResponder {
             return;
         }
         got[psn & M] = true;
-        while (got[ePsn & M]) {
-            got[ePsn & M] = false;
-            ePsn++;
+        if (wr != null) {
+            wr.placed += payloadLen;
         }
-        wr.placed += payloadLen;
         dp.ackLater(qp);
-        retire();
+        if (d == 0) {
+            advance(dp);
+        }
     }
 
     /** Completes whole messages in order. */
@@ -322,14 +829,16 @@ public final class RcResponder {
         int n = 0;
         while (wrHead != wrTail) {
             RecvWr wr = wrs[wrHead & wrMask];
-            if (wr.status >= 0 || wr.msgLen < 0 || wr.placed != wr.msgLen) {
+            // whole, and every RSN before its last one landed (a WRITE before it is visible)
+            if (wr.status >= 0 || wr.msgLen < 0 || wr.placed != wr.msgLen || ePsn - wr.endRsn < 0) {
                 break;
             }
             if (!qp.recvCq.hasSpace()) {
                 break;
             }
-            qp.recvCq.post(wr.wrId, Ibv.WC_SUCCESS, Ibv.WC_RECV, (int) wr.msgLen, wr.imm, qp.qpn,
-                    wr.srcQp, wr.withImm ? Ibv.WC_WITH_IMM : 0, wr.solicited);
+            qp.recvCq.post(wr.wrId, Ibv.WC_SUCCESS, wr.writeImm ? Ibv.WC_RECV_RDMA_WITH_IMM : Ibv.WC_RECV,
+                    (int) wr.msgLen, wr.imm, qp.qpn, wr.srcQp, wr.withImm ? Ibv.WC_WITH_IMM : 0,
+                    wr.solicited);
             wrHead++;
             msnHead++;
             n++;
@@ -398,10 +907,19 @@ public final class RcResponder {
         dp.counters.acksTx++;
     }
 
+    /** A NAK that fails the QP: repeated to every later packet of the peer (see {@link #nakRepeat}). */
+    private void finalNak(Datapath dp, int rsn, int syndrome) {
+        nakRepeat = true;
+        nakRsn = rsn;
+        nakSyndrome = syndrome;
+        sendNak(dp, rsn, syndrome);
+    }
+
     private void sendNak(Datapath dp, int rsn, int syndrome) {
         MemorySegment f = dp.port.claim();
-        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, 0, msnHead, qp.minRnrTimer, 0,
-                syndrome, 0, 0);
+        // message-length field: the cumulative RSN (every RSN below it landed)
+        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, 0, msnHead, qp.minRnrTimer,
+                ePsn, syndrome, 0, 0);
         Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
         dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, replyEntropy);
         dp.counters.naksTx++;

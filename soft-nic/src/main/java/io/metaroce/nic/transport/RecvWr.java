@@ -13,9 +13,13 @@ final class RecvWr {
     long msgLen;
     long placed;
     boolean withImm;
+    /** The message is an RDMA WRITE with immediate (its data went to the rkey, not here). */
+    boolean writeImm;
     int imm;
     boolean solicited;
     int srcQp;
+    /** One past the highest RSN of the message seen so far (valid once msgLen >= 0). */
+    int endRsn;
 
     void reset() {
         status = -1;
@@ -23,6 +27,7 @@ final class RecvWr {
         msgLen = -1;
         placed = 0;
         withImm = false;
+        writeImm = false;
         imm = 0;
         solicited = false;
     }

@@ -5,6 +5,7 @@ import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
 import io.metaroce.nic.verbs.Mr;
 import io.metaroce.nic.verbs.MrTable;
+import io.metaroce.nic.verbs.Pd;
 import io.metaroce.nic.verbs.Qp;
 
 /**
@@ -25,6 +26,11 @@ final class SgeList {
      * Returns the total length, or -1 on a protection error (then nothing is kept).
      */
     long load(MrTable mrs, Qp qp, WqeFlyweight wqe, int numSge, int access) {
+        return load(mrs, qp.pd, qp.pid, wqe, numSge, access);
+    }
+
+    /** As above, against protection domain {@code pd} of process {@code pid} (an SRQ's). */
+    long load(MrTable mrs, Pd pd, int pid, WqeFlyweight wqe, int numSge, int access) {
         count = 0;
         long total = 0;
         for (int i = 0; i < numSge; i++) {
@@ -34,7 +40,7 @@ final class SgeList {
                 continue;
             }
             Mr mr = mrs.byLkey(wqe.sgeLkey(i));
-            if (mr == null || mr.pd != qp.pd || mr.pid != qp.pid || !mr.contains(addr, len)
+            if (mr == null || mr.pd != pd || mr.pid != pid || !mr.contains(addr, len)
                     || (mr.access & access) != access) {
                 count = 0;
                 return -1;

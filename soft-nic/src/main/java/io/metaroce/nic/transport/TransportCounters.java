@@ -26,6 +26,17 @@ public final class TransportCounters {
     public long sequenceNaksTx;
     /** Data and probe packets received with an ECN CE mark. */
     public long ecnMarksRx;
+    /** Requester: READ and atomic responses taken; re-requests sent; response timeouts. */
+    public long responsesRx;
+    public long resendsTx;
+    public long responseTimeouts;
+    /** Responder: READ response packets and atomic responses sent; atomics executed. */
+    public long responsesTx;
+    public long atomicsExecuted;
+    /** Responder: remote access violations refused (NAK REMOTE_ACCESS). */
+    public long accessErrors;
+    /** Responder: duplicate or re-requested READs and atomics answered again. */
+    public long resendsRx;
 
     @Override
     public String toString() {
@@ -35,6 +46,9 @@ public final class TransportCounters {
                 + " malformed " + malformed + " timeouts " + timeouts + " pathLosses " + pathLosses
                 + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps
                 + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected
-                + " crossPathLosses " + crossPathLosses + " ecnMarksRx " + ecnMarksRx;
+                + " crossPathLosses " + crossPathLosses + " ecnMarksRx " + ecnMarksRx
+                + " responsesRx " + responsesRx + " resendsTx " + resendsTx + " responseTimeouts "
+                + responseTimeouts + " responsesTx " + responsesTx + " atomicsExecuted " + atomicsExecuted
+                + " accessErrors " + accessErrors + " resendsRx " + resendsRx;
     }
 }

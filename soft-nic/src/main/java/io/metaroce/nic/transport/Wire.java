@@ -26,7 +26,10 @@ import java.util.zip.CRC32C;
  *  | reply entropy | rwnd (ACK)    | 40
  *  |            crc32c             | 44
  *  +-------------------------------+
- *  48: payload (data); ACK: 32-byte SACK bitmap, then 8-byte path reports
+ *  48: payload (SEND); ACK: 32-byte SACK bitmap, then 8-byte path reports
+ *  48: WRITE, WRITE_IMM, READ_REQ: RETH | rkey | resp unit | va (8) | then WRITE payload
+ *  48: ATOMIC_CS/FA: RETH, compare/add (8), swap (8); ATOMIC_RESP: original value (8)
+ *  48: READ_RESP: payload
  * </pre>
  */
 public final class Wire {
@@ -37,6 +40,20 @@ public final class Wire {
 
     public static final int OP_SEND = 1;
     public static final int OP_SEND_IMM = 2;
+    /** RDMA WRITE data: RETH (rkey, VA) after the header, then the payload. */
+    public static final int OP_WRITE = 3;
+    /** RDMA WRITE with immediate: as {@link #OP_WRITE}; consumes a receive (MSN) when whole. */
+    public static final int OP_WRITE_IMM = 4;
+    /** RDMA READ request (one RSN per segment): RETH, no payload. */
+    public static final int OP_READ_REQ = 5;
+    /** RDMA READ response: RSN of its request, byte offset in the read, payload. */
+    public static final int OP_READ_RESP = 6;
+    /** Atomic compare and swap request: atomic extension (RETH, compare, swap). */
+    public static final int OP_ATOMIC_CS = 7;
+    /** Atomic fetch and add request: atomic extension (RETH, add, 0). */
+    public static final int OP_ATOMIC_FA = 8;
+    /** Atomic response: RSN of its request, the original 8-byte value. */
+    public static final int OP_ATOMIC_RESP = 9;
     public static final int OP_ACK = 16;
     public static final int OP_NAK = 17;
     public static final int OP_PROBE = 18;
@@ -45,11 +62,18 @@ public final class Wire {
     public static final int FLAG_RETRANSMIT = 2;
     public static final int FLAG_GBN = 4;
     public static final int FLAG_ACK_NOW = 8;
+    /**
+     * A re-request (READ_REQ or atomic) sent outside the RSN stream and every path's PSN space:
+     * it asks the responder to send again responses of a request it already executed.
+     */
+    public static final int FLAG_RESEND = 16;
 
     public static final int NAK_RNR = 1;
     public static final int NAK_INVALID_REQUEST = 2;
     public static final int NAK_REMOTE_OPERATIONAL = 3;
     public static final int NAK_SEQUENCE_ERROR = 4;
+    /** Remote access error: bad rkey, PD, bounds or access rights (IB NAK code 2). */
+    public static final int NAK_REMOTE_ACCESS = 5;
 
     public static final long OFF_VERSION = 0;
     public static final long OFF_OPCODE = 1;
@@ -67,6 +91,24 @@ public final class Wire {
     public static final long OFF_REPLY_ENTROPY = 40;
     public static final long OFF_RWND = 42;
     public static final long OFF_CRC = 44;
+
+    /** RETH: rkey, response payload size (READ_REQ; 0 otherwise), virtual address. */
+    public static final int RETH_SIZE = 16;
+    public static final long OFF_RKEY = HEADER_SIZE;
+    public static final long OFF_RESP_UNIT = HEADER_SIZE + 4;
+    public static final long OFF_VA = HEADER_SIZE + 8;
+    /** Atomic extension: RETH, then compare (CS) or add (FA), then swap (CS; 0 for FA). */
+    public static final int ATOMIC_EXT_SIZE = RETH_SIZE + 16;
+    public static final long OFF_COMPARE_ADD = HEADER_SIZE + RETH_SIZE;
+    public static final long OFF_SWAP = HEADER_SIZE + RETH_SIZE + 8;
+    /** ATOMIC_RESP payload: the original value at the target. */
+    public static final long OFF_ORIGINAL = HEADER_SIZE;
+    public static final int ATOMIC_RESP_SIZE = HEADER_SIZE + 8;
+    /**
+     * A responder keeps the results of at least its last this many atomics (to answer duplicates);
+     * a requester never sends an atomic while one sent this many atomics earlier is unanswered.
+     */
+    public static final int ATOMIC_REPLAY_WINDOW = 64;
 
     /** ACK payload: the SACK bitmap (bit i = RSN cumulative + i), then the path reports. */
     public static final int SACK_BYTES = 32;
@@ -94,6 +136,22 @@ public final class Wire {
 
     public static void putU32(MemorySegment f, long off, int v) {
         f.set(BE_INT, off, v);
+    }
+
+    private static final ValueLayout.OfLong BE_LONG =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    public static long u64(MemorySegment f, long off) {
+        return f.get(BE_LONG, off);
+    }
+
+    public static void putU64(MemorySegment f, long off, long v) {
+        f.set(BE_LONG, off, v);
+    }
+
+    /** Requests the responder executes in RSN order (READ, atomics). */
+    public static boolean isRequest(int opcode) {
+        return opcode == OP_READ_REQ || opcode == OP_ATOMIC_CS || opcode == OP_ATOMIC_FA;
     }
 
     private static final ValueLayout.OfLong LE_LONG =

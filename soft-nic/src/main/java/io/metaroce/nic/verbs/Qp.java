@@ -63,6 +63,11 @@ public final class Qp {
     public int peerIp;
     public int peerPort;
 
+    /** The SRQ receives come from (null: the QP's own RQ). Set before the engine sees the QP. */
+    public Srq srq;
+    /** Where this QP's async events go (the owning connection's queue). */
+    public AsyncEventSink asyncEvents = AsyncEventSink.NONE;
+
     public final RcRequester requester;
     public final RcResponder responder;
 
@@ -123,5 +128,21 @@ public final class Qp {
     public void toError() {
         state = Ibv.QPS_ERR;
         requester.onError();
+    }
+
+    /**
+     * Moves the QP to ERR because of an error the application did not ask for, and reports
+     * {@code eventType} (IBV_EVENT_QP_FATAL, IBV_EVENT_QP_ACCESS_ERR ...) as an async event; a QP
+     * on an SRQ also reports IBV_EVENT_QP_LAST_WQE_REACHED.
+     */
+    public void fatal(int eventType) {
+        if (state == Ibv.QPS_ERR) {
+            return;
+        }
+        toError();
+        asyncEvents.post(eventType, handle);
+        if (srq != null) {
+            asyncEvents.post(Ibv.EVENT_QP_LAST_WQE_REACHED, handle);
+        }
     }
 }

@@ -36,9 +36,11 @@ final class RequesterHarness implements AutoCloseable {
 
     /** A frame the requester sent. */
     record Pkt(int opcode, int flags, int path, int psn, int rsn, int msn, int len, int replyEntropy,
-            long timeNs) {
+            long timeNs, int offset, int imm) {
+        /** A packet of the request stream (SEND, WRITE, READ request, atomic), not a re-request. */
         boolean isData() {
-            return opcode == Wire.OP_SEND || opcode == Wire.OP_SEND_IMM;
+            return opcode >= Wire.OP_SEND && opcode <= Wire.OP_ATOMIC_FA && opcode != Wire.OP_READ_RESP
+                    && (flags & Wire.FLAG_RESEND) == 0;
         }
 
         boolean retransmit() {
@@ -54,6 +56,8 @@ final class RequesterHarness implements AutoCloseable {
     final Arena arena = Arena.ofShared();
     final MemorySegment buf;
     final int lkey;
+    /** {@link #buf} registered again with LOCAL_WRITE (READ destinations). */
+    final int writableLkey;
     final TestNode.CqHandles cq;
     final TestNode.QpHandles qpH;
     final Qp qp;
@@ -70,6 +74,7 @@ final class RequesterHarness implements AutoCloseable {
         int pd = a.allocPd();
         buf = arena.allocate(1 << 20, 64);
         lkey = a.regMr(pd, buf, 0)[1];
+        writableLkey = a.regMr(pd, buf, Ibv.ACCESS_LOCAL_WRITE)[1];
         cq = a.createCq(256, AbiConstants.NO_HANDLE);
         qpH = a.createQp(pd, cq.handle(), cq.handle(), 256, 1, 64);
         a.engine.datapath().paths = paths;
@@ -104,6 +109,32 @@ final class RequesterHarness implements AutoCloseable {
         }
     }
 
+    /** Posts a signaled RDMA READ of {@code len} bytes into {@link #buf} at {@code off}. */
+    void postRead(long wrId, long off, int len, int rkey, long remoteAddr) {
+        io.metaroce.nic.abi.RingFlyweight ring = qpH.sq();
+        int prod = ring.producerAcquire();
+        long slot = ring.slotOffset(prod);
+        new io.metaroce.nic.abi.WqeFlyweight().wrap(ring.segment(), slot).wrId(wrId)
+                .opcode(Ibv.WR_RDMA_READ).sendFlags(Ibv.SEND_SIGNALED).numSge(1).length(len)
+                .sge(0, buf.address() + off, len, writableLkey);
+        ring.segment().set(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED,
+                slot + io.metaroce.nic.abi.WqeDescriptor.OFF_RKEY, rkey);
+        ring.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED,
+                slot + io.metaroce.nic.abi.WqeDescriptor.OFF_REMOTE_ADDR, remoteAddr);
+        ring.producerRelease(prod + 1);
+        posted++;
+    }
+
+    /** The peer sends a READ response for request {@code rsn}: {@code payload} at {@code offset}. */
+    void readResponse(int rsn, int offset, int msgLen, byte[] payload) {
+        MemorySegment f = peer.claim();
+        Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, rsn, qpH.qpn(), PEER_QPN, 0, 0, offset, msgLen, 0, 0, 0);
+        MemorySegment.copy(MemorySegment.ofArray(payload), 0, f, Wire.HEADER_SIZE, payload.length);
+        int len = Wire.HEADER_SIZE + payload.length;
+        Wire.seal(new java.util.zip.CRC32C(), f, peer.claimedView(), len);
+        peer.commit(len, IP_A, 4793, 0);
+    }
+
     /** Send requests posted and not completed yet. */
     int pending() {
         return posted - completions.size();
@@ -127,7 +158,8 @@ final class RequesterHarness implements AutoCloseable {
             out.add(new Pkt(Wire.u8(f, Wire.OFF_OPCODE), Wire.u8(f, Wire.OFF_FLAGS),
                     Wire.u8(f, Wire.OFF_PATH), Wire.u32(f, Wire.OFF_PSN), Wire.u32(f, Wire.OFF_RSN),
                     Wire.u32(f, Wire.OFF_MSN), length - Wire.HEADER_SIZE,
-                    Wire.u16(f, Wire.OFF_REPLY_ENTROPY), t));
+                    Wire.u16(f, Wire.OFF_REPLY_ENTROPY), t, Wire.u32(f, Wire.OFF_OFFSET),
+                    Wire.u32(f, Wire.OFF_IMM)));
         });
         completions.addAll(a.poll(cq.ring()));
         return out;
