@@ -47,7 +47,7 @@ class VerbsServiceTest {
         assertThat(r.status()).isZero();
         assertThat(r.fds()).hasSize(2);
         ByteBuffer p = r.payload();
-        assertThat(p.getInt((int) HelloRespDescriptor.OFF_ABI_VERSION)).isEqualTo(1);
+        assertThat(p.getInt((int) HelloRespDescriptor.OFF_ABI_VERSION)).isEqualTo(MRCE_ABI_VERSION);
         assertThat(p.getInt((int) HelloRespDescriptor.OFF_DAEMON_PID)).isEqualTo(LibC.getpid());
         byte[] gid = new byte[16];
         p.get((int) HelloRespDescriptor.OFF_GID, gid);
