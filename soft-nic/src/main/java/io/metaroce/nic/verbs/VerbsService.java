@@ -595,9 +595,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         LibC.close(fd);
     }
 
-    /** QP types this daemon serves (RC; UD once its datapath exists). */
+    /** QP types this daemon serves: RC and UD (UC, XRC and raw packet QPs are EOPNOTSUPP). */
     static boolean qpTypeSupported(int type) {
-        return type == Ibv.QPT_RC;
+        return type == Ibv.QPT_RC || type == Ibv.QPT_UD;
     }
 
     private static int pow2(int n) {

@@ -124,7 +124,7 @@ class VerbsServiceTest {
         assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle())).status())
                 .isEqualTo(Errno.EBUSY);
         assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isEqualTo(Errno.EBUSY);
-        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_UD, 1, 1, 0).status())
+        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_UC, 1, 1, 0).status())
                 .isEqualTo(Errno.EOPNOTSUPP);
         assertThat(node.createQpRaw(pd, cq.handle(), 999, Ibv.QPT_RC, 1, 1, 0).status())
                 .isEqualTo(Errno.ENOENT);
