@@ -80,9 +80,9 @@ public final class UdTransport implements AutoCloseable {
         txInline = arena.allocate((long) BURST * AbiConstants.MRCE_MAX_INLINE, 64);
     }
 
-    /** Free entries of a CQ (the engine is its only producer). */
+    /** Free entries of a CQ (the engine is its only producer), reservations excluded. */
     static int cqFree(Cq cq) {
-        return cq.ring.slotCount() - (cq.ring.producerAcquire() - cq.ring.consumerAcquire());
+        return cq.free();
     }
 
     /** A UD QP takes receives in RTR, RTS, SQD and SQE (a send queue error leaves receives alone). */
@@ -110,13 +110,7 @@ public final class UdTransport implements AutoCloseable {
             return;
         }
         Cq cq = qp.recvCq;
-        int reserved = 0;
-        for (int i = 0; i < staged; i++) {
-            if (stagedQp[i].recvCq == cq) {
-                reserved++;
-            }
-        }
-        if (cqFree(cq) - reserved <= 0) {
+        if (cq.free() <= 0) {
             cqFullDrops++;
             return;
         }
@@ -162,6 +156,7 @@ public final class UdTransport implements AutoCloseable {
         int opcode = Wire.u8(frame, Wire.OFF_OPCODE);
         boolean imm = opcode == UdWire.OP_UD_SEND_IMM;
         stagedQp[i] = qp;
+        cq.reserved++; // the completion's entry: until commitRx writes it, nobody else takes it
         stagedStatus[i] = status;
         stagedFailed[i] = false;
         stagedLen[i] = UdWire.GRH_SIZE + payload;
@@ -265,6 +260,7 @@ public final class UdTransport implements AutoCloseable {
         int n = staged;
         for (int i = 0; i < n; i++) {
             Qp qp = stagedQp[i];
+            qp.recvCq.reserved--;
             int status = stagedStatus[i];
             if (status < 0 && stagedFailed[i]) {
                 status = Ibv.WC_LOC_PROT_ERR; // the application's buffer went away

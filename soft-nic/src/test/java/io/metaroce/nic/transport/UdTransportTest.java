@@ -322,6 +322,39 @@ class UdTransportTest {
     }
 
     @Test
+    void aFullReceiveCqDropsThePacketAndLeavesTheReceivePosted() {
+        TestNode.CqHandles small = b.createCq(2, NO_HANDLE);
+        TestNode.QpHandles qp = b.createQp(sb.pd(), small.handle(), small.handle(), NO_HANDLE, Ibv.QPT_UD,
+                4, 1, 0);
+        toRts(b, qp.handle(), QKEY);
+        for (int i = 0; i < 4; i++) {
+            postRecv(b, qp.rq(), 80 + i, sb.buf().address() + 128L * i, 128, sb.lkey());
+        }
+        for (int i = 0; i < 3; i++) {
+            sa.buf().set(ValueLayout.JAVA_INT, 16L * i, 0x70 + i);
+            postUd(sa.qp().sq(), 85 + i, Ibv.WR_SEND, 0, 0, sa.buf().address() + 16L * i, 4, sa.lkey(), ipB,
+                    qp.qpn(), QKEY);
+        }
+        for (int i = 0; i < 10; i++) {
+            a.pump();
+            b.pump();
+        }
+        assertThat(b.engine.ud().cqFullDrops).isEqualTo(1);
+        assertThat(qp.rq().consumerAcquire()).as("the third receive is still posted").isEqualTo(2);
+        assertThat(b.poll(small.ring())).extracting(TestNode.Cqe::wrId).containsExactly(80L, 81L);
+        postUd(sa.qp().sq(), 88, Ibv.WR_SEND, 0, 0, sa.buf().address() + 32, 4, sa.lkey(), ipB, qp.qpn(),
+                QKEY);
+        List<TestNode.Cqe> got = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            a.pump();
+            b.pump();
+            got.addAll(b.poll(small.ring()));
+        }
+        assertThat(got).extracting(TestNode.Cqe::wrId).containsExactly(82L);
+        assertThat(sb.buf().get(ValueLayout.JAVA_INT, 256 + 40)).isEqualTo(0x72);
+    }
+
+    @Test
     void errorFlushesTheSendAndReceiveQueues() {
         postRecv(b, sb.qp().rq(), 71, sb.buf().address(), 64, sb.lkey());
         postRecv(b, sb.qp().rq(), 72, sb.buf().address(), 64, sb.lkey());
