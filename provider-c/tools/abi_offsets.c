@@ -26,7 +26,9 @@ int main(void)
 	F(mrce_wqe, wr_id); F(mrce_wqe, opcode); F(mrce_wqe, send_flags);
 	F(mrce_wqe, num_sge); F(mrce_wqe, imm_data); F(mrce_wqe, length);
 	F(mrce_wqe, rkey); F(mrce_wqe, remote_addr); F(mrce_wqe, compare_add);
-	F(mrce_wqe, swap); F(mrce_wqe, data); SZ(mrce_wqe);
+	F(mrce_wqe, swap); F(mrce_wqe, ud_remote_qpn); F(mrce_wqe, ud_remote_qkey);
+	F(mrce_wqe, ud_dest_ipv4); F(mrce_wqe, ud_traffic_class);
+	F(mrce_wqe, ud_hop_limit); F(mrce_wqe, data); SZ(mrce_wqe);
 
 	F(mrce_cqe, wr_id); F(mrce_cqe, status); F(mrce_cqe, opcode);
 	F(mrce_cqe, vendor_err); F(mrce_cqe, byte_len); F(mrce_cqe, imm_data);
@@ -54,6 +56,9 @@ int main(void)
 	F(mrce_hello_resp, max_comp_channel); F(mrce_hello_resp, vendor_id);
 	F(mrce_hello_resp, vendor_part_id); F(mrce_hello_resp, hw_ver);
 	F(mrce_hello_resp, link_up); F(mrce_hello_resp, speed_mbps);
+	F(mrce_hello_resp, max_srq); F(mrce_hello_resp, max_srq_wr);
+	F(mrce_hello_resp, max_srq_sge); F(mrce_hello_resp, max_qp_init_rd_atom);
+	F(mrce_hello_resp, atomic_cap); F(mrce_hello_resp, max_ah);
 	SZ(mrce_hello_resp);
 
 	F(mrce_reg_mr_req, pd); F(mrce_reg_mr_req, access);
@@ -80,6 +85,24 @@ int main(void)
 	F(mrce_create_qp_resp, max_inline_data); F(mrce_create_qp_resp, sq_offset);
 	F(mrce_create_qp_resp, rq_offset); F(mrce_create_qp_resp, map_size);
 	SZ(mrce_create_qp_resp);
+
+	F(mrce_create_srq_req, pd); F(mrce_create_srq_req, max_wr);
+	F(mrce_create_srq_req, max_sge); F(mrce_create_srq_req, srq_limit);
+	SZ(mrce_create_srq_req);
+	F(mrce_create_srq_resp, handle); F(mrce_create_srq_resp, max_wr);
+	F(mrce_create_srq_resp, max_sge); F(mrce_create_srq_resp, map_size);
+	SZ(mrce_create_srq_resp);
+	F(mrce_modify_srq_req, handle); F(mrce_modify_srq_req, attr_mask);
+	F(mrce_modify_srq_req, max_wr); F(mrce_modify_srq_req, srq_limit);
+	SZ(mrce_modify_srq_req);
+	F(mrce_srq_attr, max_wr); F(mrce_srq_attr, max_sge);
+	F(mrce_srq_attr, srq_limit); SZ(mrce_srq_attr);
+	F(mrce_async_event, event_type); F(mrce_async_event, element);
+	SZ(mrce_async_event);
+	F(mrce_rereg_mr_req, handle); F(mrce_rereg_mr_req, flags);
+	F(mrce_rereg_mr_req, pd); F(mrce_rereg_mr_req, access);
+	F(mrce_rereg_mr_req, addr); F(mrce_rereg_mr_req, length);
+	F(mrce_rereg_mr_req, iova); SZ(mrce_rereg_mr_req);
 
 	F(mrce_qp_attr, qp_state); F(mrce_qp_attr, cur_qp_state);
 	F(mrce_qp_attr, path_mtu); F(mrce_qp_attr, qkey); F(mrce_qp_attr, rq_psn);
@@ -119,5 +142,14 @@ int main(void)
 	C(MRCE_OP_MODIFY_QP);
 	C(MRCE_OP_QUERY_QP);
 	C(MRCE_OP_DESTROY_QP);
+	C(MRCE_OP_CREATE_SRQ);
+	C(MRCE_OP_MODIFY_SRQ);
+	C(MRCE_OP_QUERY_SRQ);
+	C(MRCE_OP_DESTROY_SRQ);
+	C(MRCE_OP_GET_ASYNC_EVENT);
+	C(MRCE_OP_REREG_MR);
+	C(MRCE_RING_KIND_SQ); C(MRCE_RING_KIND_RQ); C(MRCE_RING_KIND_CQ);
+	C(MRCE_RING_KIND_SRQ); C(MRCE_RING_NEED_WAKEUP); C(MRCE_CQ_ARM_NEXT);
+	C(MRCE_CQ_ARM_SOLICITED); C(MRCE_MAX_ASYNC_EVENTS);
 	return 0;
 }

@@ -19,7 +19,7 @@ package io.metaroce.control;
  */
 public final class ControlProtocol {
 
-    public static final int ABI_VERSION = 1;
+    public static final int ABI_VERSION = 2;
     public static final int HEADER_SIZE = 16;
     public static final int MAX_FRAME = 4096;
     public static final String SOCK_DIR = "/tmp/metaroce";
@@ -39,7 +39,15 @@ public final class ControlProtocol {
     public static final int OP_MODIFY_QP = 11;
     public static final int OP_QUERY_QP = 12;
     public static final int OP_DESTROY_QP = 13;
-    public static final int OP_MAX = 13;
+    public static final int OP_CREATE_SRQ = 14;
+    public static final int OP_MODIFY_SRQ = 15;
+    public static final int OP_QUERY_SRQ = 16;
+    public static final int OP_DESTROY_SRQ = 17;
+    public static final int OP_GET_ASYNC_EVENT = 18;
+    public static final int OP_REREG_MR = 19;
+    public static final int OP_MAX = 19;
+    /** {@code MRCE_MAX_ASYNC_EVENTS}: events queued per connection at most. */
+    public static final int MAX_ASYNC_EVENTS = 1024;
 
     private static final int[] REQUEST_SIZE = new int[OP_MAX + 1];
     private static final int[] RESPONSE_SIZE = new int[OP_MAX + 1];
@@ -60,6 +68,12 @@ public final class ControlProtocol {
         op(OP_MODIFY_QP, "MODIFY_QP", ModifyQpReq.SIZE, 0, 0);
         op(OP_QUERY_QP, "QUERY_QP", HandleReq.SIZE, QpAttr.SIZE, 0);
         op(OP_DESTROY_QP, "DESTROY_QP", HandleReq.SIZE, 0, 0);
+        op(OP_CREATE_SRQ, "CREATE_SRQ", CreateSrqReq.SIZE, CreateSrqResp.SIZE, 1);
+        op(OP_MODIFY_SRQ, "MODIFY_SRQ", ModifySrqReq.SIZE, 0, 0);
+        op(OP_QUERY_SRQ, "QUERY_SRQ", HandleReq.SIZE, SrqAttr.SIZE, 0);
+        op(OP_DESTROY_SRQ, "DESTROY_SRQ", HandleReq.SIZE, 0, 0);
+        op(OP_GET_ASYNC_EVENT, "GET_ASYNC_EVENT", 0, AsyncEvent.SIZE, 0);
+        op(OP_REREG_MR, "REREG_MR", ReregMrReq.SIZE, RegMrResp.SIZE, 0);
     }
 
     private ControlProtocol() {}
@@ -159,7 +173,13 @@ public final class ControlProtocol {
         public static final int HW_VER_OFFSET = VENDOR_PART_ID_OFFSET + 4;
         public static final int LINK_UP_OFFSET = HW_VER_OFFSET + 4;
         public static final int SPEED_MBPS_OFFSET = LINK_UP_OFFSET + 4;
-        public static final int SIZE = SPEED_MBPS_OFFSET + 8;
+        public static final int MAX_SRQ_OFFSET = SPEED_MBPS_OFFSET + 4;
+        public static final int MAX_SRQ_WR_OFFSET = MAX_SRQ_OFFSET + 4;
+        public static final int MAX_SRQ_SGE_OFFSET = MAX_SRQ_WR_OFFSET + 4;
+        public static final int MAX_QP_INIT_RD_ATOM_OFFSET = MAX_SRQ_SGE_OFFSET + 4;
+        public static final int ATOMIC_CAP_OFFSET = MAX_QP_INIT_RD_ATOM_OFFSET + 4;
+        public static final int MAX_AH_OFFSET = ATOMIC_CAP_OFFSET + 4;
+        public static final int SIZE = MAX_AH_OFFSET + 8;
 
         private HelloResp() {}
     }
@@ -290,5 +310,71 @@ public final class ControlProtocol {
         public static final int SIZE = ATTR_OFFSET + 96;
 
         private ModifyQpReq() {}
+    }
+
+    /** {@code struct mrce_create_srq_req}. */
+    public static final class CreateSrqReq {
+        public static final int PD_OFFSET = 0;
+        public static final int MAX_WR_OFFSET = PD_OFFSET + 4;
+        public static final int MAX_SGE_OFFSET = MAX_WR_OFFSET + 4;
+        public static final int SRQ_LIMIT_OFFSET = MAX_SGE_OFFSET + 4;
+        public static final int SIZE = SRQ_LIMIT_OFFSET + 4;
+
+        private CreateSrqReq() {}
+    }
+
+    /** {@code struct mrce_create_srq_resp}; the SRQ ring's memfd follows. */
+    public static final class CreateSrqResp {
+        public static final int HANDLE_OFFSET = 0;
+        public static final int MAX_WR_OFFSET = HANDLE_OFFSET + 4;
+        public static final int MAX_SGE_OFFSET = MAX_WR_OFFSET + 4;
+        public static final int MAP_SIZE_OFFSET = MAX_SGE_OFFSET + 8;
+        public static final int SIZE = MAP_SIZE_OFFSET + 8;
+
+        private CreateSrqResp() {}
+    }
+
+    /** {@code struct mrce_modify_srq_req}. */
+    public static final class ModifySrqReq {
+        public static final int HANDLE_OFFSET = 0;
+        public static final int ATTR_MASK_OFFSET = HANDLE_OFFSET + 4;
+        public static final int MAX_WR_OFFSET = ATTR_MASK_OFFSET + 4;
+        public static final int SRQ_LIMIT_OFFSET = MAX_WR_OFFSET + 4;
+        public static final int SIZE = SRQ_LIMIT_OFFSET + 4;
+
+        private ModifySrqReq() {}
+    }
+
+    /** {@code struct mrce_srq_attr}. */
+    public static final class SrqAttr {
+        public static final int MAX_WR_OFFSET = 0;
+        public static final int MAX_SGE_OFFSET = MAX_WR_OFFSET + 4;
+        public static final int SRQ_LIMIT_OFFSET = MAX_SGE_OFFSET + 4;
+        public static final int SIZE = SRQ_LIMIT_OFFSET + 8;
+
+        private SrqAttr() {}
+    }
+
+    /** {@code struct mrce_async_event}. */
+    public static final class AsyncEvent {
+        public static final int EVENT_TYPE_OFFSET = 0;
+        public static final int ELEMENT_OFFSET = EVENT_TYPE_OFFSET + 4;
+        public static final int SIZE = ELEMENT_OFFSET + 4;
+
+        private AsyncEvent() {}
+    }
+
+    /** {@code struct mrce_rereg_mr_req}; the response is a {@link RegMrResp}. */
+    public static final class ReregMrReq {
+        public static final int HANDLE_OFFSET = 0;
+        public static final int FLAGS_OFFSET = HANDLE_OFFSET + 4;
+        public static final int PD_OFFSET = FLAGS_OFFSET + 4;
+        public static final int ACCESS_OFFSET = PD_OFFSET + 4;
+        public static final int ADDR_OFFSET = ACCESS_OFFSET + 4;
+        public static final int LENGTH_OFFSET = ADDR_OFFSET + 8;
+        public static final int IOVA_OFFSET = LENGTH_OFFSET + 8;
+        public static final int SIZE = IOVA_OFFSET + 8;
+
+        private ReregMrReq() {}
     }
 }

@@ -35,7 +35,7 @@ class ControlCodecTest {
     @Test
     void showsTheWireBytesOfHello() {
         assertThat(ByteBufUtil.hexDump(Frames.hello(7)))
-                .isEqualTo("18000000" + "0100" + "0000" + "07000000" + "0000" + "0000" + "0100000000000000");
+                .isEqualTo("18000000" + "0100" + "0000" + "07000000" + "0000" + "0000" + "0200000000000000");
     }
 
     @Test
@@ -61,18 +61,38 @@ class ControlCodecTest {
     }
 
     @Test
+    void decodesTheOpsOfAbiVersion2WithTheirPayloadSizes() {
+        int[] ops = {ControlProtocol.OP_CREATE_SRQ, ControlProtocol.OP_MODIFY_SRQ, ControlProtocol.OP_QUERY_SRQ,
+            ControlProtocol.OP_DESTROY_SRQ, ControlProtocol.OP_GET_ASYNC_EVENT, ControlProtocol.OP_REREG_MR};
+        int[] sizes = {16, 16, 8, 8, 0, 40};
+        EmbeddedChannel ch = new EmbeddedChannel(new ControlRequestDecoder());
+        for (int i = 0; i < ops.length; i++) {
+            ch.writeInbound(Unpooled.wrappedBuffer(Frames.request(ops[i], 100 + i)));
+        }
+        for (int i = 0; i < ops.length; i++) {
+            ControlRequest r = ch.readInbound();
+            assertThat(r.op()).isEqualTo(ops[i]);
+            assertThat(r.seq()).isEqualTo(100 + i);
+            assertThat(r.payload().remaining()).as(ControlProtocol.opName(ops[i])).isEqualTo(sizes[i]);
+        }
+        assertFalse(ch.finish());
+    }
+
+    @Test
     void rejectsEveryMalformedHeader() {
         byte[] hello = Frames.pattern(8, 0);
         assertRejected(Frames.frame(8, ControlProtocol.OP_HELLO, 0, 1, 0, new byte[0]), "shorter than");
         assertRejected(Frames.frame(15, ControlProtocol.OP_HELLO, 0, 1, 0, new byte[0]), "shorter than");
         assertRejected(Frames.frame(24, 0, 0, 1, 0, hello), "unknown op 0");
-        assertRejected(Frames.frame(24, 14, 0, 1, 0, hello), "unknown op 14");
+        assertRejected(Frames.frame(24, 20, 0, 1, 0, hello), "unknown op 20");
         assertRejected(Frames.frame(24, 0xffff, 0, 1, 0, hello), "unknown op 65535");
         assertRejected(Frames.frame(24, ControlProtocol.OP_HELLO, 5, 1, 0, hello), "status 5");
         assertRejected(Frames.frame(24, ControlProtocol.OP_HELLO, 0, 1, 1, hello), "nfds 1");
         assertRejected(Frames.request(ControlProtocol.OP_HELLO, 1, new byte[12]), "payload of 12 bytes, expected 8");
         assertRejected(Frames.request(ControlProtocol.OP_ALLOC_PD, 1, new byte[8]), "expected 0");
         assertRejected(Frames.request(ControlProtocol.OP_MODIFY_QP, 1, new byte[96]), "expected 104");
+        assertRejected(Frames.request(ControlProtocol.OP_REREG_MR, 1, new byte[32]), "expected 40");
+        assertRejected(Frames.request(ControlProtocol.OP_GET_ASYNC_EVENT, 1, new byte[8]), "expected 0");
     }
 
     @Test

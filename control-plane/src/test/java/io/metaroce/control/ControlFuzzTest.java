@@ -107,7 +107,7 @@ class ControlFuzzTest {
             int op = Short.toUnsignedInt(b.getShort(off + 4));
             int status = Short.toUnsignedInt(b.getShort(off + 6));
             int nfds = Short.toUnsignedInt(b.getShort(off + 12));
-            if (op < 1 || op > 13 || status != 0 || nfds != 0 || len - 16 != ControlProtocol.requestSize(op)) {
+            if (op < 1 || op > ControlProtocol.OP_MAX || status != 0 || nfds != 0 || len - 16 != ControlProtocol.requestSize(op)) {
                 return new Expectation(valid, true);
             }
             byte[] payload = new byte[(int) len - 16];
@@ -129,12 +129,12 @@ class ControlFuzzTest {
                     parts.add(g);
                 }
                 case 1 -> { // a valid frame with one byte flipped
-                    byte[] v = Frames.request(1 + random.nextInt(13), random.nextInt());
+                    byte[] v = Frames.request(1 + random.nextInt(ControlProtocol.OP_MAX), random.nextInt());
                     v[random.nextInt(v.length)] ^= (byte) (1 + random.nextInt(255));
                     parts.add(v);
                 }
                 case 2 -> { // a valid header with a random field value
-                    byte[] v = Frames.request(1 + random.nextInt(13), random.nextInt());
+                    byte[] v = Frames.request(1 + random.nextInt(ControlProtocol.OP_MAX), random.nextInt());
                     ByteBuffer b = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN);
                     switch (random.nextInt(4)) {
                         case 0 -> b.putInt(0, random.nextInt(5000));
@@ -145,10 +145,10 @@ class ControlFuzzTest {
                     parts.add(v);
                 }
                 case 3 -> { // truncated
-                    byte[] v = Frames.request(1 + random.nextInt(13), random.nextInt());
+                    byte[] v = Frames.request(1 + random.nextInt(ControlProtocol.OP_MAX), random.nextInt());
                     parts.add(java.util.Arrays.copyOf(v, random.nextInt(v.length)));
                 }
-                default -> parts.add(Frames.request(1 + random.nextInt(13), random.nextInt()));
+                default -> parts.add(Frames.request(1 + random.nextInt(ControlProtocol.OP_MAX), random.nextInt()));
             }
         }
         return Frames.concat(parts.toArray(new byte[0][]));

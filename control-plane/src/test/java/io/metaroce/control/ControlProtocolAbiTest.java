@@ -34,7 +34,13 @@ class ControlProtocolAbiTest {
             Map.entry("mrce_create_qp_req", ControlProtocol.CreateQpReq.class),
             Map.entry("mrce_create_qp_resp", ControlProtocol.CreateQpResp.class),
             Map.entry("mrce_qp_attr", ControlProtocol.QpAttr.class),
-            Map.entry("mrce_modify_qp_req", ControlProtocol.ModifyQpReq.class));
+            Map.entry("mrce_modify_qp_req", ControlProtocol.ModifyQpReq.class),
+            Map.entry("mrce_create_srq_req", ControlProtocol.CreateSrqReq.class),
+            Map.entry("mrce_create_srq_resp", ControlProtocol.CreateSrqResp.class),
+            Map.entry("mrce_modify_srq_req", ControlProtocol.ModifySrqReq.class),
+            Map.entry("mrce_srq_attr", ControlProtocol.SrqAttr.class),
+            Map.entry("mrce_async_event", ControlProtocol.AsyncEvent.class),
+            Map.entry("mrce_rereg_mr_req", ControlProtocol.ReregMrReq.class));
 
     private static final Map<String, Long> C = new TreeMap<>();
 
@@ -96,16 +102,15 @@ class ControlProtocolAbiTest {
         assertThat(C).containsEntry("const.MRCE_CTRL_MAX_FRAME", (long) ControlProtocol.MAX_FRAME);
         assertThat(C).containsEntry("const.MRCE_NO_HANDLE", Integer.toUnsignedLong(ControlProtocol.NO_HANDLE));
         assertThat(C).containsEntry("const.MRCE_OP_MAX", (long) ControlProtocol.OP_MAX);
+        assertThat(C).containsEntry("const.MRCE_MAX_ASYNC_EVENTS", (long) ControlProtocol.MAX_ASYNC_EVENTS);
         assertThat(C).containsEntry("mrce_ctrl_hdr.__size", (long) ControlProtocol.HEADER_SIZE);
         // Op codes, where the offsets program prints them (const.MRCE_OP_HELLO ...).
         String[] ops = {null, "HELLO", "ALLOC_PD", "DEALLOC_PD", "REG_MR", "DEREG_MR", "CREATE_COMP_CHANNEL",
-            "DESTROY_COMP_CHANNEL", "CREATE_CQ", "DESTROY_CQ", "CREATE_QP", "MODIFY_QP", "QUERY_QP", "DESTROY_QP"};
+            "DESTROY_COMP_CHANNEL", "CREATE_CQ", "DESTROY_CQ", "CREATE_QP", "MODIFY_QP", "QUERY_QP", "DESTROY_QP",
+            "CREATE_SRQ", "MODIFY_SRQ", "QUERY_SRQ", "DESTROY_SRQ", "GET_ASYNC_EVENT", "REREG_MR"};
         for (int op = 1; op <= ControlProtocol.OP_MAX; op++) {
             assertThat(ControlProtocol.opName(op)).isEqualTo(ops[op]);
-            Long c = C.get("const.MRCE_OP_" + ops[op]);
-            if (c != null) {
-                assertThat(c).as(ops[op]).isEqualTo(op);
-            }
+            assertThat(C).as(ops[op]).containsEntry("const.MRCE_OP_" + ops[op], (long) op);
         }
     }
 
@@ -125,6 +130,18 @@ class ControlProtocolAbiTest {
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_QUERY_QP)).isEqualTo(8);
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_DESTROY_QP)).isEqualTo(8);
         assertThat(C).containsEntry("mrce_modify_qp_req.__size", 104L);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CREATE_SRQ)).isEqualTo(16);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_MODIFY_SRQ)).isEqualTo(16);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_QUERY_SRQ)).isEqualTo(8);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_DESTROY_SRQ)).isEqualTo(8);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_GET_ASYNC_EVENT)).isZero();
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_REREG_MR)).isEqualTo(40);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CREATE_SRQ)).isEqualTo(24);
+        assertThat(ControlProtocol.responseFds(ControlProtocol.OP_CREATE_SRQ)).isEqualTo(1);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_QUERY_SRQ)).isEqualTo(16);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_GET_ASYNC_EVENT)).isEqualTo(8);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_REREG_MR)).isEqualTo(16);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_HELLO)).isEqualTo(176);
         assertThat(ControlProtocol.responseFds(ControlProtocol.OP_HELLO)).isEqualTo(2);
         assertThat(ControlProtocol.responseSize(ControlProtocol.OP_QUERY_QP)).isEqualTo(96);
     }

@@ -85,7 +85,7 @@ class LocalControlServerTest {
             assertThat(resp.seq()).isEqualTo(77);
             assertThat(resp.status()).isZero();
             assertThat(resp.len()).isEqualTo(16 + ControlProtocol.HelloResp.SIZE);
-            assertThat(resp.payload().getInt(ControlProtocol.HelloResp.ABI_VERSION_OFFSET)).isEqualTo(1);
+            assertThat(resp.payload().getInt(ControlProtocol.HelloResp.ABI_VERSION_OFFSET)).isEqualTo(ControlProtocol.ABI_VERSION);
             assertThat(resp.payload().getInt(ControlProtocol.HelloResp.DAEMON_PID_OFFSET))
                     .isEqualTo((int) ProcessHandle.current().pid());
             assertThat(resp.nfds()).isEqualTo(2);
@@ -100,7 +100,7 @@ class LocalControlServerTest {
             }
 
             RecordingHandler.Request req = handler.requests.getFirst();
-            assertThat(req.payload()).isEqualTo(new byte[] {1, 0, 0, 0, 0, 0, 0, 0});
+            assertThat(req.payload()).isEqualTo(new byte[] {(byte) ControlProtocol.ABI_VERSION, 0, 0, 0, 0, 0, 0, 0});
             // Peer credentials are this process (the client lives in the test JVM).
             assertThat(req.session().pid()).isEqualTo(ProcessHandle.current().pid());
             assertThat(req.session().uid()).isEqualTo((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid"));

@@ -18,6 +18,7 @@ import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.engine.StatsWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -33,6 +34,8 @@ import picocli.CommandLine.Option;
 public final class NicDaemon implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(NicDaemon.class);
     private static final int RX_TX_BATCH = 32;
+    /** Key slots above max_mr: REREG_MR takes new keys before it frees the old ones. */
+    private static final int REREG_SPARE_KEYS = 64;
     /**
      * Per-path RTO floor on the real port. Measured on two daemons sharing 2 cores (IntegrityIT,
      * EcmpPingPongIT): min RTT about 0.2 ms, smoothed RTT 1 to 2 ms with a variance of the same
@@ -168,7 +171,7 @@ public final class NicDaemon implements Callable<Integer> {
                         : AfXdpPort.open(net.ifname(), net.ipv4(), udpPort, entropyPorts,
                                 Wire.HEADER_SIZE + 4096, RX_TX_BATCH,
                                 "xdp".equals(portKind) ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
-                EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr()))) {
+                EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr() + REREG_SPARE_KEYS))) {
             engine.datapath().paths = paths;
             engine.datapath().baseline = "baseline".equals(transport);
             engine.datapath().rtoMinNs = rtoMinUs * 1000;
@@ -196,6 +199,7 @@ public final class NicDaemon implements Callable<Integer> {
                         if (statsWriter != null) {
                             statsWriter.write();
                         }
+                        verbs.linkChanged(carrier(net.ifname()));
                     }
                     if (statsWriter != null) {
                         statsWriter.write();
@@ -213,6 +217,15 @@ public final class NicDaemon implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /** The netdev's carrier (/sys/class/net/IF/carrier; unreadable while the link is down). */
+    static boolean carrier(String ifname) {
+        try {
+            return Files.readString(Path.of("/sys/class/net", ifname, "carrier")).trim().equals("1");
+        } catch (java.io.IOException e) {
+            return false;
+        }
     }
 
     private static MrTable engineMrs(EngineAgent engine) {

@@ -11,7 +11,9 @@ public final class AbiDescriptors {
             HelloReqDescriptor.LAYOUT, HelloRespDescriptor.LAYOUT, RegMrReqDescriptor.LAYOUT,
             RegMrRespDescriptor.LAYOUT, CreateCqReqDescriptor.LAYOUT, CreateCqRespDescriptor.LAYOUT,
             CreateQpReqDescriptor.LAYOUT, CreateQpRespDescriptor.LAYOUT, QpAttrDescriptor.LAYOUT,
-            ModifyQpReqDescriptor.LAYOUT);
+            ModifyQpReqDescriptor.LAYOUT, CreateSrqReqDescriptor.LAYOUT,
+            CreateSrqRespDescriptor.LAYOUT, ModifySrqReqDescriptor.LAYOUT, SrqAttrDescriptor.LAYOUT,
+            AsyncEventDescriptor.LAYOUT, ReregMrReqDescriptor.LAYOUT);
 
     private AbiDescriptors() {}
 }

@@ -33,6 +33,12 @@ public final class HelloRespDescriptor {
             Layouts.u32("hw_ver"),
             Layouts.u32("link_up"),
             Layouts.u32("speed_mbps"),
+            Layouts.u32("max_srq"),
+            Layouts.u32("max_srq_wr"),
+            Layouts.u32("max_srq_sge"),
+            Layouts.u32("max_qp_init_rd_atom"),
+            Layouts.u32("atomic_cap"),
+            Layouts.u32("max_ah"),
             Layouts.pad("pad", 4)).withName(C_NAME);
     public static final long SIZE = LAYOUT.byteSize();
     public static final long OFF_ABI_VERSION = Layouts.off(LAYOUT, "abi_version");
@@ -61,6 +67,12 @@ public final class HelloRespDescriptor {
     public static final long OFF_HW_VER = Layouts.off(LAYOUT, "hw_ver");
     public static final long OFF_LINK_UP = Layouts.off(LAYOUT, "link_up");
     public static final long OFF_SPEED_MBPS = Layouts.off(LAYOUT, "speed_mbps");
+    public static final long OFF_MAX_SRQ = Layouts.off(LAYOUT, "max_srq");
+    public static final long OFF_MAX_SRQ_WR = Layouts.off(LAYOUT, "max_srq_wr");
+    public static final long OFF_MAX_SRQ_SGE = Layouts.off(LAYOUT, "max_srq_sge");
+    public static final long OFF_MAX_QP_INIT_RD_ATOM = Layouts.off(LAYOUT, "max_qp_init_rd_atom");
+    public static final long OFF_ATOMIC_CAP = Layouts.off(LAYOUT, "atomic_cap");
+    public static final long OFF_MAX_AH = Layouts.off(LAYOUT, "max_ah");
 
     private HelloRespDescriptor() {}
 }

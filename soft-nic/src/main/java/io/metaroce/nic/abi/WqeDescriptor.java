@@ -9,7 +9,9 @@ import java.lang.foreign.StructLayout;
  * <pre>
  *  0 wr_id u64 | 8 opcode u8 | 9 send_flags u8 | 10 num_sge u16 | 12 imm_data u32 |
  * 16 length u32 | 20 rkey u32 | 24 remote_addr u64 | 32 compare_add u64 | 40 swap u64 |
- * 48 reserved[16] | 64 data: sge[12] (16 bytes each) or inline_data[192]
+ * 48 ud_remote_qpn u32 | 52 ud_remote_qkey u32 | 56 ud_dest_ipv4 u32 (network order) |
+ * 60 ud_traffic_class u8 | 61 ud_hop_limit u8 | 62 reserved u16 |
+ * 64 data: sge[12] (16 bytes each) or inline_data[192]
  * </pre>
  */
 public final class WqeDescriptor {
@@ -25,7 +27,12 @@ public final class WqeDescriptor {
             Layouts.u64("remote_addr"),
             Layouts.u64("compare_add"),
             Layouts.u64("swap"),
-            Layouts.bytes("reserved", 16),
+            Layouts.u32("ud_remote_qpn"),
+            Layouts.u32("ud_remote_qkey"),
+            Layouts.u32("ud_dest_ipv4"),
+            Layouts.u8("ud_traffic_class"),
+            Layouts.u8("ud_hop_limit"),
+            Layouts.u16("reserved"),
             MemoryLayout.unionLayout(
                     MemoryLayout.sequenceLayout(AbiConstants.MRCE_MAX_SGE, SgeDescriptor.LAYOUT)
                             .withName("sge"),
@@ -42,6 +49,11 @@ public final class WqeDescriptor {
     public static final long OFF_REMOTE_ADDR = Layouts.off(LAYOUT, "remote_addr");
     public static final long OFF_COMPARE_ADD = Layouts.off(LAYOUT, "compare_add");
     public static final long OFF_SWAP = Layouts.off(LAYOUT, "swap");
+    public static final long OFF_UD_REMOTE_QPN = Layouts.off(LAYOUT, "ud_remote_qpn");
+    public static final long OFF_UD_REMOTE_QKEY = Layouts.off(LAYOUT, "ud_remote_qkey");
+    public static final long OFF_UD_DEST_IPV4 = Layouts.off(LAYOUT, "ud_dest_ipv4");
+    public static final long OFF_UD_TRAFFIC_CLASS = Layouts.off(LAYOUT, "ud_traffic_class");
+    public static final long OFF_UD_HOP_LIMIT = Layouts.off(LAYOUT, "ud_hop_limit");
     public static final long OFF_DATA = Layouts.off(LAYOUT, "data");
 
     private WqeDescriptor() {}

@@ -6,6 +6,8 @@ import io.metaroce.nic.port.PortCounters;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import io.metaroce.nic.transport.Datapath;
+import io.metaroce.nic.transport.UdTransport;
+import io.metaroce.nic.transport.UdWire;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.Qp;
@@ -34,7 +36,10 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             Arena.global().allocateFrom(ValueLayout.JAVA_LONG, 1L);
 
     private final Port port;
+    /** What the transport sends through: the port, but frames to ourselves loop back locally. */
+    private final LoopbackPort loop;
     private final Datapath dp;
+    private final UdTransport ud;
     private final ArrayBlockingQueue<Runnable> commands = new ArrayBlockingQueue<>(4096);
     private final Qp[] byIndex = new Qp[MAX_QP];
     private final Qp[] active = new Qp[MAX_QP];
@@ -51,7 +56,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                     + " bytes cannot hold a 4096-byte payload and its header");
         }
         this.port = port;
-        this.dp = new Datapath(port, mrs);
+        this.loop = new LoopbackPort(port);
+        this.dp = new Datapath(loop, mrs);
+        this.ud = new UdTransport(dp);
         this.wakeFd = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
         this.epollFd = LibC.epollCreate1(LibC.EPOLL_CLOEXEC);
         watch(wakeFd);
@@ -62,6 +69,20 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
 
     public Datapath datapath() {
         return dp;
+    }
+
+    /** The UD datapath (counters). */
+    public UdTransport ud() {
+        return ud;
+    }
+
+    /** Frames looped back to this daemon's own address; dropped when the local queue was full. */
+    public long loopedFrames() {
+        return loop.looped;
+    }
+
+    public long loopDrops() {
+        return loop.drops;
     }
 
     public Port port() {
@@ -110,8 +131,12 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         this.nowNs = nowNs;
         int work = drainCommands();
         work += pollPort();
+        work += pollLocal();
         work += pollQps(nowNs);
         work += port.flush();
+        if (loop.pending()) {
+            work++; // frames to ourselves wait for the next cycle: not idle
+        }
         return work;
     }
 
@@ -130,6 +155,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         for (int i = 0; i < RX_BATCHES_PER_CYCLE; i++) {
             int n = port.poll(this);
             dp.commitRx();
+            ud.commitRx();
             dp.sendAcks();
             work += n;
             if (n == 0) {
@@ -139,10 +165,27 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return work;
     }
 
+    /** Feeds the frames this daemon sent to itself to the RX path, as a port batch. */
+    private int pollLocal() {
+        if (!loop.pending()) {
+            return 0;
+        }
+        int n = loop.pollLocal(this);
+        dp.commitRx();
+        ud.commitRx();
+        dp.sendAcks();
+        loop.release();
+        return n;
+    }
+
     private int pollQps(long nowNs) {
         int work = 0;
         for (int i = 0; i < activeCount; i++) {
             Qp qp = active[i];
+            if (qp.ud != null) {
+                work += qp.ud.doWork(ud);
+                continue;
+            }
             work += qp.responder.doWork(dp);
             work += qp.requester.doWork(dp, nowNs);
             qp.responder.retireHeld();
@@ -168,7 +211,15 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         int qpn = Wire.u32(frame, Wire.OFF_DST_QPN);
         Qp qp = byIndex[qpn & (MAX_QP - 1)];
-        if (qp == null || qp.qpn != qpn || qp.destQpNum != Wire.u32(frame, Wire.OFF_SRC_QPN)
+        if (UdWire.isUd(Wire.u8(frame, Wire.OFF_OPCODE))) {
+            if (qp == null || qp.qpn != qpn || qp.ud == null) {
+                c.rxUnknownQp++;
+                return;
+            }
+            ud.onFrame(qp, frame, length, srcIp, port.localIp());
+            return;
+        }
+        if (qp == null || qp.qpn != qpn || qp.ud != null || qp.destQpNum != Wire.u32(frame, Wire.OFF_SRC_QPN)
                 || qp.state == Ibv.QPS_RESET) {
             c.rxUnknownQp++;
             return;
@@ -202,6 +253,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     /** Stops serving a QP (no completions are generated). Engine thread. */
     public void removeQp(Qp qp) {
         dp.commitRx();
+        ud.commitRx();
         int i = qp.qpn & (MAX_QP - 1);
         if (byIndex[i] == qp) {
             byIndex[i] = null;
@@ -234,6 +286,10 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 .append("\",\"pathsPerQp\":").append(dp.baseline ? 1 : dp.paths)
                 .append(",\"ecnReadable\":").append(port.readsEcn()).append(",\"counters\":");
         Stats.counters(b, dp.counters);
+        b.append(",\"ud\":{");
+        ud.appendJson(b);
+        b.append("},\"loopback\":{\"frames\":").append(loop.looped).append(",\"drops\":")
+                .append(loop.drops).append('}');
         b.append(",\"port\":");
         Stats.port(b, port.counters());
         b.append(",\"qps\":[");
@@ -323,6 +379,8 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public void close() {
         LibC.close(epollFd);
         LibC.close(wakeFd);
+        ud.close();
         dp.close();
+        loop.close();
     }
 }

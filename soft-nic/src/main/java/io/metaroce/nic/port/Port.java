@@ -33,7 +33,8 @@ public interface Port extends AutoCloseable {
 
     /**
      * A buffer for the next outgoing frame, {@link #maxFrame()} bytes; call {@link #commit} to queue
-     * it. Flushes the batch first when it is full.
+     * it. Flushes the batch first when it is full. A buffer claimed and not committed is handed out
+     * again by the next claim (the engine's loopback relies on it).
      */
     MemorySegment claim();
 

@@ -19,6 +19,11 @@ public final class Cq {
     private int producer;
     int qpUsers;
     public long notifications;
+    /**
+     * Entries promised to completions not written yet (UD receives whose payload is being
+     * copied): {@link #hasSpace} leaves them free, so nothing else takes them meanwhile.
+     */
+    public int reserved;
 
     public Cq(int handle, MemorySegment mapping, int slotCount, CompChannel channel) {
         this.handle = handle;
@@ -29,7 +34,12 @@ public final class Cq {
     }
 
     public boolean hasSpace() {
-        return producer - ring.consumerAcquire() < ring.slotCount();
+        return free() > 0;
+    }
+
+    /** Entries neither holding an unpolled CQE nor {@link #reserved}. */
+    public int free() {
+        return ring.slotCount() - (producer - ring.consumerAcquire()) - reserved;
     }
 
     /**

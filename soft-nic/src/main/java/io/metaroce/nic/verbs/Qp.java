@@ -6,6 +6,7 @@ import io.metaroce.nic.abi.RingFlyweight;
 import io.metaroce.nic.abi.WqeDescriptor;
 import io.metaroce.nic.transport.RcRequester;
 import io.metaroce.nic.transport.RcResponder;
+import io.metaroce.nic.transport.UdQp;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -70,6 +71,8 @@ public final class Qp {
 
     public final RcRequester requester;
     public final RcResponder responder;
+    /** The UD datapath of a UD QP (null for RC: then requester and responder serve it). */
+    public final UdQp ud;
 
     public Qp(int handle, int qpn, long sessionId, int pid, Pd pd, Cq sendCq, Cq recvCq, int qpType,
             boolean sqSigAll, int sendSlots, int recvSlots, int maxSendSge, int maxRecvSge,
@@ -98,6 +101,7 @@ public final class Qp {
                 recvSlots);
         this.requester = new RcRequester(this);
         this.responder = new RcResponder(this);
+        this.ud = qpType == Ibv.QPT_UD ? new UdQp(this) : null;
     }
 
     /** Bytes the rings of a QP need: SQ at 0, RQ at the next page. */

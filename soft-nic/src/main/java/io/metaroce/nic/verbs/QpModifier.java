@@ -35,6 +35,9 @@ public final class QpModifier {
                 qp.state = Ibv.QPS_RESET;
                 qp.requester.reset();
                 qp.responder.reset();
+                if (qp.ud != null) {
+                    qp.ud.reset();
+                }
             }
             case Ibv.QPS_RTR -> {
                 qp.responder.start();
@@ -43,6 +46,9 @@ public final class QpModifier {
             case Ibv.QPS_RTS -> {
                 if (from == Ibv.QPS_RTR) {
                     qp.requester.start(dp);
+                    if (qp.ud != null) {
+                        qp.ud.start();
+                    }
                 }
                 qp.state = Ibv.QPS_RTS;
             }

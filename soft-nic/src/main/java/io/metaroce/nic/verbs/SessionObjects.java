@@ -12,12 +12,15 @@ final class SessionObjects {
     boolean closed;
     int doorbellFd = -1;
     int asyncFd = -1;
+    /** The connection's async events (created at HELLO with the async eventfd). */
+    AsyncEventQueue events;
     private int nextHandle = 1;
     final Map<Integer, Pd> pds = new LinkedHashMap<>();
     final Map<Integer, Mr> mrs = new LinkedHashMap<>();
     final Map<Integer, CompChannel> channels = new LinkedHashMap<>();
     final Map<Integer, Cq> cqs = new LinkedHashMap<>();
     final Map<Integer, Qp> qps = new LinkedHashMap<>();
+    final Map<Integer, Srq> srqs = new LinkedHashMap<>();
 
     SessionObjects(LocalSession session, int pid) {
         this.session = session;

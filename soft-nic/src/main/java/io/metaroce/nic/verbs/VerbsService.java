@@ -5,19 +5,25 @@ import static io.metaroce.nic.abi.AbiConstants.*;
 import io.metaroce.control.LocalControlHandler;
 import io.metaroce.control.LocalSession;
 import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.nic.abi.AsyncEventDescriptor;
 import io.metaroce.nic.abi.CreateCqReqDescriptor;
 import io.metaroce.nic.abi.CreateCqRespDescriptor;
 import io.metaroce.nic.abi.CreateQpReqDescriptor;
 import io.metaroce.nic.abi.CreateQpRespDescriptor;
+import io.metaroce.nic.abi.CreateSrqReqDescriptor;
+import io.metaroce.nic.abi.CreateSrqRespDescriptor;
 import io.metaroce.nic.abi.HandleReqDescriptor;
 import io.metaroce.nic.abi.HandleRespDescriptor;
 import io.metaroce.nic.abi.HelloReqDescriptor;
 import io.metaroce.nic.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.ModifyQpReqDescriptor;
+import io.metaroce.nic.abi.ModifySrqReqDescriptor;
 import io.metaroce.nic.abi.QpAttrDescriptor;
 import io.metaroce.nic.abi.RegMrReqDescriptor;
 import io.metaroce.nic.abi.RegMrRespDescriptor;
+import io.metaroce.nic.abi.ReregMrReqDescriptor;
+import io.metaroce.nic.abi.SrqAttrDescriptor;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.sys.Errno;
 import io.metaroce.nic.sys.Inet4;
@@ -44,6 +50,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(VerbsService.class);
     public static final String DEV_NAME = "mrce0";
     public static final int VENDOR_ID = 0x4d5243;
+    /** enum ibv_srq_attr_mask. */
+    static final int SRQ_MAX_WR = 1;
+    static final int SRQ_LIMIT = 2;
+    /** enum ibv_rereg_mr_flags. */
+    static final int REREG_MR_CHANGE_TRANSLATION = 1;
+    static final int REREG_MR_CHANGE_PD = 2;
+    static final int REREG_MR_CHANGE_ACCESS = 4;
     private static final int SUPPORTED_ACCESS = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE
             | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC | Ibv.ACCESS_RELAXED_ORDERING;
 
@@ -56,8 +69,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private final ConcurrentHashMap<Long, SessionObjects> sessions = new ConcurrentHashMap<>();
     private final short[] qpGeneration = new short[EngineAgent.MAX_QP];
     private final boolean[] qpIndexUsed = new boolean[EngineAgent.MAX_QP];
+    // Device-wide object counts (guarded by this), checked against the limits.
     private int qpCount;
     private int mrCount;
+    private int pdCount;
+    private int cqCount;
+    private int srqCount;
+    private volatile boolean linkUp;
 
     public VerbsService(EngineAgent engine, MrTable mrTable, NetInfo net, int udpPort, Limits limits) {
         this.engine = engine;
@@ -65,6 +83,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         this.net = net;
         this.udpPort = udpPort;
         this.limits = limits;
+        this.linkUp = net.linkUp();
     }
 
     /** The largest enum ibv_mtu whose payload plus our headers fit the netdev MTU. */
@@ -105,6 +124,12 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     case MRCE_OP_MODIFY_QP -> modifyQp(s, seq, p);
                     case MRCE_OP_QUERY_QP -> queryQp(s, seq, p);
                     case MRCE_OP_DESTROY_QP -> destroyQp(s, seq, p);
+                    case MRCE_OP_CREATE_SRQ -> createSrq(s, seq, p);
+                    case MRCE_OP_MODIFY_SRQ -> modifySrq(s, seq, p);
+                    case MRCE_OP_QUERY_SRQ -> querySrq(s, seq, p);
+                    case MRCE_OP_DESTROY_SRQ -> destroySrq(s, seq, p);
+                    case MRCE_OP_GET_ASYNC_EVENT -> getAsyncEvent(s, seq);
+                    case MRCE_OP_REREG_MR -> reregMr(s, seq, p);
                     default -> session.respond(op, seq, Errno.EINVAL, empty());
                 }
             }
@@ -142,7 +167,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         int doorbell = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
         int async;
         try {
-            async = LibC.eventfd(0, LibC.EFD_CLOEXEC);
+            // Blocking semaphore eventfd: ibv_get_async_event reads it once per event.
+            async = LibC.eventfd(0, LibC.EFD_SEMAPHORE | LibC.EFD_CLOEXEC);
             engine.watch(doorbell);
         } catch (NativeException e) {
             LibC.close(doorbell);
@@ -150,6 +176,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         s.doorbellFd = doorbell;
         s.asyncFd = async;
+        s.events = new AsyncEventQueue(async, MRCE_MAX_ASYNC_EVENTS);
         s.hello = true;
         ByteBuffer r = resp(HelloRespDescriptor.SIZE);
         r.putInt((int) HelloRespDescriptor.OFF_ABI_VERSION, MRCE_ABI_VERSION);
@@ -179,8 +206,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         r.putInt((int) HelloRespDescriptor.OFF_VENDOR_ID, VENDOR_ID);
         r.putInt((int) HelloRespDescriptor.OFF_VENDOR_PART_ID, 1);
         r.putInt((int) HelloRespDescriptor.OFF_HW_VER, 1);
-        r.putInt((int) HelloRespDescriptor.OFF_LINK_UP, net.linkUp() ? 1 : 0);
+        r.putInt((int) HelloRespDescriptor.OFF_LINK_UP, linkUp ? 1 : 0);
         r.putInt((int) HelloRespDescriptor.OFF_SPEED_MBPS, net.speedMbps());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_SRQ, limits.maxSrq());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_SRQ_WR, limits.maxSrqWr());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_SRQ_SGE, limits.maxSrqSge());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_QP_INIT_RD_ATOM, limits.maxQpInitRdAtom());
+        r.putInt((int) HelloRespDescriptor.OFF_ATOMIC_CAP, limits.atomicCap());
+        r.putInt((int) HelloRespDescriptor.OFF_MAX_AH, limits.maxAh());
         s.session.respond(MRCE_OP_HELLO, seq, 0, r, doorbell, async);
     }
 
@@ -192,9 +225,12 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     // ---- PD ----
 
     private void allocPd(SessionObjects s, int seq) {
-        if (s.pds.size() >= limits.maxPd()) {
-            fail(s, MRCE_OP_ALLOC_PD, seq, Errno.ENOMEM);
-            return;
+        synchronized (this) {
+            if (pdCount >= limits.maxPd()) {
+                fail(s, MRCE_OP_ALLOC_PD, seq, Errno.ENOMEM);
+                return;
+            }
+            pdCount++;
         }
         Pd pd = new Pd(s.newHandle(), s.session.id());
         s.pds.put(pd.handle, pd);
@@ -214,6 +250,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             return;
         }
         s.pds.remove(pd.handle);
+        synchronized (this) {
+            pdCount--;
+        }
         s.session.respond(MRCE_OP_DEALLOC_PD, seq, 0, empty());
     }
 
@@ -374,19 +413,29 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_CREATE_CQ, seq, Errno.EINVAL);
             return;
         }
-        if (s.cqs.size() >= limits.maxCq()) {
-            fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
-            return;
+        synchronized (this) {
+            if (cqCount >= limits.maxCq()) {
+                fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
+                return;
+            }
+            cqCount++;
         }
         int slots = pow2(cqe);
         long size = (io.metaroce.nic.abi.RingFlyweight.byteSize(MRCE_CQE_SIZE, slots) + 4095) & ~4095L;
-        int fd = LibC.memfdCreate("mrce-cq", LibC.MFD_CLOEXEC);
+        int fd;
         MemorySegment map;
+        try {
+            fd = LibC.memfdCreate("mrce-cq", LibC.MFD_CLOEXEC);
+        } catch (NativeException e) {
+            uncount(MRCE_OP_CREATE_CQ);
+            throw e;
+        }
         try {
             LibC.ftruncate(fd, size);
             map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
         } catch (NativeException e) {
             LibC.close(fd);
+            uncount(MRCE_OP_CREATE_CQ);
             throw e;
         }
         Cq cq = new Cq(s.newHandle(), map, slots, ch);
@@ -417,11 +466,22 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         s.session.respond(MRCE_OP_DESTROY_CQ, seq, 0, empty());
     }
 
-    private static void releaseCq(Cq cq) {
+    private void releaseCq(Cq cq) {
         if (cq.channel != null) {
             cq.channel.cqUsers--;
         }
         unmap(cq.mapping);
+        uncount(MRCE_OP_CREATE_CQ);
+    }
+
+    /** Gives back the device-wide count an object created by {@code createOp} held. */
+    private synchronized void uncount(int createOp) {
+        switch (createOp) {
+            case MRCE_OP_CREATE_CQ -> cqCount--;
+            case MRCE_OP_CREATE_SRQ -> srqCount--;
+            case MRCE_OP_ALLOC_PD -> pdCount--;
+            default -> throw new IllegalArgumentException("op " + createOp);
+        }
     }
 
     private static void unmap(MemorySegment m) {
@@ -438,7 +498,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         Pd pd = s.pds.get(p.getInt((int) CreateQpReqDescriptor.OFF_PD));
         Cq sendCq = s.cqs.get(p.getInt((int) CreateQpReqDescriptor.OFF_SEND_CQ));
         Cq recvCq = s.cqs.get(p.getInt((int) CreateQpReqDescriptor.OFF_RECV_CQ));
-        int srq = p.getInt((int) CreateQpReqDescriptor.OFF_SRQ);
+        int srqHandle = p.getInt((int) CreateQpReqDescriptor.OFF_SRQ);
         int type = p.getInt((int) CreateQpReqDescriptor.OFF_QP_TYPE);
         boolean sigAll = p.getInt((int) CreateQpReqDescriptor.OFF_SQ_SIG_ALL) != 0;
         int sendWr = p.getInt((int) CreateQpReqDescriptor.OFF_MAX_SEND_WR);
@@ -450,12 +510,20 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOENT);
             return;
         }
-        if (srq != AbiConstants.NO_HANDLE) {
-            fail(s, MRCE_OP_CREATE_QP, seq, Errno.EOPNOTSUPP); // no SRQ yet
-            return;
+        Srq srq = null;
+        if (srqHandle != AbiConstants.NO_HANDLE) {
+            srq = s.srqs.get(srqHandle);
+            if (srq == null) {
+                fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOENT);
+                return;
+            }
+            // ibv_create_qp(3): with an SRQ the receive capabilities are ignored; the QP's own
+            // RQ ring still exists (one slot) and is never read.
+            recvWr = 0;
+            recvSge = 0;
         }
-        if (type != Ibv.QPT_RC) {
-            fail(s, MRCE_OP_CREATE_QP, seq, Errno.EOPNOTSUPP); // RC only in this version
+        if (!qpTypeSupported(type)) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.EOPNOTSUPP); // RC and UD only
             return;
         }
         if (sendWr < 0 || sendWr > limits.maxQpWr() || recvWr < 0 || recvWr > limits.maxQpWr()
@@ -495,6 +563,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 sendSlots, recvSlots, maxSendSge, maxRecvSge, inline, map, 0, (int) rqOffset,
                 net.mtu());
         qp.peerPort = udpPort;
+        qp.srq = srq;
+        qp.asyncEvents = s.events;
         if (!engine.submit(() -> engine.addQp(qp))) {
             qp.requester.close();
             unmap(map);
@@ -506,20 +576,28 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         pd.users++;
         sendCq.qpUsers++;
         recvCq.qpUsers++;
+        if (srq != null) {
+            srq.qpUsers++;
+        }
         s.qps.put(qp.handle, qp);
         ByteBuffer r = resp(CreateQpRespDescriptor.SIZE);
         r.putInt((int) CreateQpRespDescriptor.OFF_HANDLE, qp.handle);
         r.putInt((int) CreateQpRespDescriptor.OFF_QP_NUM, qpn);
         r.putInt((int) CreateQpRespDescriptor.OFF_MAX_SEND_WR, sendSlots);
-        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_RECV_WR, recvSlots);
+        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_RECV_WR, srq != null ? 0 : recvSlots);
         r.putInt((int) CreateQpRespDescriptor.OFF_MAX_SEND_SGE, maxSendSge);
-        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_RECV_SGE, maxRecvSge);
+        r.putInt((int) CreateQpRespDescriptor.OFF_MAX_RECV_SGE, srq != null ? 0 : maxRecvSge);
         r.putInt((int) CreateQpRespDescriptor.OFF_MAX_INLINE_DATA, inline);
         r.putInt((int) CreateQpRespDescriptor.OFF_SQ_OFFSET, 0);
         r.putInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET, (int) rqOffset);
         r.putLong((int) CreateQpRespDescriptor.OFF_MAP_SIZE, size);
         s.session.respond(MRCE_OP_CREATE_QP, seq, 0, r, fd);
         LibC.close(fd);
+    }
+
+    /** QP types this daemon serves: RC and UD (UC, XRC and raw packet QPs are EOPNOTSUPP). */
+    static boolean qpTypeSupported(int type) {
+        return type == Ibv.QPT_RC || type == Ibv.QPT_UD;
     }
 
     private static int pow2(int n) {
@@ -605,6 +683,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         qp.pd.users--;
         qp.sendCq.qpUsers--;
         qp.recvCq.qpUsers--;
+        if (qp.srq != null) {
+            qp.srq.qpUsers--;
+        }
         unmap(qp.mapping);
         freeQpn(qp.qpn);
     }
@@ -635,6 +716,10 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     releaseCq(cq);
                 }
                 s.cqs.clear();
+                for (Srq srq : s.srqs.values()) {
+                    releaseSrq(srq);
+                }
+                s.srqs.clear();
                 for (CompChannel ch : s.channels.values()) {
                     LibC.close(ch.eventFd);
                 }
@@ -644,16 +729,241 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     releaseMr(mr);
                 }
                 s.mrs.clear();
+                for (int i = 0; i < s.pds.size(); i++) {
+                    uncount(MRCE_OP_ALLOC_PD);
+                }
                 s.pds.clear();
                 if (s.doorbellFd >= 0) {
                     engine.unwatch(s.doorbellFd);
                     LibC.close(s.doorbellFd);
+                    s.events.close(); // before its eventfd goes: no post writes to a closed fd
                     LibC.close(s.asyncFd);
                 }
             }
             LOG.debug("session {} (pid {}) reclaimed: {} QPs", session.id(), s.pid, qps.size());
         };
         while (!engine.submit(reclaim)) {
+            Thread.onSpinWait();
+        }
+    }
+
+    // ---- SRQ ----
+
+    private void createSrq(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
+        Pd pd = s.pds.get(p.getInt((int) CreateSrqReqDescriptor.OFF_PD));
+        int maxWr = p.getInt((int) CreateSrqReqDescriptor.OFF_MAX_WR);
+        int maxSge = p.getInt((int) CreateSrqReqDescriptor.OFF_MAX_SGE);
+        int limit = p.getInt((int) CreateSrqReqDescriptor.OFF_SRQ_LIMIT);
+        if (pd == null) {
+            fail(s, MRCE_OP_CREATE_SRQ, seq, Errno.ENOENT);
+            return;
+        }
+        // ibv_create_srq(3): EINVAL for values beyond the device's max_srq_wr / max_srq_sge.
+        if (maxWr < 1 || maxWr > limits.maxSrqWr() || maxSge < 0 || maxSge > limits.maxSrqSge()) {
+            fail(s, MRCE_OP_CREATE_SRQ, seq, Errno.EINVAL);
+            return;
+        }
+        int slots = pow2(maxWr);
+        if (limit < 0 || limit > slots) {
+            fail(s, MRCE_OP_CREATE_SRQ, seq, Errno.EINVAL);
+            return;
+        }
+        synchronized (this) {
+            if (srqCount >= limits.maxSrq()) {
+                fail(s, MRCE_OP_CREATE_SRQ, seq, Errno.ENOMEM);
+                return;
+            }
+            srqCount++;
+        }
+        long size = Srq.mapSize(slots);
+        int fd;
+        MemorySegment map;
+        try {
+            fd = LibC.memfdCreate("mrce-srq", LibC.MFD_CLOEXEC);
+        } catch (NativeException e) {
+            uncount(MRCE_OP_CREATE_SRQ);
+            throw e;
+        }
+        try {
+            LibC.ftruncate(fd, size);
+            map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
+        } catch (NativeException e) {
+            LibC.close(fd);
+            uncount(MRCE_OP_CREATE_SRQ);
+            throw e;
+        }
+        int sge = Math.max(1, maxSge);
+        Srq srq = new Srq(s.newHandle(), s.pid, pd, map, slots, sge);
+        srq.asyncEvents = s.events;
+        srq.arm(limit);
+        pd.users++;
+        s.srqs.put(srq.handle, srq);
+        ByteBuffer r = resp(CreateSrqRespDescriptor.SIZE);
+        r.putInt((int) CreateSrqRespDescriptor.OFF_HANDLE, srq.handle);
+        r.putInt((int) CreateSrqRespDescriptor.OFF_MAX_WR, slots);
+        r.putInt((int) CreateSrqRespDescriptor.OFF_MAX_SGE, sge);
+        r.putLong((int) CreateSrqRespDescriptor.OFF_MAP_SIZE, size);
+        s.session.respond(MRCE_OP_CREATE_SRQ, seq, 0, r, fd);
+        LibC.close(fd);
+    }
+
+    private void modifySrq(SessionObjects s, int seq, ByteBuffer p) {
+        Srq srq = s.srqs.get(p.getInt((int) ModifySrqReqDescriptor.OFF_HANDLE));
+        if (srq == null) {
+            fail(s, MRCE_OP_MODIFY_SRQ, seq, Errno.ENOENT);
+            return;
+        }
+        int mask = p.getInt((int) ModifySrqReqDescriptor.OFF_ATTR_MASK);
+        int limit = p.getInt((int) ModifySrqReqDescriptor.OFF_SRQ_LIMIT);
+        // Resizing (IBV_SRQ_MAX_WR) is not supported: EINVAL, as for a device without
+        // IBV_DEVICE_SRQ_RESIZE.
+        if ((mask & ~SRQ_LIMIT) != 0) {
+            fail(s, MRCE_OP_MODIFY_SRQ, seq, Errno.EINVAL);
+            return;
+        }
+        if ((mask & SRQ_LIMIT) != 0) {
+            if (limit < 0 || limit > srq.ring.slotCount()) {
+                fail(s, MRCE_OP_MODIFY_SRQ, seq, Errno.EINVAL);
+                return;
+            }
+            srq.arm(limit);
+        }
+        s.session.respond(MRCE_OP_MODIFY_SRQ, seq, 0, empty());
+    }
+
+    private void querySrq(SessionObjects s, int seq, ByteBuffer p) {
+        Srq srq = s.srqs.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (srq == null) {
+            fail(s, MRCE_OP_QUERY_SRQ, seq, Errno.ENOENT);
+            return;
+        }
+        ByteBuffer r = resp(SrqAttrDescriptor.SIZE);
+        r.putInt((int) SrqAttrDescriptor.OFF_MAX_WR, srq.ring.slotCount());
+        r.putInt((int) SrqAttrDescriptor.OFF_MAX_SGE, srq.maxSge);
+        r.putInt((int) SrqAttrDescriptor.OFF_SRQ_LIMIT, srq.limit());
+        s.session.respond(MRCE_OP_QUERY_SRQ, seq, 0, r);
+    }
+
+    private void destroySrq(SessionObjects s, int seq, ByteBuffer p) {
+        Srq srq = s.srqs.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        if (srq == null) {
+            fail(s, MRCE_OP_DESTROY_SRQ, seq, Errno.ENOENT);
+            return;
+        }
+        // No QP uses it, so the engine no longer reads it: a QP's users count drops only after
+        // the engine dropped that QP.
+        if (srq.qpUsers > 0) {
+            fail(s, MRCE_OP_DESTROY_SRQ, seq, Errno.EBUSY);
+            return;
+        }
+        s.srqs.remove(srq.handle);
+        releaseSrq(srq);
+        s.session.respond(MRCE_OP_DESTROY_SRQ, seq, 0, empty());
+    }
+
+    /** Caller holds the session lock; no QP uses the SRQ any more. */
+    private void releaseSrq(Srq srq) {
+        srq.asyncEvents = AsyncEventSink.NONE;
+        srq.pd.users--;
+        unmap(srq.mapping);
+        uncount(MRCE_OP_CREATE_SRQ);
+    }
+
+    // ---- async events ----
+
+    private static void getAsyncEvent(SessionObjects s, int seq) {
+        long e = s.events.poll();
+        if (e < 0) {
+            fail(s, MRCE_OP_GET_ASYNC_EVENT, seq, Errno.EAGAIN);
+            return;
+        }
+        ByteBuffer r = resp(AsyncEventDescriptor.SIZE);
+        r.putInt((int) AsyncEventDescriptor.OFF_EVENT_TYPE, (int) (e >>> 32));
+        r.putInt((int) AsyncEventDescriptor.OFF_ELEMENT, (int) e);
+        s.session.respond(MRCE_OP_GET_ASYNC_EVENT, seq, 0, r);
+    }
+
+    /**
+     * The netdev's carrier changed: every connection gets IBV_EVENT_PORT_ACTIVE or
+     * IBV_EVENT_PORT_ERR for port 1, and later HELLOs report the new state. Thread-safe; a call
+     * that repeats the current state does nothing.
+     */
+    public void linkChanged(boolean up) {
+        synchronized (this) {
+            if (up == linkUp) {
+                return;
+            }
+            linkUp = up;
+        }
+        LOG.info("{}: link {}", VerbsService.DEV_NAME, up ? "up (PORT_ACTIVE)" : "down (PORT_ERR)");
+        for (SessionObjects s : sessions.values()) {
+            synchronized (s) {
+                if (s.hello && !s.closed) {
+                    s.events.post(up ? Ibv.EVENT_PORT_ACTIVE : Ibv.EVENT_PORT_ERR, 1);
+                }
+            }
+        }
+    }
+
+    // ---- rereg ----
+
+    private void reregMr(SessionObjects s, int seq, ByteBuffer p) {
+        int handle = p.getInt((int) ReregMrReqDescriptor.OFF_HANDLE);
+        int flags = p.getInt((int) ReregMrReqDescriptor.OFF_FLAGS);
+        Mr old = s.mrs.get(handle);
+        if (old == null) {
+            fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOENT);
+            return;
+        }
+        int all = REREG_MR_CHANGE_TRANSLATION | REREG_MR_CHANGE_PD | REREG_MR_CHANGE_ACCESS;
+        if (flags == 0 || (flags & ~all) != 0) {
+            fail(s, MRCE_OP_REREG_MR, seq, Errno.EINVAL);
+            return;
+        }
+        Pd pd = old.pd;
+        if ((flags & REREG_MR_CHANGE_PD) != 0) {
+            pd = s.pds.get(p.getInt((int) ReregMrReqDescriptor.OFF_PD));
+            if (pd == null) {
+                fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOENT);
+                return;
+            }
+        }
+        int access = (flags & REREG_MR_CHANGE_ACCESS) != 0
+                ? p.getInt((int) ReregMrReqDescriptor.OFF_ACCESS) : old.access;
+        boolean move = (flags & REREG_MR_CHANGE_TRANSLATION) != 0;
+        long addr = move ? p.getLong((int) ReregMrReqDescriptor.OFF_ADDR) : old.addr;
+        long length = move ? p.getLong((int) ReregMrReqDescriptor.OFF_LENGTH) : old.length;
+        long iova = move ? p.getLong((int) ReregMrReqDescriptor.OFF_IOVA) : old.iova;
+        int err = checkMr(pd, access, addr, length, iova);
+        if (err == 0 && move) {
+            err = probe(s.pid, addr, length);
+        }
+        if (err != 0) {
+            fail(s, MRCE_OP_REREG_MR, seq, err);
+            return;
+        }
+        // New keys first: if none is free the region stays as it was.
+        Mr mr = mrTable.register(handle, pd, s.pid, addr, length, iova, access);
+        if (mr == null) {
+            fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
+            return;
+        }
+        mrTable.remove(old);
+        old.pd.users--;
+        pd.users++;
+        s.mrs.put(handle, mr);
+        ByteBuffer r = resp(RegMrRespDescriptor.SIZE);
+        r.putInt((int) RegMrRespDescriptor.OFF_HANDLE, mr.handle);
+        r.putInt((int) RegMrRespDescriptor.OFF_LKEY, mr.lkey);
+        r.putInt((int) RegMrRespDescriptor.OFF_RKEY, mr.rkey);
+        LocalSession session = s.session;
+        // As for DEREG_MR: answer once the engine revoked the old keys, so no copy touches the
+        // old range (or uses the old rights) after ibv_rereg_mr returns.
+        Runnable revoke = () -> {
+            old.revoke();
+            session.respond(MRCE_OP_REREG_MR, seq, 0, r);
+        };
+        while (!engine.submit(revoke)) {
             Thread.onSpinWait();
         }
     }

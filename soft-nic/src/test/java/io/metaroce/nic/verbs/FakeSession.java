@@ -4,6 +4,7 @@ import io.metaroce.control.LocalSession;
 import io.metaroce.nic.abi.AbiConstants;
 import io.metaroce.nic.abi.CreateCqRespDescriptor;
 import io.metaroce.nic.abi.CreateQpRespDescriptor;
+import io.metaroce.nic.abi.CreateSrqRespDescriptor;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -56,10 +57,13 @@ public final class FakeSession implements LocalSession {
         ByteBuffer copy = ByteBuffer.allocate(payload.remaining()).order(ByteOrder.LITTLE_ENDIAN);
         copy.put(payload.duplicate()).flip();
         MemorySegment map = null;
-        if (status == 0 && (op == AbiConstants.MRCE_OP_CREATE_CQ || op == AbiConstants.MRCE_OP_CREATE_QP)) {
-            long size = op == AbiConstants.MRCE_OP_CREATE_CQ
-                    ? copy.getLong((int) CreateCqRespDescriptor.OFF_MAP_SIZE)
-                    : copy.getLong((int) CreateQpRespDescriptor.OFF_MAP_SIZE);
+        if (status == 0 && (op == AbiConstants.MRCE_OP_CREATE_CQ || op == AbiConstants.MRCE_OP_CREATE_QP
+                || op == AbiConstants.MRCE_OP_CREATE_SRQ)) {
+            long size = switch (op) {
+                case AbiConstants.MRCE_OP_CREATE_CQ -> copy.getLong((int) CreateCqRespDescriptor.OFF_MAP_SIZE);
+                case AbiConstants.MRCE_OP_CREATE_QP -> copy.getLong((int) CreateQpRespDescriptor.OFF_MAP_SIZE);
+                default -> copy.getLong((int) CreateSrqRespDescriptor.OFF_MAP_SIZE);
+            };
             try {
                 map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fds[0], 0);
                 synchronized (mappings) {

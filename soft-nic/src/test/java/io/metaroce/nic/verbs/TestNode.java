@@ -7,6 +7,8 @@ import io.metaroce.nic.abi.CreateCqReqDescriptor;
 import io.metaroce.nic.abi.CreateCqRespDescriptor;
 import io.metaroce.nic.abi.CreateQpReqDescriptor;
 import io.metaroce.nic.abi.CreateQpRespDescriptor;
+import io.metaroce.nic.abi.CreateSrqReqDescriptor;
+import io.metaroce.nic.abi.CreateSrqRespDescriptor;
 import io.metaroce.nic.abi.HandleReqDescriptor;
 import io.metaroce.nic.abi.HelloReqDescriptor;
 import io.metaroce.nic.abi.Ibv;
@@ -49,11 +51,15 @@ public final class TestNode implements AutoCloseable {
     public record QpHandles(int handle, int qpn, MemorySegment map, RingFlyweight sq, RingFlyweight rq) {}
 
     public TestNode(Port port, int udpPort, LongSupplier clock) throws Exception {
+        this(port, udpPort, clock, Limits.defaults());
+    }
+
+    public TestNode(Port port, int udpPort, LongSupplier clock, Limits limits) throws Exception {
         this.port = port;
         this.clock = clock;
         this.engine = new EngineAgent(port, new MrTable(1024));
         NetInfo net = new NetInfo("test0", port.localIp(), 9000, true, 0);
-        this.service = new VerbsService(engine, engine.datapath().mrs, net, udpPort, Limits.defaults());
+        this.service = new VerbsService(engine, engine.datapath().mrs, net, udpPort, limits);
         synchronized (TestNode.class) {
             this.session = new FakeSession(nextSession++, LibC.getpid());
         }
@@ -143,13 +149,31 @@ public final class TestNode implements AutoCloseable {
                 new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET))));
     }
 
+    /** Creates a QP of {@code type}, on SRQ {@code srq} (or NO_HANDLE). */
+    public QpHandles createQp(int pd, int sendCq, int recvCq, int srq, int type, int wr, int sge,
+            int inline) {
+        FakeSession.Response r = createQpRaw(pd, sendCq, recvCq, srq, type, wr, sge, inline);
+        check(r);
+        ByteBuffer p = r.payload();
+        MemorySegment map = r.mapping();
+        return new QpHandles(p.getInt((int) CreateQpRespDescriptor.OFF_HANDLE),
+                p.getInt((int) CreateQpRespDescriptor.OFF_QP_NUM), map,
+                new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_SQ_OFFSET))),
+                new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET))));
+    }
+
     public FakeSession.Response createQpRaw(int pd, int sendCq, int recvCq, int type, int wr, int sge,
             int inline) {
+        return createQpRaw(pd, sendCq, recvCq, NO_HANDLE, type, wr, sge, inline);
+    }
+
+    public FakeSession.Response createQpRaw(int pd, int sendCq, int recvCq, int srq, int type, int wr,
+            int sge, int inline) {
         ByteBuffer b = req(CreateQpReqDescriptor.SIZE);
         b.putInt((int) CreateQpReqDescriptor.OFF_PD, pd);
         b.putInt((int) CreateQpReqDescriptor.OFF_SEND_CQ, sendCq);
         b.putInt((int) CreateQpReqDescriptor.OFF_RECV_CQ, recvCq);
-        b.putInt((int) CreateQpReqDescriptor.OFF_SRQ, NO_HANDLE);
+        b.putInt((int) CreateQpReqDescriptor.OFF_SRQ, srq);
         b.putInt((int) CreateQpReqDescriptor.OFF_QP_TYPE, type);
         b.putInt((int) CreateQpReqDescriptor.OFF_MAX_SEND_WR, wr);
         b.putInt((int) CreateQpReqDescriptor.OFF_MAX_RECV_WR, wr);
@@ -157,6 +181,26 @@ public final class TestNode implements AutoCloseable {
         b.putInt((int) CreateQpReqDescriptor.OFF_MAX_RECV_SGE, sge);
         b.putInt((int) CreateQpReqDescriptor.OFF_MAX_INLINE_DATA, inline);
         return call(MRCE_OP_CREATE_QP, b);
+    }
+
+    public record SrqHandles(int handle, int maxWr, int maxSge, RingFlyweight ring) {}
+
+    public FakeSession.Response createSrqRaw(int pd, int maxWr, int maxSge, int limit) {
+        ByteBuffer b = req(CreateSrqReqDescriptor.SIZE);
+        b.putInt((int) CreateSrqReqDescriptor.OFF_PD, pd);
+        b.putInt((int) CreateSrqReqDescriptor.OFF_MAX_WR, maxWr);
+        b.putInt((int) CreateSrqReqDescriptor.OFF_MAX_SGE, maxSge);
+        b.putInt((int) CreateSrqReqDescriptor.OFF_SRQ_LIMIT, limit);
+        return call(MRCE_OP_CREATE_SRQ, b);
+    }
+
+    public SrqHandles createSrq(int pd, int maxWr, int maxSge, int limit) {
+        FakeSession.Response r = createSrqRaw(pd, maxWr, maxSge, limit);
+        check(r);
+        ByteBuffer p = r.payload();
+        return new SrqHandles(p.getInt((int) CreateSrqRespDescriptor.OFF_HANDLE),
+                p.getInt((int) CreateSrqRespDescriptor.OFF_MAX_WR),
+                p.getInt((int) CreateSrqRespDescriptor.OFF_MAX_SGE), new RingFlyweight().wrap(r.mapping()));
     }
 
     public int modifyQp(int qp, int mask, QpAttrs attrs) {

@@ -47,7 +47,7 @@ class VerbsServiceTest {
         assertThat(r.status()).isZero();
         assertThat(r.fds()).hasSize(2);
         ByteBuffer p = r.payload();
-        assertThat(p.getInt((int) HelloRespDescriptor.OFF_ABI_VERSION)).isEqualTo(1);
+        assertThat(p.getInt((int) HelloRespDescriptor.OFF_ABI_VERSION)).isEqualTo(MRCE_ABI_VERSION);
         assertThat(p.getInt((int) HelloRespDescriptor.OFF_DAEMON_PID)).isEqualTo(LibC.getpid());
         byte[] gid = new byte[16];
         p.get((int) HelloRespDescriptor.OFF_GID, gid);
@@ -124,7 +124,7 @@ class VerbsServiceTest {
         assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle())).status())
                 .isEqualTo(Errno.EBUSY);
         assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isEqualTo(Errno.EBUSY);
-        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_UD, 1, 1, 0).status())
+        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_UC, 1, 1, 0).status())
                 .isEqualTo(Errno.EOPNOTSUPP);
         assertThat(node.createQpRaw(pd, cq.handle(), 999, Ibv.QPT_RC, 1, 1, 0).status())
                 .isEqualTo(Errno.ENOENT);
