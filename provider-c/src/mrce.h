@@ -38,6 +38,10 @@ struct mrce_device {
 	struct mrce_hello_resp hello; /* from the latest probe */
 };
 
+struct mrce_cq;
+struct mrce_qp;
+struct mrce_srq;
+
 struct mrce_context {
 	struct verbs_context vctx;
 	struct mrce_conn conn;
@@ -46,6 +50,15 @@ struct mrce_context {
 	uint64_t doorbells;   /* doorbell writes, printed with METAROCE_DEBUG=1 */
 	bool debug;
 	bool fatal_reported;  /* IBV_EVENT_DEVICE_FATAL was delivered */
+	/*
+	 * The objects of this context by daemon handle, to turn the element of
+	 * an async event into the app's pointer. Control path only.
+	 */
+	pthread_mutex_t obj_lock;
+	struct mrce_qp *qps;
+	struct mrce_cq *cqs;
+	struct mrce_srq *srqs;
+	uint32_t num_ah;      /* address handles alive (max_ah of HELLO) */
 };
 
 struct mrce_pd {
@@ -56,8 +69,6 @@ struct mrce_mr {
 	struct ibv_mr ibv_mr;
 };
 
-struct mrce_cq;
-
 struct mrce_comp_channel {
 	struct ibv_comp_channel ibv_chan;
 	uint32_t handle;
@@ -65,29 +76,83 @@ struct mrce_comp_channel {
 	struct mrce_cq *cqs;    /* CQs bound to this channel */
 };
 
+/*
+ * struct ibv_cq_ex starts with the fields of struct ibv_cq, so every CQ is
+ * made as an ibv_cq_ex: ibv_create_cq and ibv_create_cq_ex share the code.
+ */
 struct mrce_cq {
-	struct ibv_cq ibv_cq;
+	union {
+		struct ibv_cq ibv_cq;
+		struct ibv_cq_ex ibv_cq_ex;
+	};
 	struct mrce_ring ring;  /* consumer side; guarded by lock */
 	pthread_spinlock_t lock;
 	void *map;
 	size_t map_size;
+	const struct mrce_cqe *cur; /* start_poll .. end_poll: the entry read */
 	uint32_t seen_notify;   /* notify_count values turned into events */
 	uint32_t events_given;  /* events returned by ibv_get_cq_event */
+	uint32_t async_given;   /* async events returned for this CQ */
 	uint32_t empty_polls;   /* to check for a dead daemon now and then */
 	struct mrce_cq *next_in_chan;
+	struct mrce_cq *next_in_ctx;
 };
 
+struct mrce_srq {
+	struct ibv_srq ibv_srq;
+	struct mrce_ring ring;  /* producer side; guarded by lock */
+	pthread_spinlock_t lock;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	void *map;
+	size_t map_size;
+	uint32_t async_given;   /* async events returned for this SRQ */
+	struct mrce_srq *next_in_ctx;
+};
+
+/* An address handle lives in the provider only: it becomes WQE fields. */
+struct mrce_ah {
+	struct ibv_ah ibv_ah;
+	struct ibv_ah_attr attr;
+	uint32_t dest_ipv4;     /* dgid bytes 12..15, network order */
+};
+
+/* struct ibv_qp_ex starts with a struct ibv_qp, so every QP is one. */
 struct mrce_qp {
-	struct ibv_qp ibv_qp;
+	union {
+		struct ibv_qp ibv_qp;
+		struct ibv_qp_ex ibv_qp_ex;
+	};
 	struct mrce_ring sq;    /* producer side; guarded by sq_lock */
 	struct mrce_ring rq;    /* producer side; guarded by rq_lock */
 	pthread_spinlock_t sq_lock;
 	pthread_spinlock_t rq_lock;
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
+	bool has_rq;            /* false on a QP that takes receives from an SRQ */
+	bool is_qp_ex;          /* made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	uint64_t send_ops_flags;
+	/* ibv_wr_* state between wr_start and wr_complete/wr_abort. */
+	uint32_t wr_first;      /* sq.cached_prod at wr_start */
+	struct mrce_wqe *wr_cur;
+	int wr_err;
+	uint32_t async_given;   /* async events returned for this QP */
 	void *map;
 	size_t map_size;
+	struct mrce_qp *next_in_ctx;
 };
+
+/* Removes an object from one of the context's lists (under obj_lock). */
+#define MRCE_UNLINK(head, obj)                                         \
+	do {                                                           \
+		__typeof__(obj) *pp_;                                  \
+		for (pp_ = &(head); *pp_; pp_ = &(*pp_)->next_in_ctx) { \
+			if (*pp_ == (obj)) {                           \
+				*pp_ = (obj)->next_in_ctx;             \
+				break;                                 \
+			}                                              \
+		}                                                      \
+	} while (0)
 
 static inline struct mrce_context *to_mctx(struct ibv_context *ctx)
 {
@@ -113,6 +178,26 @@ static inline struct mrce_cq *to_mcq(struct ibv_cq *cq)
 static inline struct mrce_qp *to_mqp(struct ibv_qp *qp)
 {
 	return container_of(qp, struct mrce_qp, ibv_qp);
+}
+
+static inline struct mrce_qp *to_mqpx(struct ibv_qp_ex *qpx)
+{
+	return container_of(qpx, struct mrce_qp, ibv_qp_ex);
+}
+
+static inline struct mrce_cq *to_mcqx(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct mrce_cq, ibv_cq_ex);
+}
+
+static inline struct mrce_srq *to_msrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct mrce_srq, ibv_srq);
+}
+
+static inline struct mrce_ah *to_mah(struct ibv_ah *ah)
+{
+	return container_of(ah, struct mrce_ah, ibv_ah);
 }
 
 static inline struct mrce_comp_channel *
@@ -151,7 +236,14 @@ ssize_t mrce_query_gid_table(struct ibv_context *ctx,
 			     size_t entry_size);
 int mrce_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
 		    __be16 *pkey);
+int mrce_query_device_ex(struct ibv_context *ctx,
+			 const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size);
 int mrce_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev);
+void mrce_ack_async_event(struct ibv_async_event *ev);
+bool mrce_translate_async_event(struct mrce_context *ctx,
+				const struct mrce_async_event *in,
+				struct ibv_async_event *out);
 
 /* mrce_verbs.c: control-path verbs */
 struct ibv_pd *mrce_alloc_pd(struct ibv_context *ctx);
@@ -159,11 +251,15 @@ int mrce_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *mrce_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			   uint64_t iova, unsigned int access);
 int mrce_dereg_mr(struct ibv_mr *mr);
+int mrce_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+		  size_t length, int access);
 struct ibv_comp_channel *mrce_create_comp_channel(struct ibv_context *ctx);
 int mrce_destroy_comp_channel(struct ibv_comp_channel *chan);
 struct ibv_cq *mrce_create_cq(struct ibv_context *ctx, int cqe,
 			      void *cq_context, struct ibv_comp_channel *chan,
 			      int comp_vector);
+struct ibv_cq_ex *mrce_create_cq_ex(struct ibv_context *ctx,
+				   struct ibv_cq_init_attr_ex *attr);
 int mrce_destroy_cq(struct ibv_cq *cq);
 int mrce_get_cq_event(struct ibv_comp_channel *chan, struct ibv_cq **cq,
 		      void **cq_context);
@@ -174,6 +270,28 @@ int mrce_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 int mrce_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init_attr);
 int mrce_destroy_qp(struct ibv_qp *qp);
+struct ibv_qp *mrce_create_qp_ex(struct ibv_context *ctx,
+				 struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp_ex *mrce_qp_to_qp_ex(struct ibv_qp *qp);
+
+/* mrce_srq_ah.c: shared receive queues and address handles */
+struct ibv_srq *mrce_create_srq(struct ibv_pd *pd,
+				struct ibv_srq_init_attr *attr);
+struct ibv_srq *mrce_create_srq_ex(struct ibv_context *ctx,
+				   struct ibv_srq_init_attr_ex *attr);
+int mrce_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int mrce_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int mrce_destroy_srq(struct ibv_srq *srq);
+int mrce_ah_attr_check(const struct ibv_ah_attr *attr, uint32_t *dest_ipv4);
+struct ibv_ah *mrce_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int mrce_destroy_ah(struct ibv_ah *ah);
+int mrce_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
+			 const struct ibv_wc *wc, const struct ibv_grh *grh,
+			 struct ibv_ah_attr *ah_attr);
+struct ibv_ah *mrce_create_ah_from_wc(struct ibv_pd *pd,
+				      const struct ibv_wc *wc,
+				      const struct ibv_grh *grh,
+				      uint8_t port_num);
 
 /* mrce_datapath.c: the context.ops entries */
 int mrce_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
@@ -185,6 +303,22 @@ int mrce_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int mrce_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
 bool mrce_ctx_check_dead(struct mrce_context *ctx);
+int mrce_build_send_wqe(struct mrce_qp *qp, struct mrce_wqe *wqe,
+			const struct ibv_send_wr *wr);
+void mrce_qp_ex_init(struct mrce_qp *qp);
+void mrce_cq_ex_init(struct mrce_cq *cq);
+/* wc_flags of ibv_create_cq_ex that our CQEs carry. */
+#define MRCE_CQ_EX_WC_FLAGS ((uint64_t)IBV_WC_STANDARD_FLAGS)
+/* send_ops_flags of ibv_create_qp_ex per QP type. */
+#define MRCE_RC_SEND_OPS                                                  \
+	((uint64_t)(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |  \
+		    IBV_QP_EX_WITH_RDMA_WRITE |                            \
+		    IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                   \
+		    IBV_QP_EX_WITH_RDMA_READ |                             \
+		    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                    \
+		    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))
+#define MRCE_UD_SEND_OPS \
+	((uint64_t)(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM))
 
 /* mrce_ctrl.c: the local control protocol */
 int mrce_sock_path(char *buf, size_t len);

@@ -99,10 +99,14 @@ struct ibv_device **mrce_unwrap_device_list(struct ibv_device **devs)
 	return real;
 }
 
-static int mrce_query_device_ex(struct ibv_context *ctx,
-				const struct ibv_query_device_ex_input *input,
-				struct ibv_device_attr_ex *attr,
-				size_t attr_size)
+/*
+ * ibv_query_device_ex (through verbs_context): orig_attr as
+ * ibv_query_device, the extended capabilities are all "none" except the
+ * port count; copies at most attr_size bytes (older callers pass less).
+ */
+int mrce_query_device_ex(struct ibv_context *ctx,
+			 const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size)
 {
 	struct ibv_device_attr_ex full;
 	int ret;
@@ -115,7 +119,8 @@ static int mrce_query_device_ex(struct ibv_context *ctx,
 	ret = mrce_query_device(ctx, &full.orig_attr);
 	if (ret)
 		return ret;
-	full.max_dm_size = 0;
+	full.device_cap_flags_ex = (uint64_t)full.orig_attr.device_cap_flags;
+	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }
@@ -181,12 +186,16 @@ struct ibv_context *mrce_open_device(struct ibv_device *dev)
 	/* Let the daemon process_vm_readv/writev us under Yama ptrace_scope 1. */
 	prctl(PR_SET_PTRACER, (unsigned long)ctx->hello.daemon_pid, 0, 0, 0);
 
+	pthread_mutex_init(&ctx->obj_lock, NULL);
 	ctx->doorbell_fd = fds[0];
 	ctx->debug = getenv("METAROCE_DEBUG") &&
 		     strcmp(getenv("METAROCE_DEBUG"), "0") != 0;
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = mrce_vquery_port;
 	ctx->vctx.query_device_ex = mrce_query_device_ex;
+	ctx->vctx.create_qp_ex = mrce_create_qp_ex;
+	ctx->vctx.create_cq_ex = mrce_create_cq_ex;
+	ctx->vctx.create_srq_ex = mrce_create_srq_ex;
 	ctx->vctx.context.device = &mrce_dev.ibv_dev;
 	ctx->vctx.context.ops = mrce_ctx_ops;
 	ctx->vctx.context.cmd_fd = ctx->conn.fd;
@@ -217,6 +226,7 @@ int mrce_close_device(struct ibv_context *ibctx)
 	mrce_conn_close(&ctx->conn);
 	close(ctx->doorbell_fd);
 	close(ibctx->async_fd);
+	pthread_mutex_destroy(&ctx->obj_lock);
 	pthread_mutex_destroy(&ibctx->mutex);
 	free(ctx);
 	return 0;
@@ -246,9 +256,13 @@ int mrce_query_device(struct ibv_context *ibctx, struct ibv_device_attr *attr)
 	attr->max_mr = (int)h->max_mr;
 	attr->max_pd = (int)h->max_pd;
 	attr->max_qp_rd_atom = (int)h->max_qp_rd_atom;
-	attr->max_qp_init_rd_atom = (int)h->max_qp_rd_atom;
+	attr->max_qp_init_rd_atom = (int)h->max_qp_init_rd_atom;
 	attr->max_res_rd_atom = (int)(h->max_qp_rd_atom * h->max_qp);
-	attr->atomic_cap = IBV_ATOMIC_NONE;
+	attr->atomic_cap = (enum ibv_atomic_cap)h->atomic_cap;
+	attr->max_srq = (int)h->max_srq;
+	attr->max_srq_wr = (int)h->max_srq_wr;
+	attr->max_srq_sge = (int)h->max_srq_sge;
+	attr->max_ah = (int)h->max_ah;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
 	attr->phys_port_cnt = 1;
@@ -354,39 +368,203 @@ int mrce_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
 	return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Async events (mrce_abi.h): the daemon writes 1 to the async eventfd of
+ * HELLO (context->async_fd, EFD_SEMAPHORE) per event queued; we read it once
+ * per event, fetch the event with GET_ASYNC_EVENT and turn the element
+ * handle into the app's pointer. Each event given out for a QP/CQ/SRQ is
+ * counted so that destroying the object waits for ibv_ack_async_event.
+ * The daemon going away is IBV_EVENT_DEVICE_FATAL, once.
+ * ------------------------------------------------------------------------ */
+
+static bool mrce_event_is_qp(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool mrce_event_is_srq(enum ibv_event_type t)
+{
+	return t == IBV_EVENT_SRQ_ERR || t == IBV_EVENT_SRQ_LIMIT_REACHED;
+}
+
 /*
- * The ABI carries no async event records yet; the one event we can tell is
- * the daemon going away (the control socket hangs up): IBV_EVENT_DEVICE_FATAL.
+ * Fills `out` from the daemon's event; false when its object is gone (it
+ * was destroyed after the daemon queued the event): the event is dropped.
  */
+bool mrce_translate_async_event(struct mrce_context *ctx,
+				const struct mrce_async_event *in,
+				struct ibv_async_event *out)
+{
+	enum ibv_event_type t = (enum ibv_event_type)in->event_type;
+	bool found = false;
+
+	memset(out, 0, sizeof(*out));
+	out->event_type = t;
+	pthread_mutex_lock(&ctx->obj_lock);
+	if (mrce_event_is_qp(t)) {
+		struct mrce_qp *qp;
+
+		for (qp = ctx->qps; qp; qp = qp->next_in_ctx) {
+			if (qp->ibv_qp.handle == in->element)
+				break;
+		}
+		if (qp) {
+			pthread_mutex_lock(&qp->ibv_qp.mutex);
+			qp->async_given++;
+			pthread_mutex_unlock(&qp->ibv_qp.mutex);
+			out->element.qp = &qp->ibv_qp;
+			found = true;
+		}
+	} else if (mrce_event_is_srq(t)) {
+		struct mrce_srq *srq;
+
+		for (srq = ctx->srqs; srq; srq = srq->next_in_ctx) {
+			if (srq->ibv_srq.handle == in->element)
+				break;
+		}
+		if (srq) {
+			pthread_mutex_lock(&srq->ibv_srq.mutex);
+			srq->async_given++;
+			pthread_mutex_unlock(&srq->ibv_srq.mutex);
+			out->element.srq = &srq->ibv_srq;
+			found = true;
+		}
+	} else if (t == IBV_EVENT_CQ_ERR) {
+		struct mrce_cq *cq;
+
+		for (cq = ctx->cqs; cq; cq = cq->next_in_ctx) {
+			if (cq->ibv_cq.handle == in->element)
+				break;
+		}
+		if (cq) {
+			pthread_mutex_lock(&cq->ibv_cq.mutex);
+			cq->async_given++;
+			pthread_mutex_unlock(&cq->ibv_cq.mutex);
+			out->element.cq = &cq->ibv_cq;
+			found = true;
+		}
+	} else if (t == IBV_EVENT_WQ_FATAL) {
+		found = false; /* no WQs here */
+	} else {
+		/* Port and device events: the element is the port number. */
+		out->element.port_num = (int)in->element;
+		found = true;
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+	return found;
+}
+
+static int mrce_deliver_fatal(struct mrce_context *ctx,
+			      struct ibv_async_event *ev)
+{
+	ctx->fatal_reported = true;
+	memset(ev, 0, sizeof(*ev));
+	ev->element.port_num = MRCE_PORT;
+	ev->event_type = IBV_EVENT_DEVICE_FATAL;
+	return 0;
+}
+
 int mrce_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *ev)
 {
 	struct mrce_context *ctx = to_mctx(ibctx);
-	struct pollfd pfd = { .fd = ctx->conn.fd, .events = POLLRDHUP };
+	struct pollfd pfd[2] = {
+		{ .fd = ibctx->async_fd, .events = POLLIN },
+		{ .fd = ctx->conn.fd, .events = POLLRDHUP },
+	};
 	int flags = fcntl(ibctx->async_fd, F_GETFL);
-	int timeout = flags >= 0 && (flags & O_NONBLOCK) ? 0 : -1;
+	bool nonblock = flags >= 0 && (flags & O_NONBLOCK);
+	struct mrce_async_event ae;
+	uint64_t one;
 	int ret;
 
 	if (ctx->fatal_reported) {
 		errno = EIO;
 		return -1;
 	}
-	while (!__atomic_load_n(&ctx->conn.dead, __ATOMIC_ACQUIRE)) {
-		ret = poll(&pfd, 1, timeout);
+	for (;;) {
+		if (__atomic_load_n(&ctx->conn.dead, __ATOMIC_ACQUIRE))
+			return mrce_deliver_fatal(ctx, ev);
+		ret = poll(pfd, 2, nonblock ? 0 : -1);
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret < 0)
 			return -1;
-		if (ret == 0) {
+		if (pfd[0].revents & POLLIN) {
+			if (read(ibctx->async_fd, &one, sizeof(one)) !=
+			    sizeof(one)) {
+				if (errno == EAGAIN && !nonblock)
+					continue; /* another thread took it */
+				return -1;
+			}
+			ret = mrce_conn_call(&ctx->conn,
+					     MRCE_OP_GET_ASYNC_EVENT, NULL, 0,
+					     &ae, sizeof(ae), NULL, 0);
+			if (ret == EIO && ctx->conn.dead)
+				continue;
+			if (ret == EAGAIN) {
+				/* Purged with its object: nothing to give. */
+				if (nonblock) {
+					errno = EAGAIN;
+					return -1;
+				}
+				continue;
+			}
+			if (ret) {
+				errno = ret;
+				return -1;
+			}
+			if (mrce_translate_async_event(ctx, &ae, ev))
+				return 0;
+			continue;
+		}
+		if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			__atomic_store_n(&ctx->conn.dead, true,
+					 __ATOMIC_RELEASE);
+			continue;
+		}
+		if (nonblock) {
 			errno = EAGAIN;
 			return -1;
 		}
-		if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))
-			__atomic_store_n(&ctx->conn.dead, true,
-					 __ATOMIC_RELEASE);
 	}
-	ctx->fatal_reported = true;
-	memset(ev, 0, sizeof(*ev));
-	ev->element.port_num = MRCE_PORT;
-	ev->event_type = IBV_EVENT_DEVICE_FATAL;
-	return 0;
+}
+
+/* The counterpart of mrce_translate_async_event's counting. */
+void mrce_ack_async_event(struct ibv_async_event *ev)
+{
+	pthread_mutex_t *m = NULL;
+	pthread_cond_t *c = NULL;
+	uint32_t *n = NULL;
+
+	if (mrce_event_is_qp(ev->event_type) && ev->element.qp) {
+		m = &ev->element.qp->mutex;
+		c = &ev->element.qp->cond;
+		n = &ev->element.qp->events_completed;
+	} else if (mrce_event_is_srq(ev->event_type) && ev->element.srq) {
+		m = &ev->element.srq->mutex;
+		c = &ev->element.srq->cond;
+		n = &ev->element.srq->events_completed;
+	} else if (ev->event_type == IBV_EVENT_CQ_ERR && ev->element.cq) {
+		m = &ev->element.cq->mutex;
+		c = &ev->element.cq->cond;
+		n = &ev->element.cq->async_events_completed;
+	}
+	if (!m)
+		return;
+	pthread_mutex_lock(m);
+	(*n)++;
+	pthread_cond_broadcast(c);
+	pthread_mutex_unlock(m);
 }

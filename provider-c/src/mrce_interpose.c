@@ -42,6 +42,8 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 	X(ibv_open_device, "IBVERBS_1.1")                   \
 	X(ibv_close_device, "IBVERBS_1.1")                  \
 	X(ibv_get_async_event, "IBVERBS_1.1")               \
+	X(ibv_ack_async_event, "IBVERBS_1.1")               \
+	X(ibv_fork_init, "IBVERBS_1.1")                     \
 	X(ibv_query_device, "IBVERBS_1.1")                  \
 	X(ibv_query_port, "IBVERBS_1.1")                    \
 	X(ibv_query_gid, "IBVERBS_1.1")                     \
@@ -210,6 +212,51 @@ EXPORT int ibv_get_async_event(struct ibv_context *context,
 	return REAL(ibv_get_async_event, -1, context, event);
 }
 
+static bool mrce_event_is_ours(const struct ibv_async_event *ev)
+{
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		return ev->element.cq && is_mrce_ctx(ev->element.cq->context);
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return ev->element.srq &&
+		       is_mrce_ctx(ev->element.srq->context);
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return ev->element.qp && is_mrce_ctx(ev->element.qp->context);
+	default:
+		return false; /* port/device/WQ events: nothing to count here */
+	}
+}
+
+EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	if (mrce_event_is_ours(event))
+		mrce_ack_async_event(event);
+	else
+		REAL_VOID(ibv_ack_async_event, event);
+}
+
+/*
+ * Fork safety matters for memory a NIC DMAs into: the kernel pins it, and a
+ * copy-on-write fault after fork() would leave the device writing to the
+ * parent's old page. MetaRoCE pins nothing: the daemon reads and writes
+ * registered memory with process_vm_readv/writev, which always resolve the
+ * process's current pages. So for mrce0 there is nothing to set up; the
+ * real ibv_fork_init still runs for any real device next to it.
+ */
+EXPORT int ibv_fork_init(void)
+{
+	/* A libibverbs without it: nothing to do for mrce0 either. */
+	return REAL(ibv_fork_init, 0);
+}
+
 EXPORT int ibv_query_device(struct ibv_context *context,
 			    struct ibv_device_attr *device_attr)
 {
@@ -376,10 +423,8 @@ EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access)
 {
-	if (is_mrce_ctx(mr->context)) {
-		errno = EOPNOTSUPP;
-		return IBV_REREG_MR_ERR_INPUT;
-	}
+	if (is_mrce_ctx(mr->context))
+		return mrce_rereg_mr(mr, flags, pd, addr, length, access);
 	return REAL(ibv_rereg_mr, IBV_REREG_MR_ERR_INPUT, mr, flags, pd, addr,
 		    length, access);
 }
@@ -497,7 +542,7 @@ EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *srq_init_attr)
 {
 	if (is_mrce_ctx(pd->context))
-		return MRCE_NULL_ERRNO(EOPNOTSUPP);
+		return mrce_create_srq(pd, srq_init_attr);
 	return REAL(ibv_create_srq, (struct ibv_srq *)NULL, pd, srq_init_attr);
 }
 
@@ -505,21 +550,21 @@ EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 			  int srq_attr_mask)
 {
 	if (is_mrce_ctx(srq->context))
-		return EOPNOTSUPP;
+		return mrce_modify_srq(srq, srq_attr, srq_attr_mask);
 	return REAL(ibv_modify_srq, ENOSYS, srq, srq_attr, srq_attr_mask);
 }
 
 EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
 {
 	if (is_mrce_ctx(srq->context))
-		return EOPNOTSUPP;
+		return mrce_query_srq(srq, srq_attr);
 	return REAL(ibv_query_srq, ENOSYS, srq, srq_attr);
 }
 
 EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	if (is_mrce_ctx(srq->context))
-		return EOPNOTSUPP;
+		return mrce_destroy_srq(srq);
 	return REAL(ibv_destroy_srq, ENOSYS, srq);
 }
 
@@ -559,7 +604,7 @@ EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	if (is_mrce_ctx(qp->context))
-		return MRCE_NULL_ERRNO(EOPNOTSUPP);
+		return mrce_qp_to_qp_ex(qp);
 	return REAL(ibv_qp_to_qp_ex, (struct ibv_qp_ex *)NULL, qp);
 }
 
@@ -607,14 +652,14 @@ EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	if (is_mrce_ctx(pd->context))
-		return MRCE_NULL_ERRNO(EOPNOTSUPP);
+		return mrce_create_ah(pd, attr);
 	return REAL(ibv_create_ah, (struct ibv_ah *)NULL, pd, attr);
 }
 
 EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	if (is_mrce_ctx(ah->context))
-		return EOPNOTSUPP;
+		return mrce_destroy_ah(ah);
 	return REAL(ibv_destroy_ah, ENOSYS, ah);
 }
 
@@ -623,8 +668,14 @@ EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 			       struct ibv_ah_attr *ah_attr)
 {
 	if (is_mrce_ctx(context)) {
-		errno = EOPNOTSUPP;
-		return -1;
+		int ret = mrce_init_ah_from_wc(context, port_num, wc, grh,
+					       ah_attr);
+
+		if (ret) {
+			errno = ret;
+			return -1;
+		}
+		return 0;
 	}
 	return REAL(ibv_init_ah_from_wc, -1, context, port_num, wc, grh,
 		    ah_attr);
@@ -636,7 +687,7 @@ EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
 					    uint8_t port_num)
 {
 	if (is_mrce_ctx(pd->context))
-		return MRCE_NULL_ERRNO(EOPNOTSUPP);
+		return mrce_create_ah_from_wc(pd, wc, grh, port_num);
 	return REAL(ibv_create_ah_from_wc, (struct ibv_ah *)NULL, pd, wc, grh,
 		    port_num);
 }

@@ -118,6 +118,60 @@ int mrce_dereg_mr(struct ibv_mr *mr)
 	return 0;
 }
 
+/*
+ * ibv_rereg_mr: the IBV_REREG_MR_ERR_* convention, errno set. Registered
+ * memory is never pinned here (the daemon reads it with process_vm_readv),
+ * so there is nothing to do about fork: only the daemon's record changes.
+ */
+int mrce_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+		  size_t length, int access)
+{
+	struct mrce_rereg_mr_req req = { .handle = mr->handle,
+					 .flags = (uint32_t)flags };
+	struct mrce_reg_mr_resp resp;
+	int ret;
+
+	if (flags <= 0 || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION |
+				     IBV_REREG_MR_CHANGE_PD |
+				     IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		if (!pd || pd->context != mr->context) {
+			errno = EINVAL;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+		req.pd = pd->handle;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		req.access = (uint32_t)access & ~IBV_ACCESS_OPTIONAL_RANGE;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		if (!addr || !length) {
+			errno = EINVAL;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+		req.addr = (uintptr_t)addr;
+		req.length = length;
+		req.iova = (uintptr_t)addr;
+	}
+	ret = mrce_conn_call(&ctx_of(mr->context)->conn, MRCE_OP_REREG_MR, &req,
+			     sizeof(req), &resp, sizeof(resp), NULL, 0);
+	if (ret) {
+		errno = ret;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->addr = addr;
+		mr->length = length;
+	}
+	mr->lkey = resp.lkey;
+	mr->rkey = resp.rkey;
+	return 0;
+}
+
 struct ibv_comp_channel *mrce_create_comp_channel(struct ibv_context *ibctx)
 {
 	struct mrce_comp_channel *chan;
@@ -164,10 +218,12 @@ int mrce_destroy_comp_channel(struct ibv_comp_channel *ibchan)
 	return 0;
 }
 
-struct ibv_cq *mrce_create_cq(struct ibv_context *ibctx, int cqe,
-			      void *cq_context, struct ibv_comp_channel *ibchan,
-			      int comp_vector)
+static struct mrce_cq *mrce_cq_new(struct ibv_context *ibctx, int cqe,
+				   void *cq_context,
+				   struct ibv_comp_channel *ibchan,
+				   int comp_vector)
 {
+	struct mrce_context *ctx = ctx_of(ibctx);
 	struct mrce_comp_channel *chan = ibchan ? to_mchan(ibchan) : NULL;
 	struct mrce_create_cq_req req = {
 		.cqe = (uint32_t)cqe,
@@ -187,8 +243,8 @@ struct ibv_cq *mrce_create_cq(struct ibv_context *ibctx, int cqe,
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = mrce_conn_call(&ctx_of(ibctx)->conn, MRCE_OP_CREATE_CQ, &req,
-			     sizeof(req), &resp, sizeof(resp), &fd, 1);
+	ret = mrce_conn_call(&ctx->conn, MRCE_OP_CREATE_CQ, &req, sizeof(req),
+			     &resp, sizeof(resp), &fd, 1);
 	if (ret)
 		goto err_free;
 	cq->map_size = resp.map_size;
@@ -214,6 +270,7 @@ struct ibv_cq *mrce_create_cq(struct ibv_context *ibctx, int cqe,
 	cq->ibv_cq.cqe = (int)resp.cqe;
 	pthread_mutex_init(&cq->ibv_cq.mutex, NULL);
 	pthread_cond_init(&cq->ibv_cq.cond, NULL);
+	mrce_cq_ex_init(cq);
 	if (chan) {
 		pthread_mutex_lock(&chan->lock);
 		cq->next_in_chan = chan->cqs;
@@ -221,31 +278,80 @@ struct ibv_cq *mrce_create_cq(struct ibv_context *ibctx, int cqe,
 		ibchan->refcnt++;
 		pthread_mutex_unlock(&chan->lock);
 	}
-	return &cq->ibv_cq;
+	pthread_mutex_lock(&ctx->obj_lock);
+	cq->next_in_ctx = ctx->cqs;
+	ctx->cqs = cq;
+	pthread_mutex_unlock(&ctx->obj_lock);
+	return cq;
 
 err_unmap:
 	munmap(cq->map, cq->map_size);
 err_destroy:
-	mrce_destroy_cmd(ctx_of(ibctx), MRCE_OP_DESTROY_CQ, resp.handle);
+	mrce_destroy_cmd(ctx, MRCE_OP_DESTROY_CQ, resp.handle);
 err_free:
 	free(cq);
 	errno = ret;
 	return NULL;
 }
 
+struct ibv_cq *mrce_create_cq(struct ibv_context *ibctx, int cqe,
+			      void *cq_context, struct ibv_comp_channel *ibchan,
+			      int comp_vector)
+{
+	struct mrce_cq *cq = mrce_cq_new(ibctx, cqe, cq_context, ibchan,
+					 comp_vector);
+
+	return cq ? &cq->ibv_cq : NULL;
+}
+
+/*
+ * ibv_create_cq_ex: every standard wc_flag can be read; timestamps, cvlan,
+ * flow tag and tag matching cannot (EOPNOTSUPP), nor parent domains.
+ */
+struct ibv_cq_ex *mrce_create_cq_ex(struct ibv_context *ibctx,
+				    struct ibv_cq_init_attr_ex *attr)
+{
+	struct mrce_cq *cq;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					  IBV_CQ_INIT_ATTR_MASK_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->wc_flags & ~MRCE_CQ_EX_WC_FLAGS) ||
+	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe > INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = mrce_cq_new(ibctx, (int)attr->cqe, attr->cq_context,
+			 attr->channel, (int)attr->comp_vector);
+	return cq ? &cq->ibv_cq_ex : NULL;
+}
+
+
 int mrce_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct mrce_cq *cq = to_mcq(ibcq);
+	struct mrce_context *ctx = ctx_of(ibcq->context);
 	struct mrce_cq **pp;
 	int ret;
 
-	ret = mrce_destroy_cmd(ctx_of(ibcq->context), MRCE_OP_DESTROY_CQ,
-			       ibcq->handle);
+	ret = mrce_destroy_cmd(ctx, MRCE_OP_DESTROY_CQ, ibcq->handle);
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&ctx->obj_lock);
+	MRCE_UNLINK(ctx->cqs, cq);
+	pthread_mutex_unlock(&ctx->obj_lock);
 	/* As the man page says: wait until every event is acknowledged. */
 	pthread_mutex_lock(&ibcq->mutex);
-	while (ibcq->comp_events_completed != cq->events_given)
+	while (ibcq->comp_events_completed != cq->events_given ||
+	       ibcq->async_events_completed != cq->async_given)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 
@@ -343,7 +449,7 @@ void mrce_ack_cq_events(struct ibv_cq *ibcq, unsigned int nevents)
 {
 	pthread_mutex_lock(&ibcq->mutex);
 	ibcq->comp_events_completed += nevents;
-	pthread_cond_signal(&ibcq->cond);
+	pthread_cond_broadcast(&ibcq->cond);
 	pthread_mutex_unlock(&ibcq->mutex);
 }
 
@@ -357,21 +463,30 @@ static void mrce_cap_from_resp(struct ibv_qp_cap *cap,
 	cap->max_inline_data = resp->max_inline_data;
 }
 
-struct ibv_qp *mrce_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/*
+ * Creates a QP from the fields ibv_qp_init_attr and ibv_qp_init_attr_ex
+ * share; `send_ops` is 0 for ibv_create_qp (no ibv_qp_ex then).
+ */
+static struct ibv_qp *mrce_qp_new(struct ibv_pd *pd,
+				  struct ibv_qp_init_attr *attr,
+				  bool is_qp_ex, uint64_t send_ops)
 {
 	struct ibv_context *ibctx = pd->context;
+	struct mrce_context *ctx = ctx_of(ibctx);
 	struct mrce_create_qp_req req;
 	struct mrce_create_qp_resp resp;
 	struct mrce_qp *qp;
 	int fd, ret;
 
-	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+		/* UC, XRC, raw packet, driver QPs */
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if (!attr->send_cq || !attr->recv_cq ||
 	    attr->send_cq->context != ibctx ||
 	    attr->recv_cq->context != ibctx ||
+	    (attr->srq && attr->srq->context != ibctx) ||
 	    attr->cap.max_send_sge > MRCE_MAX_SGE ||
 	    attr->cap.max_recv_sge > MRCE_MAX_SGE ||
 	    attr->cap.max_inline_data > MRCE_MAX_INLINE) {
@@ -387,17 +502,17 @@ struct ibv_qp *mrce_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.pd = pd->handle,
 		.send_cq = attr->send_cq->handle,
 		.recv_cq = attr->recv_cq->handle,
-		.srq = MRCE_NO_HANDLE,
+		.srq = attr->srq ? attr->srq->handle : MRCE_NO_HANDLE,
 		.qp_type = attr->qp_type,
 		.sq_sig_all = attr->sq_sig_all ? 1 : 0,
 		.max_send_wr = attr->cap.max_send_wr,
-		.max_recv_wr = attr->cap.max_recv_wr,
+		.max_recv_wr = attr->srq ? 0 : attr->cap.max_recv_wr,
 		.max_send_sge = attr->cap.max_send_sge,
-		.max_recv_sge = attr->cap.max_recv_sge,
+		.max_recv_sge = attr->srq ? 0 : attr->cap.max_recv_sge,
 		.max_inline_data = attr->cap.max_inline_data,
 	};
-	ret = mrce_conn_call(&ctx_of(ibctx)->conn, MRCE_OP_CREATE_QP, &req,
-			     sizeof(req), &resp, sizeof(resp), &fd, 1);
+	ret = mrce_conn_call(&ctx->conn, MRCE_OP_CREATE_QP, &req, sizeof(req),
+			     &resp, sizeof(resp), &fd, 1);
 	if (ret)
 		goto err_free;
 	qp->map_size = resp.map_size;
@@ -408,7 +523,8 @@ struct ibv_qp *mrce_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		ret = errno;
 		goto err_destroy;
 	}
-	if (resp.sq_offset >= qp->map_size || resp.rq_offset >= qp->map_size) {
+	if (resp.sq_offset >= qp->map_size ||
+	    (!attr->srq && resp.rq_offset >= qp->map_size)) {
 		ret = EPROTO;
 		goto err_unmap;
 	}
@@ -417,39 +533,114 @@ struct ibv_qp *mrce_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 			       MRCE_RING_KIND_SQ, MRCE_WQE_SIZE);
 	if (ret)
 		goto err_unmap;
-	ret = mrce_ring_attach(&qp->rq, (uint8_t *)qp->map + resp.rq_offset,
-			       qp->map_size - resp.rq_offset,
-			       MRCE_RING_KIND_RQ, MRCE_WQE_SIZE);
-	if (ret)
-		goto err_unmap;
+	/* A QP on an SRQ takes its receives from there: its RQ is unused. */
+	qp->has_rq = !attr->srq;
+	if (qp->has_rq) {
+		ret = mrce_ring_attach(&qp->rq,
+				       (uint8_t *)qp->map + resp.rq_offset,
+				       qp->map_size - resp.rq_offset,
+				       MRCE_RING_KIND_RQ, MRCE_WQE_SIZE);
+		if (ret)
+			goto err_unmap;
+	}
 
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	mrce_cap_from_resp(&qp->cap, &resp);
+	if (attr->srq) {
+		qp->cap.max_recv_wr = 0;
+		qp->cap.max_recv_sge = 0;
+	}
 	attr->cap = qp->cap;
 	qp->sq_sig_all = attr->sq_sig_all;
+	qp->is_qp_ex = is_qp_ex;
+	qp->send_ops_flags = send_ops;
 	qp->ibv_qp.context = ibctx;
 	qp->ibv_qp.qp_context = attr->qp_context;
 	qp->ibv_qp.pd = pd;
 	qp->ibv_qp.send_cq = attr->send_cq;
 	qp->ibv_qp.recv_cq = attr->recv_cq;
-	qp->ibv_qp.srq = NULL;
+	qp->ibv_qp.srq = attr->srq;
 	qp->ibv_qp.handle = resp.handle;
 	qp->ibv_qp.qp_num = resp.qp_num;
 	qp->ibv_qp.state = IBV_QPS_RESET;
 	qp->ibv_qp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibv_qp.mutex, NULL);
 	pthread_cond_init(&qp->ibv_qp.cond, NULL);
+	mrce_qp_ex_init(qp);
+	pthread_mutex_lock(&ctx->obj_lock);
+	qp->next_in_ctx = ctx->qps;
+	ctx->qps = qp;
+	pthread_mutex_unlock(&ctx->obj_lock);
 	return &qp->ibv_qp;
 
 err_unmap:
 	munmap(qp->map, qp->map_size);
 err_destroy:
-	mrce_destroy_cmd(ctx_of(ibctx), MRCE_OP_DESTROY_QP, resp.handle);
+	mrce_destroy_cmd(ctx, MRCE_OP_DESTROY_QP, resp.handle);
 err_free:
 	free(qp);
 	errno = ret;
 	return NULL;
+}
+
+struct ibv_qp *mrce_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	return mrce_qp_new(pd, attr, false, 0);
+}
+
+/*
+ * ibv_create_qp_ex: a PD is required; send_ops_flags (the ibv_wr_* opcodes
+ * the app will use) must be ones the QP type carries; XRC, RSS, TSO,
+ * source QPN and create flags are not supported.
+ */
+struct ibv_qp *mrce_create_qp_ex(struct ibv_context *ibctx,
+				 struct ibv_qp_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			       IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+			       IBV_QP_INIT_ATTR_IND_TABLE |
+			       IBV_QP_INIT_ATTR_RX_HASH |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	uint64_t allowed;
+	bool ex = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+
+	if ((attr->comp_mask & ~known) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+	    !attr->pd || attr->pd->context != ibctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD |
+				IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+				IBV_QP_INIT_ATTR_IND_TABLE |
+				IBV_QP_INIT_ATTR_RX_HASH)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	allowed = attr->qp_type == IBV_QPT_UD ? MRCE_UD_SEND_OPS :
+						MRCE_RC_SEND_OPS;
+	if (ex && (attr->send_ops_flags & ~allowed)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* The first fields of ibv_qp_init_attr_ex are an ibv_qp_init_attr. */
+	return mrce_qp_new(attr->pd, (struct ibv_qp_init_attr *)attr, ex,
+			   ex ? attr->send_ops_flags : 0);
+}
+
+/* As libibverbs: only a QP made with send_ops_flags has an ibv_qp_ex. */
+struct ibv_qp_ex *mrce_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct mrce_qp *qp = to_mqp(ibqp);
+
+	if (!qp->is_qp_ex) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return &qp->ibv_qp_ex;
 }
 
 static void mrce_attr_to_wire(struct mrce_qp_attr *w,
@@ -566,6 +757,8 @@ int mrce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		return ret;
 	mrce_attr_from_wire(attr, &w);
 	attr->cap = qp->cap; /* fixed at create time; ours is the reference */
+	/* The daemon moves a QP to ERR on its own (transport errors). */
+	__atomic_store_n(&ibqp->state, attr->qp_state, __ATOMIC_RELEASE);
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
 		init_attr->qp_context = ibqp->qp_context;
@@ -582,12 +775,20 @@ int mrce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 int mrce_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct mrce_qp *qp = to_mqp(ibqp);
+	struct mrce_context *ctx = ctx_of(ibqp->context);
 	int ret;
 
-	ret = mrce_destroy_cmd(ctx_of(ibqp->context), MRCE_OP_DESTROY_QP,
-			       ibqp->handle);
+	ret = mrce_destroy_cmd(ctx, MRCE_OP_DESTROY_QP, ibqp->handle);
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&ctx->obj_lock);
+	MRCE_UNLINK(ctx->qps, qp);
+	pthread_mutex_unlock(&ctx->obj_lock);
+	/* As the man page says: wait until every async event is acked. */
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->async_given)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
 	munmap(qp->map, qp->map_size);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
