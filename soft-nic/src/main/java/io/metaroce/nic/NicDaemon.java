@@ -17,6 +17,8 @@ import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
+import io.metaroce.nic.verbs.CmBridge;
+import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.nic.engine.StatsWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -90,6 +92,22 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--stats", description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
     Path stats;
 
+    @Option(names = "--cm-port", defaultValue = "4792",
+            description = "connection manager TCP port, the same on every daemon (default 4792; 0 turns the manager"
+                    + " and connection tokens off)")
+    int cmPort;
+
+    @Option(names = "--cm-heartbeat-ms", defaultValue = "500", description = "keepalive interval to peer daemons (default 500)")
+    int cmHeartbeatMs;
+
+    @Option(names = "--cm-peer-timeout-ms", defaultValue = "3000",
+            description = "a peer daemon silent this long is lost and its QPs fail (default 3000)")
+    int cmPeerTimeoutMs;
+
+    @Option(names = "--cm-connect-timeout-ms", defaultValue = "10000",
+            description = "a QP whose peer does not answer the handshake this long fails (default 10000)")
+    int cmConnectTimeoutMs;
+
     @Option(names = "--metrics-port",
             description = "serve Prometheus metrics on this TCP port (off by default; 0 picks a free port)")
     Integer metricsPort;
@@ -141,7 +159,13 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: --cc-slack-us must be 1..100000");
             return 2;
         }
-        if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
+        if (cmPort < 0 || cmPort > 65535 || cmHeartbeatMs < 1 || cmHeartbeatMs > 65535
+                || cmPeerTimeoutMs < 2 * cmHeartbeatMs || cmConnectTimeoutMs < 1) {
+            System.err.println("mrce-nicd: --cm-port must be 0..65535, --cm-heartbeat-ms 1..65535,"
+                    + " --cm-peer-timeout-ms at least two heartbeats, --cm-connect-timeout-ms at least 1");
+            return 2;
+        }
+                if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
             System.err.println("mrce-nicd: --metrics-port must be 0..65535");
             return 2;
         }
@@ -178,6 +202,8 @@ public final class NicDaemon implements Callable<Integer> {
             engine.datapath().rtoInitialNs = Math.max(engine.datapath().rtoInitialNs, 2 * rtoMinUs * 1000);
             engine.datapath().tlpMinNs = tlpMinUs * 1000;
             engine.datapath().ccSlackMinNs = ccSlackUs * 1000;
+            CmBridge cm = cmPort == 0 ? null : CmBridge.start(engine, net.ipv4(),
+                    new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs));
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
             EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
             runner.start();
@@ -190,6 +216,9 @@ public final class NicDaemon implements Callable<Integer> {
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
                         VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
                         socketPath);
+                LOG.info("connection manager: {}", cm == null ? "off (--cm-port 0): no connection tokens"
+                        : "tcp port " + cmPort + ", heartbeat " + cmHeartbeatMs + " ms, peer timeout " + cmPeerTimeoutMs
+                                + " ms");
                 LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
                         + " cc slack {} us", transport, "baseline".equals(transport) ? 1 : paths, entropyPorts,
                         rtoMinUs, tlpMinUs, ccSlackUs);
@@ -213,6 +242,9 @@ public final class NicDaemon implements Callable<Integer> {
             } finally {
                 verbs.close();
                 runner.close();
+                if (cm != null) {
+                    cm.close();
+                }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
             }
         }

@@ -31,8 +31,9 @@ import org.slf4j.LoggerFactory;
  * Prometheus registry:
  *
  * <ul>
- *   <li>every daemon-wide transport counter as {@code mrce_transport_<name>_total} and every port
- *       counter as {@code mrce_port_<name>_total} (names from the snapshot, camelCase to snake);
+ *   <li>every daemon-wide transport counter as {@code mrce_transport_<name>_total}, and every
+ *       counter of the snapshot's other groups (port, ud, loopback) as
+ *       {@code mrce_<group>_<name>_total} (names from the snapshot, camelCase to snake);
  *   <li>{@code mrce_qps} (active QPs) and, per path of every active QP, each numeric path field as
  *       a gauge {@code mrce_path_<name>} with labels {@code qpn} and {@code path}.
  * </ul>
@@ -97,8 +98,13 @@ public final class MetricsEndpoint implements AutoCloseable {
     }
 
     private void update(JsonNode root) {
-        counterGroup(root.path("counters"), "mrce.transport.");
-        counterGroup(root.path("port"), "mrce.port.");
+        // Every object of counters at the top of the snapshot: transport ("counters"), port, ud, loopback ...
+        for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> g = it.next();
+            if (g.getValue().isObject()) {
+                counterGroup(g.getValue(), "counters".equals(g.getKey()) ? "mrce.transport." : "mrce." + snake(g.getKey()) + ".");
+            }
+        }
         JsonNode qpList = root.path("qps");
         qps = qpList.size();
         Map<String, List<MultiGauge.Row<?>>> rows = new HashMap<>();

@@ -224,6 +224,10 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             c.rxUnknownQp++;
             return;
         }
+        if (qp.rxToken != 0 && Wire.u32(frame, Wire.OFF_TOKEN) != qp.rxToken) {
+            c.rxBadToken++; // off-path or stale: never reaches the transport
+            return;
+        }
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
             case Wire.OP_SEND, Wire.OP_SEND_IMM, Wire.OP_WRITE, Wire.OP_WRITE_IMM, Wire.OP_READ_REQ,
                     Wire.OP_ATOMIC_CS, Wire.OP_ATOMIC_FA -> qp.responder.onData(dp, frame, length, ecn);
@@ -248,11 +252,13 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         byIndex[i] = qp;
         active[activeCount++] = qp;
+        dp.lifecycle.onAdded(qp);
     }
 
     /** Stops serving a QP (no completions are generated). Engine thread. */
     public void removeQp(Qp qp) {
         dp.commitRx();
+        dp.lifecycle.onRemoved(qp);
         ud.commitRx();
         int i = qp.qpn & (MAX_QP - 1);
         if (byIndex[i] == qp) {

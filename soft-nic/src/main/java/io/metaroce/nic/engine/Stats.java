@@ -45,6 +45,7 @@ final class Stats {
                 .append(",\"rxBadCrc\":").append(c.rxBadCrc)
                 .append(",\"rxUnknownQp\":").append(c.rxUnknownQp)
                 .append(",\"rxBadOpcode\":").append(c.rxBadOpcode)
+                .append(",\"rxBadToken\":").append(c.rxBadToken)
                 .append('}');
     }
 

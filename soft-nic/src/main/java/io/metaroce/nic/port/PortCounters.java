@@ -11,11 +11,13 @@ public final class PortCounters {
     public long rxBadCrc;
     public long rxUnknownQp;
     public long rxBadOpcode;
+    /** RC packets whose connection token is not the receiving QP's (connection manager, spec 4). */
+    public long rxBadToken;
 
     @Override
     public String toString() {
         return "rx " + rxFrames + " tx " + txFrames + " txErrors " + txErrors + " truncated "
                 + rxTruncated + " short " + rxShort + " badVersion " + rxBadVersion + " badCrc "
-                + rxBadCrc + " unknownQp " + rxUnknownQp + " badOpcode " + rxBadOpcode;
+                + rxBadCrc + " unknownQp " + rxUnknownQp + " badOpcode " + rxBadOpcode + " badToken " + rxBadToken;
     }
 }

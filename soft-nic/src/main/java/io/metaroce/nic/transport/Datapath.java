@@ -55,6 +55,8 @@ public final class Datapath implements AutoCloseable {
     public int paths = 8;
     /** Baseline (classic RoCE stand-in): one path, cumulative ACKs, go-back-N, fixed RTO. */
     public boolean baseline;
+    /** The connection manager's view of QP life (NONE: no manager, no tokens). */
+    public QpLifecycle lifecycle = QpLifecycle.NONE;
 
     /** Responder: the 8-byte read-modify-write of atomics. */
     final RemoteAtomic atomic = new RemoteAtomic();

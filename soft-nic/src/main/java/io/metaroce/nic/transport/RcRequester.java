@@ -166,7 +166,7 @@ public final class RcRequester {
         rrCursor = 0;
     }
 
-    static int entropySeed(int qpn) {
+    public static int entropySeed(int qpn) {
         return (qpn * 0x9e3779b1) >>> 16;
     }
 
@@ -240,7 +240,7 @@ public final class RcRequester {
         if (qp.state == Ibv.QPS_ERR) {
             return work + flush();
         }
-        if (qp.canSend()) {
+        if (qp.canSend() && qp.cmReady) {
             if (timerArmed && nowNs - deadlineNs >= 0) {
                 work += onTimeout(dp, nowNs);
             }
@@ -602,7 +602,7 @@ public final class RcRequester {
             int op = wireOpcode(wr.opcode);
             int imm = op == Wire.OP_SEND_IMM || op == Wire.OP_WRITE_IMM ? Integer.reverseBytes(wr.imm)
                     : wr.kind == SendWr.KIND_READ ? len : 0;
-            Wire.header(f, op, flags, pi, 0, nextRsn, qp.destQpNum, qp.qpn, 0, wr.msn, sendOffset,
+            Wire.header(f, op, flags, pi, 0, nextRsn, qp.destQpNum, qp.qpn, qp.txToken, wr.msn, sendOffset,
                     wr.length, imm, 0, 0);
             if (ext > 0) {
                 Wire.putU32(f, Wire.OFF_RKEY, wr.rkey);
@@ -893,7 +893,7 @@ public final class RcRequester {
         MemorySegment f = dp.port.claim();
         int op = wireOpcode(wr.opcode);
         int frameLen = Wire.HEADER_SIZE + (t.atomic ? Wire.ATOMIC_EXT_SIZE : Wire.RETH_SIZE);
-        Wire.header(f, op, Wire.FLAG_RESEND, 0, 0, t.rsn, qp.destQpNum, qp.qpn, 0, wr.msn, (int) from,
+        Wire.header(f, op, Wire.FLAG_RESEND, 0, 0, t.rsn, qp.destQpNum, qp.qpn, qp.txToken, wr.msn, (int) from,
                 wr.length, t.atomic ? 0 : len, 0, 0);
         Wire.putU32(f, Wire.OFF_RKEY, wr.rkey);
         Wire.putU32(f, Wire.OFF_RESP_UNIT, t.atomic ? 0 : t.unit);
@@ -1334,7 +1334,7 @@ public final class RcRequester {
         }
         p.nextPsn++;
         MemorySegment f = dp.port.claim();
-        Wire.header(f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, p.id, psn, 0, qp.destQpNum, qp.qpn, 0, 0, 0,
+        Wire.header(f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, p.id, psn, 0, qp.destQpNum, qp.qpn, qp.txToken, 0, 0,
                 0, 0, p.entropy, 0);
         Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
         dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, p.entropy);

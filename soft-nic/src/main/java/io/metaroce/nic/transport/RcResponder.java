@@ -707,7 +707,7 @@ public final class RcResponder {
             while (j.left > 0 && n < BURST) {
                 int len = (int) Math.min(j.unit, j.end - j.next);
                 MemorySegment f = dp.responseFrames[n];
-                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn, qp.destQpNum, qp.qpn, 0, 0,
+                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn, qp.destQpNum, qp.qpn, qp.txToken, 0,
                         (int) j.next, (int) j.msgLen, 0, 0, 0);
                 if (len > 0) {
                     dp.gather.add(f.address() + Wire.HEADER_SIZE, j.base + j.next, len, n);
@@ -747,7 +747,7 @@ public final class RcResponder {
 
     private void sendAtomicResponse(Datapath dp, int rsn, long original) {
         MemorySegment f = dp.port.claim();
-        Wire.header(f, Wire.OP_ATOMIC_RESP, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, 0, 0, 0, 8, 0, 0, 0);
+        Wire.header(f, Wire.OP_ATOMIC_RESP, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, 0, 0, 8, 0, 0, 0);
         Wire.putU64(f, Wire.OFF_ORIGINAL, original);
         Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.ATOMIC_RESP_SIZE);
         dp.port.commit(Wire.ATOMIC_RESP_SIZE, qp.peerIp, qp.peerPort, responseEntropy());
@@ -871,7 +871,7 @@ public final class RcResponder {
         MemorySegment f = dp.port.claim();
         int n = newsCount;
         int rwnd = qp.recvCq.hasSpace() ? W : 1;
-        Wire.header(f, Wire.OP_ACK, 0, 0, 0, ePsn, qp.destQpNum, qp.qpn, 0, msnHead, 0, n, 0, 0, rwnd);
+        Wire.header(f, Wire.OP_ACK, 0, 0, 0, ePsn, qp.destQpNum, qp.qpn, qp.txToken, msnHead, 0, n, 0, 0, rwnd);
         for (int w = 0; w < Wire.SACK_BYTES / 8; w++) {
             long bits = 0;
             int base = ePsn + 64 * w;
@@ -918,7 +918,7 @@ public final class RcResponder {
     private void sendNak(Datapath dp, int rsn, int syndrome) {
         MemorySegment f = dp.port.claim();
         // message-length field: the cumulative RSN (every RSN below it landed)
-        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, 0, msnHead, qp.minRnrTimer,
+        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, msnHead, qp.minRnrTimer,
                 ePsn, syndrome, 0, 0);
         Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
         dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, replyEntropy);

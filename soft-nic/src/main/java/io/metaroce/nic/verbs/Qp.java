@@ -64,6 +64,18 @@ public final class Qp {
     public int peerIp;
     public int peerPort;
 
+    /**
+     * Connection manager (docs/spec/connection-manager.md): the token this QP requires in every
+     * packet it receives (0: none required, no manager) and the token the peer requires (sent in
+     * every packet). Engine thread.
+     */
+    public int rxToken;
+    public int txToken;
+    /** False between RTR and the end of the handshake: the requester sends nothing yet. */
+    public boolean cmReady = true;
+    /** Our endpoint as announced to the peer (set on RTR; read by the manager's thread). */
+    public volatile io.metaroce.control.cm.CmMessage.Endpoint cmLocal;
+
     /** The SRQ receives come from (null: the QP's own RQ). Set before the engine sees the QP. */
     public Srq srq;
     /** Where this QP's async events go (the owning connection's queue). */

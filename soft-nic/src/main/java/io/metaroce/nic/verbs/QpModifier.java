@@ -33,6 +33,7 @@ public final class QpModifier {
         switch (to) {
             case Ibv.QPS_RESET -> {
                 qp.state = Ibv.QPS_RESET;
+                dp.lifecycle.onReset(qp);
                 qp.requester.reset();
                 qp.responder.reset();
                 if (qp.ud != null) {
@@ -42,6 +43,9 @@ public final class QpModifier {
             case Ibv.QPS_RTR -> {
                 qp.responder.start();
                 qp.state = Ibv.QPS_RTR;
+                if (qp.ud == null) {
+                    dp.lifecycle.onRtr(qp);
+                }
             }
             case Ibv.QPS_RTS -> {
                 if (from == Ibv.QPS_RTR) {

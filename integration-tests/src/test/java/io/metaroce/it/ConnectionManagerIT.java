@@ -1,0 +1,124 @@
+package io.metaroce.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Issue 6's connection manager between two daemons (docs/spec/connection-manager.md), on the
+ * two-namespace fabric:
+ *
+ * <ul>
+ *   <li>every QP connection is set up by the handshake (both daemons log it; the transfers run);
+ *   <li>packets crafted by an off-path sender with a wrong connection token, aimed at a live QP,
+ *       are dropped and counted, and the transfer under attack completes with correct data;
+ *   <li>the remote daemon SIGKILLed mid-transfer: the local QP goes to error (the daemon says
+ *       why) within the peer timeout plus a heartbeat, and the application ends with an error;
+ *   <li>the remote daemon restarted: new connections work at once.
+ * </ul>
+ */
+@Timeout(600)
+class ConnectionManagerIT {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** The daemons' --cm-peer-timeout-ms here (the default is 3000). */
+    private static final int PEER_TIMEOUT_MS = 1500;
+    private static final int HEARTBEAT_MS = 250;
+
+    @BeforeAll
+    static void needsRoot() {
+        Env.assumeNamespaces();
+    }
+
+    private static TwoHostFabric fabric(String name) {
+        TwoHostFabric f = TwoHostFabric.direct(name, 1500);
+        try {
+            for (NetnsFabric.Host h : List.of(f.a(), f.b())) {
+                f.startDaemon(h, "--cm-heartbeat-ms", "" + HEARTBEAT_MS, "--cm-peer-timeout-ms", "" + PEER_TIMEOUT_MS);
+            }
+            for (Daemon d : f.daemons()) {
+                f.awaitReady(d);
+            }
+            return f;
+        } catch (RuntimeException | Error e) {
+            f.close();
+            throw e;
+        }
+    }
+
+    @Test
+    void wrongTokensAreDroppedAndCountedWhileTheTransferIsUnharmed() {
+        try (TwoHostFabric f = fabric("CmTokenIT")) {
+            Integrity.Running run = Integrity.start(f, 19300, 3000, 0x70cL, Duration.ofSeconds(180));
+            JsonNode qp = null;
+            try {
+                long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+                while (qp == null && run.clientAlive() && System.nanoTime() < deadline) {
+                    for (JsonNode q : ctl(f, f.b(), "qps").path("qps")) {
+                        if (q.path("state").asInt() == 3 && q.path("destQpn").asInt() != 0) {
+                            qp = q;
+                        }
+                    }
+                }
+                assertThat(qp).as("the server's QP in RTS").isNotNull();
+                long before = ctl(f, f.b(), "counters").path("port").path("rxBadToken").asLong();
+                Proc.Result inject = f.exec(f.a(), Duration.ofSeconds(30), Env.bpfDir().resolve("mrce_inject").toString(),
+                        f.b().addr(), "4793", qp.path("qpn").asText(), qp.path("destQpn").asText(), "0x12345678", "5000");
+                assertThat(inject.output()).contains("sent 5000");
+                boolean counted = Wait.until(Duration.ofSeconds(10),
+                        () -> ctl(f, f.b(), "counters").path("port").path("rxBadToken").asLong() - before >= 5000);
+                assertThat(counted).as("5000 bad-token packets counted: " + ctl(f, f.b(), "counters")).isTrue();
+            } finally {
+                Integrity.Result r = run.finish();
+                assertThat(r.client().ok()).as("client\n" + r.client().output()).isTrue();
+                assertThat(r.server().ok()).as("server\n" + r.server().output()).isTrue();
+                assertThat(r.client().checksum()).isEqualTo(r.server().checksum());
+            }
+            for (Daemon d : f.daemons()) {
+                assertThat(d.logText()).doesNotContain("handshake failed");
+            }
+        }
+    }
+
+    @Test
+    void killedRemoteDaemonFailsTheLocalQpWithinTheBoundAndARestartedOneServesAgain() {
+        try (TwoHostFabric f = fabric("CmKillIT")) {
+            RcPingPong.run(f, 19400, Duration.ofSeconds(60), "-n", "200").assertCompleted(4096, 200, "before");
+            RcPingPong.Running run = RcPingPong.start(f, 19401, "-n", "1000000");
+            Daemon a = f.daemon(f.a());
+            Daemon b = f.daemon(f.b());
+            long logFrom = a.logSize();
+            assertThat(Wait.until(Duration.ofSeconds(30), () -> ctl(f, f.a(), "qps").path("qps").size() > 0)).isTrue();
+            long t0 = System.nanoTime();
+            b.proc().kill();
+            long bound = PEER_TIMEOUT_MS + 2L * HEARTBEAT_MS + 1000;
+            boolean failed = Wait.until(Duration.ofMillis(bound), () -> a.logSince(logFrom).contains("to error: peer daemon"));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertThat(failed).as("daemon A failed the QP within %d ms (log:%n%s)", bound, a.logSince(logFrom)).isTrue();
+            assertThat(run.client().waitFor(Duration.ofSeconds(20))).as("the client ends with an error").isNotZero();
+            run.close();
+            System.out.printf("QP failed %d ms after the remote daemon was killed (peer timeout %d ms)%n", ms, PEER_TIMEOUT_MS);
+
+            Daemon b2 = f.startDaemon(f.b(), "--cm-heartbeat-ms", "" + HEARTBEAT_MS, "--cm-peer-timeout-ms",
+                    "" + PEER_TIMEOUT_MS);
+            f.awaitReady(b2);
+            RcPingPong.run(f, 19402, Duration.ofSeconds(60), "-n", "500").assertCompleted(4096, 500, "after restart");
+        }
+    }
+
+    private static JsonNode ctl(TwoHostFabric f, NetnsFabric.Host h, String what) {
+        Proc.Result r = f.exec(h, Duration.ofSeconds(30), Env.bin("mrce-ctl").toString(), what, "--json");
+        assertThat(r.ok()).as("mrce-ctl " + what + ": " + r.output()).isTrue();
+        try {
+            return JSON.readTree(r.output());
+        } catch (IOException e) {
+            throw new AssertionError("not JSON: " + r.output(), e);
+        }
+    }
+}

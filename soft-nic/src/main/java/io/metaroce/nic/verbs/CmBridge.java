@@ -1,0 +1,188 @@
+package io.metaroce.nic.verbs;
+
+import io.metaroce.control.cm.CmMessage;
+import io.metaroce.control.cm.ConnectionManager;
+import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.engine.EngineAgent;
+import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.QpLifecycle;
+import io.metaroce.nic.transport.RcRequester;
+import java.io.IOException;
+import java.security.SecureRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Joins the engine's RC QPs to the connection manager (docs/spec/connection-manager.md): on RTR a
+ * QP draws its receive token and announces its endpoint; the requester holds its sends until the
+ * peer's endpoint (and token) arrives; a destroyed QP is announced to its peer; a peer's
+ * DISCONNECT, a lost or restarted peer daemon, or a failed handshake moves the QP to ERR with
+ * IBV_EVENT_QP_FATAL.
+ *
+ * <p>The lifecycle callbacks run on the engine thread; the {@link ConnectionManager.Listener}
+ * callbacks on the manager's event loop, which only reads the maps and submits engine commands.
+ */
+public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(CmBridge.class);
+    /** The receive window announced (packets): the requester's W (spec 3). */
+    static final int WINDOW = 256;
+
+    private final EngineAgent engine;
+    private final ConnectionManager cm;
+    private final SecureRandom random = new SecureRandom();
+    /** Every RC QP the engine serves, by QPN. */
+    private final ConcurrentHashMap<Integer, Qp> qps = new ConcurrentHashMap<>();
+    public final AtomicLong handshakes = new AtomicLong();
+    public final AtomicLong failures = new AtomicLong();
+
+    private CmBridge(EngineAgent engine, int localIp, ConnectionManager.Config config) throws IOException {
+        this.engine = engine;
+        this.cm = ConnectionManager.start(localIp, config, this);
+    }
+
+    /** Starts the manager on {@code localIp} and hooks the engine's QP lifecycle to it. */
+    public static CmBridge start(EngineAgent engine, int localIp, ConnectionManager.Config config) throws IOException {
+        CmBridge b = new CmBridge(engine, localIp, config);
+        engine.datapath().lifecycle = b;
+        return b;
+    }
+
+    public ConnectionManager manager() {
+        return cm;
+    }
+
+    // ---- engine thread ----
+
+    @Override
+    public void onAdded(Qp qp) {
+        if (qp.ud == null) {
+            qps.put(qp.qpn, qp);
+        }
+    }
+
+    @Override
+    public void onRtr(Qp qp) {
+        int token;
+        do {
+            token = random.nextInt();
+        } while (token == 0);
+        qp.rxToken = token;
+        qp.txToken = 0;
+        qp.cmReady = false;
+        int paths = engine.datapath().baseline ? 1 : Math.max(1, Math.min(256, engine.datapath().paths));
+        int[] entropies = new int[paths];
+        int seed = RcRequester.entropySeed(qp.qpn);
+        for (int i = 0; i < paths; i++) {
+            entropies[i] = (seed + i) & 0xffff;
+        }
+        CmMessage.Endpoint local = new CmMessage.Endpoint(qp.qpn, qp.destQpNum, Ibv.mtuBytes(qp.pathMtu), WINDOW,
+                qp.rqPsn, token, entropies);
+        qp.cmLocal = local;
+        int peer = qp.peerIp;
+        cm.connect(peer, local).whenComplete((remote, error) -> {
+            while (!engine.submit(() -> established(qp, local, remote, error))) {
+                Thread.onSpinWait();
+            }
+        });
+    }
+
+    private void established(Qp qp, CmMessage.Endpoint local, CmMessage.Endpoint remote, Throwable error) {
+        if (qp.cmLocal != local) {
+            return; // reset, re-connected or destroyed meanwhile
+        }
+        if (error != null) {
+            failures.incrementAndGet();
+            Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
+                    ? error.getCause() : error;
+            LOG.warn("QP {} -> {}:{}: connection manager handshake failed: {}", qp.qpn, Inet4.toString(qp.peerIp),
+                    qp.destQpNum, cause.getMessage());
+            qp.fatal(Ibv.EVENT_QP_FATAL);
+            return;
+        }
+        handshakes.incrementAndGet();
+        qp.txToken = remote.token();
+        qp.cmReady = true;
+        LOG.debug("QP {} connected to {}:{} ({} paths)", qp.qpn, Inet4.toString(qp.peerIp), remote.qpn(), remote.paths());
+    }
+
+    @Override
+    public void onReset(Qp qp) {
+        disconnect(qp);
+    }
+
+    @Override
+    public void onRemoved(Qp qp) {
+        disconnect(qp);
+        qps.remove(qp.qpn, qp);
+    }
+
+    private void disconnect(Qp qp) {
+        CmMessage.Endpoint local = qp.cmLocal;
+        qp.cmLocal = null;
+        qp.cmReady = true;
+        qp.rxToken = 0;
+        qp.txToken = 0;
+        if (local != null) {
+            cm.disconnect(qp.peerIp, qp.qpn, local.peerQpn(), CmMessage.REASON_DESTROYED);
+        }
+    }
+
+    // ---- manager's event loop ----
+
+    @Override
+    public ConnectionManager.Decision onConnect(int peerIp, CmMessage.Endpoint remote) {
+        Qp qp = qps.get(remote.peerQpn());
+        if (qp == null) {
+            return new ConnectionManager.Decision.Reject(CmMessage.REASON_NO_QP);
+        }
+        CmMessage.Endpoint local = qp.cmLocal;
+        if (local == null) {
+            return new ConnectionManager.Decision.Later();
+        }
+        if (local.peerQpn() != remote.qpn() || qp.peerIp != peerIp) {
+            return new ConnectionManager.Decision.Reject(CmMessage.REASON_MISMATCH);
+        }
+        return new ConnectionManager.Decision.Accept(local);
+    }
+
+    @Override
+    public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason) {
+        Qp qp = qps.get(localQpn);
+        if (qp == null) {
+            return;
+        }
+        CmMessage.Endpoint local = qp.cmLocal;
+        if (local != null && local.peerQpn() == remoteQpn && qp.peerIp == peerIp) {
+            fail(qp, local, "peer QP " + remoteQpn + " on " + Inet4.toString(peerIp) + " went away (reason " + reason + ")");
+        }
+    }
+
+    @Override
+    public void onPeerLost(int peerIp, String why) {
+        for (Qp qp : qps.values()) {
+            CmMessage.Endpoint local = qp.cmLocal;
+            if (local != null && qp.peerIp == peerIp) {
+                fail(qp, local, "peer daemon " + Inet4.toString(peerIp) + " lost: " + why);
+            }
+        }
+    }
+
+    private void fail(Qp qp, CmMessage.Endpoint local, String why) {
+        while (!engine.submit(() -> {
+            if (qp.cmLocal == local && qp.state != Ibv.QPS_ERR) {
+                failures.incrementAndGet();
+                LOG.info("QP {} to error: {}", qp.qpn, why);
+                qp.fatal(Ibv.EVENT_QP_FATAL);
+            }
+        })) {
+            Thread.onSpinWait();
+        }
+    }
+
+    @Override
+    public void close() {
+        cm.close();
+    }
+}
