@@ -144,7 +144,7 @@ public final class WriteBw {
                     });
                 }
                 QpEndpoint remote = QpEndpoint.fromWire(Arrays.copyOf(theirs, QpEndpoint.WIRE_SIZE));
-                String[] extra = new String(theirs, QpEndpoint.WIRE_SIZE, 35, StandardCharsets.US_ASCII).split(":");
+                String[] extra = new String(theirs, QpEndpoint.WIRE_SIZE, 34, StandardCharsets.US_ASCII).trim().split(":");
                 remoteAddr = Long.parseUnsignedLong(extra[0], 16);
                 rkey = (int) Long.parseLong(extra[1], 16);
                 remoteSize = Integer.parseInt(extra[2], 16);
@@ -204,9 +204,13 @@ public final class WriteBw {
         }
     }
 
+    /** Polls for one completion; gives up after 5 minutes (a peer that died leaves nothing to wait for). */
     private static WorkCompletion awaitOne(CompletionQueue cq, WorkCompletions wcs) {
+        long deadline = System.nanoTime() + 300_000_000_000L;
         while (cq.poll(wcs, 1) == 0) {
-            Thread.onSpinWait();
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("no completion within 5 minutes: is the peer still running?");
+            }
         }
         return wcs.get(0).check();
     }
