@@ -251,6 +251,35 @@ final class JverbsFabric implements AutoCloseable {
                 + "); output:\n" + server.output() + "\n" + diagnostics());
     }
 
+    /** Exit statuses and outputs of a server/client pair. */
+    record Outcome(int serverExit, String serverOutput, int clientExit, String clientOutput) {
+        String both() {
+            return "--- server (exit " + serverExit + "):\n" + serverOutput + "\n--- client (exit " + clientExit + "):\n"
+                    + clientOutput;
+        }
+    }
+
+    /**
+     * Starts {@code serverCmd} in B, waits until it listens on TCP {@code port}, runs
+     * {@code clientCmd} in A to completion, then waits for the server (a server left behind by a
+     * failed client is killed after 10 s and reported with exit -1).
+     */
+    Outcome runPair(int port, List<String> serverCmd, List<String> clientCmd, Duration timeout) {
+        try (Proc server = start(b, "server", serverCmd)) {
+            awaitListening(b, port, server);
+            try (Proc client = start(a, "client", clientCmd)) {
+                int ce = client.waitFor(timeout);
+                int se;
+                try {
+                    se = server.waitFor(ce == 0 ? Duration.ofSeconds(60) : Duration.ofSeconds(10));
+                } catch (AssertionError e) {
+                    se = -1;
+                }
+                return new Outcome(se, server.output(), ce, client.output());
+            }
+        }
+    }
+
     String diagnostics() {
         StringBuilder sb = new StringBuilder();
         for (Proc d : daemons) {

@@ -36,11 +36,11 @@ public final class SendRecvApp {
 
     private SendRecvApp() {}
 
-    static int size(int i, int max) {
+    public static int size(int i, int max) {
         return 1 + (int) ((i * 7919L) % max);
     }
 
-    static byte data(int i, int j) {
+    public static byte data(int i, int j) {
         return (byte) (i * 131 + j * 7);
     }
 
