@@ -1,0 +1,33 @@
+package io.metaroce.verbs.cm;
+
+import io.metaroce.verbs.AddressHandle;
+import io.metaroce.verbs.Context;
+import io.metaroce.verbs.Gid;
+import io.metaroce.verbs.PortAttributes;
+import io.metaroce.verbs.QueuePair;
+
+/** The manual path: this side's endpoint, and RTR/RTS toward a peer's, as ibv_rc_pingpong does. */
+public final class RcConnector {
+
+    private RcConnector() {}
+
+    /** This QP's endpoint: the port's LID, the QP number, the PSN of the options, the GID at gidIndex (or zero). */
+    public static QpEndpoint localEndpoint(QueuePair qp, ConnectOptions o) {
+        Context ctx = qp.protectionDomain().context();
+        PortAttributes port = ctx.queryPort(o.port());
+        if (!port.isEthernet() && port.lid() == 0) {
+            throw new IllegalStateException("Couldn't get local LID (port " + o.port() + " of " + ctx.deviceName()
+                    + " is InfiniBand with LID 0)");
+        }
+        Gid gid = o.gidIndex() >= 0 ? ctx.queryGid(o.port(), o.gidIndex()) : Gid.ZERO;
+        return new QpEndpoint(port.lid(), qp.qpNum(), o.psn(), gid);
+    }
+
+    /** Moves {@code qp} (in INIT) to RTR toward {@code remote}, then to RTS with the local PSN. */
+    public static void connect(QueuePair qp, ConnectOptions o, QpEndpoint remote) {
+        AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(remote.gid(), remote.lid(), o.sl(),
+                Math.max(o.gidIndex(), 0), o.port());
+        qp.toRtr(o.mtu(), remote.qpn(), remote.psn(), path);
+        qp.toRts(o.psn());
+    }
+}

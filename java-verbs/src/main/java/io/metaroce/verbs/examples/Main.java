@@ -1,0 +1,57 @@
+package io.metaroce.verbs.examples;
+
+import io.metaroce.verbs.Context;
+import io.metaroce.verbs.Device;
+import io.metaroce.verbs.PortAttributes;
+import io.metaroce.verbs.Verbs;
+import java.util.Arrays;
+
+/**
+ * {@code bin/jverbs EXAMPLE [options]}: {@code rc-pingpong}, {@code write-bw}, {@code devices}.
+ */
+public final class Main {
+
+    private Main() {}
+
+    public static void main(String[] args) {
+        if (args.length == 0) {
+            usage();
+            System.exit(2);
+        }
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        int rc = switch (args[0]) {
+            case "rc-pingpong" -> new RcPingPong(System.out, System.err).run(rest);
+            case "write-bw" -> new WriteBw(System.out, System.err).run(rest);
+            case "devices" -> devices();
+            default -> {
+                usage();
+                yield 2;
+            }
+        };
+        System.out.flush();
+        System.exit(rc);
+    }
+
+    private static void usage() {
+        System.err.println("usage: jverbs EXAMPLE [options] [server]");
+        System.err.println("  rc-pingpong   ibv_rc_pingpong in Java (same options and output; interoperates with it)");
+        System.err.println("  write-bw      RDMA WRITE bandwidth between two jverbs");
+        System.err.println("  devices       the devices, their first port, and where the verbs bind");
+    }
+
+    private static int devices() {
+        System.out.println("ibv_open_device binds to " + Verbs.definingObject("ibv_open_device").orElse("?"));
+        for (Device d : Device.list()) {
+            System.out.printf("%-16s node GUID %s%n", d.name(), d.guidString());
+            try (Context ctx = d.open()) {
+                PortAttributes p = ctx.queryPort(1);
+                System.out.printf("    port 1: %s, %s, active MTU %s, LID 0x%04x, GID[0] %s%n",
+                        p.isActive() ? "ACTIVE" : "state " + p.state(), p.isEthernet() ? "Ethernet" : "InfiniBand",
+                        p.activeMtu() == null ? "?" : p.activeMtu().bytes(), p.lid(), ctx.queryGid(1, 0));
+            } catch (RuntimeException e) {
+                System.out.println("    " + e.getMessage());
+            }
+        }
+        return 0;
+    }
+}
