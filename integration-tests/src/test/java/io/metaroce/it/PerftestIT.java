@@ -140,12 +140,16 @@ class PerftestIT {
     }
 
     /**
-     * A bandwidth run: the client's rows have the sizes asked for, ITERS iterations each and a
-     * non-zero message rate (the byte rate of the big sizes is non-zero too); server rows, where the
-     * tool prints them, have the same iteration count.
+     * A bandwidth run: the client's rows have the sizes asked for, the iterations asked for (times
+     * the number of QPs: perftest counts them all) and a non-zero message rate (the byte rate of the
+     * big sizes is non-zero too); server rows, where the tool prints them, have the same iteration
+     * count.
      */
-    private static void bw(String tool, List<Long> sizes, int iters, String... extra) {
-        Run r = run(tool, perftest(iters, extra));
+    private static void bw(String tool, List<Long> sizes, int perQp, String... extra) {
+        List<String> options = List.of(extra);
+        int qps = options.contains("-q") ? Integer.parseInt(options.get(options.indexOf("-q") + 1)) : 1;
+        int iters = perQp * qps;
+        Run r = run(tool, perftest(perQp, extra));
         r.assertExitedCleanly();
         List<Long> seen = new ArrayList<>();
         Matcher m = BW_ROW.matcher(r.client());
