@@ -238,6 +238,14 @@ static struct mrce_cq *mrce_cq_new(struct ibv_context *ibctx, int cqe,
 		errno = EINVAL;
 		return NULL;
 	}
+	/*
+	 * One entry of slack, as hardware providers allocate (mlx5: cqe + 1
+	 * rounded up): an app that sizes a CQ for exactly its outstanding
+	 * WRs and reads one entry late (perftest's latency tests with -e
+	 * and a 1-entry send CQ) would otherwise find the ring full.
+	 */
+	if ((uint32_t)cqe < ctx->hello.max_cqe)
+		req.cqe++;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq) {
 		errno = ENOMEM;
@@ -506,9 +514,10 @@ static struct ibv_qp *mrce_qp_new(struct ibv_pd *pd,
 		.qp_type = attr->qp_type,
 		.sq_sig_all = attr->sq_sig_all ? 1 : 0,
 		.max_send_wr = attr->cap.max_send_wr,
-		.max_recv_wr = attr->srq ? 0 : attr->cap.max_recv_wr,
+		/* With an SRQ these are ignored (the QP's RQ is unused). */
+		.max_recv_wr = attr->cap.max_recv_wr,
 		.max_send_sge = attr->cap.max_send_sge,
-		.max_recv_sge = attr->srq ? 0 : attr->cap.max_recv_sge,
+		.max_recv_sge = attr->cap.max_recv_sge,
 		.max_inline_data = attr->cap.max_inline_data,
 	};
 	ret = mrce_conn_call(&ctx->conn, MRCE_OP_CREATE_QP, &req, sizeof(req),
