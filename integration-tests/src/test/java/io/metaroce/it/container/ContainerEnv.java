@@ -97,6 +97,11 @@ final class ContainerEnv {
             return;
         }
         reaped = true;
+        reapNow();
+    }
+
+    /** {@link #reapLeftovers()} without the once-per-JVM guard. */
+    static void reapNow() {
         DockerClient docker = client();
         List<Container> ours = docker.listContainersCmd().withShowAll(true)
                 .withLabelFilter(List.of(OWNER_LABEL)).exec();

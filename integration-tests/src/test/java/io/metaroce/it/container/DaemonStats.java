@@ -9,9 +9,10 @@ import java.util.regex.Pattern;
 
 /**
  * One snapshot of a daemon's {@code --stats} file (soft-nic's StatsWriter): the transport's
- * counters and every path of every QP, active and recently closed. Only what the tests read.
+ * counters, every path of every QP (active and recently closed), and the paths of the QP closed
+ * last (the run that just ended). Only what the tests read.
  */
-record DaemonStats(long timeNs, Map<String, Long> counters, List<PathStat> paths) {
+record DaemonStats(long timeNs, Map<String, Long> counters, List<PathStat> paths, List<PathStat> lastClosedQpPaths) {
 
     private static final Pattern TIME = Pattern.compile("\"timeNs\":(\\d+)");
     private static final Pattern COUNTERS = Pattern.compile("\"counters\":\\{([^{}]*)\\}");
@@ -64,6 +65,13 @@ record DaemonStats(long timeNs, Map<String, Long> counters, List<PathStat> paths
         while (f.find()) {
             counters.put(f.group(1), Long.parseLong(f.group(2)));
         }
+        int closed = json.indexOf("\"closedQps\":[");
+        int lastClosed = closed < 0 ? -1 : json.lastIndexOf("{\"qpn\":");
+        return new DaemonStats(Long.parseLong(t.group(1)), Map.copyOf(counters), paths(json),
+                lastClosed > closed && closed >= 0 ? paths(json.substring(lastClosed)) : List.of());
+    }
+
+    private static List<PathStat> paths(String json) {
         List<PathStat> paths = new ArrayList<>();
         Matcher p = PATH.matcher(json);
         while (p.find()) {
@@ -74,7 +82,7 @@ record DaemonStats(long timeNs, Map<String, Long> counters, List<PathStat> paths
             }
             paths.add(new PathStat(fields));
         }
-        return new DaemonStats(Long.parseLong(t.group(1)), Map.copyOf(counters), List.copyOf(paths));
+        return List.copyOf(paths);
     }
 
     long counter(String name) {

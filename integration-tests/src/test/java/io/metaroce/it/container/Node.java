@@ -195,7 +195,13 @@ final class Node {
 
     /** Waits for a snapshot taken after now (the daemon writes one a second) and returns it. */
     DaemonStats freshStats() {
-        long before = stats().timeNs();
+        long before;
+        try {
+            before = stats().timeNs();
+        } catch (IllegalStateException | IllegalArgumentException e) {
+            before = Long.MIN_VALUE; // a daemon just started writes its first snapshot after a second
+        }
+        long since = before;
         DaemonStats[] s = new DaemonStats[1];
         boolean fresh = Cmd.await(Duration.ofSeconds(10), () -> {
             try {
@@ -203,7 +209,7 @@ final class Node {
             } catch (IllegalStateException | IllegalArgumentException e) {
                 return false; // between the write and the rename
             }
-            return s[0].timeNs() > before;
+            return s[0].timeNs() > since;
         });
         if (!fresh) {
             throw new AssertionError("the daemon in " + name + " wrote no new stats within 10 s");
