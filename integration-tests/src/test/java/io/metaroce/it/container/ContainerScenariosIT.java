@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.metaroce.it.container.ContainerFabric.Counters;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -60,18 +62,25 @@ class ContainerScenariosIT {
 
     @Test
     void integrityWithOnePercentLossOnOneSpine() {
-        int lossy = 1;
-        Counters before = fabric.spineCounters();
+        // 1 % loss on the spine that carries the most of this run's traffic, from a second into
+        // it: some of the run's paths are on it for sure.
+        Counters start = fabric.spineCounters();
         DaemonStats statsBefore = a.freshStats();
-        fabric.spine(lossy).loss(Link.Loss.PCT_1);
+        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1001L, RUN_TIMEOUT);
+        int lossy;
         try {
-            Apps.Exits e = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 1000, 0xc0_1001L, RUN_TIMEOUT)
-                    .finish(RUN_TIMEOUT);
-            Apps.assertIntegrity(e, 1000, "1 % loss on spine link " + lossy);
+            lossy = faultBusiestSpineAfterOneSecond(start, run::clientAlive, l -> l.loss(Link.Loss.PCT_1),
+                    "made 1 % lossy");
+        } catch (RuntimeException | Error e) {
+            run.close();
+            throw e;
+        }
+        try {
+            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "1 % loss on spine link " + lossy);
         } finally {
             fabric.spine(lossy).clearLoss();
         }
-        Counters carried = fabric.spineCounters().minus(before);
+        Counters carried = fabric.spineCounters().minus(start);
         DaemonStats stats = a.freshStats();
         System.out.printf("ContainerScenariosIT: 1 %% loss on spine %d: packets per link %s; the run's paths in A: %s%n",
                 lossy, carried, stats.lastClosedQpPaths());
@@ -124,28 +133,33 @@ class ContainerScenariosIT {
 
     @Test
     void oneSlowSpine() {
-        int slow = 2;
-        Counters before = fabric.spineCounters();
-        fabric.spine(slow).rate("20mbit", 50);
+        // Slow down the spine that carries the most of this run's traffic, a second into it, so
+        // some of the run's paths are on it for sure.
+        Counters start = fabric.spineCounters();
+        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1003L, RUN_TIMEOUT);
+        int slow;
+        Counters atSlowdown;
         try {
-            Apps.Exits e = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 1000, 0xc0_1003L, RUN_TIMEOUT)
-                    .finish(RUN_TIMEOUT);
-            Apps.assertIntegrity(e, 1000, "spine link " + slow + " limited to 20 Mbit/s");
+            slow = faultBusiestSpineAfterOneSecond(start, run::clientAlive, l -> l.rate("5mbit", 50), "slowed");
+            atSlowdown = fabric.spineCounters();
+        } catch (RuntimeException | Error e) {
+            run.close();
+            throw e;
+        }
+        try {
+            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "spine link " + slow + " limited to 5 Mbit/s");
         } finally {
             fabric.spine(slow).clearRate();
         }
-        Counters carried = fabric.spineCounters().minus(before);
-        System.out.printf("ContainerScenariosIT: spine %d at 20 Mbit/s: packets per link %s; the run's paths in A %s%n",
-                slow, carried, a.freshStats().lastClosedQpPaths());
-        long others = 0;
-        for (int l = 0; l < fabric.spineCount(); l++) {
-            if (l != slow) {
-                others += carried.aToB()[l];
-            }
-        }
+        Counters before = atSlowdown.minus(start);
+        Counters after = fabric.spineCounters().minus(atSlowdown);
+        System.out.printf("ContainerScenariosIT: spine %d at 5 Mbit/s: packets per link before %s, after %s; the run's"
+                + " paths in A %s%n", slow, before, after, a.freshStats().lastClosedQpPaths());
+        long others = after.totalAtoB() - after.aToB()[slow];
         long othersAverage = others / (fabric.spineCount() - 1);
+        assertThat(before.aToB()[slow]).as("A->B packets on the busiest link before it was slowed").isPositive();
         // The sender weighs paths by health: the slow link gets less than half of a healthy link's share.
-        assertThat(carried.aToB()[slow] * 2).as("A->B packets on the slow link vs the others' average (%s)", carried)
+        assertThat(after.aToB()[slow] * 2).as("A->B packets on the slow link vs the others' average (%s)", after)
                 .isLessThan(othersAverage);
     }
 
@@ -206,26 +220,31 @@ class ContainerScenariosIT {
 
     // --- helpers ---
 
+    private static int blackholeBusiestSpineAfterOneSecond(Counters start, BooleanSupplier alive) {
+        return faultBusiestSpineAfterOneSecond(start, alive, Link::blackhole, "black-holed");
+    }
+
     /**
-     * Waits until the run's traffic flows, lets it run a second, then black-holes the spine link
-     * that carried the most packets so far. Fails if the run ended first.
+     * Waits until the run's traffic flows, lets it run a second, then applies {@code fault} to the
+     * spine link that carried the most packets so far. Fails if the run ended first.
      */
-    private static int blackholeBusiestSpineAfterOneSecond(Counters start, java.util.function.BooleanSupplier alive) {
+    private static int faultBusiestSpineAfterOneSecond(Counters start, BooleanSupplier alive, Consumer<Link> fault,
+            String what) {
         boolean flowing = Cmd.await(Duration.ofSeconds(60),
                 () -> fabric.spineCounters().minus(start).totalAtoB() >= 200 || !alive.getAsBoolean());
         assertThat(flowing && alive.getAsBoolean()).as("the run is under way (%s)", fabric.diagnostics()).isTrue();
         Cmd.await(Duration.ofSeconds(1), () -> false);
         Counters so = fabric.spineCounters().minus(start);
-        int dead = 0;
+        int busiest = 0;
         for (int l = 1; l < fabric.spineCount(); l++) {
-            if (so.both(l) > so.both(dead)) {
-                dead = l;
+            if (so.both(l) > so.both(busiest)) {
+                busiest = l;
             }
         }
-        fabric.spine(dead).blackhole();
-        assertThat(alive.getAsBoolean()).as("the run was still going when spine link %d was black-holed", dead)
+        fault.accept(fabric.spine(busiest));
+        assertThat(alive.getAsBoolean()).as("the run was still going when spine link %d was %s", busiest, what)
                 .isTrue();
-        System.out.printf("ContainerScenariosIT: black-holed spine link %d after %s%n", dead, so);
-        return dead;
+        System.out.printf("ContainerScenariosIT: %s spine link %d after %s%n", what, busiest, so);
+        return busiest;
     }
 }
