@@ -12,8 +12,10 @@ MRCE_BUILD_STAMP="$MRCE_ROOT/target/.mrce-build-stamp"
 MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 
 # Debian packages the build and the tests need.
+# docker.io and debootstrap: the container tests' engine and their node image
+# (docker/build-image).
 MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libbpf-dev
-	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc)
+	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io debootstrap)
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
 mrce_die() { mrce_say "$*"; exit 1; }
@@ -73,4 +75,42 @@ mrce_build_if_needed() {
 	(cd "$MRCE_ROOT" && mvn -B -q install -DskipTests) || mrce_die "build failed"
 	mkdir -p "$(dirname "$MRCE_BUILD_STAMP")"
 	touch "$MRCE_BUILD_STAMP"
+}
+
+# The Docker daemon for the container tests. mrce_docker_start starts dockerd
+# when none answers (root only) and remembers its PID in MRCE_DOCKERD_PID;
+# mrce_docker_stop stops that one only, never a daemon someone else started.
+MRCE_DOCKERD_PID=""
+mrce_docker_start() {
+	local log="$1" i
+	command -v docker >/dev/null 2>&1 || return 1
+	docker info >/dev/null 2>&1 && return 0
+	((EUID == 0)) && command -v dockerd >/dev/null 2>&1 || return 1
+	pgrep -x dockerd >/dev/null 2>&1 && {
+		mrce_say "a dockerd runs but does not answer; not starting a second one"
+		return 1
+	}
+	mrce_say "starting dockerd (log: $log)"
+	setsid dockerd >"$log" 2>&1 </dev/null &
+	MRCE_DOCKERD_PID=$!
+	for ((i = 0; i < 60; i++)); do
+		docker info >/dev/null 2>&1 && return 0
+		kill -0 "$MRCE_DOCKERD_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	mrce_say "dockerd did not come up; its log: $(tail -5 "$log")"
+	mrce_docker_stop
+	return 1
+}
+
+mrce_docker_stop() {
+	[[ -n "$MRCE_DOCKERD_PID" ]] || return 0
+	local i
+	kill -TERM "$MRCE_DOCKERD_PID" 2>/dev/null || true
+	for ((i = 0; i < 60; i++)); do
+		kill -0 "$MRCE_DOCKERD_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$MRCE_DOCKERD_PID" 2>/dev/null || true
+	MRCE_DOCKERD_PID=""
 }

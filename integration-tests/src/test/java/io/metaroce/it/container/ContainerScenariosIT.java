@@ -1,0 +1,250 @@
+package io.metaroce.it.container;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.metaroce.it.container.ContainerFabric.Counters;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Unmodified applications between containers on the standard fabric (hosts A and C behind leaf
+ * A, host B behind leaf B, four ECMP spine links; see {@link ContainerFabric}), one daemon per
+ * container, each writing per-path stats. Every scenario asserts on the data (rc_pingpong's
+ * checked buffers and result lines, mrce_integrity's checksums) and on counters: packets per
+ * spine link (the leaves' interface counters) and the daemons' per-path and transport counters.
+ */
+@Tag("container")
+@Timeout(600)
+class ContainerScenariosIT {
+
+    private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
+    private static final AtomicInteger PORT = new AtomicInteger(19100);
+    private static ContainerFabric fabric;
+    private static Node a;
+    private static Node b;
+    private static Node c;
+
+    @BeforeAll
+    static void fabric() {
+        ContainerEnv.assumeDocker();
+        fabric = ContainerFabric.builder("ContainerScenariosIT").leafA("A", "C").leafB("B").build();
+        a = fabric.host("A");
+        b = fabric.host("B");
+        c = fabric.host("C");
+        fabric.startDaemons();
+    }
+
+    @AfterAll
+    static void teardown() {
+        if (fabric != null) {
+            fabric.close();
+        }
+    }
+
+    @Test
+    void rcPingPongChecksDataAcrossContainers() {
+        Counters before = fabric.spineCounters();
+        int port = PORT.getAndIncrement();
+        Apps.Exits e = Apps.startPingPong(fabric, b, a, port, "-c", "-n", "1000").finish(RUN_TIMEOUT);
+        Apps.assertPingPong(e, 4096, 1000, "ibv_rc_pingpong -c -n 1000, A to B");
+        Counters carried = fabric.spineCounters().minus(before);
+        System.out.printf("ContainerScenariosIT: rc_pingpong: packets per spine link %s%n", carried);
+        assertThat(carried.totalAtoB()).as("A->B packets on the spine").isGreaterThanOrEqualTo(1000);
+        assertThat(carried.totalBtoA()).as("B->A packets on the spine").isGreaterThanOrEqualTo(1000);
+    }
+
+    @Test
+    void integrityWithOnePercentLossOnOneSpine() {
+        // 1 % loss on the spine that carries the most of this run's traffic, from a second into
+        // it: some of the run's paths are on it for sure.
+        Counters start = fabric.spineCounters();
+        DaemonStats statsBefore = a.freshStats();
+        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1001L, RUN_TIMEOUT);
+        int lossy;
+        try {
+            lossy = faultBusiestSpineAfterOneSecond(start, run::clientAlive, l -> l.loss(Link.Loss.PCT_1),
+                    "made 1 % lossy");
+        } catch (RuntimeException | Error e) {
+            run.close();
+            throw e;
+        }
+        try {
+            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "1 % loss on spine link " + lossy);
+        } finally {
+            fabric.spine(lossy).clearLoss();
+        }
+        Counters carried = fabric.spineCounters().minus(start);
+        DaemonStats stats = a.freshStats();
+        System.out.printf("ContainerScenariosIT: 1 %% loss on spine %d: packets per link %s; the run's paths in A: %s%n",
+                lossy, carried, stats.lastClosedQpPaths());
+        for (int l = 0; l < fabric.spineCount(); l++) {
+            assertThat(carried.aToB()[l]).as("A->B packets on spine link %d (%s)", l, carried).isPositive();
+        }
+        // The sender saw the loss on its paths and repaired it: per-path losses, retransmissions.
+        assertThat(stats.delta(statsBefore, "pathLosses")).as("A's path losses (%s)", stats.counters()).isPositive();
+        assertThat(stats.lastClosedQpPaths()).as("the run's paths in A").isNotEmpty()
+                .anySatisfy(p -> assertThat(p.losses()).isPositive());
+        assertThat(stats.delta(statsBefore, "dataRetransmits")).as("A's retransmissions").isPositive();
+    }
+
+    @Test
+    void spineBlackholedMidTransfer() {
+        Counters start = fabric.spineCounters();
+        DaemonStats statsBefore = a.freshStats();
+        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1002L, RUN_TIMEOUT);
+        int dead;
+        Counters atBlackhole;
+        try {
+            dead = blackholeBusiestSpineAfterOneSecond(start, run::clientAlive);
+            atBlackhole = fabric.spineCounters();
+        } catch (RuntimeException | Error e) {
+            run.close();
+            throw e;
+        }
+        try {
+            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "spine link " + dead + " black-holed mid-transfer");
+        } finally {
+            fabric.spine(dead).clearLoss();
+        }
+        Counters after = fabric.spineCounters().minus(atBlackhole);
+        DaemonStats stats = a.freshStats();
+        System.out.printf("ContainerScenariosIT: after black-holing spine %d: %s; A's counters %s; the run's paths %s%n",
+                dead, after, stats.counters(), stats.lastClosedQpPaths());
+        // Drops happen before the count, the apps' TCP is on the management bridge: at most ARP crosses.
+        assertThat(after.aToB()[dead]).as("A->B packets across the black-holed link").isLessThanOrEqualTo(20);
+        assertThat(after.bToA()[dead]).as("B->A packets across the black-holed link").isLessThanOrEqualTo(20);
+        assertThat(after.totalAtoB() - after.aToB()[dead]).as("A->B packets on the live links").isPositive();
+        // The transport noticed: the dead link's paths lost packets or timed out, and the data went around.
+        assertThat(stats.delta(statsBefore, "pathLosses") + stats.delta(statsBefore, "pathTimeouts"))
+                .as("A's path losses + path timeouts (%s)", stats.counters()).isPositive();
+        assertThat(stats.delta(statsBefore, "dataRetransmits")).as("A's retransmissions").isPositive();
+        // Paths whose source port hashed onto the dead link were retired and replaced by new ports.
+        assertThat(stats.delta(statsBefore, "pathRetirements")).as("A's path retirements").isPositive();
+        assertThat(stats.lastClosedQpPaths()).as("the run's paths in A: some were replaced").isNotEmpty()
+                .anySatisfy(p -> assertThat(p.get("replacements")).isPositive());
+    }
+
+    @Test
+    void oneSlowSpine() {
+        // Slow down the spine that carries the most of this run's traffic, a second into it, so
+        // some of the run's paths are on it for sure.
+        Counters start = fabric.spineCounters();
+        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1003L, RUN_TIMEOUT);
+        int slow;
+        Counters atSlowdown;
+        try {
+            slow = faultBusiestSpineAfterOneSecond(start, run::clientAlive, l -> l.rate("5mbit", 50), "slowed");
+            atSlowdown = fabric.spineCounters();
+        } catch (RuntimeException | Error e) {
+            run.close();
+            throw e;
+        }
+        try {
+            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "spine link " + slow + " limited to 5 Mbit/s");
+        } finally {
+            fabric.spine(slow).clearRate();
+        }
+        Counters before = atSlowdown.minus(start);
+        Counters after = fabric.spineCounters().minus(atSlowdown);
+        System.out.printf("ContainerScenariosIT: spine %d at 5 Mbit/s: packets per link before %s, after %s; the run's"
+                + " paths in A %s%n", slow, before, after, a.freshStats().lastClosedQpPaths());
+        long others = after.totalAtoB() - after.aToB()[slow];
+        long othersAverage = others / (fabric.spineCount() - 1);
+        assertThat(before.aToB()[slow]).as("A->B packets on the busiest link before it was slowed").isPositive();
+        // The sender weighs paths by health: the slow link gets less than half of a healthy link's share.
+        assertThat(after.aToB()[slow] * 2).as("A->B packets on the slow link vs the others' average (%s)", after)
+                .isLessThan(othersAverage);
+    }
+
+    @Test
+    void daemonRestartedMidRun() {
+        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 100_000, 0xc0_1004L,
+                Duration.ofSeconds(60));
+        Counters start = fabric.spineCounters();
+        boolean flowing = Cmd.await(Duration.ofSeconds(60),
+                () -> fabric.spineCounters().minus(start).totalAtoB() >= 500 || !run.clientAlive());
+        assertThat(flowing && run.clientAlive()).as("the transfer is under way").isTrue();
+        b.killDaemon();
+        // The server in B loses its daemon: it must fail with an error, not hang.
+        Integer serverExit = run.server().tryWait(Duration.ofSeconds(30));
+        String serverOut = run.server().output();
+        run.close();
+        assertThat(serverExit).as("the server in B ends within 30 s of its daemon's crash; its output:%n%s", serverOut)
+                .isNotNull();
+        assertThat(serverExit).as("the server's exit status").isNotZero();
+        assertThat(serverOut).as("the server reports a failure").contains("mrce_integrity: FAIL");
+        // A new daemon in B; a new run across the same containers completes with correct data.
+        b.startDaemon();
+        b.awaitDaemonReady();
+        Apps.Exits e = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 500, 0xc0_1005L, RUN_TIMEOUT)
+                .finish(RUN_TIMEOUT);
+        Apps.assertIntegrity(e, 500, "after B's daemon was restarted");
+        Apps.assertPingPong(Apps.startPingPong(fabric, b, a, PORT.getAndIncrement(), "-c", "-n", "200")
+                .finish(RUN_TIMEOUT), 4096, 200, "rc_pingpong after B's daemon was restarted");
+    }
+
+    @Test
+    void incastTwoHostsSendToOne() {
+        DaemonStats bBefore = b.freshStats();
+        Apps.Pair fromA = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 1000, 0xc0_1006L, RUN_TIMEOUT);
+        Apps.Pair fromC;
+        try {
+            fromC = Apps.startIntegrity(fabric, b, c, PORT.getAndIncrement(), 1000, 0xc0_1007L, RUN_TIMEOUT);
+        } catch (RuntimeException | Error e) {
+            fromA.close();
+            throw e;
+        }
+        Apps.Exits ea;
+        Apps.Exits ec;
+        try {
+            ea = fromA.finish(RUN_TIMEOUT);
+        } finally {
+            ec = fromC.finish(RUN_TIMEOUT);
+        }
+        Apps.Integrity ra = Apps.assertIntegrity(ea, 1000, "incast: A to B, with C sending to B at once");
+        Apps.Integrity rc = Apps.assertIntegrity(ec, 1000, "incast: C to B, with A sending to B at once");
+        assertThat(ra.checksum()).as("different seeds, different data").isNotEqualTo(rc.checksum());
+        DaemonStats bAfter = b.freshStats();
+        System.out.printf("ContainerScenariosIT: incast: B's counters %s%n", bAfter.counters());
+        // Both transfers landed in B at once: B received at least both payloads' packets.
+        long minPackets = (ra.bytes() + rc.bytes()) / 1500;
+        assertThat(bAfter.delta(bBefore, "dataRx")).as("data packets B received").isGreaterThanOrEqualTo(minPackets);
+    }
+
+    // --- helpers ---
+
+    private static int blackholeBusiestSpineAfterOneSecond(Counters start, BooleanSupplier alive) {
+        return faultBusiestSpineAfterOneSecond(start, alive, Link::blackhole, "black-holed");
+    }
+
+    /**
+     * Waits until the run's traffic flows, lets it run a second, then applies {@code fault} to the
+     * spine link that carried the most packets so far. Fails if the run ended first.
+     */
+    private static int faultBusiestSpineAfterOneSecond(Counters start, BooleanSupplier alive, Consumer<Link> fault,
+            String what) {
+        boolean flowing = Cmd.await(Duration.ofSeconds(60),
+                () -> fabric.spineCounters().minus(start).totalAtoB() >= 200 || !alive.getAsBoolean());
+        assertThat(flowing && alive.getAsBoolean()).as("the run is under way (%s)", fabric.diagnostics()).isTrue();
+        Cmd.await(Duration.ofSeconds(1), () -> false);
+        Counters so = fabric.spineCounters().minus(start);
+        int busiest = 0;
+        for (int l = 1; l < fabric.spineCount(); l++) {
+            if (so.both(l) > so.both(busiest)) {
+                busiest = l;
+            }
+        }
+        fault.accept(fabric.spine(busiest));
+        assertThat(alive.getAsBoolean()).as("the run was still going when spine link %d was %s", busiest, what)
+                .isTrue();
+        System.out.printf("ContainerScenariosIT: %s spine link %d after %s%n", what, busiest, so);
+        return busiest;
+    }
+}
