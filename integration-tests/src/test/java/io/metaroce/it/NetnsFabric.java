@@ -191,6 +191,20 @@ abstract class NetnsFabric implements AutoCloseable {
         return Sh.run(timeout, full);
     }
 
+    /**
+     * TCP segments the host's daemons sent on their connection-manager connections (port 4792),
+     * from {@code ss -ti}: what the manager adds to a link's packet count.
+     */
+    long cmSegmentsOut(Host h) {
+        Proc.Result r = exec(h, Duration.ofSeconds(10), "ss", "-tinH", "( sport = :4792 or dport = :4792 )");
+        long n = 0;
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("segs_out:(\\d+)").matcher(r.output());
+        while (m.find()) {
+            n += Long.parseLong(m.group(1));
+        }
+        return n;
+    }
+
     boolean tcpListening(Host h, int port) {
         Proc.Result r = exec(h, Duration.ofSeconds(5), "ss", "-Htln", "sport = :" + port);
         return r.ok() && !r.output().isBlank();

@@ -81,6 +81,15 @@ public final class ConnectionManager implements AutoCloseable {
 
         /** The peer daemon is gone (silent past the timeout, or restarted): fail its QPs. */
         void onPeerLost(int peerIp, String why);
+
+        /**
+         * Whether the data path heard from that peer within the last {@code withinNs}: a peer whose
+         * packets still arrive is alive even while the manager's own TCP connection stalls (a
+         * failed link under it, until TCP moves to another).
+         */
+        default boolean dataPathActive(int peerIp, long withinNs) {
+            return false;
+        }
     }
 
     private final Config config;
@@ -224,8 +233,9 @@ public final class ConnectionManager implements AutoCloseable {
             if (p.channel != null && p.channel.isActive() && p.helloSeen) {
                 p.send(new CmMessage.Ping(++p.pingSeq));
             }
-            boolean silent = now - p.lastHeardNs > TimeUnit.MILLISECONDS.toNanos(config.peerTimeoutMs());
-            if (p.helloSeen && silent) {
+            long timeoutNs = TimeUnit.MILLISECONDS.toNanos(config.peerTimeoutMs());
+            boolean silent = now - p.lastHeardNs > timeoutNs;
+            if (p.helloSeen && silent && !listener.dataPathActive(p.ip, timeoutNs)) {
                 lost(p, "silent for more than " + config.peerTimeoutMs() + " ms");
             }
             if (p.channel == null || !p.channel.isActive()) {

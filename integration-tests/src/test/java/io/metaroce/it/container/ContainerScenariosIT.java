@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.it.container.ContainerFabric.Counters;
 import java.time.Duration;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
@@ -24,6 +27,8 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(600)
 class ContainerScenariosIT {
 
+    /** ib_write_bw's result row: #bytes #iterations BW peak BW average MsgRate. */
+    private static final Pattern WRITE_BW_ROW = Pattern.compile("(?m)^\\s*65536\\s+2000\\s+([\\d.]+)\\s+([\\d.]+)\\s+([\\d.]+)");
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
     private static final AtomicInteger PORT = new AtomicInteger(19100);
     private static ContainerFabric fabric;
@@ -58,6 +63,39 @@ class ContainerScenariosIT {
         System.out.printf("ContainerScenariosIT: rc_pingpong: packets per spine link %s%n", carried);
         assertThat(carried.totalAtoB()).as("A->B packets on the spine").isGreaterThanOrEqualTo(1000);
         assertThat(carried.totalBtoA()).as("B->A packets on the spine").isGreaterThanOrEqualTo(1000);
+    }
+
+    @Test
+    void perftestWriteBwAcrossContainers() {
+        int port = PORT.getAndIncrement();
+        List<String> cmd = List.of("ib_write_bw", "-d", "mrce0", "-x", "0", "-F", "-s", "65536", "-n", "2000", "-p",
+                Integer.toString(port));
+        Counters before = fabric.spineCounters();
+        Apps.Exits e = Apps.start(fabric, b, a, port, cmd, cmd).finish(RUN_TIMEOUT);
+        assertThat(e.clientExit()).as("ib_write_bw client" + e.context()).isZero();
+        assertThat(e.serverExit()).as("ib_write_bw server" + e.context()).isZero();
+        Matcher row = WRITE_BW_ROW.matcher(e.clientOutput());
+        assertThat(row.find()).as("the 65536-byte result row" + e.context()).isTrue();
+        assertThat(Double.parseDouble(row.group(2))).as("average MB/s").isPositive();
+        Counters carried = fabric.spineCounters().minus(before);
+        System.out.printf("ContainerScenariosIT: ib_write_bw 64 KiB x 2000: %s MB/s average; packets per spine %s%n",
+                row.group(2), carried);
+        // 2000 x 64 KiB in 1 KiB packets: about 131k packets A -> B, sprayed over every spine.
+        for (int l = 0; l < fabric.spineCount(); l++) {
+            assertThat(carried.aToB()[l]).as("A->B packets on spine %d (%s)", l, carried).isGreaterThan(1000);
+        }
+    }
+
+    @Test
+    void javaRcPingPongAgainstCServerAcrossContainers() {
+        int port = PORT.getAndIncrement();
+        NodeProc server = b.startApp("rc_pingpong-server", Apps.pingPongCmd(port, "-c", "-n", "500"));
+        boolean up = Cmd.await(Duration.ofSeconds(20), () -> b.tcpListening(port) || !server.isAlive());
+        assertThat(up && server.isAlive()).as("server listening: " + server.output()).isTrue();
+        NodeProc client = a.start("jverbs-client", List.of("jverbs", "rc-pingpong", "-d", "mrce0", "-g", "0", "-p",
+                Integer.toString(port), "-c", "-n", "500", b.mgmtAddr()));
+        Apps.Exits e = new Apps.Pair(fabric, server, client).finish(RUN_TIMEOUT);
+        Apps.assertPingPong(e, 4096, 500, "Java rc-pingpong (A) against C ibv_rc_pingpong (B), -c -n 500");
     }
 
     @Test

@@ -228,6 +228,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             c.rxBadToken++; // off-path or stale: never reaches the transport
             return;
         }
+        qp.lastRxNs = nowNs;
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
             case Wire.OP_SEND, Wire.OP_SEND_IMM, Wire.OP_WRITE, Wire.OP_WRITE_IMM, Wire.OP_READ_REQ,
                     Wire.OP_ATOMIC_CS, Wire.OP_ATOMIC_FA -> qp.responder.onData(dp, frame, length, ecn);

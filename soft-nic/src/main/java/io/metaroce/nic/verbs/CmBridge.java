@@ -169,6 +169,17 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         }
     }
 
+    @Override
+    public boolean dataPathActive(int peerIp, long withinNs) {
+        long now = System.nanoTime();
+        for (Qp qp : qps.values()) {
+            if (qp.peerIp == peerIp && qp.cmLocal != null && qp.lastRxNs != 0 && now - qp.lastRxNs < withinNs) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private void fail(Qp qp, CmMessage.Endpoint local, String why) {
         while (!engine.submit(() -> {
             if (qp.cmLocal == local && qp.state != Ibv.QPS_ERR) {

@@ -71,6 +71,8 @@ public final class Qp {
      */
     public int rxToken;
     public int txToken;
+    /** When the engine last accepted a packet for this QP (System.nanoTime; 0: never). */
+    public long lastRxNs;
     /** False between RTR and the end of the handshake: the requester sends nothing yet. */
     public boolean cmReady = true;
     /** Our endpoint as announced to the peer (set on RTR; read by the manager's thread). */
