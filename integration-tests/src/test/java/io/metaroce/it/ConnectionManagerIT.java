@@ -21,7 +21,9 @@ import org.junit.jupiter.api.Timeout;
  *       are dropped and counted, and the transfer under attack completes with correct data;
  *   <li>the remote daemon SIGKILLed mid-transfer: the local QP goes to error (the daemon says
  *       why) within the peer timeout plus a heartbeat, and the application ends with an error;
- *   <li>the remote daemon restarted: new connections work at once.
+ *   <li>the remote daemon restarted: new connections work at once;
+ *   <li>the peer QP destroyed (its process killed): the local QP fails after the grace period, so
+ *       an application waiting for messages ends with an error instead of waiting forever.
  * </ul>
  */
 @Timeout(600)
@@ -113,6 +115,28 @@ class ConnectionManagerIT {
                     "" + PEER_TIMEOUT_MS);
             f.awaitReady(b2);
             RcPingPong.run(f, 19402, Duration.ofSeconds(60), "-n", "500").assertCompleted(4096, 500, "after restart");
+        }
+    }
+
+    @Test
+    void aPeerQpDestroyedFailsTheLocalQpAfterTheGrace() {
+        try (TwoHostFabric f = fabric("CmDestroyIT")) {
+            RcPingPong.Running run = RcPingPong.start(f, 19500, "-n", "1000000");
+            Daemon b = f.daemon(f.b());
+            long logFrom = b.logSize();
+            assertThat(Wait.until(Duration.ofSeconds(30), () -> ctl(f, f.b(), "qps").path("qps").size() > 0)).isTrue();
+            long t0 = System.nanoTime();
+            run.client().kill(); // its daemon reclaims the QP and tells B's daemon
+            // Without the manager the server would wait for its next message forever.
+            int exit = run.server().waitFor(Duration.ofSeconds(15));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            run.close();
+            assertThat(exit).as("the server ends with an error").isNotZero();
+            // The manager's DISCONNECT fails it after the grace unless the transport already did
+            // (the killed side's daemon answers late packets of a QP it tore down with a NAK).
+            assertThat(ms).as("server failed %d ms after its peer was killed (grace 1000 ms)", ms).isLessThan(6000);
+            System.out.printf("server QP failed %d ms after its peer process was killed (%s)%n", ms,
+                    b.logSince(logFrom).contains("went away") ? "connection manager" : "transport");
         }
     }
 

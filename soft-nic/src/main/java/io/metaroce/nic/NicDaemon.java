@@ -108,6 +108,10 @@ public final class NicDaemon implements Callable<Integer> {
             description = "a QP whose peer does not answer the handshake this long fails (default 10000)")
     int cmConnectTimeoutMs;
 
+    @Option(names = "--cm-disconnect-grace-ms", defaultValue = "1000",
+            description = "a QP whose peer QP was destroyed fails this long after (default 1000)")
+    int cmDisconnectGraceMs;
+
     @Option(names = "--metrics-port",
             description = "serve Prometheus metrics on this TCP port (off by default; 0 picks a free port)")
     Integer metricsPort;
@@ -160,7 +164,7 @@ public final class NicDaemon implements Callable<Integer> {
             return 2;
         }
         if (cmPort < 0 || cmPort > 65535 || cmHeartbeatMs < 1 || cmHeartbeatMs > 65535
-                || cmPeerTimeoutMs < 2 * cmHeartbeatMs || cmConnectTimeoutMs < 1) {
+                || cmPeerTimeoutMs < 2 * cmHeartbeatMs || cmConnectTimeoutMs < 1 || cmDisconnectGraceMs < 0) {
             System.err.println("mrce-nicd: --cm-port must be 0..65535, --cm-heartbeat-ms 1..65535,"
                     + " --cm-peer-timeout-ms at least two heartbeats, --cm-connect-timeout-ms at least 1");
             return 2;
@@ -203,7 +207,8 @@ public final class NicDaemon implements Callable<Integer> {
             engine.datapath().tlpMinNs = tlpMinUs * 1000;
             engine.datapath().ccSlackMinNs = ccSlackUs * 1000;
             CmBridge cm = cmPort == 0 ? null : CmBridge.start(engine, net.ipv4(),
-                    new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs));
+                    new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
+                    cmDisconnectGraceMs);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
             EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
             runner.start();

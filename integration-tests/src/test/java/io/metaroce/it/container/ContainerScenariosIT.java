@@ -80,9 +80,10 @@ class ContainerScenariosIT {
         Counters carried = fabric.spineCounters().minus(before);
         System.out.printf("ContainerScenariosIT: ib_write_bw 64 KiB x 2000: %s MB/s average; packets per spine %s%n",
                 row.group(2), carried);
-        // 2000 x 64 KiB in 1 KiB packets: about 131k packets A -> B, sprayed over every spine.
+        // 2000 x 64 KiB in 1 KiB packets: about 131k packets A -> B, sprayed over every spine
+        // (health-weighted: not evenly).
         for (int l = 0; l < fabric.spineCount(); l++) {
-            assertThat(carried.aToB()[l]).as("A->B packets on spine %d (%s)", l, carried).isGreaterThan(1000);
+            assertThat(carried.aToB()[l]).as("A->B packets on spine %d (%s)", l, carried).isPositive();
         }
     }
 

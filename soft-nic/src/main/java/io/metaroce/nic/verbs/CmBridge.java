@@ -9,7 +9,9 @@ import io.metaroce.nic.transport.QpLifecycle;
 import io.metaroce.nic.transport.RcRequester;
 import java.io.IOException;
 import java.security.SecureRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,9 +19,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Joins the engine's RC QPs to the connection manager (docs/spec/connection-manager.md): on RTR a
  * QP draws its receive token and announces its endpoint; the requester holds its sends until the
- * peer's endpoint (and token) arrives; a destroyed QP is announced to its peer; a peer's
- * DISCONNECT, a lost or restarted peer daemon, or a failed handshake moves the QP to ERR with
- * IBV_EVENT_QP_FATAL.
+ * peer's endpoint (and token) arrives; a destroyed QP is announced to its peer; a lost or
+ * restarted peer daemon or a failed handshake moves the QP to ERR with IBV_EVENT_QP_FATAL at once,
+ * a peer's DISCONNECT after a grace period.
  *
  * <p>The lifecycle callbacks run on the engine thread; the {@link ConnectionManager.Listener}
  * callbacks on the manager's event loop, which only reads the maps and submits engine commands.
@@ -31,20 +33,25 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
 
     private final EngineAgent engine;
     private final ConnectionManager cm;
+    /** How long a QP whose peer QP was destroyed stays as it is before it fails. */
+    private final int disconnectGraceMs;
     private final SecureRandom random = new SecureRandom();
     /** Every RC QP the engine serves, by QPN. */
     private final ConcurrentHashMap<Integer, Qp> qps = new ConcurrentHashMap<>();
     public final AtomicLong handshakes = new AtomicLong();
     public final AtomicLong failures = new AtomicLong();
 
-    private CmBridge(EngineAgent engine, int localIp, ConnectionManager.Config config) throws IOException {
+    private CmBridge(EngineAgent engine, int localIp, ConnectionManager.Config config, int disconnectGraceMs)
+            throws IOException {
         this.engine = engine;
+        this.disconnectGraceMs = disconnectGraceMs;
         this.cm = ConnectionManager.start(localIp, config, this);
     }
 
     /** Starts the manager on {@code localIp} and hooks the engine's QP lifecycle to it. */
-    public static CmBridge start(EngineAgent engine, int localIp, ConnectionManager.Config config) throws IOException {
-        CmBridge b = new CmBridge(engine, localIp, config);
+    public static CmBridge start(EngineAgent engine, int localIp, ConnectionManager.Config config,
+            int disconnectGraceMs) throws IOException {
+        CmBridge b = new CmBridge(engine, localIp, config, disconnectGraceMs);
         engine.datapath().lifecycle = b;
         return b;
     }
@@ -155,7 +162,10 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         }
         CmMessage.Endpoint local = qp.cmLocal;
         if (local != null && local.peerQpn() == remoteQpn && qp.peerIp == peerIp) {
-            fail(qp, local, "peer QP " + remoteQpn + " on " + Inet4.toString(peerIp) + " went away (reason " + reason + ")");
+            // After a grace period: a peer that closes right after its last completion must not
+            // race its last ACK, and a QP destroyed meanwhile is left alone.
+            String why = "peer QP " + remoteQpn + " on " + Inet4.toString(peerIp) + " went away (reason " + reason + ")";
+            CompletableFuture.delayedExecutor(disconnectGraceMs, TimeUnit.MILLISECONDS).execute(() -> fail(qp, local, why));
         }
     }
 
