@@ -19,6 +19,7 @@ import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.verbs.CmBridge;
 import io.metaroce.control.cm.ConnectionManager;
+import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.engine.StatsWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -205,6 +206,11 @@ public final class NicDaemon implements Callable<Integer> {
             CmBridge cm = cmPort == 0 ? null : CmBridge.start(engine, net.ipv4(),
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs));
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
+            ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
+            if (services != null) {
+                cm.manager().serviceHandler(services);
+                verbs.services(services);
+            }
             EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
             runner.start();
             DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, portKind, udpPort, socketPath, transport,
@@ -244,6 +250,9 @@ public final class NicDaemon implements Callable<Integer> {
                 runner.close();
                 if (cm != null) {
                     cm.close();
+                }
+                if (services != null) {
+                    services.close();
                 }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
             }
