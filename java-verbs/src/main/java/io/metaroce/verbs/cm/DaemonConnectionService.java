@@ -246,8 +246,15 @@ public final class DaemonConnectionService implements ConnectionService {
         @Override
         public synchronized Connection accept(QueuePair qp, ConnectOptions options) throws IOException {
             once();
-            QpEndpoint local = RcConnector.localEndpoint(qp, options);
-            RcConnector.connect(qp, options, remote); // RTR and RTS before the answer, as the IB CM does
+            QpEndpoint local;
+            try {
+                local = RcConnector.localEndpoint(qp, options);
+                RcConnector.connect(qp, options, remote); // RTR and RTS before the answer, as the IB CM does
+            } catch (RuntimeException e) {
+                // Do not leave the requester waiting for its timeout: refuse, then report.
+                c.send(DaemonControl.OP_CM_REJECT, le(DaemonControl.REJECT_SIZE).putInt(0, handle));
+                throw e;
+            }
             ByteBuffer p = le(DaemonControl.CM_STRUCT).putInt(DaemonControl.ACCEPT_HANDLE, handle);
             endpoint(p, local, options.privateData());
             Response r = c.call(DaemonControl.OP_CM_ACCEPT, p);
