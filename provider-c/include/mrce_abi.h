@@ -220,7 +220,14 @@ enum mrce_ctrl_op {
 	MRCE_OP_DESTROY_SRQ = 17,    /* req handle_req; resp empty (EBUSY while a QP uses it) */
 	MRCE_OP_GET_ASYNC_EVENT = 18,/* req empty; resp async_event (status EAGAIN when none is queued) */
 	MRCE_OP_REREG_MR = 19,       /* req rereg_mr_req; resp reg_mr_resp (lkey/rkey may change) */
-	MRCE_OP_MAX = 19,
+	/* The rdma_cm-style service (connection-manager.md, "Service"): */
+	MRCE_OP_CM_LISTEN = 20,      /* req cm_listen_req; resp empty (EADDRINUSE: the service has a listener here) */
+	MRCE_OP_CM_UNLISTEN = 21,    /* req cm_listen_req; resp empty (ENOENT: this connection does not listen on it) */
+	MRCE_OP_CM_CONNECT = 22,     /* req cm_connect_req; resp cm_connect_resp once the peer's application answered */
+	MRCE_OP_CM_GET_REQUEST = 23, /* req cm_get_request_req; resp cm_request (EAGAIN at the timeout) */
+	MRCE_OP_CM_ACCEPT = 24,      /* req cm_accept_req; resp empty once the requester took the reply */
+	MRCE_OP_CM_REJECT = 25,      /* req cm_reject_req; resp empty */
+	MRCE_OP_MAX = 25,
 };
 
 /*
@@ -437,5 +444,84 @@ struct mrce_modify_qp_req {
 	uint32_t attr_mask;       /* 4: enum ibv_qp_attr_mask */
 	struct mrce_qp_attr attr; /* 8 */
 };                                /* 104 */
+
+/*
+ * The rdma_cm-style service (ops 20..25; docs/spec/control-protocol.md and
+ * connection-manager.md, "Service"). A connection listens on service ids
+ * (one listener per service id per daemon), takes the connection requests
+ * that arrive for them with CM_GET_REQUEST (a long poll) and answers each with
+ * CM_ACCEPT or CM_REJECT; another connection, on this daemon or another,
+ * asks with CM_CONNECT, answered when the peer application answers. Both
+ * sides then move their QPs to RTR/RTS themselves with the QPN, PSN and GID
+ * exchanged. Private data: 0..MRCE_CM_PRIVATE_DATA_MAX bytes each way; the
+ * bytes beyond private_data_len are zero and ignored. Addresses (peer_ipv4)
+ * are IPv4 in network order, like ud_dest_ipv4. QPNs and PSNs are 24-bit.
+ * The provider does not use these ops; the Java binding does.
+ */
+#define MRCE_CM_PRIVATE_DATA_MAX 192
+#define MRCE_CM_ACCEPTED 0           /* cm_connect_resp.result */
+#define MRCE_CM_REJECTED 1           /* ... the peer application rejected; private data is its */
+#define MRCE_CM_DEFAULT_BACKLOG 64   /* cm_listen_req.backlog 0 */
+#define MRCE_CM_MAX_BACKLOG 1024
+
+struct mrce_cm_listen_req {          /* CM_LISTEN, CM_UNLISTEN */
+	uint32_t service_id;         /* 0: nonzero */
+	uint32_t backlog;            /* 4: requests kept for the application at most (0: default; UNLISTEN: ignored) */
+};                                   /* 8 */
+
+struct mrce_cm_connect_req {
+	uint32_t peer_ipv4;          /* 0: the peer daemon's address, network order */
+	uint32_t service_id;         /* 4: nonzero */
+	uint32_t qpn;                /* 8: the requester's QP */
+	uint32_t psn;                /* 12: its first send PSN */
+	uint8_t gid[16];             /* 16: its GID, passed on as given */
+	uint32_t timeout_ms;         /* 32: 0: the daemon's connect timeout */
+	uint32_t private_data_len;   /* 36 */
+	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 40 */
+};                                   /* 232 */
+
+struct mrce_cm_connect_resp {
+	uint32_t result;             /* 0: MRCE_CM_ACCEPTED or MRCE_CM_REJECTED */
+	uint32_t pad;                /* 4 */
+	uint32_t qpn;                /* 8: the acceptor's QP (ACCEPTED) */
+	uint32_t psn;                /* 12: its first send PSN (ACCEPTED) */
+	uint8_t gid[16];             /* 16: its GID (ACCEPTED) */
+	uint32_t pad2;               /* 32 */
+	uint32_t private_data_len;   /* 36: the acceptor's or rejecter's */
+	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 40 */
+};                                   /* 232 */
+
+struct mrce_cm_get_request_req {
+	uint32_t timeout_ms;         /* 0: 0 answers at once */
+	uint32_t pad;                /* 4 */
+};                                   /* 8 */
+
+struct mrce_cm_request {             /* CM_GET_REQUEST response */
+	uint32_t request;            /* 0: handle for CM_ACCEPT / CM_REJECT, per connection */
+	uint32_t service_id;         /* 4 */
+	uint32_t qpn;                /* 8: the requester's QP */
+	uint32_t psn;                /* 12: its first send PSN */
+	uint8_t gid[16];             /* 16: its GID, as it gave it */
+	uint32_t peer_ipv4;          /* 32: the requester's daemon, network order */
+	uint32_t private_data_len;   /* 36 */
+	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 40 */
+};                                   /* 232 */
+
+struct mrce_cm_accept_req {
+	uint32_t request;            /* 0: from cm_request */
+	uint32_t pad;                /* 4 */
+	uint32_t qpn;                /* 8: the acceptor's QP */
+	uint32_t psn;                /* 12: its first send PSN */
+	uint8_t gid[16];             /* 16: its GID */
+	uint32_t pad2;               /* 32 */
+	uint32_t private_data_len;   /* 36 */
+	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 40 */
+};                                   /* 232 */
+
+struct mrce_cm_reject_req {
+	uint32_t request;            /* 0: from cm_request */
+	uint32_t private_data_len;   /* 4 */
+	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 8 */
+};                                   /* 200 */
 
 #endif /* MRCE_ABI_H */

@@ -104,6 +104,29 @@ int main(void)
 	F(mrce_rereg_mr_req, addr); F(mrce_rereg_mr_req, length);
 	F(mrce_rereg_mr_req, iova); SZ(mrce_rereg_mr_req);
 
+	F(mrce_cm_listen_req, service_id); F(mrce_cm_listen_req, backlog);
+	SZ(mrce_cm_listen_req);
+	F(mrce_cm_connect_req, peer_ipv4); F(mrce_cm_connect_req, service_id);
+	F(mrce_cm_connect_req, qpn); F(mrce_cm_connect_req, psn);
+	F(mrce_cm_connect_req, gid); F(mrce_cm_connect_req, timeout_ms);
+	F(mrce_cm_connect_req, private_data_len);
+	F(mrce_cm_connect_req, private_data); SZ(mrce_cm_connect_req);
+	F(mrce_cm_connect_resp, result); F(mrce_cm_connect_resp, qpn);
+	F(mrce_cm_connect_resp, psn); F(mrce_cm_connect_resp, gid);
+	F(mrce_cm_connect_resp, private_data_len);
+	F(mrce_cm_connect_resp, private_data); SZ(mrce_cm_connect_resp);
+	F(mrce_cm_get_request_req, timeout_ms); SZ(mrce_cm_get_request_req);
+	F(mrce_cm_request, request); F(mrce_cm_request, service_id);
+	F(mrce_cm_request, qpn); F(mrce_cm_request, psn); F(mrce_cm_request, gid);
+	F(mrce_cm_request, peer_ipv4); F(mrce_cm_request, private_data_len);
+	F(mrce_cm_request, private_data); SZ(mrce_cm_request);
+	F(mrce_cm_accept_req, request); F(mrce_cm_accept_req, qpn);
+	F(mrce_cm_accept_req, psn); F(mrce_cm_accept_req, gid);
+	F(mrce_cm_accept_req, private_data_len);
+	F(mrce_cm_accept_req, private_data); SZ(mrce_cm_accept_req);
+	F(mrce_cm_reject_req, request); F(mrce_cm_reject_req, private_data_len);
+	F(mrce_cm_reject_req, private_data); SZ(mrce_cm_reject_req);
+
 	F(mrce_qp_attr, qp_state); F(mrce_qp_attr, cur_qp_state);
 	F(mrce_qp_attr, path_mtu); F(mrce_qp_attr, qkey); F(mrce_qp_attr, rq_psn);
 	F(mrce_qp_attr, sq_psn); F(mrce_qp_attr, dest_qp_num);
@@ -148,6 +171,14 @@ int main(void)
 	C(MRCE_OP_DESTROY_SRQ);
 	C(MRCE_OP_GET_ASYNC_EVENT);
 	C(MRCE_OP_REREG_MR);
+	C(MRCE_OP_CM_LISTEN);
+	C(MRCE_OP_CM_UNLISTEN);
+	C(MRCE_OP_CM_CONNECT);
+	C(MRCE_OP_CM_GET_REQUEST);
+	C(MRCE_OP_CM_ACCEPT);
+	C(MRCE_OP_CM_REJECT);
+	C(MRCE_CM_PRIVATE_DATA_MAX); C(MRCE_CM_ACCEPTED); C(MRCE_CM_REJECTED);
+	C(MRCE_CM_DEFAULT_BACKLOG); C(MRCE_CM_MAX_BACKLOG);
 	C(MRCE_RING_KIND_SQ); C(MRCE_RING_KIND_RQ); C(MRCE_RING_KIND_CQ);
 	C(MRCE_RING_KIND_SRQ); C(MRCE_RING_NEED_WAKEUP); C(MRCE_CQ_ARM_NEXT);
 	C(MRCE_CQ_ARM_SOLICITED); C(MRCE_MAX_ASYNC_EVENTS);

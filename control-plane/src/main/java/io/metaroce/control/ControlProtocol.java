@@ -45,7 +45,19 @@ public final class ControlProtocol {
     public static final int OP_DESTROY_SRQ = 17;
     public static final int OP_GET_ASYNC_EVENT = 18;
     public static final int OP_REREG_MR = 19;
-    public static final int OP_MAX = 19;
+    public static final int OP_CM_LISTEN = 20;
+    public static final int OP_CM_UNLISTEN = 21;
+    public static final int OP_CM_CONNECT = 22;
+    public static final int OP_CM_GET_REQUEST = 23;
+    public static final int OP_CM_ACCEPT = 24;
+    public static final int OP_CM_REJECT = 25;
+    public static final int OP_MAX = 25;
+    /** {@code MRCE_CM_*}: the rdma_cm-style service (ops 20..25). */
+    public static final int CM_PRIVATE_DATA_MAX = 192;
+    public static final int CM_ACCEPTED = 0;
+    public static final int CM_REJECTED = 1;
+    public static final int CM_DEFAULT_BACKLOG = 64;
+    public static final int CM_MAX_BACKLOG = 1024;
     /** {@code MRCE_MAX_ASYNC_EVENTS}: events queued per connection at most. */
     public static final int MAX_ASYNC_EVENTS = 1024;
 
@@ -74,6 +86,12 @@ public final class ControlProtocol {
         op(OP_DESTROY_SRQ, "DESTROY_SRQ", HandleReq.SIZE, 0, 0);
         op(OP_GET_ASYNC_EVENT, "GET_ASYNC_EVENT", 0, AsyncEvent.SIZE, 0);
         op(OP_REREG_MR, "REREG_MR", ReregMrReq.SIZE, RegMrResp.SIZE, 0);
+        op(OP_CM_LISTEN, "CM_LISTEN", CmListenReq.SIZE, 0, 0);
+        op(OP_CM_UNLISTEN, "CM_UNLISTEN", CmListenReq.SIZE, 0, 0);
+        op(OP_CM_CONNECT, "CM_CONNECT", CmConnectReq.SIZE, CmConnectResp.SIZE, 0);
+        op(OP_CM_GET_REQUEST, "CM_GET_REQUEST", CmGetRequestReq.SIZE, CmRequest.SIZE, 0);
+        op(OP_CM_ACCEPT, "CM_ACCEPT", CmAcceptReq.SIZE, 0, 0);
+        op(OP_CM_REJECT, "CM_REJECT", CmRejectReq.SIZE, 0, 0);
     }
 
     private ControlProtocol() {}
@@ -376,5 +394,88 @@ public final class ControlProtocol {
         public static final int SIZE = IOVA_OFFSET + 8;
 
         private ReregMrReq() {}
+    }
+
+    /** {@code struct mrce_cm_listen_req} (CM_LISTEN, CM_UNLISTEN). */
+    public static final class CmListenReq {
+        public static final int SERVICE_ID_OFFSET = 0;
+        public static final int BACKLOG_OFFSET = SERVICE_ID_OFFSET + 4;
+        public static final int SIZE = BACKLOG_OFFSET + 4;
+
+        private CmListenReq() {}
+    }
+
+    /** {@code struct mrce_cm_connect_req}. */
+    public static final class CmConnectReq {
+        public static final int PEER_IPV4_OFFSET = 0;
+        public static final int SERVICE_ID_OFFSET = PEER_IPV4_OFFSET + 4;
+        public static final int QPN_OFFSET = SERVICE_ID_OFFSET + 4;
+        public static final int PSN_OFFSET = QPN_OFFSET + 4;
+        public static final int GID_OFFSET = PSN_OFFSET + 4;
+        public static final int TIMEOUT_MS_OFFSET = GID_OFFSET + 16;
+        public static final int PRIVATE_DATA_LEN_OFFSET = TIMEOUT_MS_OFFSET + 4;
+        public static final int PRIVATE_DATA_OFFSET = PRIVATE_DATA_LEN_OFFSET + 4;
+        public static final int SIZE = PRIVATE_DATA_OFFSET + CM_PRIVATE_DATA_MAX;
+
+        private CmConnectReq() {}
+    }
+
+    /** {@code struct mrce_cm_connect_resp}. */
+    public static final class CmConnectResp {
+        public static final int RESULT_OFFSET = 0;
+        public static final int QPN_OFFSET = RESULT_OFFSET + 8;
+        public static final int PSN_OFFSET = QPN_OFFSET + 4;
+        public static final int GID_OFFSET = PSN_OFFSET + 4;
+        public static final int PRIVATE_DATA_LEN_OFFSET = GID_OFFSET + 16 + 4;
+        public static final int PRIVATE_DATA_OFFSET = PRIVATE_DATA_LEN_OFFSET + 4;
+        public static final int SIZE = PRIVATE_DATA_OFFSET + CM_PRIVATE_DATA_MAX;
+
+        private CmConnectResp() {}
+    }
+
+    /** {@code struct mrce_cm_get_request_req}. */
+    public static final class CmGetRequestReq {
+        public static final int TIMEOUT_MS_OFFSET = 0;
+        public static final int SIZE = TIMEOUT_MS_OFFSET + 8;
+
+        private CmGetRequestReq() {}
+    }
+
+    /** {@code struct mrce_cm_request}: the CM_GET_REQUEST response. */
+    public static final class CmRequest {
+        public static final int REQUEST_OFFSET = 0;
+        public static final int SERVICE_ID_OFFSET = REQUEST_OFFSET + 4;
+        public static final int QPN_OFFSET = SERVICE_ID_OFFSET + 4;
+        public static final int PSN_OFFSET = QPN_OFFSET + 4;
+        public static final int GID_OFFSET = PSN_OFFSET + 4;
+        public static final int PEER_IPV4_OFFSET = GID_OFFSET + 16;
+        public static final int PRIVATE_DATA_LEN_OFFSET = PEER_IPV4_OFFSET + 4;
+        public static final int PRIVATE_DATA_OFFSET = PRIVATE_DATA_LEN_OFFSET + 4;
+        public static final int SIZE = PRIVATE_DATA_OFFSET + CM_PRIVATE_DATA_MAX;
+
+        private CmRequest() {}
+    }
+
+    /** {@code struct mrce_cm_accept_req}. */
+    public static final class CmAcceptReq {
+        public static final int REQUEST_OFFSET = 0;
+        public static final int QPN_OFFSET = REQUEST_OFFSET + 8;
+        public static final int PSN_OFFSET = QPN_OFFSET + 4;
+        public static final int GID_OFFSET = PSN_OFFSET + 4;
+        public static final int PRIVATE_DATA_LEN_OFFSET = GID_OFFSET + 16 + 4;
+        public static final int PRIVATE_DATA_OFFSET = PRIVATE_DATA_LEN_OFFSET + 4;
+        public static final int SIZE = PRIVATE_DATA_OFFSET + CM_PRIVATE_DATA_MAX;
+
+        private CmAcceptReq() {}
+    }
+
+    /** {@code struct mrce_cm_reject_req}. */
+    public static final class CmRejectReq {
+        public static final int REQUEST_OFFSET = 0;
+        public static final int PRIVATE_DATA_LEN_OFFSET = REQUEST_OFFSET + 4;
+        public static final int PRIVATE_DATA_OFFSET = PRIVATE_DATA_LEN_OFFSET + 4;
+        public static final int SIZE = PRIVATE_DATA_OFFSET + CM_PRIVATE_DATA_MAX;
+
+        private CmRejectReq() {}
     }
 }

@@ -84,7 +84,7 @@ class ControlCodecTest {
         assertRejected(Frames.frame(8, ControlProtocol.OP_HELLO, 0, 1, 0, new byte[0]), "shorter than");
         assertRejected(Frames.frame(15, ControlProtocol.OP_HELLO, 0, 1, 0, new byte[0]), "shorter than");
         assertRejected(Frames.frame(24, 0, 0, 1, 0, hello), "unknown op 0");
-        assertRejected(Frames.frame(24, 20, 0, 1, 0, hello), "unknown op 20");
+        assertRejected(Frames.frame(24, ControlProtocol.OP_MAX + 1, 0, 1, 0, hello), "unknown op " + (ControlProtocol.OP_MAX + 1));
         assertRejected(Frames.frame(24, 0xffff, 0, 1, 0, hello), "unknown op 65535");
         assertRejected(Frames.frame(24, ControlProtocol.OP_HELLO, 5, 1, 0, hello), "status 5");
         assertRejected(Frames.frame(24, ControlProtocol.OP_HELLO, 0, 1, 1, hello), "nfds 1");

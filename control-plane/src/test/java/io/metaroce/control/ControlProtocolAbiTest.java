@@ -40,7 +40,14 @@ class ControlProtocolAbiTest {
             Map.entry("mrce_modify_srq_req", ControlProtocol.ModifySrqReq.class),
             Map.entry("mrce_srq_attr", ControlProtocol.SrqAttr.class),
             Map.entry("mrce_async_event", ControlProtocol.AsyncEvent.class),
-            Map.entry("mrce_rereg_mr_req", ControlProtocol.ReregMrReq.class));
+            Map.entry("mrce_rereg_mr_req", ControlProtocol.ReregMrReq.class),
+            Map.entry("mrce_cm_listen_req", ControlProtocol.CmListenReq.class),
+            Map.entry("mrce_cm_connect_req", ControlProtocol.CmConnectReq.class),
+            Map.entry("mrce_cm_connect_resp", ControlProtocol.CmConnectResp.class),
+            Map.entry("mrce_cm_get_request_req", ControlProtocol.CmGetRequestReq.class),
+            Map.entry("mrce_cm_request", ControlProtocol.CmRequest.class),
+            Map.entry("mrce_cm_accept_req", ControlProtocol.CmAcceptReq.class),
+            Map.entry("mrce_cm_reject_req", ControlProtocol.CmRejectReq.class));
 
     private static final Map<String, Long> C = new TreeMap<>();
 
@@ -104,10 +111,16 @@ class ControlProtocolAbiTest {
         assertThat(C).containsEntry("const.MRCE_OP_MAX", (long) ControlProtocol.OP_MAX);
         assertThat(C).containsEntry("const.MRCE_MAX_ASYNC_EVENTS", (long) ControlProtocol.MAX_ASYNC_EVENTS);
         assertThat(C).containsEntry("mrce_ctrl_hdr.__size", (long) ControlProtocol.HEADER_SIZE);
+        assertThat(C).containsEntry("const.MRCE_CM_PRIVATE_DATA_MAX", (long) ControlProtocol.CM_PRIVATE_DATA_MAX);
+        assertThat(C).containsEntry("const.MRCE_CM_ACCEPTED", (long) ControlProtocol.CM_ACCEPTED);
+        assertThat(C).containsEntry("const.MRCE_CM_REJECTED", (long) ControlProtocol.CM_REJECTED);
+        assertThat(C).containsEntry("const.MRCE_CM_DEFAULT_BACKLOG", (long) ControlProtocol.CM_DEFAULT_BACKLOG);
+        assertThat(C).containsEntry("const.MRCE_CM_MAX_BACKLOG", (long) ControlProtocol.CM_MAX_BACKLOG);
         // Op codes, where the offsets program prints them (const.MRCE_OP_HELLO ...).
         String[] ops = {null, "HELLO", "ALLOC_PD", "DEALLOC_PD", "REG_MR", "DEREG_MR", "CREATE_COMP_CHANNEL",
             "DESTROY_COMP_CHANNEL", "CREATE_CQ", "DESTROY_CQ", "CREATE_QP", "MODIFY_QP", "QUERY_QP", "DESTROY_QP",
-            "CREATE_SRQ", "MODIFY_SRQ", "QUERY_SRQ", "DESTROY_SRQ", "GET_ASYNC_EVENT", "REREG_MR"};
+            "CREATE_SRQ", "MODIFY_SRQ", "QUERY_SRQ", "DESTROY_SRQ", "GET_ASYNC_EVENT", "REREG_MR", "CM_LISTEN",
+            "CM_UNLISTEN", "CM_CONNECT", "CM_GET_REQUEST", "CM_ACCEPT", "CM_REJECT"};
         for (int op = 1; op <= ControlProtocol.OP_MAX; op++) {
             assertThat(ControlProtocol.opName(op)).isEqualTo(ops[op]);
             assertThat(C).as(ops[op]).containsEntry("const.MRCE_OP_" + ops[op], (long) op);
@@ -144,6 +157,15 @@ class ControlProtocolAbiTest {
         assertThat(ControlProtocol.responseSize(ControlProtocol.OP_HELLO)).isEqualTo(176);
         assertThat(ControlProtocol.responseFds(ControlProtocol.OP_HELLO)).isEqualTo(2);
         assertThat(ControlProtocol.responseSize(ControlProtocol.OP_QUERY_QP)).isEqualTo(96);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_LISTEN)).isEqualTo(8);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_UNLISTEN)).isEqualTo(8);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_CONNECT)).isEqualTo(232);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_CONNECT)).isEqualTo(232);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_GET_REQUEST)).isEqualTo(8);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_GET_REQUEST)).isEqualTo(232);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_ACCEPT)).isEqualTo(232);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_ACCEPT)).isZero();
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_REJECT)).isEqualTo(200);
     }
 
     @Test

@@ -19,6 +19,7 @@ import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.verbs.CmBridge;
 import io.metaroce.control.cm.ConnectionManager;
+import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.engine.StatsWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -210,6 +211,11 @@ public final class NicDaemon implements Callable<Integer> {
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
                     cmDisconnectGraceMs);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
+            ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
+            if (services != null) {
+                cm.manager().serviceHandler(services);
+                verbs.services(services);
+            }
             EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
             runner.start();
             DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, portKind, udpPort, socketPath, transport,
@@ -249,6 +255,9 @@ public final class NicDaemon implements Callable<Integer> {
                 runner.close();
                 if (cm != null) {
                     cm.close();
+                }
+                if (services != null) {
+                    services.close();
                 }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
             }

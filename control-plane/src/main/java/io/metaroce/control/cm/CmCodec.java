@@ -22,6 +22,9 @@ public final class CmCodec {
     public static final int HELLO_SIZE = HEADER + 4 + 2 + 2 + 4 + 8 + 2 + 2;
     static final int ENDPOINT_FIXED = 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
     public static final int MAX_FRAME = HEADER + 4 + ENDPOINT_FIXED + 2 * MAX_PATHS;
+    /** Fixed parts of the service payloads (before the private data). */
+    static final int SVC_REQUEST_FIXED = 4 + 4 + 4 + 4 + 16 + 2 + 2;
+    static final int SVC_REPLY_FIXED = 4 + 4 + 4 + 16 + 2 + 2;
     private static final int QPN_MASK = 0xffffff;
 
     private CmCodec() {}
@@ -41,6 +44,20 @@ public final class CmCodec {
                     .writeShort(0);
             case CmMessage.Ping p -> out.writeLong(p.sequence());
             case CmMessage.Pong p -> out.writeLong(p.sequence());
+            case CmMessage.SvcRequest r -> {
+                out.writeInt(r.requestId()).writeInt(r.serviceId()).writeInt(r.qpn()).writeInt(r.psn()).writeBytes(r.gid());
+                privateData(out, r.privateData());
+            }
+            case CmMessage.SvcReply r -> {
+                out.writeInt(r.requestId()).writeInt(r.qpn()).writeInt(r.psn()).writeBytes(r.gid());
+                privateData(out, r.privateData());
+            }
+            case CmMessage.SvcReject r -> {
+                byte[] pd = r.privateData();
+                out.writeInt(r.requestId()).writeShort(r.reason()).writeShort(pd.length).writeBytes(pd);
+            }
+            case CmMessage.SvcReady r -> out.writeInt(r.requestId());
+            case CmMessage.SvcCancel c -> out.writeInt(c.requestId()).writeShort(c.reason()).writeShort(0);
         }
         out.setShort(start, out.writerIndex() - start);
     }
@@ -51,6 +68,10 @@ public final class CmCodec {
         for (int x : e.entropies()) {
             out.writeShort(x);
         }
+    }
+
+    private static void privateData(ByteBuf out, byte[] pd) {
+        out.writeShort(pd.length).writeShort(0).writeBytes(pd);
     }
 
     /**
@@ -101,6 +122,39 @@ public final class CmCodec {
                 size(type, body, 8);
                 yield new CmMessage.Pong(in.getLong(p));
             }
+            case CmMessage.TYPE_SVC_REQUEST -> {
+                byte[] pd = privateData(in, type, p + 32, body, SVC_REQUEST_FIXED);
+                int service = in.getInt(p + 4);
+                if (service == 0) {
+                    throw new CmProtocolException("service id 0");
+                }
+                yield new CmMessage.SvcRequest(in.getInt(p), service, qpn(in.getInt(p + 8)), psn(in.getInt(p + 12)),
+                        gid(in, p + 16), pd);
+            }
+            case CmMessage.TYPE_SVC_REPLY -> {
+                byte[] pd = privateData(in, type, p + 28, body, SVC_REPLY_FIXED);
+                yield new CmMessage.SvcReply(in.getInt(p), qpn(in.getInt(p + 4)), psn(in.getInt(p + 8)), gid(in, p + 12), pd);
+            }
+            case CmMessage.TYPE_SVC_REJECT -> {
+                if (body < 8) {
+                    throw new CmProtocolException("type " + type + " payload " + body + " bytes, expected at least 8");
+                }
+                int n = in.getUnsignedShort(p + 6);
+                if (n > CmMessage.SVC_PRIVATE_DATA_MAX || body != 8 + n) {
+                    throw new CmProtocolException("private data length " + n + " in a payload of " + body + " bytes");
+                }
+                byte[] pd = new byte[n];
+                in.getBytes(p + 8, pd);
+                yield new CmMessage.SvcReject(in.getInt(p), svcReason(in.getUnsignedShort(p + 4)), pd);
+            }
+            case CmMessage.TYPE_SVC_READY -> {
+                size(type, body, 4);
+                yield new CmMessage.SvcReady(in.getInt(p));
+            }
+            case CmMessage.TYPE_SVC_CANCEL -> {
+                size(type, body, 8);
+                yield new CmMessage.SvcCancel(in.getInt(p), svcReason(in.getUnsignedShort(p + 4)));
+            }
             default -> throw new CmProtocolException("unknown type " + type);
         };
         in.skipBytes(len);
@@ -129,6 +183,40 @@ public final class CmCodec {
         }
         return new CmMessage.Endpoint(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), mtu, window, in.getInt(p + 16),
                 in.getInt(p + 20), entropies);
+    }
+
+    /** Private data: {@code len u16 | reserved u16} at {@code at}, then the bytes, which end the payload. */
+    private static byte[] privateData(ByteBuf in, int type, int at, int body, int fixed) {
+        if (body < fixed) {
+            throw new CmProtocolException("type " + type + " payload " + body + " bytes, expected at least " + fixed);
+        }
+        int n = in.getUnsignedShort(at);
+        if (n > CmMessage.SVC_PRIVATE_DATA_MAX || body != fixed + n) {
+            throw new CmProtocolException("private data length " + n + " in a payload of " + body + " bytes");
+        }
+        byte[] pd = new byte[n];
+        in.getBytes(at + 4, pd);
+        return pd;
+    }
+
+    private static byte[] gid(ByteBuf in, int at) {
+        byte[] g = new byte[16];
+        in.getBytes(at, g);
+        return g;
+    }
+
+    private static int psn(int v) {
+        if ((v & ~QPN_MASK) != 0) {
+            throw new CmProtocolException("PSN out of range: " + Integer.toUnsignedString(v));
+        }
+        return v;
+    }
+
+    private static int svcReason(int r) {
+        if (r < CmMessage.SVC_REJECTED || r > CmMessage.SVC_CANCELLED) {
+            throw new CmProtocolException("unknown service reason " + r);
+        }
+        return r;
     }
 
     private static void size(int type, int body, int expected) {

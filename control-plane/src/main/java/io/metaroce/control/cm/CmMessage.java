@@ -13,6 +13,22 @@ public sealed interface CmMessage {
     int TYPE_DISCONNECT = 5;
     int TYPE_PING = 6;
     int TYPE_PONG = 7;
+    int TYPE_SVC_REQUEST = 8;
+    int TYPE_SVC_REPLY = 9;
+    int TYPE_SVC_REJECT = 10;
+    int TYPE_SVC_READY = 11;
+    int TYPE_SVC_CANCEL = 12;
+
+    /** Most private-data bytes a service message carries. */
+    int SVC_PRIVATE_DATA_MAX = 192;
+
+    /** Reasons of {@link SvcReject} and {@link SvcCancel}. */
+    int SVC_REJECTED = 1;
+    int SVC_NO_LISTENER = 2;
+    int SVC_LISTENER_GONE = 3;
+    int SVC_BUSY = 4;
+    int SVC_TIMEOUT = 5;
+    int SVC_CANCELLED = 6;
 
     int type();
 
@@ -106,5 +122,141 @@ public sealed interface CmMessage {
         public int type() {
             return TYPE_PONG;
         }
+    }
+
+    /**
+     * The service handshake (connection-manager.md, "Service"): {@code requestId} is the
+     * requester daemon's; {@code qpn}, {@code psn} and {@code gid} are what the requesting
+     * application gives for its QP; {@code privateData} is 0..192 bytes.
+     */
+    record SvcRequest(int requestId, int serviceId, int qpn, int psn, byte[] gid, byte[] privateData) implements CmMessage {
+        public SvcRequest {
+            gid = gid.clone();
+            privateData = checked(privateData);
+        }
+
+        @Override
+        public byte[] gid() {
+            return gid.clone();
+        }
+
+        @Override
+        public byte[] privateData() {
+            return privateData.clone();
+        }
+
+        public int type() {
+            return TYPE_SVC_REQUEST;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof SvcRequest r && requestId == r.requestId && serviceId == r.serviceId && qpn == r.qpn
+                    && psn == r.psn && java.util.Arrays.equals(gid, r.gid) && java.util.Arrays.equals(privateData, r.privateData);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(requestId, serviceId, qpn, psn) + 31 * java.util.Arrays.hashCode(privateData);
+        }
+
+        @Override
+        public String toString() {
+            return "SvcRequest[id=" + requestId + ", service=" + Integer.toUnsignedString(serviceId) + ", qpn=" + qpn
+                    + ", psn=" + psn + ", privateData=" + privateData.length + " bytes]";
+        }
+    }
+
+    /** The acceptor's answer: its QP's {@code qpn}, {@code psn}, {@code gid} and private data. */
+    record SvcReply(int requestId, int qpn, int psn, byte[] gid, byte[] privateData) implements CmMessage {
+        public SvcReply {
+            gid = gid.clone();
+            privateData = checked(privateData);
+        }
+
+        @Override
+        public byte[] gid() {
+            return gid.clone();
+        }
+
+        @Override
+        public byte[] privateData() {
+            return privateData.clone();
+        }
+
+        public int type() {
+            return TYPE_SVC_REPLY;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof SvcReply r && requestId == r.requestId && qpn == r.qpn && psn == r.psn
+                    && java.util.Arrays.equals(gid, r.gid) && java.util.Arrays.equals(privateData, r.privateData);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(requestId, qpn, psn) + 31 * java.util.Arrays.hashCode(privateData);
+        }
+
+        @Override
+        public String toString() {
+            return "SvcReply[id=" + requestId + ", qpn=" + qpn + ", psn=" + psn + ", privateData=" + privateData.length
+                    + " bytes]";
+        }
+    }
+
+    /** No connection: {@code reason} is one of the SVC_ reasons; private data only with {@link #SVC_REJECTED}. */
+    record SvcReject(int requestId, int reason, byte[] privateData) implements CmMessage {
+        public SvcReject {
+            privateData = checked(privateData);
+        }
+
+        @Override
+        public byte[] privateData() {
+            return privateData.clone();
+        }
+
+        public int type() {
+            return TYPE_SVC_REJECT;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof SvcReject r && requestId == r.requestId && reason == r.reason
+                    && java.util.Arrays.equals(privateData, r.privateData);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(requestId, reason) + 31 * java.util.Arrays.hashCode(privateData);
+        }
+
+        @Override
+        public String toString() {
+            return "SvcReject[id=" + requestId + ", reason=" + reason + ", privateData=" + privateData.length + " bytes]";
+        }
+    }
+
+    /** The requester took the reply (the IB CM's RTU): the acceptor's accept completes. */
+    record SvcReady(int requestId) implements CmMessage {
+        public int type() {
+            return TYPE_SVC_READY;
+        }
+    }
+
+    /** The requester gave up on {@code requestId} (timeout, or its application went away). */
+    record SvcCancel(int requestId, int reason) implements CmMessage {
+        public int type() {
+            return TYPE_SVC_CANCEL;
+        }
+    }
+
+    private static byte[] checked(byte[] privateData) {
+        if (privateData.length > SVC_PRIVATE_DATA_MAX) {
+            throw new IllegalArgumentException("private data of " + privateData.length + " bytes (at most "
+                    + SVC_PRIVATE_DATA_MAX + ")");
+        }
+        return privateData.clone();
     }
 }

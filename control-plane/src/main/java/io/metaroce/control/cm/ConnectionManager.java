@@ -92,6 +92,29 @@ public final class ConnectionManager implements AutoCloseable {
         }
     }
 
+    /**
+     * The daemon's rdma_cm-style service side (connection-manager.md, "Service"). Called on the
+     * manager's event loop: return quickly, never block.
+     */
+    public interface ServiceHandler {
+        /**
+         * A peer's application asks for service {@code r.serviceId()}. Return 0 to keep the request
+         * (answer it later with {@link #acceptService} or {@link #rejectService}), or one of the
+         * {@code CmMessage.SVC_*} reasons to reject it at once.
+         */
+        int onServiceRequest(int peerIp, CmMessage.SvcRequest r);
+
+        /**
+         * A request kept earlier and not answered yet is gone: its requester gave up
+         * ({@code SVC_TIMEOUT}, {@code SVC_CANCELLED}) or its daemon was lost or restarted
+         * ({@code SVC_CANCELLED}). An answer to it now fails.
+         */
+        void onServiceCancel(int peerIp, int requestId, int reason);
+    }
+
+    /** Inbound service requests kept per peer at most; more are rejected {@code SVC_BUSY}. */
+    static final int MAX_INBOUND = 4096;
+
     private final Config config;
     private final int localIp;
     private final Listener listener;
@@ -101,6 +124,7 @@ public final class ConnectionManager implements AutoCloseable {
     private final Channel server;
     private final Map<Integer, Peer> peers = new HashMap<>();
     private int nextRequestId = 1;
+    private volatile ServiceHandler serviceHandler;
     private volatile boolean closed;
 
     private ConnectionManager(Config config, int localIp, Listener listener, EventLoopGroup group, Channel server) {
@@ -194,6 +218,119 @@ public final class ConnectionManager implements AutoCloseable {
         });
     }
 
+    /** Sets who answers the service requests of peers; without one every request is rejected SVC_NO_LISTENER. */
+    public void serviceHandler(ServiceHandler h) {
+        this.serviceHandler = h;
+    }
+
+    /**
+     * Asks the peer daemon at {@code peerIp} for service {@code serviceId} on behalf of a local
+     * application whose QP is {@code qpn}/{@code psn}/{@code gid}. Completes with the peer's
+     * {@link CmMessage.SvcReply} (the peer application accepted; the manager has already answered
+     * {@code SVC_READY}) or {@link CmMessage.SvcReject}; exceptionally with a
+     * {@link CmRejectedException}: {@code REASON_TIMEOUT} after {@code timeoutMs} (the peer is then
+     * told {@code SVC_CANCEL TIMEOUT}), {@code REASON_ERROR} when the peer daemon is lost or
+     * restarted, {@code REASON_SHUTDOWN} when this manager closes. Cancelling the future withdraws
+     * the request ({@code SVC_CANCEL CANCELLED}).
+     */
+    public CompletableFuture<CmMessage> requestService(int peerIp, int serviceId, int qpn, int psn, byte[] gid,
+            byte[] privateData, int timeoutMs) {
+        if (serviceId == 0 || (qpn & ~0xffffff) != 0 || (psn & ~0xffffff) != 0 || gid.length != 16 || timeoutMs < 1) {
+            throw new IllegalArgumentException("service id 0, QPN or PSN beyond 24 bits, GID not 16 bytes or timeout < 1");
+        }
+        CompletableFuture<CmMessage> f = new CompletableFuture<>();
+        byte[] g = gid.clone();
+        byte[] pd = privateData.clone();
+        if (pd.length > CmMessage.SVC_PRIVATE_DATA_MAX) {
+            throw new IllegalArgumentException("private data of " + pd.length + " bytes");
+        }
+        loop.execute(() -> {
+            if (closed) {
+                f.completeExceptionally(new CmRejectedException(CmMessage.REASON_SHUTDOWN, "connection manager closed"));
+                return;
+            }
+            Peer p = peer(peerIp);
+            int id = nextRequestId++;
+            CmMessage.SvcRequest m = new CmMessage.SvcRequest(id, serviceId, qpn, psn, g, pd);
+            SvcPending x = new SvcPending(m, f);
+            p.svcPending.put(id, x);
+            x.timeout = loop.schedule(() -> {
+                if (p.svcPending.remove(id) == x) {
+                    p.withdraw(x, CmMessage.SVC_TIMEOUT);
+                    f.completeExceptionally(new CmRejectedException(CmMessage.REASON_TIMEOUT, "no answer from "
+                            + ip(peerIp) + " for service " + Integer.toUnsignedString(serviceId) + " within " + timeoutMs
+                            + " ms"));
+                }
+            }, timeoutMs, TimeUnit.MILLISECONDS);
+            x.sent = p.send(m);
+        });
+        f.whenComplete((r, e) -> {
+            if (e instanceof java.util.concurrent.CancellationException) {
+                loop.execute(() -> {
+                    Peer p = peers.get(peerIp);
+                    if (p == null) {
+                        return;
+                    }
+                    for (Iterator<SvcPending> it = p.svcPending.values().iterator(); it.hasNext(); ) {
+                        SvcPending x = it.next();
+                        if (x.future == f) {
+                            it.remove();
+                            x.timeout.cancel(false);
+                            p.withdraw(x, CmMessage.SVC_CANCELLED);
+                        }
+                    }
+                });
+            }
+        });
+        return f;
+    }
+
+    /**
+     * Accepts the peer's request {@code requestId} (one the {@link ServiceHandler} kept): sends
+     * {@code SVC_REPLY} with our QP's {@code qpn}/{@code psn}/{@code gid} and private data.
+     * Completes when the requester answers {@code SVC_READY}; exceptionally with a
+     * {@link CmRejectedException}: {@code REASON_DESTROYED} when the request is gone (the
+     * requester cancelled it, or it was never kept or already answered), {@code REASON_TIMEOUT}
+     * after the connect timeout, {@code REASON_ERROR} when the peer daemon is lost or restarted,
+     * {@code REASON_SHUTDOWN} when this manager closes.
+     */
+    public CompletableFuture<Void> acceptService(int peerIp, int requestId, int qpn, int psn, byte[] gid,
+            byte[] privateData) {
+        CmMessage.SvcReply reply = new CmMessage.SvcReply(requestId, qpn & 0xffffff, psn & 0xffffff, gid, privateData);
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        loop.execute(() -> {
+            Peer p = peers.get(peerIp);
+            Inbound x = p == null ? null : p.inbound.get(requestId);
+            if (closed || x == null || x.accepted != null) {
+                f.completeExceptionally(new CmRejectedException(closed ? CmMessage.REASON_SHUTDOWN : CmMessage.REASON_DESTROYED,
+                        "request " + requestId + " of " + ip(peerIp) + " is gone (cancelled by its requester)"));
+                return;
+            }
+            x.accepted = f;
+            x.timeout = loop.schedule(() -> {
+                if (p.inbound.remove(requestId, x)) {
+                    f.completeExceptionally(new CmRejectedException(CmMessage.REASON_TIMEOUT, "no SVC_READY from "
+                            + ip(peerIp) + " for request " + requestId + " within " + config.connectTimeoutMs() + " ms"));
+                }
+            }, config.connectTimeoutMs(), TimeUnit.MILLISECONDS);
+            p.send(reply);
+        });
+        return f;
+    }
+
+    /** Rejects the peer's request {@code requestId} (one the {@link ServiceHandler} kept), with {@code reason} and private data. */
+    public void rejectService(int peerIp, int requestId, int reason, byte[] privateData) {
+        CmMessage.SvcReject reject = new CmMessage.SvcReject(requestId, reason, privateData);
+        loop.execute(() -> {
+            Peer p = peers.get(peerIp);
+            Inbound x = p == null ? null : p.inbound.get(requestId);
+            if (x != null && x.accepted == null) {
+                p.inbound.remove(requestId);
+                p.send(reject);
+            }
+        });
+    }
+
     /** Peer daemons with a live connection (for mrce-ctl). */
     public int livePeers() {
         CompletableFuture<Integer> n = new CompletableFuture<>();
@@ -239,9 +376,9 @@ public final class ConnectionManager implements AutoCloseable {
                 lost(p, "silent for more than " + config.peerTimeoutMs() + " ms");
             }
             if (p.channel == null || !p.channel.isActive()) {
-                if (!p.pending.isEmpty() || p.helloSeen) {
+                if (!p.pending.isEmpty() || !p.svcPending.isEmpty() || p.helloSeen) {
                     p.dial();
-                } else if (silent) {
+                } else if (silent && p.inbound.isEmpty()) {
                     it.remove(); // nothing to do with this peer any more
                 }
             }
@@ -270,6 +407,16 @@ public final class ConnectionManager implements AutoCloseable {
                 x.fail(new CmRejectedException(CmMessage.REASON_ERROR, "peer daemon " + ip(p.ip) + " restarted"));
             }
         }
+        CmRejectedException gone = new CmRejectedException(CmMessage.REASON_ERROR, "peer daemon " + ip(p.ip) + " restarted");
+        for (Iterator<SvcPending> it = p.svcPending.values().iterator(); it.hasNext(); ) {
+            SvcPending x = it.next();
+            if (x.sent) {
+                it.remove();
+                x.timeout.cancel(false);
+                x.future.completeExceptionally(gone);
+            }
+        }
+        p.dropInbound(gone);
         listener.onPeerLost(p.ip, "restarted (new boot id)");
     }
 
@@ -331,6 +478,61 @@ public final class ConnectionManager implements AutoCloseable {
             case CmMessage.Pong pong -> {
                 // lastHeardNs already updated
             }
+            case CmMessage.SvcRequest r -> {
+                if (p.inbound.containsKey(r.requestId())) {
+                    LOG.debug("peer daemon {}: repeated service request {}", ip(ip), r.requestId());
+                    return;
+                }
+                ServiceHandler h = serviceHandler;
+                int reason = h == null ? CmMessage.SVC_NO_LISTENER
+                        : p.inbound.size() >= MAX_INBOUND ? CmMessage.SVC_BUSY : h.onServiceRequest(ip, r);
+                if (reason == 0) {
+                    p.inbound.put(r.requestId(), new Inbound());
+                } else {
+                    p.send(new CmMessage.SvcReject(r.requestId(), reason, new byte[0]));
+                }
+            }
+            case CmMessage.SvcReply r -> {
+                SvcPending x = p.svcPending.remove(r.requestId());
+                if (x != null) {
+                    x.timeout.cancel(false);
+                    p.send(new CmMessage.SvcReady(r.requestId()));
+                    x.future.complete(r);
+                } else {
+                    p.send(new CmMessage.SvcCancel(r.requestId(), CmMessage.SVC_CANCELLED)); // too late: we gave up
+                }
+            }
+            case CmMessage.SvcReject r -> {
+                SvcPending x = p.svcPending.remove(r.requestId());
+                if (x != null) {
+                    x.timeout.cancel(false);
+                    x.future.complete(r);
+                }
+            }
+            case CmMessage.SvcReady r -> {
+                Inbound x = p.inbound.get(r.requestId());
+                if (x != null && x.accepted != null) {
+                    p.inbound.remove(r.requestId());
+                    x.timeout.cancel(false);
+                    x.accepted.complete(null);
+                }
+            }
+            case CmMessage.SvcCancel c -> {
+                Inbound x = p.inbound.remove(c.requestId());
+                if (x == null) {
+                    return;
+                }
+                if (x.accepted != null) {
+                    x.timeout.cancel(false);
+                    x.accepted.completeExceptionally(new CmRejectedException(CmMessage.REASON_DESTROYED, "request "
+                            + c.requestId() + " of " + ip(ip) + " was cancelled by its requester (reason " + c.reason() + ")"));
+                } else {
+                    ServiceHandler h = serviceHandler;
+                    if (h != null) {
+                        h.onServiceCancel(ip, c.requestId(), c.reason());
+                    }
+                }
+            }
         }
     }
 
@@ -358,6 +560,10 @@ public final class ConnectionManager implements AutoCloseable {
         long pingSeq;
         long lastHeardNs = System.nanoTime();
         final Map<Integer, Pending> pending = new HashMap<>();
+        /** Our service requests to this peer, by request id. */
+        final Map<Integer, SvcPending> svcPending = new HashMap<>();
+        /** This peer's service requests we kept (answer pending), by its request id. */
+        final Map<Integer, Inbound> inbound = new HashMap<>();
         final List<CmMessage> queued = new ArrayList<>();
 
         Peer(int ip) {
@@ -382,6 +588,9 @@ public final class ConnectionManager implements AutoCloseable {
                 channel.write(m);
                 if (m instanceof CmMessage.Connect c && pending.get(c.requestId()) != null) {
                     pending.get(c.requestId()).sent = true;
+                }
+                if (m instanceof CmMessage.SvcRequest r && svcPending.get(r.requestId()) != null) {
+                    svcPending.get(r.requestId()).sent = true;
                 }
             }
             queued.clear();
@@ -418,7 +627,35 @@ public final class ConnectionManager implements AutoCloseable {
                 x.fail(e);
             }
             pending.clear();
-            queued.removeIf(m -> m instanceof CmMessage.Connect);
+            for (SvcPending x : svcPending.values()) {
+                x.timeout.cancel(false);
+                x.future.completeExceptionally(e);
+            }
+            svcPending.clear();
+            dropInbound(e);
+            queued.removeIf(m -> m instanceof CmMessage.Connect || m instanceof CmMessage.SvcRequest);
+        }
+
+        /** Every request of this peer we hold goes: the handler forgets the kept ones, accepts fail. */
+        void dropInbound(CmRejectedException e) {
+            ServiceHandler h = serviceHandler;
+            for (Map.Entry<Integer, Inbound> en : inbound.entrySet()) {
+                Inbound x = en.getValue();
+                if (x.accepted != null) {
+                    x.timeout.cancel(false);
+                    x.accepted.completeExceptionally(e);
+                } else if (h != null) {
+                    h.onServiceCancel(ip, en.getKey(), CmMessage.SVC_CANCELLED);
+                }
+            }
+            inbound.clear();
+        }
+
+        /** Takes back a request of ours: unsent, it leaves the queue; sent, the peer is told. */
+        void withdraw(SvcPending x, int reason) {
+            if (!queued.remove(x.request)) {
+                send(new CmMessage.SvcCancel(x.request.requestId(), reason));
+            }
         }
     }
 
@@ -449,6 +686,25 @@ public final class ConnectionManager implements AutoCloseable {
             future.completeExceptionally(e);
             return true;
         }
+    }
+
+    /** A service request of ours, waiting for the peer's answer. */
+    private static final class SvcPending {
+        final CmMessage.SvcRequest request;
+        final CompletableFuture<CmMessage> future;
+        ScheduledFuture<?> timeout;
+        boolean sent;
+
+        SvcPending(CmMessage.SvcRequest request, CompletableFuture<CmMessage> future) {
+            this.request = request;
+            this.future = future;
+        }
+    }
+
+    /** A peer's service request we kept: unanswered ({@code accepted} null) or accepted, waiting for SVC_READY. */
+    private static final class Inbound {
+        CompletableFuture<Void> accepted;
+        ScheduledFuture<?> timeout;
     }
 
     private final class Handler extends SimpleChannelInboundHandler<CmMessage> {

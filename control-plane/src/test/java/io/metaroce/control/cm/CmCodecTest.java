@@ -7,11 +7,21 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class CmCodecTest {
     static final CmMessage.Endpoint EP = new CmMessage.Endpoint(0x12, 0x34, 4096, 256, 0xabcdef01, 0x5eed, new int[] {4794, 4795, 65535});
+
+    static final byte[] GID = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, (byte) 198, 18, 0, 1};
+    static final byte[] PD_MAX = new byte[CmMessage.SVC_PRIVATE_DATA_MAX];
+
+    static {
+        for (int i = 0; i < PD_MAX.length; i++) {
+            PD_MAX[i] = (byte) (i * 37 + 1);
+        }
+    }
 
     static final List<CmMessage> ALL = List.of(
             new CmMessage.Hello(CmCodec.VERSION, 0, 0x1122334455667788L, 4793, 500),
@@ -20,7 +30,14 @@ class CmCodecTest {
             new CmMessage.Reject(7, 0x34, 0x12, CmMessage.REASON_NO_QP),
             new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED),
             new CmMessage.Ping(99),
-            new CmMessage.Pong(99));
+            new CmMessage.Pong(99),
+            new CmMessage.SvcRequest(8, 18515, 0x12, 0xabcdef, GID, "hello, service".getBytes(StandardCharsets.US_ASCII)),
+            new CmMessage.SvcRequest(9, 0xffffffff, 0xffffff, 0, GID, new byte[0]),
+            new CmMessage.SvcReply(8, 0x34, 0x123456, GID, PD_MAX),
+            new CmMessage.SvcReject(8, CmMessage.SVC_REJECTED, "go away".getBytes(StandardCharsets.US_ASCII)),
+            new CmMessage.SvcReject(9, CmMessage.SVC_NO_LISTENER, new byte[0]),
+            new CmMessage.SvcReady(8),
+            new CmMessage.SvcCancel(8, CmMessage.SVC_TIMEOUT));
 
     @Test
     void everyMessageRoundTripsThroughTheChannelCodec() {
@@ -79,6 +96,64 @@ class CmCodecTest {
         assertBad(mtu, "mtu");
         ByteBuf len = Unpooled.buffer().writeShort(2).writeShort(0);
         assertBad(len, "length");
+    }
+
+    @Test
+    void serviceLayoutsAreAsSpecified() {
+        ByteBuf b = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.SvcRequest(0x01020304, 7, 0x12, 0x345678, GID, new byte[] {9, 8, 7}), b);
+        assertThat(b.readableBytes()).isEqualTo(4 + 36 + 3);
+        assertThat(b.getByte(2)).isEqualTo((byte) 8);
+        assertThat(b.getInt(4)).isEqualTo(0x01020304);
+        assertThat(b.getInt(8)).isEqualTo(7);
+        assertThat(b.getInt(12)).isEqualTo(0x12);
+        assertThat(b.getInt(16)).isEqualTo(0x345678);
+        assertThat(b.getByte(20 + 12)).isEqualTo((byte) 198);
+        assertThat(b.getUnsignedShort(36)).isEqualTo(3);
+        assertThat(b.getByte(40)).isEqualTo((byte) 9);
+        b.clear();
+        CmCodec.encode(new CmMessage.SvcReply(5, 0x34, 0x56, GID, PD_MAX), b);
+        assertThat(b.readableBytes()).isEqualTo(4 + 32 + 192);
+        assertThat(b.getUnsignedShort(32)).isEqualTo(192);
+        b.clear();
+        CmCodec.encode(new CmMessage.SvcReject(5, CmMessage.SVC_REJECTED, new byte[] {1, 2}), b);
+        assertThat(b.readableBytes()).isEqualTo(4 + 8 + 2);
+        assertThat(b.getUnsignedShort(8)).isEqualTo(1);
+        assertThat(b.getUnsignedShort(10)).isEqualTo(2);
+        b.clear();
+        CmCodec.encode(new CmMessage.SvcCancel(5, CmMessage.SVC_CANCELLED), b);
+        assertThat(b.readableBytes()).isEqualTo(12);
+        b.release();
+        assertThatThrownBy(() -> new CmMessage.SvcReply(1, 1, 1, GID, new byte[193]))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("193");
+    }
+
+    @Test
+    void malformedServiceFramesAreProtocolErrors() {
+        ByteBuf len = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.SvcRequest(1, 2, 3, 4, GID, new byte[] {1, 2, 3}), len);
+        len.setShort(36, 4); // claims 4 bytes of private data, carries 3
+        assertBad(len, "private data length 4");
+        ByteBuf big = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.SvcReply(1, 2, 3, GID, PD_MAX), big);
+        big.setShort(32, 193);
+        big.writeByte(0);
+        big.setShort(0, big.readableBytes());
+        assertBad(big, "private data length 193");
+        ByteBuf service = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.SvcRequest(1, 2, 3, 4, GID, new byte[0]), service);
+        service.setInt(8, 0);
+        assertBad(service, "service id 0");
+        ByteBuf psn = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.SvcReply(1, 2, 3, GID, new byte[0]), psn);
+        psn.setInt(12, 0x01000000);
+        assertBad(psn, "PSN");
+        ByteBuf reason = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.SvcCancel(1, CmMessage.SVC_TIMEOUT), reason);
+        reason.setShort(8, 7);
+        assertBad(reason, "service reason 7");
+        assertBad(frame(CmMessage.TYPE_SVC_READY, 5), "payload");
+        assertBad(frame(CmMessage.TYPE_SVC_REJECT, 7), "at least 8");
     }
 
     private static ByteBuf frame(int type, int payload) {

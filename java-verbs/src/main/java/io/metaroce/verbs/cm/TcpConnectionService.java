@@ -8,7 +8,8 @@ import java.net.InetSocketAddress;
 /**
  * {@link ConnectionService} over ibv_rc_pingpong's TCP side channel ({@link SideChannel},
  * {@link QpEndpoint} wire format): the passive side connects its QP before replying, the active
- * side after reading the reply, exactly as the C program, so either side may be C.
+ * side after reading the reply, exactly as the C program, so either side may be C. It carries no
+ * private data (the options' is ignored) and cannot reject: {@link Listener#next()} is unsupported.
  */
 public final class TcpConnectionService implements ConnectionService {
 

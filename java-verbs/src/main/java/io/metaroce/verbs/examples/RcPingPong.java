@@ -14,6 +14,8 @@ import io.metaroce.verbs.VerbsException;
 import io.metaroce.verbs.WorkCompletion;
 import io.metaroce.verbs.WorkCompletions;
 import io.metaroce.verbs.cm.ConnectOptions;
+import io.metaroce.verbs.cm.ConnectionService;
+import io.metaroce.verbs.cm.DaemonConnectionService;
 import io.metaroce.verbs.cm.QpEndpoint;
 import io.metaroce.verbs.cm.RcConnector;
 import io.metaroce.verbs.cm.SideChannel;
@@ -22,6 +24,8 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Locale;
 
@@ -33,7 +37,7 @@ import java.util.Locale;
  *
  * <pre>
  *   jverbs rc-pingpong [-p port] [-d dev] [-i ib_port] [-s size] [-m mtu] [-r rx_depth]
- *                      [-n iters] [-l sl] [-e] [-g gid_idx] [-c] [server]
+ *                      [-n iters] [-l sl] [-e] [-g gid_idx] [-c] [--cm tcp|daemon] [server]
  * </pre>
  */
 public final class RcPingPong {
@@ -71,14 +75,17 @@ public final class RcPingPong {
         o.println("  -e, --events           sleep on CQ events (default poll)");
         o.println("  -g, --gid-idx=<gid index> local port gid index");
         o.println("  -c, --chk              validate received buffer");
+        o.println("  -C, --cm=<tcp|daemon>  connection set-up: ibv_rc_pingpong's TCP exchange (default), or the");
+        o.println("                         MetaRoCE daemons' rdma_cm-style service (-p is the service id; <host>");
+        o.println("                         is the server's daemon address; no TCP socket)");
     }
 
     int run(String[] args) {
         Options o;
         try {
-            o = new Options(args, "pdismrnlg", "ec", Options.longs("port", 'p', "ib-dev", 'd', "ib-port", 'i',
+            o = new Options(args, "pdismrnlgC", "ec", Options.longs("port", 'p', "ib-dev", 'd', "ib-port", 'i',
                     "size", 's', "mtu", 'm', "rx-depth", 'r', "iters", 'n', "sl", 'l', "events", 'e', "gid-idx", 'g',
-                    "chk", 'c'));
+                    "chk", 'c', "cm", 'C'));
         } catch (IllegalArgumentException e) {
             err.println("rc-pingpong: " + e.getMessage());
             usage(err);
@@ -117,9 +124,19 @@ public final class RcPingPong {
         }
         boolean events = o.has('e');
         boolean validate = o.has('c');
+        String cm = o.get('C', "tcp");
+        if (!cm.equals("tcp") && !cm.equals("daemon")) {
+            err.println("rc-pingpong: --cm must be tcp or daemon, not " + cm);
+            usage(err);
+            return 1;
+        }
+        if (cm.equals("daemon") && port == 0) {
+            err.println("rc-pingpong: --cm daemon needs a service id (-p) other than 0");
+            return 1;
+        }
         try {
             return pingPong(o.get('d', null), server, port, ibPort, size, mtu, rxDepth, iters, sl, gidx, events,
-                    validate);
+                    validate, cm.equals("daemon"));
         } catch (VerbsException | IllegalStateException | IOException e) {
             err.println("rc-pingpong: " + e.getMessage());
             return 1;
@@ -127,7 +144,7 @@ public final class RcPingPong {
     }
 
     private int pingPong(String dev, String server, int port, int ibPort, int size, Mtu mtu, int rxDepth, int iters,
-            int sl, int gidx, boolean events, boolean validate) throws IOException {
+            int sl, int gidx, boolean events, boolean validate, boolean daemonCm) throws IOException {
         ConnectOptions opts = new ConnectOptions(ibPort, gidx, mtu, sl, ConnectOptions.randomPsn());
         try (Arena arena = Arena.ofShared();
                 Context ctx = Device.open(dev);
@@ -160,7 +177,19 @@ public final class RcPingPong {
                 out.println("  local address:  " + local.describe());
                 out.flush();
                 QpEndpoint remote;
-                if (server != null) {
+                if (daemonCm) {
+                    // The daemons carry the endpoints; both sides leave this in RTS.
+                    ConnectionService svc = new DaemonConnectionService();
+                    if (server != null) {
+                        remote = svc.connect(new InetSocketAddress(InetAddress.getByName(server), port), qp, opts).remote();
+                    } else {
+                        try (ConnectionService.Listener l = svc.listen(port)) {
+                            out.println("  listening on service " + port + " of the local daemon");
+                            out.flush();
+                            remote = l.accept(qp, opts).remote();
+                        }
+                    }
+                } else if (server != null) {
                     remote = QpEndpoint.fromWire(SideChannel.client(server, port, local.toWire(), 10_000));
                 } else {
                     QpEndpoint[] r = new QpEndpoint[1];
@@ -173,7 +202,7 @@ public final class RcPingPong {
                 }
                 out.println("  remote address: " + remote.describe());
                 out.flush();
-                if (server != null) {
+                if (server != null && !daemonCm) {
                     RcConnector.connect(qp, opts, remote);
                 }
 

@@ -45,7 +45,18 @@ public final class AbiConstants {
     public static final int MRCE_OP_DESTROY_SRQ = 17;
     public static final int MRCE_OP_GET_ASYNC_EVENT = 18;
     public static final int MRCE_OP_REREG_MR = 19;
-    public static final int MRCE_OP_MAX = 19;
+    public static final int MRCE_OP_CM_LISTEN = 20;
+    public static final int MRCE_OP_CM_UNLISTEN = 21;
+    public static final int MRCE_OP_CM_CONNECT = 22;
+    public static final int MRCE_OP_CM_GET_REQUEST = 23;
+    public static final int MRCE_OP_CM_ACCEPT = 24;
+    public static final int MRCE_OP_CM_REJECT = 25;
+    public static final int MRCE_OP_MAX = 25;
+    public static final int MRCE_CM_PRIVATE_DATA_MAX = 192;
+    public static final int MRCE_CM_ACCEPTED = 0;
+    public static final int MRCE_CM_REJECTED = 1;
+    public static final int MRCE_CM_DEFAULT_BACKLOG = 64;
+    public static final int MRCE_CM_MAX_BACKLOG = 1024;
     public static final int MRCE_MAX_ASYNC_EVENTS = 1024;
 
     private AbiConstants() {}

@@ -13,7 +13,9 @@ public final class AbiDescriptors {
             CreateQpReqDescriptor.LAYOUT, CreateQpRespDescriptor.LAYOUT, QpAttrDescriptor.LAYOUT,
             ModifyQpReqDescriptor.LAYOUT, CreateSrqReqDescriptor.LAYOUT,
             CreateSrqRespDescriptor.LAYOUT, ModifySrqReqDescriptor.LAYOUT, SrqAttrDescriptor.LAYOUT,
-            AsyncEventDescriptor.LAYOUT, ReregMrReqDescriptor.LAYOUT);
+            AsyncEventDescriptor.LAYOUT, ReregMrReqDescriptor.LAYOUT,
+            CmListenReqDescriptor.LAYOUT, CmConnectReqDescriptor.LAYOUT, CmConnectRespDescriptor.LAYOUT, CmGetRequestReqDescriptor.LAYOUT,
+            CmRequestDescriptor.LAYOUT, CmAcceptReqDescriptor.LAYOUT, CmRejectReqDescriptor.LAYOUT);
 
     private AbiDescriptors() {}
 }

@@ -76,6 +76,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private int cqCount;
     private int srqCount;
     private volatile boolean linkUp;
+    /** The connection manager's rdma_cm-style service (ops 20..25); null when the manager is off. */
+    private volatile io.metaroce.control.cm.ServiceTable services;
 
     public VerbsService(EngineAgent engine, MrTable mrTable, NetInfo net, int udpPort, Limits limits) {
         this.engine = engine;
@@ -84,6 +86,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         this.udpPort = udpPort;
         this.limits = limits;
         this.linkUp = net.linkUp();
+    }
+
+    /** Serves the CM_* ops with {@code table} (null: they answer EOPNOTSUPP, as with --cm-port 0). */
+    public void services(io.metaroce.control.cm.ServiceTable table) {
+        this.services = table;
     }
 
     /** The largest enum ibv_mtu whose payload plus our headers fit the netdev MTU. */
@@ -130,6 +137,15 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     case MRCE_OP_DESTROY_SRQ -> destroySrq(s, seq, p);
                     case MRCE_OP_GET_ASYNC_EVENT -> getAsyncEvent(s, seq);
                     case MRCE_OP_REREG_MR -> reregMr(s, seq, p);
+                    case MRCE_OP_CM_LISTEN, MRCE_OP_CM_UNLISTEN, MRCE_OP_CM_CONNECT, MRCE_OP_CM_GET_REQUEST,
+                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT -> {
+                        io.metaroce.control.cm.ServiceTable t = services;
+                        if (t == null) {
+                            session.respond(op, seq, Errno.EOPNOTSUPP, empty());
+                        } else {
+                            t.onRequest(session, op, seq, p);
+                        }
+                    }
                     default -> session.respond(op, seq, Errno.EINVAL, empty());
                 }
             }
@@ -694,6 +710,10 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     @Override
     public void onSessionClosed(LocalSession session) {
+        io.metaroce.control.cm.ServiceTable t = services;
+        if (t != null) {
+            t.onSessionClosed(session);
+        }
         SessionObjects s = sessions.remove(session.id());
         if (s == null) {
             return;

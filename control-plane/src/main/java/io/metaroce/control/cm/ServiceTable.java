@@ -1,0 +1,527 @@
+package io.metaroce.control.cm;
+
+import io.metaroce.control.ControlProtocol;
+import io.metaroce.control.ControlProtocol.CmAcceptReq;
+import io.metaroce.control.ControlProtocol.CmConnectReq;
+import io.metaroce.control.ControlProtocol.CmConnectResp;
+import io.metaroce.control.ControlProtocol.CmGetRequestReq;
+import io.metaroce.control.ControlProtocol.CmListenReq;
+import io.metaroce.control.ControlProtocol.CmRejectReq;
+import io.metaroce.control.ControlProtocol.CmRequest;
+import io.metaroce.control.LocalSession;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The daemon's rdma_cm-style service (connection-manager.md, "Service"; control-protocol.md, ops
+ * 20..25): which local connection listens on which service id, the requests that arrived for
+ * them, and the requests local connections made to peers. It serves the CM_* ops of the local
+ * control protocol and the {@link ConnectionManager.ServiceHandler} callbacks of the manager.
+ *
+ * <p>Threads: ops arrive on the control socket's thread, callbacks on the manager's event loop,
+ * timers on a small scheduler; every piece of state is guarded by this object's monitor, held
+ * briefly and never while waiting. Responses ({@link LocalSession#respond}) are thread-safe.
+ */
+public final class ServiceTable implements ConnectionManager.ServiceHandler, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(ServiceTable.class);
+
+    // Linux errno values answered.
+    static final int ENOENT = 2;
+    static final int EAGAIN = 11;
+    static final int EBUSY = 16;
+    static final int EINVAL = 22;
+    static final int EADDRINUSE = 98;
+    static final int ECONNABORTED = 103;
+    static final int ECONNRESET = 104;
+    static final int ENOBUFS = 105;
+    static final int ESHUTDOWN = 108;
+    static final int ETIMEDOUT = 110;
+    static final int ECONNREFUSED = 111;
+    static final int ECANCELED = 125;
+
+    /** CM_CONNECTs outstanding per connection at most; one more is EBUSY. */
+    public static final int MAX_CONNECTS = 64;
+    /** Requests handed to a connection and not answered yet, at most; more are refused SVC_BUSY. */
+    public static final int MAX_DELIVERED = 1024;
+
+    private static final byte[] NONE = new byte[0];
+    private static final int MASK24 = 0xffffff;
+
+    private final ConnectionManager cm;
+    private final int defaultTimeoutMs;
+    private final ScheduledThreadPoolExecutor timers;
+    private final Map<Integer, Listen> listens = new HashMap<>();
+    private final Map<Long, Sess> sessions = new HashMap<>();
+    /** Kept requests by (peer ip, its request id), until answered or cancelled. */
+    private final Map<Long, Incoming> byPeer = new HashMap<>();
+
+    /** {@code defaultTimeoutMs}: CM_CONNECT's timeout when the request gives 0. */
+    public ServiceTable(ConnectionManager cm, int defaultTimeoutMs) {
+        this.cm = cm;
+        this.defaultTimeoutMs = defaultTimeoutMs;
+        this.timers = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "mrce-cm-service-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        timers.setRemoveOnCancelPolicy(true);
+    }
+
+    private static final class Listen {
+        final int serviceId;
+        final Sess owner;
+        final int backlog;
+        int queued;
+
+        Listen(int serviceId, Sess owner, int backlog) {
+            this.serviceId = serviceId;
+            this.owner = owner;
+            this.backlog = backlog;
+        }
+    }
+
+    private static final class Sess {
+        final LocalSession session;
+        final Set<Integer> services = new HashSet<>();
+        /** Arrived, not handed out yet (FIFO over all services of this connection). */
+        final ArrayDeque<Incoming> queue = new ArrayDeque<>();
+        /** Handed out by CM_GET_REQUEST, by handle, until CM_ACCEPT / CM_REJECT. */
+        final Map<Integer, Incoming> delivered = new LinkedHashMap<>();
+        final Set<CompletableFuture<CmMessage>> connects = new HashSet<>();
+        int nextHandle = 1;
+        /** The outstanding CM_GET_REQUEST's seq, or -1; and its timer. */
+        long waiterSeq = -1;
+        ScheduledFuture<?> waiterTimer;
+
+        Sess(LocalSession session) {
+            this.session = session;
+        }
+
+        int newHandle() {
+            int h = nextHandle++;
+            if (nextHandle == 0) {
+                nextHandle = 1;
+            }
+            return h;
+        }
+    }
+
+    private static final class Incoming {
+        final int peerIp;
+        final CmMessage.SvcRequest request;
+        final Listen listen;
+        int handle;
+        boolean cancelled;
+
+        Incoming(int peerIp, CmMessage.SvcRequest request, Listen listen) {
+            this.peerIp = peerIp;
+            this.request = request;
+            this.listen = listen;
+        }
+    }
+
+    private static long key(int peerIp, int requestId) {
+        return ((long) peerIp << 32) | Integer.toUnsignedLong(requestId);
+    }
+
+    // ---- local ops (control socket thread) ----
+
+    /** Serves one CM_* op; {@code p} is the little-endian request struct. Always responds once. */
+    public void onRequest(LocalSession session, int op, int seq, ByteBuffer payload) {
+        ByteBuffer p = payload.slice().order(ByteOrder.LITTLE_ENDIAN);
+        synchronized (this) {
+            Sess s = sessions.computeIfAbsent(session.id(), id -> new Sess(session));
+            switch (op) {
+                case ControlProtocol.OP_CM_LISTEN -> listen(s, seq, p);
+                case ControlProtocol.OP_CM_UNLISTEN -> unlisten(s, seq, p);
+                case ControlProtocol.OP_CM_CONNECT -> connect(s, seq, p);
+                case ControlProtocol.OP_CM_GET_REQUEST -> getRequest(s, seq, p);
+                case ControlProtocol.OP_CM_ACCEPT -> accept(s, seq, p);
+                case ControlProtocol.OP_CM_REJECT -> reject(s, seq, p);
+                default -> fail(s, op, seq, EINVAL);
+            }
+        }
+    }
+
+    private static void fail(Sess s, int op, int seq, int errno) {
+        s.session.respond(op, seq, errno, ByteBuffer.allocate(0));
+    }
+
+    private static void ok(Sess s, int op, int seq) {
+        s.session.respond(op, seq, 0, ByteBuffer.allocate(0));
+    }
+
+    private void listen(Sess s, int seq, ByteBuffer p) {
+        int service = p.getInt(CmListenReq.SERVICE_ID_OFFSET);
+        int backlog = p.getInt(CmListenReq.BACKLOG_OFFSET);
+        if (service == 0 || backlog < 0 || backlog > ControlProtocol.CM_MAX_BACKLOG) {
+            fail(s, ControlProtocol.OP_CM_LISTEN, seq, EINVAL);
+            return;
+        }
+        if (listens.containsKey(service)) {
+            fail(s, ControlProtocol.OP_CM_LISTEN, seq, EADDRINUSE);
+            return;
+        }
+        listens.put(service, new Listen(service, s, backlog == 0 ? ControlProtocol.CM_DEFAULT_BACKLOG : backlog));
+        s.services.add(service);
+        LOG.debug("session {} (pid {}) listens on service {}", s.session.id(), s.session.pid(),
+                Integer.toUnsignedString(service));
+        ok(s, ControlProtocol.OP_CM_LISTEN, seq);
+    }
+
+    private void unlisten(Sess s, int seq, ByteBuffer p) {
+        int service = p.getInt(CmListenReq.SERVICE_ID_OFFSET);
+        Listen l = listens.get(service);
+        if (l == null || l.owner != s) {
+            fail(s, ControlProtocol.OP_CM_UNLISTEN, seq, ENOENT);
+            return;
+        }
+        dropListen(l);
+        if (s.services.isEmpty() && s.waiterSeq >= 0) {
+            // Nothing left to wait for: the outstanding CM_GET_REQUEST ends now.
+            s.waiterTimer.cancel(false);
+            fail(s, ControlProtocol.OP_CM_GET_REQUEST, (int) s.waiterSeq, ECANCELED);
+            s.waiterSeq = -1;
+        }
+        ok(s, ControlProtocol.OP_CM_UNLISTEN, seq);
+    }
+
+    /** Removes a listen; its requests not handed out yet are rejected LISTENER_GONE. */
+    private void dropListen(Listen l) {
+        listens.remove(l.serviceId);
+        l.owner.services.remove(l.serviceId);
+        for (Iterator<Incoming> it = l.owner.queue.iterator(); it.hasNext(); ) {
+            Incoming x = it.next();
+            if (x.listen == l) {
+                it.remove();
+                byPeer.remove(key(x.peerIp, x.request.requestId()));
+                cm.rejectService(x.peerIp, x.request.requestId(), CmMessage.SVC_LISTENER_GONE, NONE);
+            }
+        }
+        l.queued = 0;
+    }
+
+    private void connect(Sess s, int seq, ByteBuffer p) {
+        int op = ControlProtocol.OP_CM_CONNECT;
+        int peerIp = networkOrder(p, CmConnectReq.PEER_IPV4_OFFSET);
+        int service = p.getInt(CmConnectReq.SERVICE_ID_OFFSET);
+        int qpn = p.getInt(CmConnectReq.QPN_OFFSET);
+        int psn = p.getInt(CmConnectReq.PSN_OFFSET);
+        long timeout = Integer.toUnsignedLong(p.getInt(CmConnectReq.TIMEOUT_MS_OFFSET));
+        byte[] pd = privateData(p, CmConnectReq.PRIVATE_DATA_LEN_OFFSET, CmConnectReq.PRIVATE_DATA_OFFSET);
+        if (peerIp == 0 || service == 0 || (qpn & ~MASK24) != 0 || (psn & ~MASK24) != 0 || pd == null
+                || timeout > Integer.MAX_VALUE) {
+            fail(s, op, seq, EINVAL);
+            return;
+        }
+        if (s.connects.size() >= MAX_CONNECTS) {
+            fail(s, op, seq, EBUSY);
+            return;
+        }
+        byte[] gid = new byte[16];
+        p.get(CmConnectReq.GID_OFFSET, gid);
+        CompletableFuture<CmMessage> f = cm.requestService(peerIp, service, qpn, psn, gid, pd,
+                timeout == 0 ? defaultTimeoutMs : (int) timeout);
+        s.connects.add(f);
+        f.whenComplete((answer, error) -> connected(s, seq, f, answer, error));
+    }
+
+    private void connected(Sess s, int seq, CompletableFuture<CmMessage> f, CmMessage answer, Throwable error) {
+        synchronized (this) {
+            if (!s.connects.remove(f)) {
+                return; // the connection closed meanwhile
+            }
+        }
+        int op = ControlProtocol.OP_CM_CONNECT;
+        if (error != null) {
+            Throwable c = cause(error);
+            if (c instanceof CancellationException) {
+                return;
+            }
+            fail(s, op, seq, errno(c));
+            return;
+        }
+        switch (answer) {
+            case CmMessage.SvcReply r -> {
+                ByteBuffer b = ByteBuffer.allocate(CmConnectResp.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+                b.putInt(CmConnectResp.RESULT_OFFSET, ControlProtocol.CM_ACCEPTED);
+                b.putInt(CmConnectResp.QPN_OFFSET, r.qpn());
+                b.putInt(CmConnectResp.PSN_OFFSET, r.psn());
+                b.put(CmConnectResp.GID_OFFSET, r.gid());
+                putPrivateData(b, CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET, r.privateData());
+                s.session.respond(op, seq, 0, b);
+            }
+            case CmMessage.SvcReject r when r.reason() == CmMessage.SVC_REJECTED -> {
+                ByteBuffer b = ByteBuffer.allocate(CmConnectResp.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+                b.putInt(CmConnectResp.RESULT_OFFSET, ControlProtocol.CM_REJECTED);
+                putPrivateData(b, CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET, r.privateData());
+                s.session.respond(op, seq, 0, b);
+            }
+            case CmMessage.SvcReject r -> fail(s, op, seq, switch (r.reason()) {
+                case CmMessage.SVC_LISTENER_GONE -> ECONNRESET;
+                case CmMessage.SVC_BUSY -> ENOBUFS;
+                default -> ECONNREFUSED; // SVC_NO_LISTENER
+            });
+            default -> fail(s, op, seq, EINVAL);
+        }
+    }
+
+    private void getRequest(Sess s, int seq, ByteBuffer p) {
+        int op = ControlProtocol.OP_CM_GET_REQUEST;
+        long timeout = Integer.toUnsignedLong(p.getInt(CmGetRequestReq.TIMEOUT_MS_OFFSET));
+        if (s.services.isEmpty()) {
+            fail(s, op, seq, EINVAL);
+            return;
+        }
+        if (s.waiterSeq >= 0) {
+            fail(s, op, seq, EBUSY);
+            return;
+        }
+        if (!s.queue.isEmpty()) {
+            Incoming x = s.queue.poll();
+            x.listen.queued--;
+            deliver(s, seq, x);
+            return;
+        }
+        if (timeout == 0) {
+            fail(s, op, seq, EAGAIN);
+            return;
+        }
+        s.waiterSeq = Integer.toUnsignedLong(seq);
+        s.waiterTimer = timers.schedule(() -> {
+            synchronized (this) {
+                if (s.waiterSeq == Integer.toUnsignedLong(seq)) {
+                    s.waiterSeq = -1;
+                    fail(s, op, seq, EAGAIN);
+                }
+            }
+        }, timeout, TimeUnit.MILLISECONDS);
+    }
+
+    /** Hands {@code x} (taken off the queue, or just arrived) to the connection's CM_GET_REQUEST {@code seq}. */
+    private void deliver(Sess s, int seq, Incoming x) {
+        x.handle = s.newHandle();
+        s.delivered.put(x.handle, x);
+        CmMessage.SvcRequest r = x.request;
+        ByteBuffer b = ByteBuffer.allocate(CmRequest.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(CmRequest.REQUEST_OFFSET, x.handle);
+        b.putInt(CmRequest.SERVICE_ID_OFFSET, r.serviceId());
+        b.putInt(CmRequest.QPN_OFFSET, r.qpn());
+        b.putInt(CmRequest.PSN_OFFSET, r.psn());
+        b.put(CmRequest.GID_OFFSET, r.gid());
+        b.order(ByteOrder.BIG_ENDIAN).putInt(CmRequest.PEER_IPV4_OFFSET, x.peerIp).order(ByteOrder.LITTLE_ENDIAN);
+        putPrivateData(b, CmRequest.PRIVATE_DATA_LEN_OFFSET, CmRequest.PRIVATE_DATA_OFFSET, r.privateData());
+        s.session.respond(ControlProtocol.OP_CM_GET_REQUEST, seq, 0, b);
+    }
+
+    private void accept(Sess s, int seq, ByteBuffer p) {
+        int op = ControlProtocol.OP_CM_ACCEPT;
+        int handle = p.getInt(CmAcceptReq.REQUEST_OFFSET);
+        int qpn = p.getInt(CmAcceptReq.QPN_OFFSET);
+        int psn = p.getInt(CmAcceptReq.PSN_OFFSET);
+        byte[] pd = privateData(p, CmAcceptReq.PRIVATE_DATA_LEN_OFFSET, CmAcceptReq.PRIVATE_DATA_OFFSET);
+        Incoming x = s.delivered.get(handle);
+        if (x == null) {
+            fail(s, op, seq, ENOENT);
+            return;
+        }
+        if ((qpn & ~MASK24) != 0 || (psn & ~MASK24) != 0 || pd == null) {
+            fail(s, op, seq, EINVAL); // the request stays: the application may answer it properly
+            return;
+        }
+        s.delivered.remove(handle);
+        if (x.cancelled) {
+            fail(s, op, seq, ECONNABORTED);
+            return;
+        }
+        byPeer.remove(key(x.peerIp, x.request.requestId()));
+        byte[] gid = new byte[16];
+        p.get(CmAcceptReq.GID_OFFSET, gid);
+        cm.acceptService(x.peerIp, x.request.requestId(), qpn, psn, gid, pd).whenComplete((v, error) -> {
+            if (error == null) {
+                ok(s, op, seq);
+            } else {
+                fail(s, op, seq, errno(cause(error)));
+            }
+        });
+    }
+
+    private void reject(Sess s, int seq, ByteBuffer p) {
+        int op = ControlProtocol.OP_CM_REJECT;
+        int handle = p.getInt(CmRejectReq.REQUEST_OFFSET);
+        byte[] pd = privateData(p, CmRejectReq.PRIVATE_DATA_LEN_OFFSET, CmRejectReq.PRIVATE_DATA_OFFSET);
+        Incoming x = s.delivered.get(handle);
+        if (x == null) {
+            fail(s, op, seq, ENOENT);
+            return;
+        }
+        if (pd == null) {
+            fail(s, op, seq, EINVAL);
+            return;
+        }
+        s.delivered.remove(handle);
+        if (x.cancelled) {
+            fail(s, op, seq, ECONNABORTED);
+            return;
+        }
+        byPeer.remove(key(x.peerIp, x.request.requestId()));
+        cm.rejectService(x.peerIp, x.request.requestId(), CmMessage.SVC_REJECTED, pd);
+        ok(s, op, seq);
+    }
+
+    /** The connection is gone: its listens, kept requests, outstanding connects and long poll go too. */
+    public void onSessionClosed(LocalSession session) {
+        List<CompletableFuture<CmMessage>> connects;
+        synchronized (this) {
+            Sess s = sessions.remove(session.id());
+            if (s == null) {
+                return;
+            }
+            for (Integer service : new ArrayList<>(s.services)) {
+                dropListen(listens.get(service));
+            }
+            for (Incoming x : s.delivered.values()) {
+                if (!x.cancelled) {
+                    byPeer.remove(key(x.peerIp, x.request.requestId()));
+                    cm.rejectService(x.peerIp, x.request.requestId(), CmMessage.SVC_LISTENER_GONE, NONE);
+                }
+            }
+            s.delivered.clear();
+            if (s.waiterTimer != null) {
+                s.waiterTimer.cancel(false);
+            }
+            s.waiterSeq = -1;
+            connects = new ArrayList<>(s.connects);
+            s.connects.clear();
+        }
+        for (CompletableFuture<CmMessage> f : connects) {
+            f.cancel(false); // the manager withdraws the request (SVC_CANCEL CANCELLED)
+        }
+    }
+
+    // ---- manager's event loop ----
+
+    @Override
+    public int onServiceRequest(int peerIp, CmMessage.SvcRequest r) {
+        synchronized (this) {
+            Listen l = listens.get(r.serviceId());
+            if (l == null) {
+                return CmMessage.SVC_NO_LISTENER;
+            }
+            Sess s = l.owner;
+            if (l.queued >= l.backlog || s.delivered.size() >= MAX_DELIVERED) {
+                return CmMessage.SVC_BUSY;
+            }
+            Incoming x = new Incoming(peerIp, r, l);
+            byPeer.put(key(peerIp, r.requestId()), x);
+            if (s.waiterSeq >= 0) {
+                int seq = (int) s.waiterSeq;
+                s.waiterSeq = -1;
+                s.waiterTimer.cancel(false);
+                deliver(s, seq, x);
+            } else {
+                s.queue.add(x);
+                l.queued++;
+            }
+            return 0;
+        }
+    }
+
+    @Override
+    public void onServiceCancel(int peerIp, int requestId, int reason) {
+        synchronized (this) {
+            Incoming x = byPeer.remove(key(peerIp, requestId));
+            if (x == null) {
+                return;
+            }
+            if (x.handle == 0) {
+                x.listen.owner.queue.remove(x);
+                x.listen.queued = Math.max(0, x.listen.queued - 1);
+            } else {
+                x.cancelled = true; // its CM_ACCEPT / CM_REJECT gets ECONNABORTED
+            }
+        }
+    }
+
+    // ---- helpers ----
+
+    /** Services listened on (for tests and mrce-ctl). */
+    public synchronized int listening() {
+        return listens.size();
+    }
+
+    /** Requests kept for local listeners, handed out or not (for tests and mrce-ctl). */
+    public synchronized int kept() {
+        return byPeer.size();
+    }
+
+    /** Local CM_CONNECTs outstanding (for tests and mrce-ctl). */
+    public synchronized int connecting() {
+        int n = 0;
+        for (Sess s : sessions.values()) {
+            n += s.connects.size();
+        }
+        return n;
+    }
+
+    private static Throwable cause(Throwable t) {
+        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    }
+
+    private static int errno(Throwable t) {
+        if (t instanceof CmRejectedException e) {
+            return switch (e.reason()) {
+                case CmMessage.REASON_TIMEOUT -> ETIMEDOUT;
+                case CmMessage.REASON_SHUTDOWN -> ESHUTDOWN;
+                case CmMessage.REASON_DESTROYED -> ECONNABORTED;
+                default -> ECONNRESET; // the peer daemon was lost or restarted
+            };
+        }
+        LOG.warn("connection service: unexpected failure", t);
+        return ECONNRESET;
+    }
+
+    /** The private data of a request struct, or null when its length is beyond the maximum. */
+    private static byte[] privateData(ByteBuffer p, int lenOffset, int dataOffset) {
+        int n = p.getInt(lenOffset);
+        if (n < 0 || n > ControlProtocol.CM_PRIVATE_DATA_MAX) {
+            return null;
+        }
+        byte[] pd = new byte[n];
+        p.get(dataOffset, pd);
+        return pd;
+    }
+
+    private static void putPrivateData(ByteBuffer b, int lenOffset, int dataOffset, byte[] pd) {
+        b.putInt(lenOffset, pd.length);
+        b.put(dataOffset, pd);
+    }
+
+    /** A u32 in network order (the bytes of the address, in order) at {@code off}. */
+    private static int networkOrder(ByteBuffer p, int off) {
+        return ((p.get(off) & 0xff) << 24) | ((p.get(off + 1) & 0xff) << 16) | ((p.get(off + 2) & 0xff) << 8)
+                | (p.get(off + 3) & 0xff);
+    }
+
+    @Override
+    public void close() {
+        timers.shutdownNow();
+    }
+}

@@ -1,0 +1,347 @@
+package io.metaroce.control.cm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.metaroce.control.ControlProtocol;
+import io.metaroce.control.ControlProtocol.CmAcceptReq;
+import io.metaroce.control.ControlProtocol.CmConnectReq;
+import io.metaroce.control.ControlProtocol.CmConnectResp;
+import io.metaroce.control.ControlProtocol.CmRejectReq;
+import io.metaroce.control.ControlProtocol.CmRequest;
+import io.metaroce.control.LocalSession;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Two daemons' service tables over two real connection managers (127.0.0.1, 127.0.0.2), driven
+ * through the local ops as the control socket hands them over, with sessions that record their
+ * responses.
+ */
+class ServiceTableTest {
+    static final int A = ConnectionManagerTest.A;
+    static final int B = ConnectionManagerTest.B;
+    static final ConnectionManager.Config FAST = new ConnectionManager.Config(24794, 50, 300, 2000);
+    static final byte[] GID_A = ConnectionManagerServiceTest.GID_A;
+    static final byte[] GID_B = ConnectionManagerServiceTest.GID_B;
+    private static final AtomicLong IDS = new AtomicLong(1);
+
+    record Response(int op, int seq, int status, ByteBuffer payload) {
+        int i(int off) {
+            return payload.getInt(off);
+        }
+
+        String privateData(int lenOff, int dataOff) {
+            byte[] b = new byte[payload.getInt(lenOff)];
+            payload.get(dataOff, b);
+            return new String(b, StandardCharsets.US_ASCII);
+        }
+    }
+
+    /** A control connection that records its responses. */
+    static final class Session implements LocalSession {
+        final long id = IDS.getAndIncrement();
+        final BlockingQueue<Response> responses = new LinkedBlockingQueue<>();
+        private int seq = 1;
+
+        @Override
+        public long id() {
+            return id;
+        }
+
+        @Override
+        public int pid() {
+            return 4242;
+        }
+
+        @Override
+        public int uid() {
+            return 0;
+        }
+
+        @Override
+        public int gid() {
+            return 0;
+        }
+
+        @Override
+        public void respond(int op, int seq, int status, ByteBuffer payload, int... fds) {
+            ByteBuffer copy = ByteBuffer.allocate(payload.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+            copy.put(payload.duplicate()).flip();
+            if (status != 0) {
+                assertThat(copy.remaining()).as("an error response has no payload").isZero();
+            } else {
+                assertThat(copy.remaining()).isEqualTo(ControlProtocol.responseSize(op));
+            }
+            responses.add(new Response(op, seq, status, copy));
+        }
+
+        @Override
+        public void close(String reason) {}
+
+        int next() {
+            return seq++;
+        }
+
+        Response await() throws InterruptedException {
+            Response r = responses.poll(5, TimeUnit.SECONDS);
+            assertThat(r).as("a response within 5 s").isNotNull();
+            return r;
+        }
+    }
+
+    private ConnectionManager cmA;
+    private ConnectionManager cmB;
+    private ServiceTable a;
+    private ServiceTable b;
+
+    @BeforeEach
+    void start() throws Exception {
+        cmA = ConnectionManager.start(A, FAST, new ConnectionManagerTest.FakeDaemon());
+        cmB = ConnectionManager.start(B, FAST, new ConnectionManagerTest.FakeDaemon());
+        a = new ServiceTable(cmA, 2000);
+        b = new ServiceTable(cmB, 2000);
+        cmA.serviceHandler(a);
+        cmB.serviceHandler(b);
+    }
+
+    @AfterEach
+    void stop() {
+        a.close();
+        b.close();
+        cmA.close();
+        cmB.close();
+    }
+
+    static ByteBuffer buf(int size) {
+        return ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    static int listen(ServiceTable t, Session s, int service, int backlog) {
+        ByteBuffer p = buf(ControlProtocol.CmListenReq.SIZE).putInt(0, service).putInt(4, backlog);
+        int seq = s.next();
+        t.onRequest(s, ControlProtocol.OP_CM_LISTEN, seq, p);
+        return seq;
+    }
+
+    static int unlisten(ServiceTable t, Session s, int service) {
+        int seq = s.next();
+        t.onRequest(s, ControlProtocol.OP_CM_UNLISTEN, seq, buf(8).putInt(0, service));
+        return seq;
+    }
+
+    static int connect(ServiceTable t, Session s, int peer, int service, int qpn, int psn, String pd, int timeoutMs) {
+        ByteBuffer p = buf(CmConnectReq.SIZE);
+        p.order(ByteOrder.BIG_ENDIAN).putInt(CmConnectReq.PEER_IPV4_OFFSET, peer).order(ByteOrder.LITTLE_ENDIAN);
+        p.putInt(CmConnectReq.SERVICE_ID_OFFSET, service).putInt(CmConnectReq.QPN_OFFSET, qpn)
+                .putInt(CmConnectReq.PSN_OFFSET, psn).put(CmConnectReq.GID_OFFSET, GID_A)
+                .putInt(CmConnectReq.TIMEOUT_MS_OFFSET, timeoutMs)
+                .putInt(CmConnectReq.PRIVATE_DATA_LEN_OFFSET, pd.length()).put(CmConnectReq.PRIVATE_DATA_OFFSET, ascii(pd));
+        int seq = s.next();
+        t.onRequest(s, ControlProtocol.OP_CM_CONNECT, seq, p);
+        return seq;
+    }
+
+    static int getRequest(ServiceTable t, Session s, int timeoutMs) {
+        int seq = s.next();
+        t.onRequest(s, ControlProtocol.OP_CM_GET_REQUEST, seq, buf(8).putInt(0, timeoutMs));
+        return seq;
+    }
+
+    static int accept(ServiceTable t, Session s, int handle, int qpn, int psn, String pd) {
+        ByteBuffer p = buf(CmAcceptReq.SIZE).putInt(CmAcceptReq.REQUEST_OFFSET, handle).putInt(CmAcceptReq.QPN_OFFSET, qpn)
+                .putInt(CmAcceptReq.PSN_OFFSET, psn).put(CmAcceptReq.GID_OFFSET, GID_B)
+                .putInt(CmAcceptReq.PRIVATE_DATA_LEN_OFFSET, pd.length()).put(CmAcceptReq.PRIVATE_DATA_OFFSET, ascii(pd));
+        int seq = s.next();
+        t.onRequest(s, ControlProtocol.OP_CM_ACCEPT, seq, p);
+        return seq;
+    }
+
+    static int reject(ServiceTable t, Session s, int handle, String pd) {
+        ByteBuffer p = buf(CmRejectReq.SIZE).putInt(CmRejectReq.REQUEST_OFFSET, handle)
+                .putInt(CmRejectReq.PRIVATE_DATA_LEN_OFFSET, pd.length()).put(CmRejectReq.PRIVATE_DATA_OFFSET, ascii(pd));
+        int seq = s.next();
+        t.onRequest(s, ControlProtocol.OP_CM_REJECT, seq, p);
+        return seq;
+    }
+
+    private static Response expect(Session s, int op, int seq, int status) throws InterruptedException {
+        Response r = s.await();
+        assertThat(r.op()).isEqualTo(op);
+        assertThat(r.seq()).isEqualTo(seq);
+        assertThat(r.status()).as("status of %s", ControlProtocol.opName(op)).isEqualTo(status);
+        return r;
+    }
+
+    @Test
+    void listenConnectAcceptExchangesEndpointsAndPrivateData() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 18515, 0), 0);
+        int get = getRequest(b, server, 5000); // waits
+        int conn = connect(a, client, B, 18515, 0x11, 0x222, "hello from A", 0);
+        Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, get, 0);
+        assertThat(req.i(CmRequest.SERVICE_ID_OFFSET)).isEqualTo(18515);
+        assertThat(req.i(CmRequest.QPN_OFFSET)).isEqualTo(0x11);
+        assertThat(req.i(CmRequest.PSN_OFFSET)).isEqualTo(0x222);
+        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequest.PEER_IPV4_OFFSET)).isEqualTo(A);
+        req.payload().order(ByteOrder.LITTLE_ENDIAN);
+        byte[] gid = new byte[16];
+        req.payload().get(CmRequest.GID_OFFSET, gid);
+        assertThat(gid).isEqualTo(GID_A);
+        assertThat(req.privateData(CmRequest.PRIVATE_DATA_LEN_OFFSET, CmRequest.PRIVATE_DATA_OFFSET)).isEqualTo("hello from A");
+        assertThat(client.responses).isEmpty();
+        int acc = accept(b, server, req.i(CmRequest.REQUEST_OFFSET), 0x33, 0x444, "welcome, from B");
+        Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
+        assertThat(r.i(CmConnectResp.RESULT_OFFSET)).isEqualTo(ControlProtocol.CM_ACCEPTED);
+        assertThat(r.i(CmConnectResp.QPN_OFFSET)).isEqualTo(0x33);
+        assertThat(r.i(CmConnectResp.PSN_OFFSET)).isEqualTo(0x444);
+        r.payload().get(CmConnectResp.GID_OFFSET, gid);
+        assertThat(gid).isEqualTo(GID_B);
+        assertThat(r.privateData(CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET))
+                .isEqualTo("welcome, from B");
+        expect(server, ControlProtocol.OP_CM_ACCEPT, acc, 0); // after the requester's SVC_READY
+        assertThat(b.kept()).isZero();
+        assertThat(a.connecting()).isZero();
+    }
+
+    @Test
+    void rejectCarriesPrivateDataToTheRequester() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 7, 0), 0);
+        int conn = connect(a, client, B, 7, 1, 2, "", 0);
+        Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
+        expect(server, ControlProtocol.OP_CM_REJECT, reject(b, server, req.i(CmRequest.REQUEST_OFFSET), "full, sorry"), 0);
+        Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
+        assertThat(r.i(CmConnectResp.RESULT_OFFSET)).isEqualTo(ControlProtocol.CM_REJECTED);
+        assertThat(r.privateData(CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET))
+                .isEqualTo("full, sorry");
+        // answered: the handle is gone
+        expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequest.REQUEST_OFFSET), 1, 1, ""),
+                ServiceTable.ENOENT);
+    }
+
+    @Test
+    void noListenerIsRefusedAtOnce() throws Exception {
+        Session client = new Session();
+        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 99, 1, 2, "", 60_000), ServiceTable.ECONNREFUSED);
+    }
+
+    @Test
+    void oneListenerPerServiceAndBadRequestsAreErrors() throws Exception {
+        Session s1 = new Session();
+        Session s2 = new Session();
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), 0);
+        expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 5, 0), ServiceTable.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), ServiceTable.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 0, 0), ServiceTable.EINVAL);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 6, ControlProtocol.CM_MAX_BACKLOG + 1), ServiceTable.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, s2, 5), ServiceTable.ENOENT);
+        expect(s2, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s2, 10), ServiceTable.EINVAL); // listens on nothing
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 0), ServiceTable.EAGAIN);
+        expect(s1, ControlProtocol.OP_CM_ACCEPT, accept(b, s1, 12345, 1, 1, ""), ServiceTable.ENOENT);
+        expect(s1, ControlProtocol.OP_CM_REJECT, reject(b, s1, 12345, ""), ServiceTable.ENOENT);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 5, 1 << 24, 2, "", 0), ServiceTable.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, 0, 5, 1, 2, "", 0), ServiceTable.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 0, 1, 2, "", 0), ServiceTable.EINVAL);
+        ByteBuffer big = buf(CmConnectReq.SIZE);
+        big.order(ByteOrder.BIG_ENDIAN).putInt(0, B).order(ByteOrder.LITTLE_ENDIAN).putInt(4, 5)
+                .putInt(CmConnectReq.PRIVATE_DATA_LEN_OFFSET, 193);
+        a.onRequest(s2, ControlProtocol.OP_CM_CONNECT, 77, big);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, 77, ServiceTable.EINVAL);
+        // a second long poll while one waits
+        int first = getRequest(b, s1, 5000);
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 5000), ServiceTable.EBUSY);
+        // unlistening the last service ends the waiting one
+        int un = unlisten(b, s1, 5);
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, first, ServiceTable.ECANCELED);
+        expect(s1, ControlProtocol.OP_CM_UNLISTEN, un, 0);
+        assertThat(b.listening()).isZero();
+    }
+
+    @Test
+    void aLongPollEndsWithEagainAtItsTimeout() throws Exception {
+        Session s = new Session();
+        expect(s, ControlProtocol.OP_CM_LISTEN, listen(b, s, 5, 0), 0);
+        expect(s, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s, 50), ServiceTable.EAGAIN);
+    }
+
+    @Test
+    void aClosedListenerLeavesNothingAndItsRequestersAreReset() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 9, 0), 0);
+        // one request handed out, one still queued
+        int c1 = connect(a, client, B, 9, 1, 1, "one", 0);
+        expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
+        int c2 = connect(a, client, B, 9, 2, 2, "two", 0);
+        waitFor(() -> b.kept() == 2);
+        b.onSessionClosed(server);
+        Response r1 = client.await();
+        Response r2 = client.await();
+        assertThat(java.util.Set.of(r1.seq(), r2.seq())).containsExactlyInAnyOrder(c1, c2);
+        assertThat(r1.status()).isEqualTo(ServiceTable.ECONNRESET);
+        assertThat(r2.status()).isEqualTo(ServiceTable.ECONNRESET);
+        assertThat(b.listening()).isZero();
+        assertThat(b.kept()).isZero();
+        // the service is free again
+        Session again = new Session();
+        expect(again, ControlProtocol.OP_CM_LISTEN, listen(b, again, 9, 0), 0);
+    }
+
+    @Test
+    void aRequesterThatGoesAwayMakesTheAcceptFail() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 11, 0), 0);
+        connect(a, client, B, 11, 1, 1, "", 0);
+        Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
+        a.onSessionClosed(client);
+        assertThat(a.connecting()).isZero();
+        waitFor(() -> b.kept() == 0); // the cancel reached B
+        assertThat(b.kept()).isZero();
+        Response acc = expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequest.REQUEST_OFFSET), 3, 3, ""),
+                ServiceTable.ECONNABORTED);
+        assertThat(acc.payload().remaining()).isZero();
+    }
+
+    @Test
+    void aRequesterThatTimesOutGetsEtimedout() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 12, 0), 0);
+        int c = connect(a, client, B, 12, 1, 1, "", 200);
+        expect(client, ControlProtocol.OP_CM_CONNECT, c, ServiceTable.ETIMEDOUT);
+        waitFor(() -> b.kept() == 0);
+        assertThat(b.kept()).as("the timed-out request was withdrawn").isZero();
+        expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 0), ServiceTable.EAGAIN);
+    }
+
+    @Test
+    void aFullBacklogRefusesWithEnobufs() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 13, 1), 0);
+        connect(a, client, B, 13, 1, 1, "", 0);
+        waitFor(() -> b.kept() == 1);
+        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 13, 2, 2, "", 0), ServiceTable.ENOBUFS);
+    }
+
+    private static void waitFor(java.util.function.BooleanSupplier c) throws InterruptedException {
+        for (int i = 0; i < 500 && !c.getAsBoolean(); i++) {
+            Thread.sleep(10);
+        }
+    }
+}

@@ -1,0 +1,19 @@
+package io.metaroce.verbs.cm;
+
+import java.net.ConnectException;
+
+/** The peer's application rejected the connection request; {@link #privateData()} is what it said. */
+public final class ConnectionRejectedException extends ConnectException {
+    private static final long serialVersionUID = 1L;
+    private final byte[] privateData;
+
+    public ConnectionRejectedException(String message, byte[] privateData) {
+        super(message);
+        this.privateData = privateData.clone();
+    }
+
+    /** The rejecter's private data (a copy; may be empty). */
+    public byte[] privateData() {
+        return privateData.clone();
+    }
+}
