@@ -8,7 +8,7 @@ import java.time.Duration;
 import java.util.Optional;
 
 /** One mrce-nicd started by a {@link NetnsFabric} in a host's namespace. */
-final class Daemon {
+public final class Daemon {
 
     static final String READY = "mrce-nicd ready:";
 

@@ -108,12 +108,12 @@ final class EcmpFabric extends NetnsFabric {
     }
 
     @Override
-    Host a() {
+    public Host a() {
         return a;
     }
 
     @Override
-    Host b() {
+    public Host b() {
         return b;
     }
 

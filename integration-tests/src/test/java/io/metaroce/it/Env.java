@@ -7,12 +7,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /** Where the build put things, and whether this machine can run the namespace tests. */
-final class Env {
+public final class Env {
 
     private Env() {}
 
     /** The repository root (Maven passes it as {@code metaroce.root}). */
-    static Path root() {
+    public static Path root() {
         String root = System.getProperty("metaroce.root");
         if (root != null && !root.isBlank()) {
             return Path.of(root).toAbsolutePath().normalize();
@@ -29,22 +29,22 @@ final class Env {
     }
 
     /** provider-c/build: libmetaroce.so and the provider's C test programs. */
-    static Path nativeDir() {
+    public static Path nativeDir() {
         String dir = System.getProperty("metaroce.native.dir");
         return dir != null && !dir.isBlank() ? Path.of(dir) : root().resolve("provider-c/build");
     }
 
-    static Path bin(String script) {
+    public static Path bin(String script) {
         return root().resolve("bin").resolve(script);
     }
 
     /** integration-tests/target/bpf: the drop programs and udp_probe (built by its Makefile). */
-    static Path bpfDir() {
+    public static Path bpfDir() {
         return root().resolve("integration-tests/target/bpf");
     }
 
     /** Per-test logs: integration-tests/target/it-logs/NAME. */
-    static Path logDir(String name) {
+    public static Path logDir(String name) {
         Path dir = root().resolve("integration-tests/target/it-logs").resolve(name);
         try {
             Files.createDirectories(dir);
@@ -54,7 +54,7 @@ final class Env {
         return dir;
     }
 
-    static boolean isRoot() {
+    public static boolean isRoot() {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
                 if (line.startsWith("Uid:")) {
@@ -68,7 +68,7 @@ final class Env {
     }
 
     /** Skips the calling test (class) with the reason when namespaces cannot be made here. */
-    static void assumeNamespaces() {
+    public static void assumeNamespaces() {
         assumeTrue(isRoot(), "needs root to create network namespaces, veths and tc filters"
                 + " (CI runs as root); skipped");
         assumeTrue(Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip"))

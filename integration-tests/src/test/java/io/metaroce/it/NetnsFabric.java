@@ -18,9 +18,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * interface; and teardown of everything made in {@link #close()}, or in a shutdown hook if the JVM
  * exits first. A run that was SIGKILLed leaves namespaces named {@code mrceit-PID-*}; the next
  * fabric reaps those whose PID is gone. Subclasses ({@link TwoHostFabric}, {@link EcmpFabric}) build
- * the links between the hosts.
+ * the links between the hosts; so does {@code jverbs.JverbsFabric}, which is why what tests call is
+ * public.
  */
-abstract class NetnsFabric implements AutoCloseable {
+public abstract class NetnsFabric implements AutoCloseable {
 
     static final String PREFIX = "mrceit-";
     static final int MRCE_UDP_PORT = 4793;
@@ -29,7 +30,7 @@ abstract class NetnsFabric implements AutoCloseable {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     /** A host: its namespace, the interface toward the other host, and its address there. */
-    record Host(String name, String ns, String ifname, String addr) {}
+    public record Host(String name, String ns, String ifname, String addr) {}
 
     /** Loss rates the drop program was built for (integration-tests/bpf/Makefile). */
     enum Loss {
@@ -56,14 +57,14 @@ abstract class NetnsFabric implements AutoCloseable {
     private int nextLog;
 
     protected NetnsFabric(String testName) {
-        this.tag = ProcessHandle.current().pid() + "-" + HexFormat.of().formatHex(randomBytes(3));
+        this.tag = newTag();
         this.logDir = Env.logDir(testName + "/" + tag);
         this.shutdownHook = new Thread(this::teardown, "fabric-teardown-" + tag);
     }
 
-    abstract Host a();
+    public abstract Host a();
 
-    abstract Host b();
+    public abstract Host b();
 
     /**
      * Where a client in A reaches its server in B for the applications' own TCP exchange (QP
@@ -102,15 +103,29 @@ abstract class NetnsFabric implements AutoCloseable {
     }
 
     protected final void addNamespace(String ns) {
+        addNamespace(ns, namespaces);
+    }
+
+    /**
+     * Makes namespace {@code ns}, adds it to {@code made} at once (so a teardown deletes it even if
+     * what follows fails), turns IPv6 off and brings lo up.
+     */
+    public static void addNamespace(String ns, List<String> made) {
         Sh.check("ip", "netns", "add", ns);
-        namespaces.add(ns);
+        made.add(ns);
         Sh.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                 "net.ipv6.conf.default.disable_ipv6=1");
         Sh.check("ip", "-n", ns, "link", "set", "lo", "up");
     }
 
+    /** Gives the host its address ({@code addr/prefixLength}) on its interface and brings that up. */
+    protected static void addressUp(Host h, int prefixLength) {
+        Sh.check("ip", "-n", h.ns(), "addr", "add", h.addr() + "/" + prefixLength, "dev", h.ifname());
+        Sh.check("ip", "-n", h.ns(), "link", "set", h.ifname(), "up");
+    }
+
     /** Starts mrce-nicd in A and in B (JVM start-ups overlap) and waits until both serve. */
-    List<Daemon> startDaemons() {
+    public List<Daemon> startDaemons() {
         Daemon da = startDaemon(a());
         Daemon db = startDaemon(b());
         awaitReady(da);
@@ -164,7 +179,7 @@ abstract class NetnsFabric implements AutoCloseable {
     }
 
     /** Starts CMD in the host as is; output to a log file. */
-    Proc start(Host h, String name, List<String> cmd) {
+    public Proc start(Host h, String name, List<String> cmd) {
         return startIn(h.ns(), name + "@" + h.name(), name + "-" + h.name(), cmd);
     }
 
@@ -210,7 +225,7 @@ abstract class NetnsFabric implements AutoCloseable {
         return r.ok() && !r.output().isBlank();
     }
 
-    void awaitTcpListening(Host h, int port, Proc server, Duration timeout) {
+    protected void awaitTcpListening(Host h, int port, Proc server, Duration timeout) {
         boolean up = Wait.until(timeout, () -> tcpListening(h, port) || !server.isAlive());
         if (!up || !server.isAlive()) {
             throw new AssertionError(server.name() + " is not listening on tcp port " + port + " within "
@@ -267,7 +282,7 @@ abstract class NetnsFabric implements AutoCloseable {
     }
 
     /** The last lines of each daemon's log, for failure messages. */
-    String diagnostics() {
+    public String diagnostics() {
         StringBuilder sb = new StringBuilder();
         for (Daemon d : daemons) {
             sb.append("--- mrce-nicd in host ").append(d.host().name()).append(" (alive=").append(d.isAlive())
@@ -367,10 +382,11 @@ abstract class NetnsFabric implements AutoCloseable {
         }
     }
 
-    private static byte[] randomBytes(int n) {
-        byte[] bytes = new byte[n];
+    /** {@code <jvm pid>-<6 random hex digits>}: names what one fabric makes, and who owns it. */
+    public static String newTag() {
+        byte[] bytes = new byte[3];
         RANDOM.nextBytes(bytes);
-        return bytes;
+        return ProcessHandle.current().pid() + "-" + HexFormat.of().formatHex(bytes);
     }
 
     protected static String str(int value) {

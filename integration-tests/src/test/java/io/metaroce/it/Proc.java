@@ -14,51 +14,64 @@ import java.util.concurrent.TimeUnit;
  * A process this test started, with stdout and stderr together in a log file (never a pipe, so a
  * chatty process cannot block). Commands are exec'd all the way down ({@code ip netns exec},
  * {@code bin/mrce-run}, {@code bin/mrce-nicd} all exec), so {@link #pid()} is the real program's.
+ * Public for the tests of the subpackages; a process that is not the program itself (nsenter's,
+ * say) overrides {@link #terminate()} and {@link #kill()} to reach the program.
  */
-final class Proc implements AutoCloseable {
+public class Proc implements AutoCloseable {
 
     private final String name;
     private final List<String> command;
     private final Process process;
     private final Path log;
 
-    private Proc(String name, List<String> command, Process process, Path log) {
+    /** {@code command} is what failure messages show (the program, without any wrapper). */
+    protected Proc(String name, List<String> command, Process process, Path log) {
         this.name = name;
-        this.command = command;
+        this.command = List.copyOf(command);
         this.process = process;
         this.log = log;
     }
 
-    static Proc start(String name, Path log, Map<String, String> env, List<String> command) {
+    public static Proc start(String name, Path log, Map<String, String> env, List<String> command) {
+        return new Proc(name, command, launch(log, env, command), log);
+    }
+
+    /** Starts {@code command} with stdin from /dev/null and stdout and stderr to {@code log}. */
+    protected static Process launch(Path log, Map<String, String> env, List<String> command) {
         ProcessBuilder pb = new ProcessBuilder(command)
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile())
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
         pb.environment().putAll(env);
         try {
-            return new Proc(name, List.copyOf(command), pb.start(), log);
+            return pb.start();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start " + String.join(" ", command), e);
         }
     }
 
-    String name() {
+    /** The process this object started (for a subclass, possibly a wrapper of the program). */
+    protected final Process process() {
+        return process;
+    }
+
+    public String name() {
         return name;
     }
 
-    long pid() {
+    public long pid() {
         return process.pid();
     }
 
-    boolean isAlive() {
+    public boolean isAlive() {
         return process.isAlive();
     }
 
-    Path log() {
+    public Path log() {
         return log;
     }
 
-    String output() {
+    public String output() {
         try {
             return Files.exists(log) ? Files.readString(log, StandardCharsets.UTF_8) : "";
         } catch (IOException e) {
@@ -67,7 +80,18 @@ final class Proc implements AutoCloseable {
     }
 
     /** The exit status, or throws AssertionError (after killing it) when it runs past timeout. */
-    int waitFor(Duration timeout) {
+    public int waitFor(Duration timeout) {
+        Integer exit = tryWait(timeout);
+        if (exit != null) {
+            return exit;
+        }
+        kill();
+        throw new AssertionError(name + " did not finish within " + timeout + ": "
+                + String.join(" ", command) + "\n--- its output:\n" + output());
+    }
+
+    /** The exit status, or null if it is still running after timeout. */
+    public Integer tryWait(Duration timeout) {
         try {
             if (process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 return process.exitValue();
@@ -75,14 +99,22 @@ final class Proc implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        kill();
-        throw new AssertionError(name + " did not finish within " + timeout + ": "
-                + String.join(" ", command) + "\n--- its output:\n" + output());
+        return null;
+    }
+
+    /** SIGTERM to the program. */
+    protected void terminate() {
+        process.destroy();
     }
 
     /** SIGKILL, then reap. */
-    void kill() {
+    public void kill() {
         process.destroyForcibly();
+        reap();
+    }
+
+    /** Waits (10 s at most) for the started process to be gone after a kill. */
+    protected final void reap() {
         try {
             process.waitFor(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
@@ -91,17 +123,14 @@ final class Proc implements AutoCloseable {
     }
 
     /** SIGTERM, wait up to grace, then SIGKILL. Returns the exit status, or -1 if it had to be killed. */
-    int stop(Duration grace) {
+    public int stop(Duration grace) {
         if (!process.isAlive()) {
             return process.exitValue();
         }
-        process.destroy();
-        try {
-            if (process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
-                return process.exitValue();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        terminate();
+        Integer exit = tryWait(grace);
+        if (exit != null) {
+            return exit;
         }
         kill();
         return -1;
@@ -115,15 +144,15 @@ final class Proc implements AutoCloseable {
     }
 
     /** Runs a command to completion (bounded) and returns its status and output. */
-    static Result run(Path log, Duration timeout, List<String> command) {
+    public static Result run(Path log, Duration timeout, List<String> command) {
         try (Proc p = start(log.getFileName().toString(), log, Map.of(), command)) {
             int exit = p.waitFor(timeout);
             return new Result(exit, p.output());
         }
     }
 
-    record Result(int exit, String output) {
-        boolean ok() {
+    public record Result(int exit, String output) {
+        public boolean ok() {
             return exit == 0;
         }
     }

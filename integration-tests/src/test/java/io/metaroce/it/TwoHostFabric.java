@@ -44,12 +44,12 @@ final class TwoHostFabric extends NetnsFabric {
     }
 
     @Override
-    Host a() {
+    public Host a() {
         return a;
     }
 
     @Override
-    Host b() {
+    public Host b() {
         return b;
     }
 

@@ -5,14 +5,14 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 /** Bounded busy-waits: poll a condition until it holds or a deadline passes. */
-final class Wait {
+public final class Wait {
 
     private static final long POLL_NS = Duration.ofMillis(20).toNanos();
 
     private Wait() {}
 
     /** True as soon as {@code condition} holds, false once {@code timeout} passed without it. */
-    static boolean until(Duration timeout, BooleanSupplier condition) {
+    public static boolean until(Duration timeout, BooleanSupplier condition) {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             if (condition.getAsBoolean()) {
@@ -26,7 +26,7 @@ final class Wait {
     }
 
     /** Lets {@code period} pass (used only to let traffic flow before an injected fault). */
-    static void let(Duration period) {
+    public static void let(Duration period) {
         until(period, () -> false);
     }
 }

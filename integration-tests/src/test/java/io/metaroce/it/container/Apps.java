@@ -2,6 +2,7 @@ package io.metaroce.it.container;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.it.Wait;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -83,7 +84,7 @@ final class Apps {
             List<String> clientCmd) {
         NodeProc s = server.startApp(serverCmd.getFirst() + "-server", serverCmd);
         try {
-            boolean up = Cmd.await(Duration.ofSeconds(20), () -> server.tcpListening(port) || !s.isAlive());
+            boolean up = Wait.until(Duration.ofSeconds(20), () -> server.tcpListening(port) || !s.isAlive());
             if (!up || !s.isAlive()) {
                 throw new AssertionError(s.name() + " is not listening on tcp " + port + " (alive=" + s.isAlive()
                         + "); its output:\n" + s.output() + "\n" + f.diagnostics());

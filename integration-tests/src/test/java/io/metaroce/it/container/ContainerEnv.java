@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.model.Container;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import io.metaroce.it.Env;
+import io.metaroce.it.Proc;
+import io.metaroce.it.Sh;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -30,26 +30,11 @@ final class ContainerEnv {
 
     private ContainerEnv() {}
 
-    static Path root() {
-        String root = System.getProperty("metaroce.root");
-        if (root != null && !root.isBlank()) {
-            return Path.of(root).toAbsolutePath().normalize();
-        }
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !Files.isRegularFile(dir.resolve("docker/build-image"))) {
-            dir = dir.getParent();
-        }
-        if (dir == null) {
-            throw new IllegalStateException("cannot find the repository root; set -Dmetaroce.root");
-        }
-        return dir;
-    }
-
     /** Skips (or, with MRCE_REQUIRE_DOCKER=1, fails) unless root and a Docker daemon are here. */
     static void assumeDocker() {
         boolean required = "1".equals(System.getenv("MRCE_REQUIRE_DOCKER"));
         String missing = null;
-        if (!isRoot()) {
+        if (!Env.isRoot()) {
             missing = "needs root (namespaces, veths, nsenter into containers)";
         } else if (!dockerAvailable()) {
             missing = "needs a running Docker daemon (bin/mrce-test starts dockerd; or start it yourself)";
@@ -76,8 +61,8 @@ final class ContainerEnv {
     /** The node image, built (or found in the cache) once per JVM by docker/build-image. */
     static synchronized String image() {
         if (image == null) {
-            Cmd.Result r = Cmd.run(IMAGE_BUILD_TIMEOUT,
-                    List.of(root().resolve("docker/build-image").toString(), "--quiet"));
+            Proc.Result r = Sh.runOrKill(IMAGE_BUILD_TIMEOUT,
+                    List.of(Env.root().resolve("docker/build-image").toString(), "--quiet"));
             List<String> lines = r.output().strip().lines().toList();
             if (!r.ok() || lines.isEmpty() || !lines.getLast().startsWith("metaroce/node:")) {
                 throw new IllegalStateException("docker/build-image failed (exit " + r.exit() + "):\n" + r.output());
@@ -115,11 +100,11 @@ final class ContainerEnv {
                 }
             }
         }
-        Cmd.Result list = Cmd.run("ip", "netns", "list");
+        Proc.Result list = Sh.runOrKill("ip", "netns", "list");
         for (String line : list.output().lines().toList()) {
             String ns = line.strip().split("\\s+")[0];
             if (ns.startsWith(NS_PREFIX) && !ownerAlive(ns.substring(NS_PREFIX.length()).split("-")[0])) {
-                Cmd.run("ip", "netns", "del", ns);
+                Sh.runOrKill("ip", "netns", "del", ns);
             }
         }
     }
@@ -131,28 +116,5 @@ final class ContainerEnv {
         } catch (NumberFormatException | NullPointerException e) {
             return false;
         }
-    }
-
-    static boolean isRoot() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("Uid:")) {
-                    return line.split("\\s+")[2].equals("0");
-                }
-            }
-        } catch (IOException e) {
-            return false;
-        }
-        return false;
-    }
-
-    static Path logDir(String name) {
-        Path dir = root().resolve("integration-tests/target/it-logs").resolve(name);
-        try {
-            Files.createDirectories(dir);
-        } catch (IOException e) {
-            throw new IllegalStateException("cannot create " + dir, e);
-        }
-        return dir;
     }
 }

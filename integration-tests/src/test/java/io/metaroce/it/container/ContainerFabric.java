@@ -1,10 +1,12 @@
 package io.metaroce.it.container;
 
-import java.security.SecureRandom;
+import io.metaroce.it.Env;
+import io.metaroce.it.NetnsFabric;
+import io.metaroce.it.Sh;
+import io.metaroce.it.Wait;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,7 +42,6 @@ final class ContainerFabric implements AutoCloseable {
 
     static final int DEFAULT_SPINES = 4;
     private static final Duration ROUTE_SETTLE_TIMEOUT = Duration.ofSeconds(10);
-    private static final SecureRandom RANDOM = new SecureRandom();
 
     /** Packets that crossed each spine link, per direction (index = link). */
     record Counters(long[] aToB, long[] bToA) {
@@ -146,8 +147,7 @@ final class ContainerFabric implements AutoCloseable {
 
     private ContainerFabric(Builder b) {
         this.testName = b.testName;
-        this.id = ContainerEnv.NS_PREFIX + ProcessHandle.current().pid() + "-"
-                + HexFormat.of().formatHex(randomBytes(3));
+        this.id = ContainerEnv.NS_PREFIX + NetnsFabric.newTag();
         this.mtu = b.mtu;
         this.leafA = id + "-la";
         this.leafB = id + "-lb";
@@ -162,7 +162,7 @@ final class ContainerFabric implements AutoCloseable {
     private void create() {
         ContainerEnv.reapLeftovers();
         String image = ContainerEnv.image();
-        var logDir = ContainerEnv.logDir(testName + "/" + id);
+        var logDir = Env.logDir(testName + "/" + id);
         int k = 1;
         for (String name : leafAHosts) {
             hosts.put(name, new Node(name, "198.18." + (64 + leafAHosts.indexOf(name)) + ".1", "198.19.0." + k++,
@@ -176,19 +176,15 @@ final class ContainerFabric implements AutoCloseable {
             n.startContainer();
         }
         for (String ns : List.of(leafA, leafB, mgmt)) {
-            Cmd.check("ip", "netns", "add", ns);
-            namespaces.add(ns);
-            Cmd.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                    "net.ipv6.conf.default.disable_ipv6=1");
-            Cmd.check("ip", "-n", ns, "link", "set", "lo", "up");
+            NetnsFabric.addNamespace(ns, namespaces);
         }
         for (String leaf : List.of(leafA, leafB)) {
-            Cmd.check("ip", "netns", "exec", leaf, "sysctl", "-qw", "net.ipv4.ip_forward=1",
+            Sh.check("ip", "netns", "exec", leaf, "sysctl", "-qw", "net.ipv4.ip_forward=1",
                     "net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
                     "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
         }
-        Cmd.check("ip", "-n", mgmt, "link", "add", "br0", "type", "bridge");
-        Cmd.check("ip", "-n", mgmt, "link", "set", "br0", "up");
+        Sh.check("ip", "-n", mgmt, "link", "add", "br0", "type", "bridge");
+        Sh.check("ip", "-n", mgmt, "link", "set", "br0", "up");
         for (Node n : hosts.values()) {
             plumbHost(n, leafAHosts.contains(n.name()) ? leafA : leafB, leafAHosts.contains(n.name()) ? "la-h" : "lb-h");
         }
@@ -204,8 +200,8 @@ final class ContainerFabric implements AutoCloseable {
             towardB.addAll(List.of("nexthop", "via", spineAddrB(i), "dev", spineIfA(i)));
             towardA.addAll(List.of("nexthop", "via", spineAddrA(i), "dev", spineIfB(i)));
         }
-        Cmd.check(towardB.toArray(String[]::new));
-        Cmd.check(towardA.toArray(String[]::new));
+        Sh.check(towardB.toArray(String[]::new));
+        Sh.check(towardA.toArray(String[]::new));
     }
 
     /** fab0 to its leaf (a routed /24), mgmt0 to the management bridge; IPv6 off; no route out. */
@@ -214,30 +210,30 @@ final class ContainerFabric implements AutoCloseable {
         Link.End host = new Link.End("host " + n.name(), n.inNetns(), Node.FABRIC_IF);
         Link.End leafEnd = new Link.End(leaf.equals(leafA) ? "leaf A" : "leaf B", List.of("ip", "netns", "exec", leaf),
                 leafIfPrefix + n.name());
-        Cmd.check(n.inNetns("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+        Sh.check(n.inNetns("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                 "net.ipv6.conf.default.disable_ipv6=1").toArray(String[]::new));
         veth(leaf, leafEnd.ifname(), pid, Node.FABRIC_IF);
         String subnet = n.addr().substring(0, n.addr().lastIndexOf('.'));
         address(host, n.addr() + "/24");
         address(leafEnd, subnet + ".254/24");
-        Cmd.check(n.inNetns("ip", "route", "add", "198.18.0.0/15", "via", subnet + ".254").toArray(String[]::new));
+        Sh.check(n.inNetns("ip", "route", "add", "198.18.0.0/15", "via", subnet + ".254").toArray(String[]::new));
         hostLinks.put(n.name(), new Link("host link " + n.name(), host, leafEnd));
         String bridgePort = "mg-" + n.name();
         veth(mgmt, bridgePort, pid, Node.MGMT_IF);
-        Cmd.check("ip", "-n", mgmt, "link", "set", bridgePort, "master", "br0", "up");
+        Sh.check("ip", "-n", mgmt, "link", "set", bridgePort, "master", "br0", "up");
         address(new Link.End("host " + n.name(), n.inNetns(), Node.MGMT_IF), n.mgmtAddr() + "/24");
     }
 
     /** A veth pair, each end created straight in its namespace (a name in /run/netns, or a pid). */
     private void veth(String ns1, String if1, String ns2, String if2) {
-        Cmd.check("ip", "link", "add", if1, "netns", ns1, "mtu", Integer.toString(mtu), "numtxqueues", "1",
+        Sh.check("ip", "link", "add", if1, "netns", ns1, "mtu", Integer.toString(mtu), "numtxqueues", "1",
                 "numrxqueues", "1", "type", "veth", "peer", "name", if2, "netns", ns2, "mtu", Integer.toString(mtu),
                 "numtxqueues", "1", "numrxqueues", "1");
     }
 
     private static void address(Link.End e, String cidr) {
-        Cmd.check(e.cmd("ip", "addr", "add", cidr, "dev", e.ifname()));
-        Cmd.check(e.cmd("ip", "link", "set", e.ifname(), "up"));
+        Sh.check(e.cmd("ip", "addr", "add", cidr, "dev", e.ifname()));
+        Sh.check(e.cmd("ip", "link", "set", e.ifname(), "up"));
     }
 
     static String spineIfA(int link) {
@@ -300,8 +296,8 @@ final class ContainerFabric implements AutoCloseable {
 
     /** The packets each spine link has carried so far, both directions (one read per leaf). */
     Counters spineCounters() {
-        String devA = Cmd.check("ip", "netns", "exec", leafA, "cat", "/proc/net/dev");
-        String devB = Cmd.check("ip", "netns", "exec", leafB, "cat", "/proc/net/dev");
+        String devA = Sh.check("ip", "netns", "exec", leafA, "cat", "/proc/net/dev");
+        String devB = Sh.check("ip", "netns", "exec", leafB, "cat", "/proc/net/dev");
         long[] aToB = new long[spineCount];
         long[] bToA = new long[spineCount];
         for (int i = 0; i < spineCount; i++) {
@@ -324,7 +320,7 @@ final class ContainerFabric implements AutoCloseable {
     }
 
     private void awaitNexthop(int link, boolean usable) {
-        boolean settled = Cmd.await(ROUTE_SETTLE_TIMEOUT, () -> {
+        boolean settled = Wait.until(ROUTE_SETTLE_TIMEOUT, () -> {
             boolean ua = usable(leafA, "198.18.96.0/19", spineIfA(link));
             boolean ub = usable(leafB, "198.18.64.0/19", spineIfB(link));
             return usable ? ua && ub : !ua && !ub;
@@ -336,7 +332,7 @@ final class ContainerFabric implements AutoCloseable {
     }
 
     private static boolean usable(String leaf, String prefix, String dev) {
-        for (String line : Cmd.check("ip", "-n", leaf, "route", "show", prefix).lines().toList()) {
+        for (String line : Sh.check("ip", "-n", leaf, "route", "show", prefix).lines().toList()) {
             if (line.contains(" dev " + dev + " ")) {
                 return !line.contains(" dead") && !line.contains(" linkdown");
             }
@@ -386,7 +382,7 @@ final class ContainerFabric implements AutoCloseable {
             }
         }
         for (String ns : namespaces) {
-            Cmd.run("ip", "netns", "del", ns);
+            Sh.runOrKill("ip", "netns", "del", ns);
         }
     }
 
@@ -399,11 +395,5 @@ final class ContainerFabric implements AutoCloseable {
                 // gone already
             }
         }
-    }
-
-    private static byte[] randomBytes(int n) {
-        byte[] bytes = new byte[n];
-        RANDOM.nextBytes(bytes);
-        return bytes;
     }
 }

@@ -3,6 +3,9 @@ package io.metaroce.it.container;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.github.dockerjava.api.model.Container;
+import io.metaroce.it.Proc;
+import io.metaroce.it.Sh;
+import io.metaroce.it.Wait;
 import io.metaroce.it.container.ContainerFabric.Counters;
 import java.time.Duration;
 import java.util.List;
@@ -120,13 +123,13 @@ class ContainerFabricIT {
         assertThat(containersOf(id)).as("containers of the running fabric").hasSize(2);
         small.close();
         assertThat(containersOf(id)).as("containers after close").isEmpty();
-        assertThat(Cmd.check("ip", "netns", "list")).as("namespaces after close").doesNotContain(id);
+        assertThat(Sh.check("ip", "netns", "list")).as("namespaces after close").doesNotContain(id);
         assertThat(namespaces).isNotEmpty();
 
         // A run whose JVM was killed: its container and namespace carry a pid that is gone.
         long deadPid = deadPid();
         String leftoverNs = ContainerEnv.NS_PREFIX + deadPid + "-000000-la";
-        Cmd.check("ip", "netns", "add", leftoverNs);
+        Sh.check("ip", "netns", "add", leftoverNs);
         String leftover = ContainerEnv.client().createContainerCmd(ContainerEnv.image()).withCmd("sleep", "infinity")
                 .withLabels(Map.of(ContainerEnv.OWNER_LABEL, Long.toString(deadPid)))
                 .withHostConfig(com.github.dockerjava.api.model.HostConfig.newHostConfig().withNetworkMode("none"))
@@ -135,7 +138,7 @@ class ContainerFabricIT {
         ContainerEnv.reapNow();
         assertThat(ContainerEnv.client().listContainersCmd().withShowAll(true).exec())
                 .as("containers after reaping").noneMatch(c -> c.getId().equals(leftover));
-        assertThat(Cmd.check("ip", "netns", "list")).as("namespaces after reaping").doesNotContain(leftoverNs);
+        assertThat(Sh.check("ip", "netns", "list")).as("namespaces after reaping").doesNotContain(leftoverNs);
     }
 
     // --- helpers ---
@@ -147,9 +150,9 @@ class ContainerFabricIT {
         long expected = (long) FLOWS * count;
         NodeProc rx = b.start("udp_flows-recv", List.of(UDP_FLOWS, "recv", Integer.toString(port), Long.toString(expected), "1000"));
         try {
-            assertThat(Cmd.await(Duration.ofSeconds(10), () -> rx.output().contains("listening") || !rx.isAlive()))
+            assertThat(Wait.until(Duration.ofSeconds(10), () -> rx.output().contains("listening") || !rx.isAlive()))
                     .as("udp_flows receiver started: %s", rx.output()).isTrue();
-            Cmd.Result tx = a.exec(Duration.ofSeconds(60), UDP_FLOWS, "send", b.addr(), Integer.toString(port),
+            Proc.Result tx = a.exec(Duration.ofSeconds(60), UDP_FLOWS, "send", b.addr(), Integer.toString(port),
                     Integer.toString(FIRST_SPORT), Integer.toString(FLOWS), Integer.toString(count));
             assertThat(tx.output()).as("udp_flows send").contains("sent " + expected);
             assertThat(rx.waitFor(Duration.ofSeconds(30))).as("udp_flows recv: %s", rx.output()).isZero();
@@ -173,9 +176,9 @@ class ContainerFabricIT {
         Node b = fabric.host("B");
         NodeProc server = b.start("iperf3-server", List.of("iperf3", "-s", "-1", "-p", "5201"));
         try {
-            assertThat(Cmd.await(Duration.ofSeconds(10), () -> b.tcpListening(5201) || !server.isAlive()))
+            assertThat(Wait.until(Duration.ofSeconds(10), () -> b.tcpListening(5201) || !server.isAlive()))
                     .as("iperf3 server listening: %s", server.output()).isTrue();
-            Cmd.Result r = a.exec(Duration.ofSeconds(30), "iperf3", "-c", b.addr(), "-p", "5201", "-t", "1", "-J");
+            Proc.Result r = a.exec(Duration.ofSeconds(30), "iperf3", "-c", b.addr(), "-p", "5201", "-t", "1", "-J");
             Matcher m = RECEIVED_BPS.matcher(r.output());
             assertThat(r.ok() && m.find()).as("iperf3 client: %s", r.output()).isTrue();
             server.waitFor(Duration.ofSeconds(10));

@@ -2,14 +2,15 @@ package io.metaroce.it.container;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.it.Wait;
 import io.metaroce.it.container.ContainerFabric.Counters;
 import java.time.Duration;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -91,7 +92,7 @@ class ContainerScenariosIT {
     void javaRcPingPongAgainstCServerAcrossContainers() {
         int port = PORT.getAndIncrement();
         NodeProc server = b.startApp("rc_pingpong-server", Apps.pingPongCmd(port, "-c", "-n", "500"));
-        boolean up = Cmd.await(Duration.ofSeconds(20), () -> b.tcpListening(port) || !server.isAlive());
+        boolean up = Wait.until(Duration.ofSeconds(20), () -> b.tcpListening(port) || !server.isAlive());
         assertThat(up && server.isAlive()).as("server listening: " + server.output()).isTrue();
         NodeProc client = a.start("jverbs-client", List.of("jverbs", "rc-pingpong", "-d", "mrce0", "-g", "0", "-p",
                 Integer.toString(port), "-c", "-n", "500", b.mgmtAddr()));
@@ -207,7 +208,7 @@ class ContainerScenariosIT {
         Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 100_000, 0xc0_1004L,
                 Duration.ofSeconds(60));
         Counters start = fabric.spineCounters();
-        boolean flowing = Cmd.await(Duration.ofSeconds(60),
+        boolean flowing = Wait.until(Duration.ofSeconds(60),
                 () -> fabric.spineCounters().minus(start).totalAtoB() >= 500 || !run.clientAlive());
         assertThat(flowing && run.clientAlive()).as("the transfer is under way").isTrue();
         b.killDaemon();
@@ -269,10 +270,10 @@ class ContainerScenariosIT {
      */
     private static int faultBusiestSpineAfterOneSecond(Counters start, BooleanSupplier alive, Consumer<Link> fault,
             String what) {
-        boolean flowing = Cmd.await(Duration.ofSeconds(60),
+        boolean flowing = Wait.until(Duration.ofSeconds(60),
                 () -> fabric.spineCounters().minus(start).totalAtoB() >= 200 || !alive.getAsBoolean());
         assertThat(flowing && alive.getAsBoolean()).as("the run is under way (%s)", fabric.diagnostics()).isTrue();
-        Cmd.await(Duration.ofSeconds(1), () -> false);
+        Wait.let(Duration.ofSeconds(1));
         Counters so = fabric.spineCounters().minus(start);
         int busiest = 0;
         for (int l = 1; l < fabric.spineCount(); l++) {

@@ -1,5 +1,7 @@
 package io.metaroce.it.container;
 
+import io.metaroce.it.Env;
+import io.metaroce.it.Sh;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -59,13 +61,13 @@ final class Link {
 
     /** Drops MetaRoCE's UDP packets at {@code loss}'s rate, both ways (replacing any drop program). */
     void loss(Loss loss) {
-        Path obj = ContainerEnv.root().resolve("integration-tests/target/bpf").resolve(loss.object);
+        Path obj = Env.bpfDir().resolve(loss.object);
         if (!Files.isRegularFile(obj)) {
             throw new IllegalStateException(obj + " is missing: the integration-tests build makes it");
         }
         for (End e : List.of(a, b)) {
-            Cmd.check(e.cmd("tc", "qdisc", "replace", "dev", e.ifname(), "clsact"));
-            Cmd.check(e.cmd("tc", "filter", "replace", "dev", e.ifname(), "egress", "pref", "1", "handle", "1",
+            Sh.check(e.cmd("tc", "qdisc", "replace", "dev", e.ifname(), "clsact"));
+            Sh.check(e.cmd("tc", "filter", "replace", "dev", e.ifname(), "egress", "pref", "1", "handle", "1",
                     "bpf", "da", "obj", obj.toString(), "sec", "tc"));
         }
     }
@@ -78,7 +80,7 @@ final class Link {
     /** Removes loss and blackhole (the clsact qdisc), keeps a rate limit. */
     void clearLoss() {
         for (End e : List.of(a, b)) {
-            Cmd.run(e.cmd("tc", "qdisc", "del", "dev", e.ifname(), "clsact"));
+            Sh.runOrKill(e.cmd("tc", "qdisc", "del", "dev", e.ifname(), "clsact"));
         }
     }
 
@@ -88,7 +90,7 @@ final class Link {
      */
     void rate(String rate, int latencyMs) {
         for (End e : List.of(a, b)) {
-            Cmd.check(e.cmd("tc", "qdisc", "replace", "dev", e.ifname(), "root", "tbf", "rate", rate, "burst",
+            Sh.check(e.cmd("tc", "qdisc", "replace", "dev", e.ifname(), "root", "tbf", "rate", rate, "burst",
                     "32kb", "latency", latencyMs + "ms"));
         }
     }
@@ -96,7 +98,7 @@ final class Link {
     /** Removes a rate limit. */
     void clearRate() {
         for (End e : List.of(a, b)) {
-            Cmd.run(e.cmd("tc", "qdisc", "del", "dev", e.ifname(), "root"));
+            Sh.runOrKill(e.cmd("tc", "qdisc", "del", "dev", e.ifname(), "root"));
         }
     }
 
@@ -104,16 +106,16 @@ final class Link {
     void clear() {
         clearLoss();
         clearRate();
-        Cmd.check(a.cmd("ip", "link", "set", a.ifname(), "up"));
+        Sh.check(a.cmd("ip", "link", "set", a.ifname(), "up"));
     }
 
     /** Takes the link down at end A (end B loses its carrier). */
     void down() {
-        Cmd.check(a.cmd("ip", "link", "set", a.ifname(), "down"));
+        Sh.check(a.cmd("ip", "link", "set", a.ifname(), "down"));
     }
 
     void up() {
-        Cmd.check(a.cmd("ip", "link", "set", a.ifname(), "up"));
+        Sh.check(a.cmd("ip", "link", "set", a.ifname(), "up"));
     }
 
     /** Packets sent into the link at end A (toward B): what crossed, since drops happen before the count. */
@@ -127,7 +129,7 @@ final class Link {
     }
 
     private static long txPackets(End e) {
-        return txPackets(Cmd.check(e.cmd("cat", "/proc/net/dev")), e.ifname());
+        return txPackets(Sh.check(e.cmd("cat", "/proc/net/dev")), e.ifname());
     }
 
     /**

@@ -1,6 +1,9 @@
 package io.metaroce.it.container;
 
 import com.github.dockerjava.api.model.Capability;
+import io.metaroce.it.Proc;
+import io.metaroce.it.Sh;
+import io.metaroce.it.Wait;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -111,13 +114,13 @@ final class Node {
     }
 
     /** Runs CMD in the container to completion within timeout; exit -1 if it had to be killed. */
-    Cmd.Result exec(Duration timeout, String... cmd) {
-        return Cmd.run(timeout, inContainer(List.of(cmd)));
+    Proc.Result exec(Duration timeout, String... cmd) {
+        return Sh.runOrKill(timeout, inContainer(List.of(cmd)));
     }
 
     /** Runs CMD in the container and fails with its output unless it exits 0. */
     String check(String... cmd) {
-        Cmd.Result r = exec(Cmd.DEFAULT_TIMEOUT, cmd);
+        Proc.Result r = exec(Sh.DEFAULT_TIMEOUT, cmd);
         if (!r.ok()) {
             throw new IllegalStateException("in " + name + ": `" + String.join(" ", cmd) + "` exited " + r.exit()
                     + ": " + r.output().strip());
@@ -154,7 +157,7 @@ final class Node {
 
     void awaitDaemonReady() {
         NodeProc d = daemon;
-        boolean ready = Cmd.await(DAEMON_READY_TIMEOUT, () -> daemonReady() || !d.isAlive());
+        boolean ready = Wait.until(DAEMON_READY_TIMEOUT, () -> daemonReady() || !d.isAlive());
         if (!ready || !daemonReady()) {
             throw new AssertionError("mrce-nicd in " + name + " not serving within " + DAEMON_READY_TIMEOUT
                     + " (alive=" + d.isAlive() + "); its log:\n" + d.output());
@@ -203,7 +206,7 @@ final class Node {
         }
         long since = before;
         DaemonStats[] s = new DaemonStats[1];
-        boolean fresh = Cmd.await(Duration.ofSeconds(10), () -> {
+        boolean fresh = Wait.until(Duration.ofSeconds(10), () -> {
             try {
                 s[0] = stats();
             } catch (IllegalStateException | IllegalArgumentException e) {
@@ -218,7 +221,7 @@ final class Node {
     }
 
     boolean tcpListening(int port) {
-        Cmd.Result r = Cmd.run(inNetns("ss", "-Htln", "sport = :" + port).toArray(String[]::new));
+        Proc.Result r = Sh.runOrKill(inNetns("ss", "-Htln", "sport = :" + port).toArray(String[]::new));
         return r.ok() && !r.output().isBlank();
     }
 

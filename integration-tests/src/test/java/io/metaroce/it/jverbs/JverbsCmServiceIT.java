@@ -2,6 +2,9 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.it.Env;
+import io.metaroce.it.Proc;
+import io.metaroce.it.Wait;
 import io.metaroce.it.jverbs.apps.CmServiceApp;
 import java.time.Duration;
 import java.util.regex.Matcher;
@@ -26,8 +29,8 @@ class JverbsCmServiceIT {
 
     @BeforeAll
     static void fabric() {
-        JverbsFabric.assumeRoot();
-        fabric = new JverbsFabric("JverbsCmServiceIT", 1500).startDaemons();
+        Env.assumeNamespaces();
+        fabric = JverbsFabric.withDaemons("JverbsCmServiceIT", 1500);
     }
 
     @AfterAll
@@ -37,24 +40,16 @@ class JverbsCmServiceIT {
         }
     }
 
-    private static void awaitLine(JverbsFabric.Proc p, String text) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (!p.output().contains(text)) {
-            if (!p.isAlive() || System.nanoTime() > deadline) {
-                throw new AssertionError(p.name + " did not print \"" + text + "\" (alive=" + p.isAlive() + "):\n"
-                        + p.output() + "\n" + fabric.diagnostics());
-            }
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
+    private static void awaitLine(Proc p, String text) {
+        boolean printed = Wait.until(Duration.ofSeconds(60), () -> p.output().contains(text) || !p.isAlive());
+        if (!printed || !p.output().contains(text)) {
+            throw new AssertionError(p.name() + " did not print \"" + text + "\" (alive=" + p.isAlive() + "):\n"
+                    + p.output() + "\n" + fabric.diagnostics());
         }
     }
 
     private static String run(JverbsFabric.Host h, String name, String... args) {
-        try (JverbsFabric.Proc p = fabric.start(h, name, JverbsFabric.javaApp(CmServiceApp.class, args))) {
+        try (Proc p = fabric.start(h, name, JverbsFabric.javaApp(CmServiceApp.class, args))) {
             int exit = p.waitFor(Duration.ofSeconds(120));
             assertThat(exit).as("%s exit%n%s%n%s", name, p.output(), fabric.diagnostics()).isZero();
             return p.output();
@@ -73,7 +68,7 @@ class JverbsCmServiceIT {
             bytes += CmServiceApp.size(i);
         }
         String expected = String.format("OK messages=%d bytes=%d crc=0x%08x", n, bytes, crc.getValue());
-        try (JverbsFabric.Proc server = fabric.start(fabric.b, "server",
+        try (Proc server = fabric.start(fabric.b, "server",
                 JverbsFabric.javaApp(CmServiceApp.class, "server", "7001", Integer.toString(n)))) {
             awaitLine(server, "LISTENING");
             String client = run(fabric.a, "client", "client", fabric.b.addr(), "7001", Integer.toString(n));
@@ -89,7 +84,7 @@ class JverbsCmServiceIT {
 
     @Test
     void aRejectCarriesItsPrivateDataToTheClient() {
-        try (JverbsFabric.Proc server = fabric.start(fabric.b, "reject-server",
+        try (Proc server = fabric.start(fabric.b, "reject-server",
                 JverbsFabric.javaApp(CmServiceApp.class, "reject-server", "7002"))) {
             awaitLine(server, "LISTENING");
             String client = run(fabric.a, "reject-client", "reject-client", fabric.b.addr(), "7002");
@@ -114,10 +109,10 @@ class JverbsCmServiceIT {
 
     @Test
     void aKilledListenerResetsItsRequesterAndFreesTheService() {
-        try (JverbsFabric.Proc taker = fabric.start(fabric.b, "take-server",
+        try (Proc taker = fabric.start(fabric.b, "take-server",
                 JverbsFabric.javaApp(CmServiceApp.class, "take-server", "7003"))) {
             awaitLine(taker, "LISTENING");
-            try (JverbsFabric.Proc client = fabric.start(fabric.a, "reset-client",
+            try (Proc client = fabric.start(fabric.a, "reset-client",
                     JverbsFabric.javaApp(CmServiceApp.class, "reset-client", fabric.b.addr(), "7003"))) {
                 awaitLine(taker, "TOOK request from 198.18.0.1 private=hello from the client");
                 taker.close(); // SIGKILL: the daemon sees the connection close
@@ -127,7 +122,7 @@ class JverbsCmServiceIT {
             }
         }
         // The service is free again, and works end to end.
-        try (JverbsFabric.Proc server = fabric.start(fabric.b, "server-again",
+        try (Proc server = fabric.start(fabric.b, "server-again",
                 JverbsFabric.javaApp(CmServiceApp.class, "server", "7003", "10"))) {
             awaitLine(server, "LISTENING");
             String client = run(fabric.a, "client-again", "client", fabric.b.addr(), "7003", "10");
@@ -139,11 +134,11 @@ class JverbsCmServiceIT {
 
     @Test
     void rcPingPongThroughTheDaemonService() {
-        try (JverbsFabric.Proc server = fabric.start(fabric.b, "pp-server",
+        try (Proc server = fabric.start(fabric.b, "pp-server",
                 JverbsFabric.jverbs("rc-pingpong", "-d", "mrce0", "-g", "0", "-n", "200", "-s", "2048", "-c",
                         "--cm", "daemon", "-p", "7004"))) {
             awaitLine(server, "listening on service 7004");
-            try (JverbsFabric.Proc client = fabric.start(fabric.a, "pp-client",
+            try (Proc client = fabric.start(fabric.a, "pp-client",
                     JverbsFabric.jverbs("rc-pingpong", "-d", "mrce0", "-g", "0", "-n", "200", "-s", "2048", "-c",
                             "--cm", "daemon", "-p", "7004", fabric.b.addr()))) {
                 int ce = client.waitFor(Duration.ofSeconds(120));

@@ -2,6 +2,8 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.it.Env;
+import io.metaroce.it.Proc;
 import io.metaroce.it.jverbs.apps.ErrorsApp;
 import io.metaroce.it.jverbs.apps.LeakApp;
 import io.metaroce.it.jverbs.apps.SendRecvApp;
@@ -26,8 +28,8 @@ class JverbsDataPathIT {
 
     @BeforeAll
     static void fabric() {
-        JverbsFabric.assumeRoot();
-        fabric = new JverbsFabric("JverbsDataPathIT", 9000).startDaemons();
+        Env.assumeNamespaces();
+        fabric = JverbsFabric.withDaemons("JverbsDataPathIT", 9000);
     }
 
     @AfterAll
@@ -65,7 +67,7 @@ class JverbsDataPathIT {
 
     @Test
     void errorsAreClear() {
-        try (JverbsFabric.Proc p = fabric.start(fabric.a, "errors", JverbsFabric.javaApp(ErrorsApp.class))) {
+        try (Proc p = fabric.start(fabric.a, "errors", JverbsFabric.javaApp(ErrorsApp.class))) {
             int exit = p.waitFor(Duration.ofSeconds(120));
             String out = p.output();
             assertThat(out).as(out).contains("10 passed, 0 failed");
@@ -92,7 +94,7 @@ class JverbsDataPathIT {
         var cmd = new java.util.ArrayList<>(JverbsFabric.javaApp(LeakApp.class, "120000", "20000"));
         int at = cmd.indexOf("-XX:+UseSerialGC");
         cmd.addAll(at, java.util.List.of("-Xint", "-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch"));
-        try (JverbsFabric.Proc p = fabric.start(fabric.a, "leak", cmd)) {
+        try (Proc p = fabric.start(fabric.a, "leak", cmd)) {
             int exit = p.waitFor(Duration.ofSeconds(300));
             String out = p.output();
             assertThat(exit).as(out).isZero();

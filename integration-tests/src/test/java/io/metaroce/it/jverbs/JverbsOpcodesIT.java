@@ -2,6 +2,8 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.it.Env;
+import io.metaroce.it.Proc;
 import io.metaroce.it.jverbs.apps.OpcodesApp;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
@@ -24,8 +26,8 @@ class JverbsOpcodesIT {
 
     @BeforeAll
     static void fabric() {
-        JverbsFabric.assumeRoot();
-        fabric = new JverbsFabric("JverbsOpcodesIT", 9000).startDaemons();
+        Env.assumeNamespaces();
+        fabric = JverbsFabric.withDaemons("JverbsOpcodesIT", 9000);
     }
 
     @AfterAll
@@ -48,7 +50,7 @@ class JverbsOpcodesIT {
 
     @Test
     void sharedReceiveQueue() {
-        try (JverbsFabric.Proc p = fabric.start(fabric.a, "srq", JverbsFabric.javaApp(OpcodesApp.class, "srq"))) {
+        try (Proc p = fabric.start(fabric.a, "srq", JverbsFabric.javaApp(OpcodesApp.class, "srq"))) {
             int exit = p.waitFor(Duration.ofSeconds(120));
             assertThat(p.output()).contains("PASS sharedReceiveQueueFeedsAQueuePair").contains("1 passed, 0 failed");
             assertThat(exit).isZero();

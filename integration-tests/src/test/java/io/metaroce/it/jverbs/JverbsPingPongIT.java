@@ -2,6 +2,7 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.it.Env;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,8 +26,8 @@ class JverbsPingPongIT {
 
     @BeforeAll
     static void fabric() {
-        JverbsFabric.assumeRoot();
-        fabric = new JverbsFabric("JverbsPingPongIT", 1500).startDaemons();
+        Env.assumeNamespaces();
+        fabric = JverbsFabric.withDaemons("JverbsPingPongIT", 1500);
     }
 
     @AfterAll
