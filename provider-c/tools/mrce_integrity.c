@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mrce_tool_common.h"
+
 #define MAX_MSG (1u << 20)
 #define RX_DEPTH 16
 #define TX_DEPTH 16
@@ -92,47 +94,13 @@ struct ctx {
 	struct ibv_port_attr port_attr;
 };
 
-static __attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt,
-								  ...)
-{
-	va_list ap;
-
-	printf("mrce_integrity: FAIL ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	exit(1);
-}
-
-static void on_alarm(int sig)
-{
-	static const char msg[] = "mrce_integrity: FAIL timeout\n";
-	ssize_t n;
-
-	(void)sig;
-	n = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
-	(void)n;
-	_exit(1);
-}
-
-/* splitmix64: the pattern and the random sizes. */
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint32_t msg_size(uint32_t i, uint32_t seed)
 {
 	uint64_t r;
 
 	if (i % 2 == 0)
 		return fixed_sizes[(i / 2) % N_FIXED];
-	r = mix(((uint64_t)seed << 32) ^ i ^ 0x5a5a5a5a00000000ull);
+	r = tool_mix(((uint64_t)seed << 32) ^ i ^ 0x5a5a5a5a00000000ull);
 	/* Log-uniform-ish: most small, some up to MAX_MSG. */
 	return (uint32_t)((r >> 8) % ((1u << (r % 21)) + 1));
 }
@@ -140,155 +108,39 @@ static uint32_t msg_size(uint32_t i, uint32_t seed)
 static void fill_pattern(uint8_t *p, uint32_t len, uint32_t i, uint32_t size,
 			 uint32_t seed)
 {
-	uint64_t state = mix(((uint64_t)i << 32) ^ size ^ ((uint64_t)seed << 16));
+	uint64_t state = tool_mix(((uint64_t)i << 32) ^ size ^ ((uint64_t)seed << 16));
 	uint32_t off;
 
 	for (off = 0; off < len; off += 8) {
-		uint64_t v = mix(state + off);
+		uint64_t v = tool_mix(state + off);
 		uint32_t n = len - off < 8 ? len - off : 8;
 
 		memcpy(p + off, &v, n);
 	}
 }
 
-static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t len)
-{
-	static uint32_t table[256];
-	size_t k;
-
-	if (!table[1]) {
-		for (uint32_t n = 0; n < 256; n++) {
-			uint32_t c = n;
-
-			for (int j = 0; j < 8; j++)
-				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-			table[n] = c;
-		}
-	}
-	crc = ~crc;
-	for (k = 0; k < len; k++)
-		crc = table[(crc ^ p[k]) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
-static void write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n <= 0)
-			fail("tcp write: %s", strerror(errno));
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-static void read_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n == 0)
-			fail("tcp: peer closed the connection");
-		if (n < 0)
-			fail("tcp read: %s", strerror(errno));
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-static int tcp_connect(const char *host, int port)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *ai;
-	char service[16];
-	int fd = -1;
-
-	snprintf(service, sizeof(service), "%d", port);
-	if (getaddrinfo(host, service, &hints, &res))
-		fail("cannot resolve %s", host);
-	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-		for (ai = res; ai; ai = ai->ai_next) {
-			fd = socket(ai->ai_family, ai->ai_socktype, 0);
-			if (fd < 0)
-				continue;
-			if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
-				break;
-			close(fd);
-			fd = -1;
-		}
-		if (fd < 0)
-			usleep(100 * 1000); /* the server may not listen yet */
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		fail("cannot connect to %s:%d", host, port);
-	return fd;
-}
-
-static int tcp_accept(int port)
-{
-	struct sockaddr_in6 addr = { .sin6_family = AF_INET6,
-				     .sin6_port = htons((uint16_t)port),
-				     .sin6_addr = IN6ADDR_ANY_INIT };
-	int one = 1, zero = 0, lfd, fd;
-
-	lfd = socket(AF_INET6, SOCK_STREAM, 0);
-	if (lfd < 0)
-		fail("socket: %s", strerror(errno));
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) || listen(lfd, 1))
-		fail("listen on port %d: %s", port, strerror(errno));
-	fd = accept(lfd, NULL, NULL);
-	if (fd < 0)
-		fail("accept: %s", strerror(errno));
-	close(lfd);
-	return fd;
-}
-
 static void setup(struct ctx *c, const struct opts *o, size_t buf_size)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
 	struct ibv_qp_init_attr init = { 0 };
 	struct ibv_qp_attr attr;
 
-	if (!list)
-		fail("ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; list[i]; i++) {
-		if (!o->dev || !strcmp(ibv_get_device_name(list[i]), o->dev)) {
-			dev = list[i];
-			break;
-		}
-	}
-	if (!dev)
-		fail("device %s not found", o->dev ? o->dev : "(any)");
-	c->context = ibv_open_device(dev);
-	ibv_free_device_list(list);
-	if (!c->context)
-		fail("ibv_open_device: %s", strerror(errno));
+	c->context = tool_open_device(o->dev);
 	if (ibv_query_port(c->context, IB_PORT, &c->port_attr))
-		fail("ibv_query_port");
+		tool_fail("ibv_query_port");
 	c->pd = ibv_alloc_pd(c->context);
 	if (!c->pd)
-		fail("ibv_alloc_pd: %s", strerror(errno));
+		tool_fail("ibv_alloc_pd: %s", strerror(errno));
 	c->buf_size = buf_size;
 	c->buf = aligned_alloc(4096, buf_size);
 	if (!c->buf)
-		fail("out of memory");
+		tool_fail("out of memory");
 	memset(c->buf, 0, buf_size);
 	c->mr = ibv_reg_mr(c->pd, c->buf, buf_size, IBV_ACCESS_LOCAL_WRITE);
 	if (!c->mr)
-		fail("ibv_reg_mr: %s", strerror(errno));
+		tool_fail("ibv_reg_mr: %s", strerror(errno));
 	c->cq = ibv_create_cq(c->context, RX_DEPTH + TX_DEPTH, NULL, NULL, 0);
 	if (!c->cq)
-		fail("ibv_create_cq: %s", strerror(errno));
+		tool_fail("ibv_create_cq: %s", strerror(errno));
 	init.send_cq = c->cq;
 	init.recv_cq = c->cq;
 	init.qp_type = IBV_QPT_RC;
@@ -299,9 +151,9 @@ static void setup(struct ctx *c, const struct opts *o, size_t buf_size)
 	init.cap.max_inline_data = 64;
 	c->qp = ibv_create_qp(c->pd, &init);
 	if (!c->qp)
-		fail("ibv_create_qp: %s", strerror(errno));
+		tool_fail("ibv_create_qp: %s", strerror(errno));
 	if (ibv_query_qp(c->qp, &attr, IBV_QP_CAP, &init))
-		fail("ibv_query_qp");
+		tool_fail("ibv_query_qp");
 	c->max_inline = init.cap.max_inline_data;
 
 	memset(&attr, 0, sizeof(attr));
@@ -312,7 +164,7 @@ static void setup(struct ctx *c, const struct opts *o, size_t buf_size)
 	if (ibv_modify_qp(c->qp, &attr,
 			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				  IBV_QP_ACCESS_FLAGS))
-		fail("modify_qp to INIT");
+		tool_fail("modify_qp to INIT");
 }
 
 static void connect_qp(struct ctx *c, const struct opts *o, uint32_t my_psn,
@@ -337,7 +189,7 @@ static void connect_qp(struct ctx *c, const struct opts *o, uint32_t my_psn,
 				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				  IBV_QP_MAX_DEST_RD_ATOMIC |
 				  IBV_QP_MIN_RNR_TIMER))
-		fail("modify_qp to RTR");
+		tool_fail("modify_qp to RTR");
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
 	attr.timeout = 14;
@@ -349,7 +201,7 @@ static void connect_qp(struct ctx *c, const struct opts *o, uint32_t my_psn,
 			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 				  IBV_QP_MAX_QP_RD_ATOMIC))
-		fail("modify_qp to RTS");
+		tool_fail("modify_qp to RTS");
 }
 
 static void my_info(struct ctx *c, const struct opts *o, struct conn_info *me)
@@ -358,9 +210,9 @@ static void my_info(struct ctx *c, const struct opts *o, struct conn_info *me)
 
 	memset(me, 0, sizeof(*me));
 	if (ibv_query_gid(c->context, IB_PORT, o->gidx, &gid))
-		fail("ibv_query_gid %d", o->gidx);
+		tool_fail("ibv_query_gid %d", o->gidx);
 	me->qpn = c->qp->qp_num;
-	me->psn = (uint32_t)(mix((uint64_t)getpid() ^ (uint64_t)time(NULL)) &
+	me->psn = (uint32_t)(tool_mix((uint64_t)getpid() ^ (uint64_t)time(NULL)) &
 			     0xffffff);
 	me->messages = o->messages;
 	me->seed = o->seed;
@@ -372,7 +224,7 @@ static void teardown(struct ctx *c)
 	if (ibv_destroy_qp(c->qp) || ibv_destroy_cq(c->cq) ||
 	    ibv_dereg_mr(c->mr) || ibv_dealloc_pd(c->pd) ||
 	    ibv_close_device(c->context))
-		fail("teardown: %s", strerror(errno));
+		tool_fail("teardown: %s", strerror(errno));
 	free(c->buf);
 }
 
@@ -389,7 +241,7 @@ static void post_recv_slot(struct ctx *c, uint32_t slot)
 	int ret = ibv_post_recv(c->qp, &wr, &bad);
 
 	if (ret)
-		fail("ibv_post_recv: %s", strerror(ret));
+		tool_fail("ibv_post_recv: %s", strerror(ret));
 }
 
 static int run_server(const struct opts *o)
@@ -405,15 +257,15 @@ static int run_server(const struct opts *o)
 	setup(&c, o, (size_t)RX_DEPTH * MAX_MSG);
 	for (uint32_t s = 0; s < RX_DEPTH; s++)
 		post_recv_slot(&c, s);
-	fd = tcp_accept(o->port);
-	read_all(fd, &peer, sizeof(peer));
+	fd = tool_tcp_accept(o->port);
+	tool_read_all(fd, &peer, sizeof(peer));
 	my_info(&c, o, &me);
-	write_all(fd, &me, sizeof(me));
+	tool_write_all(fd, &me, sizeof(me));
 	connect_qp(&c, o, me.psn, &peer);
 
 	expect = malloc(MAX_MSG);
 	if (!expect)
-		fail("out of memory");
+		tool_fail("out of memory");
 	while (i < peer.messages) {
 		struct ibv_wc wc;
 		uint32_t size, slot;
@@ -421,29 +273,29 @@ static int run_server(const struct opts *o)
 		int n = ibv_poll_cq(c.cq, 1, &wc);
 
 		if (n < 0)
-			fail("ibv_poll_cq: %d", n);
+			tool_fail("ibv_poll_cq: %d", n);
 		if (n == 0)
 			continue;
 		if (wc.status != IBV_WC_SUCCESS)
-			fail("message %u: completion status %s (%d)", i,
+			tool_fail("message %u: completion status %s (%d)", i,
 			     ibv_wc_status_str(wc.status), wc.status);
 		if (wc.opcode != IBV_WC_RECV)
-			fail("message %u: opcode %d, not RECV", i, wc.opcode);
+			tool_fail("message %u: opcode %d, not RECV", i, wc.opcode);
 		size = msg_size(i, peer.seed);
 		slot = (uint32_t)wc.wr_id;
 		if (slot != i % RX_DEPTH)
-			fail("message %u: landed in buffer %u, expected %u", i,
+			tool_fail("message %u: landed in buffer %u, expected %u", i,
 			     slot, i % RX_DEPTH);
 		if (wc.byte_len != size)
-			fail("message %u: byte_len %u, expected %u", i,
+			tool_fail("message %u: byte_len %u, expected %u", i,
 			     wc.byte_len, size);
 		if (i % 2) {
 			if (!(wc.wc_flags & IBV_WC_WITH_IMM) ||
 			    ntohl(wc.imm_data) != i)
-				fail("message %u: immediate missing or wrong (flags 0x%x imm 0x%x)",
+				tool_fail("message %u: immediate missing or wrong (flags 0x%x imm 0x%x)",
 				     i, wc.wc_flags, ntohl(wc.imm_data));
 		} else if (wc.wc_flags & IBV_WC_WITH_IMM) {
-			fail("message %u: unexpected immediate", i);
+			tool_fail("message %u: unexpected immediate", i);
 		}
 		got = c.buf + (size_t)slot * MAX_MSG;
 		fill_pattern(expect, size, i, size, peer.seed);
@@ -452,10 +304,10 @@ static int run_server(const struct opts *o)
 
 			while (got[k] == expect[k])
 				k++;
-			fail("message %u (size %u): byte %u is 0x%02x, expected 0x%02x",
+			tool_fail("message %u (size %u): byte %u is 0x%02x, expected 0x%02x",
 			     i, size, k, got[k], expect[k]);
 		}
-		crc = crc32_update(crc, got, size);
+		crc = tool_crc32_update(crc, got, size);
 		bytes += size;
 		memset(got, 0, size); /* a stale byte must not pass next time */
 		i++;
@@ -463,15 +315,15 @@ static int run_server(const struct opts *o)
 		credits++;
 		if (++since_grant == RX_DEPTH / 2 || i == peer.messages) {
 			rec = (struct record){ .type = REC_CREDIT, .a = credits };
-			write_all(fd, &rec, sizeof(rec));
+			tool_write_all(fd, &rec, sizeof(rec));
 			since_grant = 0;
 		}
 	}
 	rec = (struct record){ .type = REC_RESULT, .a = 0, .b = crc };
-	write_all(fd, &rec, sizeof(rec));
-	read_all(fd, &rec, sizeof(rec));
+	tool_write_all(fd, &rec, sizeof(rec));
+	tool_read_all(fd, &rec, sizeof(rec));
 	if (rec.type != REC_DONE)
-		fail("unexpected record %u from client", rec.type);
+		tool_fail("unexpected record %u from client", rec.type);
 	free(expect);
 	teardown(&c);
 	close(fd);
@@ -487,17 +339,17 @@ static uint32_t reap_sends(struct ctx *c, uint32_t done)
 	int n = ibv_poll_cq(c->cq, 8, wc);
 
 	if (n < 0)
-		fail("ibv_poll_cq: %d", n);
+		tool_fail("ibv_poll_cq: %d", n);
 	for (int k = 0; k < n; k++) {
 		if (wc[k].status != IBV_WC_SUCCESS)
-			fail("send %llu: completion status %s (%d)",
+			tool_fail("send %llu: completion status %s (%d)",
 			     (unsigned long long)wc[k].wr_id,
 			     ibv_wc_status_str(wc[k].status), wc[k].status);
 		if (wc[k].opcode != IBV_WC_SEND)
-			fail("send %llu: opcode %d, not SEND",
+			tool_fail("send %llu: opcode %d, not SEND",
 			     (unsigned long long)wc[k].wr_id, wc[k].opcode);
 		if (wc[k].wr_id + 1 <= done)
-			fail("send %llu: completed twice or out of order",
+			tool_fail("send %llu: completed twice or out of order",
 			     (unsigned long long)wc[k].wr_id);
 		done = (uint32_t)wc[k].wr_id + 1; /* RC: all before it too */
 	}
@@ -514,10 +366,10 @@ static int run_client(const struct opts *o)
 	int fd;
 
 	setup(&c, o, (size_t)TX_DEPTH * MAX_MSG);
-	fd = tcp_connect(o->host, o->port);
+	fd = tool_tcp_connect(o->host, o->port);
 	my_info(&c, o, &me);
-	write_all(fd, &me, sizeof(me));
-	read_all(fd, &peer, sizeof(peer));
+	tool_write_all(fd, &me, sizeof(me));
+	tool_read_all(fd, &peer, sizeof(peer));
 	connect_qp(&c, o, me.psn, &peer);
 
 	for (uint32_t i = 0; i < o->messages; i++) {
@@ -532,13 +384,13 @@ static int run_client(const struct opts *o)
 		while (i - done >= TX_DEPTH)
 			done = reap_sends(&c, done);
 		while (i >= credits) {
-			read_all(fd, &rec, sizeof(rec));
+			tool_read_all(fd, &rec, sizeof(rec));
 			if (rec.type != REC_CREDIT)
-				fail("unexpected record %u from server", rec.type);
+				tool_fail("unexpected record %u from server", rec.type);
 			credits = rec.a;
 		}
 		fill_pattern(p, size, i, size, o->seed);
-		crc = crc32_update(crc, p, size);
+		crc = tool_crc32_update(crc, p, size);
 		bytes += size;
 
 		wr.wr_id = i;
@@ -553,24 +405,24 @@ static int run_client(const struct opts *o)
 			wr.send_flags |= IBV_SEND_INLINE;
 		ret = ibv_post_send(c.qp, &wr, &bad);
 		if (ret)
-			fail("ibv_post_send message %u: %s", i, strerror(ret));
+			tool_fail("ibv_post_send message %u: %s", i, strerror(ret));
 	}
 	while (done < o->messages)
 		done = reap_sends(&c, done);
 	for (;;) {
-		read_all(fd, &rec, sizeof(rec));
+		tool_read_all(fd, &rec, sizeof(rec));
 		if (rec.type == REC_RESULT)
 			break;
 		if (rec.type != REC_CREDIT)
-			fail("unexpected record %u from server", rec.type);
+			tool_fail("unexpected record %u from server", rec.type);
 	}
 	if (rec.a)
-		fail("server reported failure %u", rec.a);
+		tool_fail("server reported failure %u", rec.a);
 	if (rec.b != crc)
-		fail("checksum mismatch: sent 0x%08x, server got 0x%08x", crc,
+		tool_fail("checksum mismatch: sent 0x%08x, server got 0x%08x", crc,
 		     rec.b);
 	rec = (struct record){ .type = REC_DONE };
-	write_all(fd, &rec, sizeof(rec));
+	tool_write_all(fd, &rec, sizeof(rec));
 	teardown(&c);
 	close(fd);
 	printf("mrce_integrity: OK messages=%u bytes=%llu checksum=0x%08x\n",
@@ -621,8 +473,6 @@ int main(int argc, char **argv)
 		o.host = argv[optind];
 	if (optind + 1 < argc)
 		usage(argv[0]);
-	signal(SIGALRM, on_alarm);
-	signal(SIGPIPE, SIG_IGN);
-	alarm(o.timeout);
+	tool_init("mrce_integrity", o.timeout);
 	return o.host ? run_client(&o) : run_server(&o);
 }

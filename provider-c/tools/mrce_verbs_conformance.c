@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mrce_tool_common.h"
+
 #define IB_PORT 1
 #define BUF_SIZE (1u << 20)
 #define NW_SIZE 4096
@@ -164,45 +166,12 @@ struct side {
 	struct ibv_wc last_ud;
 };
 
-static __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt,
-							     ...)
-{
-	va_list ap;
-
-	printf("mrce_verbs_conformance: FAIL ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	exit(1);
-}
-
-static void on_alarm(int sig)
-{
-	static const char msg[] = "mrce_verbs_conformance: FAIL timeout\n";
-	ssize_t n;
-
-	(void)sig;
-	n = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
-	(void)n;
-	_exit(1);
-}
-
 /* ------------------------------------------------------------ helpers */
-
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* Byte i of pattern `seed`: never the canary, so damage is visible. */
 static uint8_t pat(uint32_t seed, uint32_t i)
 {
-	uint8_t b = (uint8_t)(mix(((uint64_t)seed << 32) | (i / 8)) >> (8 * (i % 8)));
+	uint8_t b = (uint8_t)(tool_mix(((uint64_t)seed << 32) | (i / 8)) >> (8 * (i % 8)));
 
 	return b == CANARY ? (uint8_t)(b ^ 0xff) : b;
 }
@@ -211,25 +180,6 @@ static void fill(uint8_t *p, uint32_t len, uint32_t seed)
 {
 	for (uint32_t i = 0; i < len; i++)
 		p[i] = pat(seed, i);
-}
-
-static uint32_t crc32(const uint8_t *p, size_t len)
-{
-	static uint32_t table[256];
-	uint32_t crc = 0xffffffffu;
-
-	if (!table[1]) {
-		for (uint32_t n = 0; n < 256; n++) {
-			uint32_t c = n;
-
-			for (int j = 0; j < 8; j++)
-				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-			table[n] = c;
-		}
-	}
-	for (size_t k = 0; k < len; k++)
-		crc = table[(crc ^ p[k]) & 0xff] ^ (crc >> 8);
-	return ~crc;
 }
 
 static uint32_t damage(const uint8_t *p, size_t len)
@@ -247,87 +197,6 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n <= 0)
-			die("tcp write: %s", strerror(errno));
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-static void read_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n == 0)
-			die("tcp: peer closed the connection");
-		if (n < 0)
-			die("tcp read: %s", strerror(errno));
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-static int tcp_connect(const char *host, int port)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *ai;
-	char service[16];
-	int fd = -1;
-
-	snprintf(service, sizeof(service), "%d", port);
-	if (getaddrinfo(host, service, &hints, &res))
-		die("cannot resolve %s", host);
-	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-		for (ai = res; ai; ai = ai->ai_next) {
-			fd = socket(ai->ai_family, ai->ai_socktype, 0);
-			if (fd < 0)
-				continue;
-			if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
-				break;
-			close(fd);
-			fd = -1;
-		}
-		if (fd < 0)
-			usleep(100 * 1000);
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		die("cannot connect to %s:%d", host, port);
-	return fd;
-}
-
-static int tcp_accept(int port)
-{
-	struct sockaddr_in6 addr = { .sin6_family = AF_INET6,
-				     .sin6_port = htons((uint16_t)port),
-				     .sin6_addr = IN6ADDR_ANY_INIT };
-	int one = 1, zero = 0, lfd, fd;
-
-	lfd = socket(AF_INET6, SOCK_STREAM, 0);
-	if (lfd < 0)
-		die("socket: %s", strerror(errno));
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) || listen(lfd, 1))
-		die("listen on port %d: %s", port, strerror(errno));
-	fd = accept(lfd, NULL, NULL);
-	if (fd < 0)
-		die("accept: %s", strerror(errno));
-	close(lfd);
-	return fd;
 }
 
 /* ------------------------------------------------------------- setup */
@@ -460,32 +329,20 @@ static int connect_qp(struct side *s, int i, bool server)
 
 static void setup(struct side *s, const struct opts *o, bool server)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_device *dev = NULL;
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-	for (int i = 0; list && list[i]; i++)
-		if (!o->dev || !strcmp(ibv_get_device_name(list[i]), o->dev)) {
-			dev = list[i];
-			break;
-		}
-	if (!dev)
-		die("device %s not found", o->dev ? o->dev : "(any)");
-	s->ctx = ibv_open_device(dev);
-	ibv_free_device_list(list);
-	if (!s->ctx)
-		die("ibv_open_device: %s", strerror(errno));
+	s->ctx = tool_open_device(o->dev);
 	if (ibv_query_device(s->ctx, &s->attr) ||
 	    ibv_query_port(s->ctx, IB_PORT, &s->port) ||
 	    ibv_query_gid(s->ctx, IB_PORT, o->gidx, &s->gid))
-		die("query device/port/gid");
+		tool_fail("query device/port/gid");
 	s->wait = o->wait;
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->buf = aligned_alloc(4096, BUF_SIZE);
 	s->nw = aligned_alloc(4096, NW_SIZE);
 	if (!s->pd || !s->buf || !s->nw)
-		die("alloc_pd/memory: %s", strerror(errno));
+		tool_fail("alloc_pd/memory: %s", strerror(errno));
 	memset(s->buf, CANARY, BUF_SIZE);
 	memset(s->nw, CANARY, NW_SIZE);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, access);
@@ -493,11 +350,11 @@ static void setup(struct side *s, const struct opts *o, bool server)
 	s->nw_mr = ibv_reg_mr(s->pd, s->nw, NW_SIZE,
 			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!s->mr || !s->nw_mr)
-		die("ibv_reg_mr: %s", strerror(errno));
+		tool_fail("ibv_reg_mr: %s", strerror(errno));
 	s->scq = ibv_create_cq(s->ctx, 512, NULL, NULL, 0);
 	s->rcq = ibv_create_cq(s->ctx, 512, NULL, NULL, 0);
 	if (!s->scq || !s->rcq)
-		die("ibv_create_cq: %s", strerror(errno));
+		tool_fail("ibv_create_cq: %s", strerror(errno));
 	if (!server) {
 		struct ibv_cq_init_attr_ex ca = {
 			.cqe = 2 * SQ_DEPTH,
@@ -533,18 +390,18 @@ static void setup(struct side *s, const struct opts *o, bool server)
 	s->me.rkey = s->mr->rkey;
 	s->me.nw = (uintptr_t)s->nw;
 	s->me.nw_rkey = s->nw_mr->rkey;
-	s->me.psn = (uint32_t)(mix((uint64_t)getpid() ^ (uint64_t)time(NULL)) &
+	s->me.psn = (uint32_t)(tool_mix((uint64_t)getpid() ^ (uint64_t)time(NULL)) &
 			       0xffffff);
 }
 
 static void exchange_and_connect(struct side *s, bool server)
 {
 	if (server) {
-		read_all(s->fd, &s->peer, sizeof(s->peer));
-		write_all(s->fd, &s->me, sizeof(s->me));
+		tool_read_all(s->fd, &s->peer, sizeof(s->peer));
+		tool_write_all(s->fd, &s->me, sizeof(s->me));
 	} else {
-		write_all(s->fd, &s->me, sizeof(s->me));
-		read_all(s->fd, &s->peer, sizeof(s->peer));
+		tool_write_all(s->fd, &s->me, sizeof(s->me));
+		tool_read_all(s->fd, &s->peer, sizeof(s->peer));
 	}
 	for (int i = 0; i < NQP; i++) {
 		int ret;
@@ -592,17 +449,17 @@ static struct rec to_rec(struct side *s, const struct ibv_wc *wc)
 			   !memcmp(g->dgid.raw, s->me.gid, 16) &&
 			   g->next_hdr == 0x1b;
 		if (wc->byte_len >= GRH_LEN)
-			r.crc = crc32(p + GRH_LEN, wc->byte_len - GRH_LEN);
+			r.crc = tool_crc32(p + GRH_LEN, wc->byte_len - GRH_LEN);
 		s->last_ud = *wc;
 	} else if (wc->opcode == IBV_WC_RECV && wc->byte_len <= 100) {
-		r.crc = crc32(p, wc->byte_len);
+		r.crc = tool_crc32(p, wc->byte_len);
 	} else if (wc->opcode == IBV_WC_RECV) {
 		/* Two SGEs: 100 bytes, a 100-byte gap, the rest. */
 		uint8_t *tmp = malloc(wc->byte_len);
 
 		memcpy(tmp, p, 100);
 		memcpy(tmp + 100, p + 200, wc->byte_len - 100);
-		r.crc = crc32(tmp, wc->byte_len);
+		r.crc = tool_crc32(tmp, wc->byte_len);
 		free(tmp);
 	}
 	return r;
@@ -750,7 +607,7 @@ static void ud_reply(struct side *s, uint32_t len, struct reply *rep)
 		;
 	if (!rep->status && (n != 1 || wc.status != IBV_WC_SUCCESS))
 		rep->status = EIO;
-	rep->v = crc32(src, len);
+	rep->v = tool_crc32(src, len);
 	ibv_destroy_ah(ah);
 }
 
@@ -762,7 +619,7 @@ static int run_server(const struct opts *o)
 	struct rec recs[64];
 
 	setup(&s, o, true);
-	s.fd = tcp_accept(o->port);
+	s.fd = tool_tcp_accept(o->port);
 	exchange_and_connect(&s, true);
 	{
 		int fl = fcntl(s.ctx->async_fd, F_GETFL);
@@ -770,7 +627,7 @@ static int run_server(const struct opts *o)
 		fcntl(s.ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
 	}
 	for (;;) {
-		read_all(s.fd, &c, sizeof(c));
+		tool_read_all(s.fd, &c, sizeof(c));
 		memset(&rep, 0, sizeof(rep));
 		switch (c.op) {
 		case C_RESET:
@@ -781,10 +638,10 @@ static int run_server(const struct opts *o)
 			fill(s.buf + c.b, (uint32_t)c.c, c.a);
 			break;
 		case C_CRC:
-			rep.v = crc32(s.buf + c.b, c.c);
+			rep.v = tool_crc32(s.buf + c.b, c.c);
 			break;
 		case C_NW_CRC:
-			rep.v = crc32(s.nw + c.b, c.c);
+			rep.v = tool_crc32(s.nw + c.b, c.c);
 			break;
 		case C_DAMAGE:
 			rep.v = damage(s.buf + c.b, c.c);
@@ -813,8 +670,8 @@ static int run_server(const struct opts *o)
 				if (n == 1)
 					recs[rep.n++] = to_rec(&s, &wc);
 			}
-			write_all(s.fd, &rep, sizeof(rep));
-			write_all(s.fd, recs, rep.n * sizeof(recs[0]));
+			tool_write_all(s.fd, &rep, sizeof(rep));
+			tool_write_all(s.fd, recs, rep.n * sizeof(recs[0]));
 			continue;
 		}
 		case C_SRQ_ARM: {
@@ -864,23 +721,23 @@ static int run_server(const struct opts *o)
 			ud_reply(&s, (uint32_t)c.b, &rep);
 			break;
 		case C_DONE:
-			write_all(s.fd, &rep, sizeof(rep));
+			tool_write_all(s.fd, &rep, sizeof(rep));
 			goto done;
 		default:
-			die("unknown command %u", c.op);
+			tool_fail("unknown command %u", c.op);
 		}
-		write_all(s.fd, &rep, sizeof(rep));
+		tool_write_all(s.fd, &rep, sizeof(rep));
 	}
 done:
 	drain_async(&s, 0);
 	for (int i = 0; i < NQP; i++)
 		if (s.qp[i] && ibv_destroy_qp(s.qp[i]))
-			die("destroy_qp %s", qp_names[i]);
+			tool_fail("destroy_qp %s", qp_names[i]);
 	if ((s.srq && ibv_destroy_srq(s.srq)) || ibv_destroy_cq(s.scq) ||
 	    ibv_destroy_cq(s.rcq) || ibv_dereg_mr(s.mr) ||
 	    ibv_dereg_mr(s.nw_mr) || ibv_dealloc_pd(s.pd) ||
 	    ibv_close_device(s.ctx))
-		die("teardown: %s", strerror(errno));
+		tool_fail("teardown: %s", strerror(errno));
 	printf("mrce_verbs_conformance: server done\n");
 	return 0;
 }
@@ -909,8 +766,8 @@ static struct reply call(struct side *s, uint32_t op, uint32_t a, uint64_t b,
 	struct cmd cmd = { .op = op, .a = a, .b = b, .c = c };
 	struct reply r;
 
-	write_all(s->fd, &cmd, sizeof(cmd));
-	read_all(s->fd, &r, sizeof(r));
+	tool_write_all(s->fd, &cmd, sizeof(cmd));
+	tool_read_all(s->fd, &r, sizeof(r));
 	return r;
 }
 
@@ -919,9 +776,9 @@ static int wait_recv(struct side *s, uint32_t n, struct rec *recs)
 	struct cmd cmd = { .op = C_WAIT_RECV, .b = n };
 	struct reply r;
 
-	write_all(s->fd, &cmd, sizeof(cmd));
-	read_all(s->fd, &r, sizeof(r));
-	read_all(s->fd, recs, r.n * sizeof(*recs));
+	tool_write_all(s->fd, &cmd, sizeof(cmd));
+	tool_read_all(s->fd, &r, sizeof(r));
+	tool_read_all(s->fd, recs, r.n * sizeof(*recs));
 	return (int)r.n;
 }
 
@@ -949,7 +806,7 @@ static int check_remote(struct side *s, uint64_t off, const uint8_t *expect,
 			uint32_t len, const char *what)
 {
 	struct reply r = call(s, C_CRC, 0, off, len);
-	uint32_t want = crc32(expect, len);
+	uint32_t want = tool_crc32(expect, len);
 
 	if ((uint32_t)r.v != want)
 		FAIL("%s: crc 0x%08x at +%llu len %u, expected 0x%08x", what,
@@ -1041,13 +898,13 @@ static int case_send(struct side *s)
 	if (wait_recv(s, 3, r) != 3)
 		FAIL("server got fewer than 3 receives");
 	if (r[0].status || r[0].opcode != IBV_WC_RECV || r[0].byte_len != 1000 ||
-	    (r[0].flags & IBV_WC_WITH_IMM) || r[0].crc != crc32(expect, 1000))
+	    (r[0].flags & IBV_WC_WITH_IMM) || r[0].crc != tool_crc32(expect, 1000))
 		FAIL("gathered SEND: status %u opcode %u len %u flags 0x%x crc 0x%08x",
 		     r[0].status, r[0].opcode, r[0].byte_len, r[0].flags,
 		     r[0].crc);
 	if (r[1].status || r[1].byte_len != 60 ||
 	    !(r[1].flags & IBV_WC_WITH_IMM) || r[1].imm != 0xc0ffee ||
-	    r[1].crc != crc32(src + 3000, 60))
+	    r[1].crc != tool_crc32(src + 3000, 60))
 		FAIL("inline SEND_WITH_IMM: status %u len %u flags 0x%x imm 0x%x",
 		     r[1].status, r[1].byte_len, r[1].flags, r[1].imm);
 	if (r[2].status || r[2].byte_len != 0)
@@ -1471,7 +1328,7 @@ static int case_wr_api(struct side *s)
 	if (wait_recv(s, 1, &r) != 1 || r.status ||
 	    !(r.flags & IBV_WC_WITH_IMM) || r.imm != 0xbeef ||
 	    r.byte_len != sizeof(msg) ||
-	    r.crc != crc32((const uint8_t *)msg, sizeof(msg)))
+	    r.crc != tool_crc32((const uint8_t *)msg, sizeof(msg)))
 		FAIL("wr_send_imm inline: server receive wrong");
 	snprintf(reason, sizeof(reason), "write+send_imm inline+fetch_add+fenced read in one batch; start/next/end_poll");
 	return 0;
@@ -1524,7 +1381,7 @@ static int case_srq(struct side *s)
 
 		if (r[i].status || r[i].imm != (uint32_t)i ||
 		    r[i].byte_len != 50 + (uint32_t)i || r[i].qp_num != qpn ||
-		    r[i].crc != crc32(s->buf + 100 * i, 50 + (uint32_t)i))
+		    r[i].crc != tool_crc32(s->buf + 100 * i, 50 + (uint32_t)i))
 			FAIL("SRQ receive %d: status %u imm %u len %u qp %u (want %u)",
 			     i, r[i].status, r[i].imm, r[i].byte_len,
 			     r[i].qp_num, qpn);
@@ -1589,7 +1446,7 @@ static int case_ud(struct side *s)
 	for (int i = 0; i < 3; i++)
 		if (r[i].status || r[i].byte_len != GRH_LEN + sizes[i] ||
 		    !r[i].grh_ok || r[i].src_qp != s->qp[Q_UD]->qp_num ||
-		    r[i].crc != crc32(s->buf + 1000 * i, sizes[i]) ||
+		    r[i].crc != tool_crc32(s->buf + 1000 * i, sizes[i]) ||
 		    (i == 1) != !!(r[i].flags & IBV_WC_WITH_IMM) ||
 		    (i == 1 && r[i].imm != 0xd00d))
 			FAIL("UD receive %d: status %u len %u grh_ok %u src_qp %u flags 0x%x",
@@ -1614,7 +1471,7 @@ static int case_ud(struct side *s)
 	if (poll_n(s, s->rcq, 1, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
 	    wc.byte_len != GRH_LEN + 600 || !(wc.wc_flags & IBV_WC_GRH) ||
 	    wc.src_qp != s->peer.qpn[Q_UD] ||
-	    crc32(rx + GRH_LEN, 600) != (uint32_t)rep.v)
+	    tool_crc32(rx + GRH_LEN, 600) != (uint32_t)rep.v)
 		FAIL("reply: status %s len %u src_qp %u",
 		     ibv_wc_status_str(wc.status), wc.byte_len, wc.src_qp);
 	snprintf(reason, sizeof(reason), "1/200/1000 B (+imm), GRH checked, reply via create_ah_from_wc");
@@ -1675,7 +1532,7 @@ static int access_case(struct side *s, int qi, uint64_t raddr, uint32_t rkey,
 
 		memset(canaries, CANARY, sizeof(canaries));
 		if ((uint32_t)call(s, C_NW_CRC, 0, 0, NW_SIZE).v !=
-		    crc32(canaries, NW_SIZE))
+		    tool_crc32(canaries, NW_SIZE))
 			FAIL("%s: the refused WRITE landed", what);
 	} else if (call(s, C_DAMAGE, 0, 0, RECV_BASE).v ||
 		   call(s, C_DAMAGE, 0, BUF_SIZE - 256, 256).v) {
@@ -1771,7 +1628,7 @@ static int run_client(const struct opts *o)
 
 	g_fadd_ops = o->fadd_ops;
 	setup(&s, o, false);
-	s.fd = tcp_connect(o->host, o->port);
+	s.fd = tool_tcp_connect(o->host, o->port);
 	exchange_and_connect(&s, false);
 
 	run_case("send_sge_inline_imm_zero", case_send, &s);
@@ -1802,12 +1659,12 @@ static int run_client(const struct opts *o)
 	}
 	for (int i = 0; i < NQP; i++)
 		if (s.qp[i] && ibv_destroy_qp(s.qp[i]))
-			die("destroy_qp %s", qp_names[i]);
+			tool_fail("destroy_qp %s", qp_names[i]);
 	if ((s.xcq && ibv_destroy_cq(ibv_cq_ex_to_cq(s.xcq))) ||
 	    ibv_destroy_cq(s.scq) || ibv_destroy_cq(s.rcq) ||
 	    ibv_dereg_mr(s.mr) || ibv_dereg_mr(s.nw_mr) ||
 	    ibv_dealloc_pd(s.pd) || ibv_close_device(s.ctx))
-		die("teardown: %s", strerror(errno));
+		tool_fail("teardown: %s", strerror(errno));
 	if (nfailed) {
 		printf("FAIL %d/%d failed\n", nfailed, ncases);
 		return 1;
@@ -1862,8 +1719,6 @@ int main(int argc, char **argv)
 		o.host = argv[optind];
 	if (optind + 1 < argc)
 		usage(argv[0]);
-	signal(SIGALRM, on_alarm);
-	signal(SIGPIPE, SIG_IGN);
-	alarm(o.timeout);
+	tool_init("mrce_verbs_conformance", o.timeout);
 	return o.host ? run_client(&o) : run_server(&o);
 }
