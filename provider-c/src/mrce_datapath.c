@@ -237,13 +237,50 @@ static void mrce_build_recv_wqe(struct mrce_wqe *wqe,
 	wqe->length = length;
 }
 
+/*
+ * Posts the chain on a receive ring (a QP's RQ or an SRQ), the caller holding
+ * the ring's lock: each WR is checked against max_sge and the ring's room, then
+ * built in place; the posted ones are published (ringing the doorbell when the
+ * engine asks for it) even when a later one fails. Returns 0, or the errno with
+ * *bad_wr at the first WR not posted (EIO on a dead daemon connection).
+ */
+static int mrce_post_recv_ring(struct mrce_context *ctx, struct mrce_ring *ring,
+			       uint32_t max_sge, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr)
+{
+	uint32_t posted = 0;
+	int ret = 0;
+
+	if (__atomic_load_n(&ctx->conn.dead, __ATOMIC_ACQUIRE)) {
+		ret = EIO;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		if (!mrce_ring_prod_free(ring, 1)) {
+			ret = ENOMEM;
+			break;
+		}
+		mrce_build_recv_wqe(mrce_ring_prod_slot(ring), wr);
+		mrce_ring_prod_advance(ring);
+		posted++;
+	}
+out:
+	if (posted && mrce_ring_prod_publish(ring))
+		mrce_ring_doorbell(ctx);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
 int mrce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad_wr)
 {
 	struct mrce_qp *qp = to_mqp(ibqp);
-	struct mrce_context *ctx = to_mctx(ibqp->context);
-	uint32_t posted = 0;
-	int ret = 0;
+	int ret;
 
 	if (!qp->has_rq) {
 		/* Its receives come from the SRQ. */
@@ -252,33 +289,13 @@ int mrce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	if (__atomic_load_n(&ibqp->state, __ATOMIC_ACQUIRE) == IBV_QPS_RESET) {
-		ret = EINVAL;
-		goto out;
-	}
-	if (__atomic_load_n(&ctx->conn.dead, __ATOMIC_ACQUIRE)) {
-		ret = EIO;
-		goto out;
-	}
-	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 ||
-		    (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
-			ret = EINVAL;
-			break;
-		}
-		if (!mrce_ring_prod_free(&qp->rq, 1)) {
-			ret = ENOMEM;
-			break;
-		}
-		mrce_build_recv_wqe(mrce_ring_prod_slot(&qp->rq), wr);
-		mrce_ring_prod_advance(&qp->rq);
-		posted++;
-	}
-out:
-	if (posted && mrce_ring_prod_publish(&qp->rq))
-		mrce_ring_doorbell(ctx);
-	pthread_spin_unlock(&qp->rq_lock);
-	if (ret)
 		*bad_wr = wr;
+		ret = EINVAL;
+	} else {
+		ret = mrce_post_recv_ring(to_mctx(ibqp->context), &qp->rq,
+					  qp->cap.max_recv_sge, wr, bad_wr);
+	}
+	pthread_spin_unlock(&qp->rq_lock);
 	return ret;
 }
 
@@ -287,34 +304,12 @@ int mrce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr)
 {
 	struct mrce_srq *srq = to_msrq(ibsrq);
-	struct mrce_context *ctx = to_mctx(ibsrq->context);
-	uint32_t posted = 0;
-	int ret = 0;
+	int ret;
 
 	pthread_spin_lock(&srq->lock);
-	if (__atomic_load_n(&ctx->conn.dead, __ATOMIC_ACQUIRE)) {
-		ret = EIO;
-		goto out;
-	}
-	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
-			ret = EINVAL;
-			break;
-		}
-		if (!mrce_ring_prod_free(&srq->ring, 1)) {
-			ret = ENOMEM;
-			break;
-		}
-		mrce_build_recv_wqe(mrce_ring_prod_slot(&srq->ring), wr);
-		mrce_ring_prod_advance(&srq->ring);
-		posted++;
-	}
-out:
-	if (posted && mrce_ring_prod_publish(&srq->ring))
-		mrce_ring_doorbell(ctx);
+	ret = mrce_post_recv_ring(to_mctx(ibsrq->context), &srq->ring,
+				  srq->max_sge, wr, bad_wr);
 	pthread_spin_unlock(&srq->lock);
-	if (ret)
-		*bad_wr = wr;
 	return ret;
 }
 

@@ -37,7 +37,10 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import java.util.function.ToIntFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -164,6 +167,28 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         return ByteBuffer.allocate((int) size).order(ByteOrder.LITTLE_ENDIAN);
     }
 
+    /**
+     * Destroys the session's object named by the request's handle: ENOENT when there is none,
+     * EBUSY while it has {@code users}; otherwise removes it from {@code table}, releases it and
+     * answers.
+     */
+    private static <T> void destroyUnused(SessionObjects s, int op, int seq, ByteBuffer p, Map<Integer, T> table,
+            ToIntFunction<T> users, Consumer<T> release) {
+        int handle = p.getInt((int) HandleReqDescriptor.OFF_HANDLE);
+        T obj = table.get(handle);
+        if (obj == null) {
+            fail(s, op, seq, Errno.ENOENT);
+            return;
+        }
+        if (users.applyAsInt(obj) > 0) {
+            fail(s, op, seq, Errno.EBUSY);
+            return;
+        }
+        table.remove(handle);
+        release.accept(obj);
+        s.session.respond(op, seq, 0, empty());
+    }
+
     private static void fail(SessionObjects s, int op, int seq, int errno) {
         s.session.respond(op, seq, errno, empty());
     }
@@ -256,20 +281,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     private void deallocPd(SessionObjects s, int seq, ByteBuffer p) {
-        Pd pd = s.pds.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
-        if (pd == null) {
-            fail(s, MRCE_OP_DEALLOC_PD, seq, Errno.ENOENT);
-            return;
-        }
-        if (pd.users > 0) {
-            fail(s, MRCE_OP_DEALLOC_PD, seq, Errno.EBUSY);
-            return;
-        }
-        s.pds.remove(pd.handle);
-        synchronized (this) {
-            pdCount--;
-        }
-        s.session.respond(MRCE_OP_DEALLOC_PD, seq, 0, empty());
+        destroyUnused(s, MRCE_OP_DEALLOC_PD, seq, p, s.pds, pd -> pd.users, pd -> {
+            synchronized (this) {
+                pdCount--;
+            }
+        });
     }
 
     // ---- MR ----
@@ -398,18 +414,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     private void destroyChannel(SessionObjects s, int seq, ByteBuffer p) {
-        CompChannel ch = s.channels.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
-        if (ch == null) {
-            fail(s, MRCE_OP_DESTROY_COMP_CHANNEL, seq, Errno.ENOENT);
-            return;
-        }
-        if (ch.cqUsers > 0) {
-            fail(s, MRCE_OP_DESTROY_COMP_CHANNEL, seq, Errno.EBUSY);
-            return;
-        }
-        s.channels.remove(ch.handle);
-        LibC.close(ch.eventFd);
-        s.session.respond(MRCE_OP_DESTROY_COMP_CHANNEL, seq, 0, empty());
+        destroyUnused(s, MRCE_OP_DESTROY_COMP_CHANNEL, seq, p, s.channels, ch -> ch.cqUsers,
+                ch -> LibC.close(ch.eventFd));
     }
 
     // ---- CQ ----
@@ -468,18 +474,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     private void destroyCq(SessionObjects s, int seq, ByteBuffer p) {
-        Cq cq = s.cqs.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
-        if (cq == null) {
-            fail(s, MRCE_OP_DESTROY_CQ, seq, Errno.ENOENT);
-            return;
-        }
-        if (cq.qpUsers > 0) {
-            fail(s, MRCE_OP_DESTROY_CQ, seq, Errno.EBUSY);
-            return;
-        }
-        s.cqs.remove(cq.handle);
-        releaseCq(cq);
-        s.session.respond(MRCE_OP_DESTROY_CQ, seq, 0, empty());
+        destroyUnused(s, MRCE_OP_DESTROY_CQ, seq, p, s.cqs, cq -> cq.qpUsers, this::releaseCq);
     }
 
     private void releaseCq(Cq cq) {
@@ -865,20 +860,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     private void destroySrq(SessionObjects s, int seq, ByteBuffer p) {
-        Srq srq = s.srqs.get(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
-        if (srq == null) {
-            fail(s, MRCE_OP_DESTROY_SRQ, seq, Errno.ENOENT);
-            return;
-        }
         // No QP uses it, so the engine no longer reads it: a QP's users count drops only after
         // the engine dropped that QP.
-        if (srq.qpUsers > 0) {
-            fail(s, MRCE_OP_DESTROY_SRQ, seq, Errno.EBUSY);
-            return;
-        }
-        s.srqs.remove(srq.handle);
-        releaseSrq(srq);
-        s.session.respond(MRCE_OP_DESTROY_SRQ, seq, 0, empty());
+        destroyUnused(s, MRCE_OP_DESTROY_SRQ, seq, p, s.srqs, srq -> srq.qpUsers, this::releaseSrq);
     }
 
     /** Caller holds the session lock; no QP uses the SRQ any more. */
