@@ -41,7 +41,7 @@ public final class CmCodec {
             case CmMessage.Reject r -> out.writeInt(r.requestId()).writeInt(r.qpn()).writeInt(r.peerQpn())
                     .writeShort(r.reason()).writeShort(0);
             case CmMessage.Disconnect d -> out.writeInt(d.qpn()).writeInt(d.peerQpn()).writeShort(d.reason())
-                    .writeShort(0);
+                    .writeShort(0).writeInt(d.token());
             case CmMessage.Ping p -> out.writeLong(p.sequence());
             case CmMessage.Pong p -> out.writeLong(p.sequence());
             case CmMessage.SvcRequest r -> {
@@ -111,8 +111,9 @@ public final class CmCodec {
                         reason(in.getUnsignedShort(p + 12)));
             }
             case CmMessage.TYPE_DISCONNECT -> {
-                size(type, body, 12);
-                yield new CmMessage.Disconnect(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), reason(in.getUnsignedShort(p + 8)));
+                size(type, body, 16);
+                yield new CmMessage.Disconnect(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), reason(in.getUnsignedShort(p + 8)),
+                        in.getInt(p + 12));
             }
             case CmMessage.TYPE_PING -> {
                 size(type, body, 8);

@@ -105,8 +105,12 @@ public sealed interface CmMessage {
         }
     }
 
-    /** {@code qpn} (the sender's) no longer talks to {@code peerQpn}. */
-    record Disconnect(int qpn, int peerQpn, int reason) implements CmMessage {
+    /**
+     * {@code qpn} (the sender's) no longer talks to {@code peerQpn}. {@code token} is the receive
+     * token the sender's QP announced for that connection: it names the connection, so a late
+     * DISCONNECT never hits a newer connection between QPs that reuse the same numbers.
+     */
+    record Disconnect(int qpn, int peerQpn, int reason, int token) implements CmMessage {
         public int type() {
             return TYPE_DISCONNECT;
         }

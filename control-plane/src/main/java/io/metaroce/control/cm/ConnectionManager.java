@@ -76,8 +76,11 @@ public final class ConnectionManager implements AutoCloseable {
         /** A peer's QP {@code remote.qpn()} asks to be connected to our QP {@code remote.peerQpn()}. */
         Decision onConnect(int peerIp, CmMessage.Endpoint remote);
 
-        /** The peer's QP {@code remoteQpn} left the connection with our {@code localQpn}. */
-        void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason);
+        /**
+         * The peer's QP {@code remoteQpn} left the connection with our {@code localQpn}; {@code token}
+         * is the receive token it had announced for that connection (ours to send with).
+         */
+        void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token);
 
         /** The peer daemon is gone (silent past the timeout, or restarted): fail its QPs. */
         void onPeerLost(int peerIp, String why);
@@ -204,12 +207,16 @@ public final class ConnectionManager implements AutoCloseable {
         return f;
     }
 
-    /** Tells the peer daemon that our QP {@code localQpn} no longer talks to its {@code remoteQpn}. */
-    public void disconnect(int peerIp, int localQpn, int remoteQpn, int reason) {
+    /**
+     * Tells the peer daemon that our QP {@code localQpn} no longer talks to its {@code remoteQpn};
+     * {@code token} is the receive token our QP announced for that connection. Sent only on a live
+     * connection, never queued for a later one.
+     */
+    public void disconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {
         loop.execute(() -> {
             Peer p = peers.get(peerIp);
-            if (p != null && p.channel != null && p.channel.isActive()) {
-                p.send(new CmMessage.Disconnect(localQpn, remoteQpn, reason));
+            if (p != null && p.channel != null && p.channel.isActive() && p.helloSeen) {
+                p.send(new CmMessage.Disconnect(localQpn, remoteQpn, reason, token));
             }
             if (p != null) {
                 p.pending.values().removeIf(x -> x.local.qpn() == localQpn && x.fail(
@@ -473,7 +480,7 @@ public final class ConnectionManager implements AutoCloseable {
                             + " -> " + r.qpn() + " (reason " + r.reason() + ")"));
                 }
             }
-            case CmMessage.Disconnect d -> listener.onDisconnect(ip, d.peerQpn(), d.qpn(), d.reason());
+            case CmMessage.Disconnect d -> listener.onDisconnect(ip, d.peerQpn(), d.qpn(), d.reason(), d.token());
             case CmMessage.Ping ping -> p.send(new CmMessage.Pong(ping.sequence()));
             case CmMessage.Pong pong -> {
                 // lastHeardNs already updated

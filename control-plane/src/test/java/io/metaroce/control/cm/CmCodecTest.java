@@ -28,7 +28,7 @@ class CmCodecTest {
             new CmMessage.Connect(7, EP),
             new CmMessage.Accept(7, EP),
             new CmMessage.Reject(7, 0x34, 0x12, CmMessage.REASON_NO_QP),
-            new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED),
+            new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed),
             new CmMessage.Ping(99),
             new CmMessage.Pong(99),
             new CmMessage.SvcRequest(8, 18515, 0x12, 0xabcdef, GID, "hello, service".getBytes(StandardCharsets.US_ASCII)),
@@ -83,7 +83,7 @@ class CmCodecTest {
         flags.setByte(3, 1);
         assertBad(flags, "flags");
         ByteBuf qpn = Unpooled.buffer();
-        CmCodec.encode(new CmMessage.Disconnect(1, 2, CmMessage.REASON_ERROR), qpn);
+        CmCodec.encode(new CmMessage.Disconnect(1, 2, CmMessage.REASON_ERROR, 7), qpn);
         qpn.setInt(4, 0x01000000);
         assertBad(qpn, "QPN");
         ByteBuf paths = Unpooled.buffer();

@@ -44,8 +44,8 @@ class ConnectionManagerTest {
         }
 
         @Override
-        public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason) {
-            events.add("disconnect " + localQpn + " " + remoteQpn + " " + reason);
+        public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {
+            events.add("disconnect " + localQpn + " " + remoteQpn + " " + reason + " " + Integer.toHexString(token));
         }
 
         @Override
@@ -130,8 +130,8 @@ class ConnectionManagerTest {
         db.exists.put(20, true);
         db.rtr.put(20, ep(20, 10, 2));
         a.connect(B, ep(10, 20, 1)).get(5, TimeUnit.SECONDS);
-        a.disconnect(B, 10, 20, CmMessage.REASON_DESTROYED);
-        assertThat(db.events.poll(5, TimeUnit.SECONDS)).isEqualTo("disconnect 20 10 " + CmMessage.REASON_DESTROYED);
+        a.disconnect(B, 10, 20, CmMessage.REASON_DESTROYED, 0xaaaa);
+        assertThat(db.events.poll(5, TimeUnit.SECONDS)).isEqualTo("disconnect 20 10 " + CmMessage.REASON_DESTROYED + " aaaa");
     }
 
     @Test

@@ -109,6 +109,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             return;
         }
         handshakes.incrementAndGet();
+        qp.cmRemoteToken = remote.token();
         qp.txToken = remote.token();
         qp.cmReady = true;
         LOG.debug("QP {} connected to {}:{} ({} paths)", qp.qpn, Inet4.toString(qp.peerIp), remote.qpn(), remote.paths());
@@ -128,11 +129,12 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
     private void disconnect(Qp qp) {
         CmMessage.Endpoint local = qp.cmLocal;
         qp.cmLocal = null;
+        qp.cmRemoteToken = 0;
         qp.cmReady = true;
         qp.rxToken = 0;
         qp.txToken = 0;
         if (local != null) {
-            cm.disconnect(qp.peerIp, qp.qpn, local.peerQpn(), CmMessage.REASON_DESTROYED);
+            cm.disconnect(qp.peerIp, qp.qpn, local.peerQpn(), CmMessage.REASON_DESTROYED, local.token());
         }
     }
 
@@ -155,13 +157,16 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
     }
 
     @Override
-    public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason) {
+    public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {
         Qp qp = qps.get(localQpn);
         if (qp == null) {
             return;
         }
         CmMessage.Endpoint local = qp.cmLocal;
-        if (local != null && local.peerQpn() == remoteQpn && qp.peerIp == peerIp) {
+        // The token names the connection: a late DISCONNECT of an earlier connection between the
+        // same QP numbers (reused after a restart) carries another one and is ignored.
+        if (local != null && local.peerQpn() == remoteQpn && qp.peerIp == peerIp && token != 0
+                && token == qp.cmRemoteToken) {
             // After a grace period: a peer that closes right after its last completion must not
             // race its last ACK, and a QP destroyed meanwhile is left alone.
             String why = "peer QP " + remoteQpn + " on " + Inet4.toString(peerIp) + " went away (reason " + reason + ")";

@@ -75,6 +75,8 @@ public final class Qp {
     public long lastRxNs;
     /** False between RTR and the end of the handshake: the requester sends nothing yet. */
     public boolean cmReady = true;
+    /** The peer's receive token once the handshake completed (read by the manager's thread). */
+    public volatile int cmRemoteToken;
     /** Our endpoint as announced to the peer (set on RTR; read by the manager's thread). */
     public volatile io.metaroce.control.cm.CmMessage.Endpoint cmLocal;
 

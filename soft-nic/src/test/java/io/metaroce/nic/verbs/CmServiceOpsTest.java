@@ -71,7 +71,7 @@ class CmServiceOpsTest {
                     }
 
                     @Override
-                    public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason) {}
+                    public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {}
 
                     @Override
                     public void onPeerLost(int peerIp, String why) {}
