@@ -79,6 +79,7 @@ class KillLoopIT {
                 killed++;
             }
         }
+        System.out.printf("KillLoopIT: %d of %d processes SIGKILLed while running (seed %#x)%n", killed, 2 * PAIRS, seed);
         assertThat(killed).as("processes killed while running").isGreaterThanOrEqualTo(PAIRS);
 
         awaitNoSessions();
