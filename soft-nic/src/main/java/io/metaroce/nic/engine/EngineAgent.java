@@ -122,14 +122,19 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return wakeFd;
     }
 
-    /** Whether {@code fd} is one of the port's queues (not an eventfd to reset). */
-    boolean isPortFd(int fd) {
-        for (int f : portFds) {
-            if (f == fd) {
-                return true;
+    /** The queue whose port fd is {@code fd}, or -1 for another fd (an eventfd to reset). */
+    int portQueueOf(int fd) {
+        for (int q = 0; q < portFds.length; q++) {
+            if (portFds[q] == fd) {
+                return q;
             }
         }
-        return false;
+        return -1;
+    }
+
+    /** Receive queues the idle engine sleeps on. */
+    int portQueues() {
+        return portFds.length;
     }
 
     /**

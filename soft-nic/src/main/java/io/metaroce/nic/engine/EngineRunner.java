@@ -31,11 +31,14 @@ public final class EngineRunner implements AutoCloseable {
     private long sleepTimeouts;
     private long sleepNs;
     private final long startNs = System.nanoTime();
+    /** Sleeps that ended with frames on receive queue q (its fd readable). */
+    private final long[] queueWakeups;
 
     public EngineRunner(EngineAgent engine, int spins, int yields) {
         this.engine = engine;
         this.spins = spins;
         this.yields = yields;
+        this.queueWakeups = new long[engine.portQueues()];
         this.thread = Thread.ofPlatform().name("mrce-engine").daemon(true).unstarted(this::run);
     }
 
@@ -90,8 +93,11 @@ public final class EngineRunner implements AutoCloseable {
                 for (int i = 0; i < n; i++) {
                     int fd = (int) events.get(ValueLayout.JAVA_LONG.withByteAlignment(4),
                             i * LibC.EPOLL_EVENT_SIZE + 4);
-                    if (!engine.isPortFd(fd)) {
+                    int q = engine.portQueueOf(fd);
+                    if (q < 0) {
                         LibC.read(fd, scratch, 8); // reset an eventfd (doorbell or wake)
+                    } else {
+                        queueWakeups[q]++;
                     }
                 }
                 if (n > 0) {
@@ -114,8 +120,9 @@ public final class EngineRunner implements AutoCloseable {
     public String summary() {
         double s = (System.nanoTime() - startNs) / 1e9;
         return String.format("busy cycles %d (%.1f ms), spins %d, yields %d, sleeps %d (woken %d, timed out"
-                + " %d), asleep %.1f %% of %.1f s", busyCycles, busyNs / 1e6, spinCycles, yieldCycles, sleeps,
-                wakeups, sleepTimeouts, 100.0 * sleepNs / 1e9 / Math.max(s, 1e-9), s);
+                + " %d; by frames on queues %s), asleep %.1f %% of %.1f s", busyCycles, busyNs / 1e6, spinCycles,
+                yieldCycles, sleeps, wakeups, sleepTimeouts, java.util.Arrays.toString(queueWakeups),
+                100.0 * sleepNs / 1e9 / Math.max(s, 1e-9), s);
     }
 
     @Override

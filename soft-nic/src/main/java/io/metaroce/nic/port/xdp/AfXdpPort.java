@@ -81,6 +81,8 @@ public final class AfXdpPort implements Port {
     private final MemorySegment[] scratch;
     private final ByteBuffer[] scratchViews;
     private int nextSock;
+    /** Frames received per queue (socket). */
+    private final long[] rxPerQueue;
 
     /**
      * @param maxFrame the largest UDP payload (the engine's frame), at most 2 * 4096 - 42
@@ -145,6 +147,7 @@ public final class AfXdpPort implements Port {
         this.dropFrame = arena.allocate(maxFrame, 64);
         this.dropView = dropFrame.asByteBuffer();
         // RX
+        this.rxPerQueue = new long[socks.length];
         this.held = new long[socks.length][batch];
         this.heldCount = new int[socks.length];
         this.rxPayload = new MemorySegment[socks.length * RX_CHUNKS];
@@ -229,6 +232,11 @@ public final class AfXdpPort implements Port {
         return socks.length;
     }
 
+    /** Frames received on queue {@code q} so far (engine thread). */
+    public long rxFrames(int q) {
+        return rxPerQueue[q];
+    }
+
     @Override
     public boolean readsEcn() {
         return true;
@@ -280,6 +288,7 @@ public final class AfXdpPort implements Port {
         s.rx.release(complete);
         if (frames > 0) {
             counters.rxBatches++;
+            rxPerQueue[q] += frames;
         }
         return frames;
     }
@@ -580,7 +589,8 @@ public final class AfXdpPort implements Port {
         for (XskSocket s : socks) {
             try {
                 long[] v = XskSys.statistics(s.fd);
-                b.append(b.isEmpty() ? "" : "; ").append("queue ").append(s.queue).append(": rx_dropped ")
+                b.append(b.isEmpty() ? "" : "; ").append("queue ").append(s.queue).append(": rx_frames ")
+                        .append(rxPerQueue[s.queue]).append(" rx_dropped ")
                         .append(v[0]).append(" rx_invalid_descs ").append(v[1]).append(" tx_invalid_descs ")
                         .append(v[2]).append(" rx_ring_full ").append(v[3]).append(" rx_fill_ring_empty_descs ")
                         .append(v[4]).append(" tx_ring_empty_descs ").append(v[5]);
