@@ -319,7 +319,7 @@ public final class AfXdpPort implements Port {
         long addr = s.rx.descAddr(idx);
         int len0 = s.rx.descLen(idx);
         counters.rxFrames++;
-        if (len0 < HEADERS || umem.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), addr + 12) != 0x0800) {
+        if (len0 < HEADERS || umem.get(BE_SHORT, addr + 12) != 0x0800) {
             counters.rxShort++;
             return;
         }
