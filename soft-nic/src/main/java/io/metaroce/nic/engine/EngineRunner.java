@@ -9,8 +9,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Runs an {@link EngineAgent} on its own thread. Idle strategy: spin, then yield, then sleep in
- * epoll_wait on the doorbells, the UDP socket and the wake eventfd, after setting NEED_WAKEUP on
- * every ring and re-checking (the provider rings a doorbell only when that flag is set).
+ * epoll_wait on the doorbells, the port's fds (UDP socket, or one AF_XDP socket per queue) and
+ * the wake eventfd, after setting NEED_WAKEUP on every ring and re-checking (the provider rings a
+ * doorbell only when that flag is set). The daemon spins briefly and does not yield by default:
+ * on a machine shared with the applications, sleeping early leaves them the cores.
  */
 public final class EngineRunner implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EngineRunner.class);
