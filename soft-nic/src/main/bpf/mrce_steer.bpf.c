@@ -3,6 +3,8 @@
  * MetaRoCE's XDP steering program: IPv4 UDP frames to the daemon's data port or its entropy
  * ports go to the AF_XDP socket of the queue they arrived on; everything else (ARP, the
  * connection manager's TCP, ssh, other UDP) passes to the kernel's stack untouched.
+ * MetaRoCE v1 is IPv4-only (peers are addressed by IPv4-mapped GIDs): IPv6 frames, to any port,
+ * pass to the kernel untouched.
  *
  * The port range comes from mrce_cfg[0], written by the daemon before it attaches the program.
  */
@@ -33,7 +35,13 @@ struct {
 	__type(value, struct mrce_cfg);
 } mrce_cfg SEC(".maps");
 
-SEC("xdp")
+/*
+ * "xdp.frags": the program handles multi-buffer frames (libbpf loads it with
+ * BPF_F_XDP_HAS_FRAGS). It reads only the headers, which lie in the first buffer. Without it, veth
+ * refuses a driver-mode program above MTU 3506, and generic XDP linearizes (reallocates and
+ * copies) every frame larger than a page before running the program.
+ */
+SEC("xdp.frags")
 int mrce_steer(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -12,9 +14,12 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The daemons on the AF_XDP port ({@code --port xdp}, SKB mode) across a direct veth link with
- * two queues per end and MTU 9000 (a 4 KiB packet and its headers leave as two UMEM chunks):
- * unmodified {@code ibv_rc_pingpong -c} passes, ARP and TCP keep working on the same interfaces,
- * and no XDP program stays attached after the daemon exits or after a SIGKILL and a restart.
+ * MTU 9000 (a 4 KiB packet and its headers leave as two UMEM chunks): unmodified
+ * {@code ibv_rc_pingpong -c} passes, ARP and TCP keep working on the same interfaces, IPv6 to
+ * MetaRoCE's UDP port reaches the kernel untouched, and no XDP program stays attached after the
+ * daemon exits or after a SIGKILL and a restart. Driver mode ({@code --port xdp-native}) on the
+ * same MTU (the program handles multi-buffer frames), and a four-queue link where frames arriving
+ * on queues above 0 wake a sleeping daemon.
  */
 @Timeout(600)
 class AfXdpIT {
@@ -109,5 +114,120 @@ class AfXdpIT {
             assertThat(xdpOf(a)).as("after the restarted daemon exits").doesNotContain("\"xdp\"");
             assertThat(xdpOf(f.b())).doesNotContain("\"xdp\"");
         }
+    }
+
+    @Test
+    void nativeModeCarriesMultiBufferFramesAndDetaches() {
+        try (TwoHostFabric f = TwoHostFabric.direct("AfXdpIT-native", 9000)) {
+            Daemon da = f.startDaemon(f.a(), "--port", "xdp-native");
+            Daemon db = f.startDaemon(f.b(), "--port", "xdp-native");
+            f.awaitReady(da);
+            f.awaitReady(db);
+            for (NetnsFabric.Host h : List.of(f.a(), f.b())) {
+                // ip link names a driver-mode program "xdp" (SKB mode: "xdpgeneric"); JSON mode 1 = DRV
+                assertThat(Sh.check("ip", "-n", h.ns(), "link", "show", "dev", h.ifname()))
+                        .as("driver-mode program on %s", h.name()).contains(" xdp ").doesNotContain("xdpgeneric");
+                assertThat(xdpOf(h)).contains("mrce_steer").contains("\"mode\":1");
+            }
+            RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-n", "300")
+                    .assertCompleted(4096, 300, f.diagnostics());
+            RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-s", "65536", "-n", "100")
+                    .assertCompleted(65536, 100, f.diagnostics());
+            assertThat(da.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", da.logText()).isZero();
+            assertThat(db.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", db.logText()).isZero();
+            for (NetnsFabric.Host h : List.of(f.a(), f.b())) {
+                assertThat(xdpOf(h)).as("after the daemon on %s exited", h.name()).doesNotContain("\"xdp\"");
+                assertThat(Sh.check("ip", "-n", h.ns(), "link", "show", "dev", h.ifname())).doesNotContain("xdp");
+            }
+        }
+    }
+
+    private static final Pattern QUEUE_RX = Pattern.compile("queue (\\d+): rx_frames (\\d+)");
+    private static final Pattern QUEUE_WAKEUPS = Pattern.compile("by frames on queues \\[([0-9, ]*)\\]");
+
+    /**
+     * Four queues per end. A sends through the kernel (--port udp: its 64 entropy sockets hash onto
+     * veth's four TX queues, and a driver-mode program sees TX queue q arrive on RX queue q). B runs
+     * the AF_XDP port in driver mode with one socket per queue and sleeps as soon as it is idle; the
+     * event-driven ping-pong only progresses if frames on queues 1..3 wake it (with only queue 0
+     * watched they would wait for the 100 ms timeout or a retransmission).
+     */
+    @Test
+    void framesOnEveryQueueWakeASleepingDaemon() {
+        try (TwoHostFabric f = TwoHostFabric.direct("AfXdpIT-mq", 9000, 4)) {
+            Daemon da = f.startDaemon(f.a(), "--port", "udp");
+            Daemon db = f.startDaemon(f.b(), "--port", "xdp-native", "--idle-spins", "0", "--idle-yields", "0");
+            f.awaitReady(da);
+            f.awaitReady(db);
+            RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-e", "-n", "300")
+                    .assertCompleted(4096, 300, f.diagnostics());
+            RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-e", "-s", "65536", "-n", "50")
+                    .assertCompleted(65536, 50, f.diagnostics());
+            assertThat(db.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", db.logText()).isZero();
+            String log = db.logText();
+            long[] rx = new long[4];
+            Matcher m = QUEUE_RX.matcher(log);
+            int sockets = 0;
+            while (m.find()) {
+                rx[Integer.parseInt(m.group(1))] = Long.parseLong(m.group(2));
+                sockets++;
+            }
+            assertThat(sockets).as("one AF_XDP socket per queue; log:%n%s", log).isEqualTo(4);
+            assertThat(rx[1] + rx[2] + rx[3]).as("frames received on queues 1..3 %s; log:%n%s",
+                    java.util.Arrays.toString(rx), log).isPositive();
+            Matcher w = QUEUE_WAKEUPS.matcher(log);
+            assertThat(w.find()).as("duty-cycle line; log:%n%s", log).isTrue();
+            long[] wakeups = java.util.Arrays.stream(w.group(1).split(",\\s*")).mapToLong(Long::parseLong).toArray();
+            assertThat(wakeups).hasSize(4);
+            assertThat(wakeups[1] + wakeups[2] + wakeups[3])
+                    .as("sleeps ended by frames on queues 1..3 %s; log:%n%s", java.util.Arrays.toString(wakeups), log)
+                    .isPositive();
+            assertThat(da.stop(STOP_GRACE)).isZero();
+            assertThat(xdpOf(f.b())).doesNotContain("\"xdp\"");
+        }
+    }
+
+    /**
+     * MetaRoCE v1 is IPv4-only: the steering program passes IPv6, even to MetaRoCE's UDP port, to
+     * the kernel. With IPv6 enabled on the link (addresses from 2001:2::/48, the IPv6 benchmarking
+     * range), a datagram from A to B's port 4793 reaches a kernel UDP socket in B.
+     */
+    @Test
+    void ipv6ToTheDataPortReachesTheKernel() {
+        NetnsFabric.Host a = fabric.a();
+        NetnsFabric.Host b = fabric.b();
+        for (NetnsFabric.Host h : List.of(a, b)) {
+            Sh.check("ip", "netns", "exec", h.ns(), "sysctl", "-qw", "net.ipv6.conf." + h.ifname() + ".disable_ipv6=0");
+        }
+        Sh.check("ip", "-n", a.ns(), "addr", "add", "2001:2::1/64", "dev", a.ifname(), "nodad");
+        Sh.check("ip", "-n", b.ns(), "addr", "add", "2001:2::2/64", "dev", b.ifname(), "nodad");
+        String token = "mrce-ipv6-" + System.nanoTime();
+        Proc server = fabric.start(b, "udp6-server", List.of("python3", "-c", String.join("\n",
+                "import socket",
+                "s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
+                "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)",
+                "s.bind(('2001:2::2', 4793))",
+                "s.settimeout(60)",
+                "print('listening', flush=True)",
+                "data, peer = s.recvfrom(2048)",
+                "print('got', data.decode(), flush=True)")));
+        try {
+            assertThat(Wait.until(Duration.ofSeconds(20), () -> server.output().contains("listening")))
+                    .as("udp6 server: %s", server.output()).isTrue();
+            boolean got = Wait.until(Duration.ofSeconds(30), () -> {
+                Sh.run("ip", "netns", "exec", a.ns(), "python3", "-c", String.join("\n",
+                        "import socket",
+                        "s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
+                        "s.sendto(b'" + token + "', ('2001:2::2', 4793))"));
+                return server.output().contains("got " + token);
+            });
+            assertThat(got).as("IPv6 UDP to port 4793 reached B's kernel socket; server:%n%s", server.output())
+                    .isTrue();
+        } finally {
+            server.stop(STOP_GRACE);
+            Sh.run("ip", "-n", a.ns(), "addr", "del", "2001:2::1/64", "dev", a.ifname());
+            Sh.run("ip", "-n", b.ns(), "addr", "del", "2001:2::2/64", "dev", b.ifname());
+        }
+        assertThat(xdpOf(b)).as("the daemon still serves").contains("mrce_steer");
     }
 }

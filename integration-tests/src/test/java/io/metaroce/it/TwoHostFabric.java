@@ -16,6 +16,8 @@ final class TwoHostFabric extends NetnsFabric {
 
     private final boolean viaRouter;
     private final int mtu;
+    /** TX and RX queues of each end of a direct link (veth's default: 1). */
+    private int queues = 1;
     private final Host a;
     private final Host b;
     private final String routerNs;
@@ -32,6 +34,17 @@ final class TwoHostFabric extends NetnsFabric {
     /** A direct veth link between A and B with the given MTU (9000 lets -m 4096 be active). */
     static TwoHostFabric direct(String testName, int mtu) {
         TwoHostFabric f = new TwoHostFabric(testName, false, mtu);
+        f.create();
+        return f;
+    }
+
+    /**
+     * A direct veth link whose ends have {@code queues} TX and RX queues each: traffic the kernel
+     * sends on TX queue q of one end arrives on queue q of the other in driver-mode XDP.
+     */
+    static TwoHostFabric direct(String testName, int mtu, int queues) {
+        TwoHostFabric f = new TwoHostFabric(testName, false, mtu);
+        f.queues = queues;
         f.create();
         return f;
     }
@@ -69,8 +82,10 @@ final class TwoHostFabric extends NetnsFabric {
             Sh.check("ip", "-n", routerNs, "link", "set", "rt-a", "up");
             Sh.check("ip", "-n", routerNs, "link", "set", "rt-b", "up");
         } else {
-            Sh.check("ip", "link", "add", a.ifname(), "netns", a.ns(), "mtu", str(mtu), "type", "veth",
-                    "peer", "name", b.ifname(), "netns", b.ns(), "mtu", str(mtu));
+            String q = str(queues);
+            Sh.check("ip", "link", "add", a.ifname(), "netns", a.ns(), "mtu", str(mtu), "numtxqueues", q,
+                    "numrxqueues", q, "type", "veth", "peer", "name", b.ifname(), "netns", b.ns(), "mtu", str(mtu),
+                    "numtxqueues", q, "numrxqueues", q);
         }
         for (Host h : List.of(a, b)) {
             Sh.check("ip", "-n", h.ns(), "addr", "add", h.addr() + "/24", "dev", h.ifname());

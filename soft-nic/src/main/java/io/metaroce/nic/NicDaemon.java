@@ -12,7 +12,6 @@ import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.port.xdp.AfXdpPort;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
@@ -121,10 +120,20 @@ public final class NicDaemon implements Callable<Integer> {
             description = "address the metrics endpoint binds (default 127.0.0.1)")
     String metricsAddr;
 
-    @Option(names = "--idle-spins", defaultValue = "100", description = "idle duty cycles spent spinning")
+    /**
+     * Idle strategy defaults, measured on a 2-core VM with two daemons and two polling
+     * applications (docs/benchmarks.md, bench/e2e/run-e2e): spinning 100 and yielding 100 idle
+     * cycles before sleeping doubled the 64-byte round trip (238-276 us against 99-142 us) and
+     * halved the 1 MiB ping-pong, since spinners take the cores that the peer processes need and
+     * a yield storm costs context switches; a thread woken from epoll is scheduled promptly.
+     * With a core of its own, a daemon gains from spinning longer.
+     */
+    @Option(names = "--idle-spins", defaultValue = "20",
+            description = "idle duty cycles spent spinning before sleeping (default 20; more with a dedicated core)")
     int idleSpins;
 
-    @Option(names = "--idle-yields", defaultValue = "100", description = "then yielding, before sleeping")
+    @Option(names = "--idle-yields", defaultValue = "0",
+            description = "then idle cycles yielding the CPU (sched_yield), before sleeping in epoll (default 0)")
     int idleYields;
 
     public static void main(String[] args) {
@@ -196,9 +205,9 @@ public final class NicDaemon implements Callable<Integer> {
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
 
         try (Port port = "udp".equals(portKind)
-                        ? new UdpPort(net.ipv4(), udpPort, Wire.HEADER_SIZE + 4096, RX_TX_BATCH, entropyPorts)
+                        ? new UdpPort(net.ipv4(), udpPort, EngineAgent.FRAME_BYTES, RX_TX_BATCH, entropyPorts)
                         : AfXdpPort.open(net.ifname(), net.ipv4(), udpPort, entropyPorts,
-                                Wire.HEADER_SIZE + 4096, RX_TX_BATCH,
+                                EngineAgent.FRAME_BYTES, RX_TX_BATCH,
                                 "xdp".equals(portKind) ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
                 EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr() + REREG_SPARE_KEYS))) {
             engine.datapath().paths = paths;
@@ -260,6 +269,7 @@ public final class NicDaemon implements Callable<Integer> {
                     services.close();
                 }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
+                LOG.info("engine duty cycle: {}", runner.summary());
             }
         }
         return 0;

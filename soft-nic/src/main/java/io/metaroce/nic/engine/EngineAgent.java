@@ -28,6 +28,11 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public static final int QP_INDEX_BITS = 12;
     public static final int MAX_QP = 1 << QP_INDEX_BITS;
     /**
+     * The frame (UDP payload) a port must carry: the largest packet of IBV_MTU_4096, an RDMA WRITE
+     * with its RETH and 4096 bytes of payload (48 + 16 + 4096 bytes).
+     */
+    public static final int FRAME_BYTES = Wire.HEADER_SIZE + Wire.RETH_SIZE + 4096;
+    /**
      * RX batches read per duty cycle before the QPs' timers run: enough to drain what piles up in
      * the socket during a scheduling stall of a few ms, so that timers judge paths on fresh ACKs.
      */
@@ -46,14 +51,16 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private int activeCount;
     private final int wakeFd;
     private final int epollFd;
+    /** The port's fds (one per receive queue): epoll reports them readable, nothing to reset. */
+    private final int[] portFds;
     private long nowNs;
     private Thread owner;
 
     public EngineAgent(Port port, MrTable mrs) throws NativeException {
-        if (port.maxFrame() < io.metaroce.nic.transport.Wire.HEADER_SIZE + 4096) {
-            // a full IBV_MTU_4096 packet must fit in one frame
+        if (port.maxFrame() < FRAME_BYTES) {
+            // a full IBV_MTU_4096 packet, an RDMA WRITE with its RETH included, must fit one frame
             throw new IllegalArgumentException("port frames of " + port.maxFrame()
-                    + " bytes cannot hold a 4096-byte payload and its header");
+                    + " bytes cannot hold a 4096-byte payload with its header and RETH (" + FRAME_BYTES + ")");
         }
         this.port = port;
         this.loop = new LoopbackPort(port);
@@ -62,8 +69,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         this.wakeFd = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
         this.epollFd = LibC.epollCreate1(LibC.EPOLL_CLOEXEC);
         watch(wakeFd);
-        if (port.fd() >= 0) {
-            watch(port.fd());
+        this.portFds = port.fds();
+        for (int fd : portFds) {
+            watch(fd);
         }
     }
 
@@ -112,6 +120,21 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
 
     int wakeFd() {
         return wakeFd;
+    }
+
+    /** The queue whose port fd is {@code fd}, or -1 for another fd (an eventfd to reset). */
+    int portQueueOf(int fd) {
+        for (int q = 0; q < portFds.length; q++) {
+            if (portFds[q] == fd) {
+                return q;
+            }
+        }
+        return -1;
+    }
+
+    /** Receive queues the idle engine sleeps on. */
+    int portQueues() {
+        return portFds.length;
     }
 
     /**

@@ -62,6 +62,15 @@ public interface Port extends AutoCloseable {
     /** A file descriptor that polls readable when frames wait, or -1. */
     int fd();
 
+    /**
+     * Every file descriptor that polls readable when frames wait, one per receive queue (an AF_XDP
+     * port has a socket per queue); empty when the port has none. The idle engine sleeps on all.
+     */
+    default int[] fds() {
+        int fd = fd();
+        return fd < 0 ? new int[0] : new int[] {fd};
+    }
+
     PortCounters counters();
 
     @Override

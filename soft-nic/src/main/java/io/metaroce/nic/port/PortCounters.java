@@ -13,11 +13,24 @@ public final class PortCounters {
     public long rxBadOpcode;
     /** RC packets whose connection token is not the receiving QP's (connection manager, spec 4). */
     public long rxBadToken;
+    // Duty cycle (ports that count them; 0 otherwise): what a profile of the data path needs.
+    /** Polls that found at least one frame (rxFrames / rxBatches = frames per RX batch). */
+    public long rxBatches;
+    /** Flushes that sent at least one frame (txFrames / txBatches = frames per TX batch). */
+    public long txBatches;
+    /** TX wakeup syscalls (AF_XDP sendto kicks, UDP sendmmsg calls). */
+    public long txKicks;
+    /** TX kicks the kernel answered EAGAIN, EBUSY or ENOBUFS (ring still busy). */
+    public long txKicksBusy;
+    /** RX wakeup syscalls (AF_XDP fill-ring recvfrom). */
+    public long rxKicks;
 
     @Override
     public String toString() {
         return "rx " + rxFrames + " tx " + txFrames + " txErrors " + txErrors + " truncated "
                 + rxTruncated + " short " + rxShort + " badVersion " + rxBadVersion + " badCrc "
-                + rxBadCrc + " unknownQp " + rxUnknownQp + " badOpcode " + rxBadOpcode + " badToken " + rxBadToken;
+                + rxBadCrc + " unknownQp " + rxUnknownQp + " badOpcode " + rxBadOpcode + " badToken " + rxBadToken
+                + " rxBatches " + rxBatches + " txBatches " + txBatches + " txKicks " + txKicks
+                + " txKicksBusy " + txKicksBusy + " rxKicks " + rxKicks;
     }
 }

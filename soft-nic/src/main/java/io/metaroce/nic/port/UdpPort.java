@@ -151,6 +151,7 @@ public final class UdpPort implements Port {
         if (n <= 0) {
             return 0;
         }
+        counters.rxBatches++;
         for (int i = 0; i < n; i++) {
             long m = LibC.MMSGHDR_SIZE * i;
             int len = rxMsgs.get(ValueLayout.JAVA_INT, m + LibC.MMSGHDR_LEN);
@@ -235,6 +236,7 @@ public final class UdpPort implements Port {
         if (txCount == 0) {
             return 0;
         }
+        counters.txBatches++;
         if (entropyFds.length == 0) {
             int sent = sendRun(fd, txMsgs, 0, txCount);
             txCount = 0;
@@ -268,6 +270,7 @@ public final class UdpPort implements Port {
     private int sendRun(int sock, MemorySegment msgs, int from, int count) {
         int sent = 0;
         while (sent < count) {
+            counters.txKicks++;
             int n = LibC.sendmmsg(sock, msgs.asSlice(LibC.MMSGHDR_SIZE * (from + sent)), count - sent, 0);
             if (n < 0) {
                 if (n == -Errno.EINTR) {

@@ -23,7 +23,7 @@ import java.util.function.LongSupplier;
 public final class SimFabric implements AutoCloseable {
     /** Frames one poll hands out at most. */
     public static final int RX_BATCH = 32;
-    public static final int DEFAULT_MAX_FRAME = io.metaroce.nic.transport.Wire.HEADER_SIZE + 4096;
+    public static final int DEFAULT_MAX_FRAME = io.metaroce.nic.engine.EngineAgent.FRAME_BYTES;
     public static final int DEFAULT_POOL_FRAMES = 8192;
     public static final int DEFAULT_MAX_HOSTS = 8;
 

@@ -11,7 +11,6 @@ import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.QpAttrs;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;
@@ -98,7 +97,7 @@ class LoopbackTest {
     void rcLoopbackOnTheUdpPort() throws Exception {
         int udp = 20000 + new Random().nextInt(20000);
         int ip = Inet4.parse("127.0.0.1");
-        try (TestNode n = new TestNode(new UdpPort(ip, udp, Wire.HEADER_SIZE + 4096, 32), udp,
+        try (TestNode n = new TestNode(new UdpPort(ip, udp, EngineAgent.FRAME_BYTES, 32), udp,
                 System::nanoTime)) {
             rcPingPong(n, ip, System.nanoTime() + 30_000_000_000L, System::nanoTime);
             assertThat(n.port.counters().txFrames).as("nothing went to the socket").isZero();

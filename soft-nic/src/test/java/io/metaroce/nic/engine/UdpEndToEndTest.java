@@ -6,7 +6,6 @@ import io.metaroce.nic.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -30,8 +29,8 @@ class UdpEndToEndTest {
         int n = 200;
         int size = 5000;
         try (Arena arena = Arena.ofShared();
-                TestNode a = new TestNode(new UdpPort(ipA, udp, Wire.HEADER_SIZE + 4096, 32), udp, System::nanoTime);
-                TestNode b = new TestNode(new UdpPort(ipB, udp, Wire.HEADER_SIZE + 4096, 32), udp, System::nanoTime)) {
+                TestNode a = new TestNode(new UdpPort(ipA, udp, EngineAgent.FRAME_BYTES, 32), udp, System::nanoTime);
+                TestNode b = new TestNode(new UdpPort(ipB, udp, EngineAgent.FRAME_BYTES, 32), udp, System::nanoTime)) {
             a.hello();
             b.hello();
             int pdA = a.allocPd();

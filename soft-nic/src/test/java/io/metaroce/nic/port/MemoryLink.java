@@ -199,7 +199,7 @@ public final class MemoryLink {
 
         @Override
         public int maxFrame() {
-            return io.metaroce.nic.transport.Wire.HEADER_SIZE + 4096;
+            return io.metaroce.nic.engine.EngineAgent.FRAME_BYTES;
         }
 
         @Override

@@ -13,6 +13,8 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Packet I/O over AF_XDP: one socket per RX queue of the interface, each with its own UMEM, and
@@ -35,6 +37,7 @@ import java.util.stream.Stream;
  * buffer. Nothing on the data path allocates.
  */
 public final class AfXdpPort implements Port {
+    private static final Logger LOG = LoggerFactory.getLogger(AfXdpPort.class);
     /** Ethernet 14 + IPv4 20 + UDP 8. */
     public static final int HEADERS = 42;
     private static final int RX_CHUNKS = 4096;
@@ -78,6 +81,8 @@ public final class AfXdpPort implements Port {
     private final MemorySegment[] scratch;
     private final ByteBuffer[] scratchViews;
     private int nextSock;
+    /** Frames received per queue (socket). */
+    private final long[] rxPerQueue;
 
     /**
      * @param maxFrame the largest UDP payload (the engine's frame), at most 2 * 4096 - 42
@@ -142,6 +147,7 @@ public final class AfXdpPort implements Port {
         this.dropFrame = arena.allocate(maxFrame, 64);
         this.dropView = dropFrame.asByteBuffer();
         // RX
+        this.rxPerQueue = new long[socks.length];
         this.held = new long[socks.length][batch];
         this.heldCount = new int[socks.length];
         this.rxPayload = new MemorySegment[socks.length * RX_CHUNKS];
@@ -226,6 +232,11 @@ public final class AfXdpPort implements Port {
         return socks.length;
     }
 
+    /** Frames received on queue {@code q} so far (engine thread). */
+    public long rxFrames(int q) {
+        return rxPerQueue[q];
+    }
+
     @Override
     public boolean readsEcn() {
         return true;
@@ -275,6 +286,10 @@ public final class AfXdpPort implements Port {
             frames++;
         }
         s.rx.release(complete);
+        if (frames > 0) {
+            counters.rxBatches++;
+            rxPerQueue[q] += frames;
+        }
         return frames;
     }
 
@@ -293,6 +308,7 @@ public final class AfXdpPort implements Port {
             }
         }
         if (s.fill.needsWakeup()) {
+            counters.rxKicks++;
             XskSys.kickRx(s.fd);
         }
     }
@@ -303,7 +319,7 @@ public final class AfXdpPort implements Port {
         long addr = s.rx.descAddr(idx);
         int len0 = s.rx.descLen(idx);
         counters.rxFrames++;
-        if (len0 < HEADERS || umem.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), addr + 12) != 0x0800) {
+        if (len0 < HEADERS || umem.get(BE_SHORT, addr + 12) != 0x0800) {
             counters.rxShort++;
             return;
         }
@@ -485,6 +501,9 @@ public final class AfXdpPort implements Port {
         tx.submit();
         kickUntilDrained();
         counters.txFrames += sent;
+        if (sent > 0) {
+            counters.txBatches++;
+        }
         return sent;
     }
 
@@ -495,12 +514,14 @@ public final class AfXdpPort implements Port {
             if (!s.tx.needsWakeup()) {
                 return;
             }
+            counters.txKicks++;
             int rc = XskSys.kickTx(s.fd);
             if (rc < 0 && rc != -Errno.EAGAIN && rc != -Errno.EBUSY && rc != -105 /* ENOBUFS */) {
                 counters.txErrors++;
                 return;
             }
             if (rc < 0) {
+                counters.txKicksBusy++;
                 reclaim();
             }
         }
@@ -544,13 +565,45 @@ public final class AfXdpPort implements Port {
         return socks[0].fd;
     }
 
+    /** One AF_XDP socket per queue: each polls readable when its RX ring holds frames. */
+    @Override
+    public int[] fds() {
+        int[] fds = new int[socks.length];
+        for (int q = 0; q < socks.length; q++) {
+            fds[q] = socks[q].fd;
+        }
+        return fds;
+    }
+
     @Override
     public PortCounters counters() {
         return counters;
     }
 
+    /**
+     * The kernel's counters of each socket (XDP_STATISTICS): frames it dropped on the way in
+     * (RX ring full, fill ring empty, other) and invalid descriptors. Control path.
+     */
+    public String kernelStatistics() {
+        StringBuilder b = new StringBuilder();
+        for (XskSocket s : socks) {
+            try {
+                long[] v = XskSys.statistics(s.fd);
+                b.append(b.isEmpty() ? "" : "; ").append("queue ").append(s.queue).append(": rx_frames ")
+                        .append(rxPerQueue[s.queue]).append(" rx_dropped ")
+                        .append(v[0]).append(" rx_invalid_descs ").append(v[1]).append(" tx_invalid_descs ")
+                        .append(v[2]).append(" rx_ring_full ").append(v[3]).append(" rx_fill_ring_empty_descs ")
+                        .append(v[4]).append(" tx_ring_empty_descs ").append(v[5]);
+            } catch (NativeException e) {
+                b.append(b.isEmpty() ? "" : "; ").append("queue ").append(s.queue).append(": ").append(e.getMessage());
+            }
+        }
+        return b.toString();
+    }
+
     @Override
     public void close() {
+        LOG.info("AF_XDP sockets on close: {}", kernelStatistics());
         program.close(); // detach first: no frame is steered to a closing socket
         for (XskSocket s : socks) {
             s.close();

@@ -31,6 +31,10 @@ final class XskSys {
     static final int XDP_UMEM_REG = 4;
     static final int XDP_UMEM_FILL_RING = 5;
     static final int XDP_UMEM_COMPLETION_RING = 6;
+    static final int XDP_STATISTICS = 7;
+    /** struct xdp_statistics: rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
+     * rx_fill_ring_empty_descs, tx_ring_empty_descs (u64 each). */
+    static final long STATISTICS_SIZE = 48;
     static final long XDP_PGOFF_RX_RING = 0;
     static final long XDP_PGOFF_TX_RING = 0x80000000L;
     static final long XDP_UMEM_PGOFF_FILL_RING = 0x100000000L;
@@ -109,6 +113,28 @@ final class XskSys {
             if (rc < 0) {
                 throw new NativeException("getsockopt(" + fd + ", SOL_XDP, XDP_MMAP_OFFSETS)", LibC.errno(cs));
             }
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw LibC.rethrow(t);
+        }
+    }
+
+    /** XDP_STATISTICS of a socket: the six u64 counters of {@code struct xdp_statistics}. */
+    static long[] statistics(int fd) throws NativeException {
+        MemorySegment cs = LibC.callState();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(STATISTICS_SIZE, 8);
+            MemorySegment len = a.allocateFrom(JAVA_INT, (int) STATISTICS_SIZE);
+            int rc = (int) GETSOCKOPT.invokeExact(cs, fd, SOL_XDP, XDP_STATISTICS, out, len);
+            if (rc < 0) {
+                throw new NativeException("getsockopt(" + fd + ", SOL_XDP, XDP_STATISTICS)", LibC.errno(cs));
+            }
+            long[] v = new long[6];
+            for (int i = 0; i < 6; i++) {
+                v[i] = out.get(JAVA_LONG, 8L * i);
+            }
+            return v;
         } catch (NativeException e) {
             throw e;
         } catch (Throwable t) {
