@@ -17,6 +17,8 @@ import org.slf4j.LoggerFactory;
 public final class EngineRunner implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EngineRunner.class);
     private static final int MAX_EVENTS = 64;
+    /** epoll_event.data (u64 at offset 4, packed): one layout, not one built per event. */
+    private static final ValueLayout.OfLong EVENT_DATA = ValueLayout.JAVA_LONG.withByteAlignment(4);
 
     private final EngineAgent engine;
     private final int spins;
@@ -93,7 +95,7 @@ public final class EngineRunner implements AutoCloseable {
                     sleepTimeouts++;
                 }
                 for (int i = 0; i < n; i++) {
-                    int fd = (int) events.get(ValueLayout.JAVA_LONG.withByteAlignment(4),
+                    int fd = (int) events.get(EVENT_DATA,
                             i * LibC.EPOLL_EVENT_SIZE + 4);
                     int q = engine.portQueueOf(fd);
                     if (q < 0) {
