@@ -98,6 +98,8 @@ public final class RcRequester {
     private int sqConsumer;
     private int wrHead;
     private int wrSent;
+    /** Set once flush() met a failed WR: the WRs after it are flushed even if acknowledged. */
+    private boolean flushAfterError;
     private int wrTail;
     private int sendOffset;
     private int nextMsn;
@@ -175,6 +177,7 @@ public final class RcRequester {
         sqConsumer = qp.sq.producerAcquire();
         qp.sq.consumerRelease(sqConsumer);
         wrHead = wrSent = wrTail = 0;
+        flushAfterError = false;
         sendOffset = 0;
         nextMsn = 0;
         timerArmed = false;
@@ -1511,13 +1514,21 @@ public final class RcRequester {
         return n;
     }
 
-    /** In ERR: complete everything outstanding, in order (its own error, success if acked, flush). */
+    /**
+     * In ERR: complete everything outstanding, in order: a failed WR with its own error; before the
+     * first failed WR, success if acknowledged (completed by the peer before the QP failed); from
+     * the first failed WR on, every later WR is flushed, even one the peer acknowledged out of
+     * order (verbs order: nothing after an error completes successfully).
+     */
     private int flush() {
         int n = 0;
         while (wrHead != wrTail) {
             SendWr wr = wrs[wrHead & wrMask];
-            boolean done = !wr.failed && wr.packets > 0 && wr.done() && wrHead - wrSent < 0;
+            boolean done = !wr.failed && !flushAfterError && wr.packets > 0 && wr.done() && wrHead - wrSent < 0;
             int status = wr.failed ? wr.status : done ? Ibv.WC_SUCCESS : Ibv.WC_WR_FLUSH_ERR;
+            if (wr.failed) {
+                flushAfterError = true;
+            }
             if (status != Ibv.WC_SUCCESS || signaled(wr)) {
                 if (!qp.sendCq.hasSpace()) {
                     break;
