@@ -20,7 +20,6 @@ import io.metaroce.nic.verbs.CmBridge;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.engine.StatsWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -248,7 +247,7 @@ public final class NicDaemon implements Callable<Integer> {
                         if (statsWriter != null) {
                             statsWriter.write();
                         }
-                        verbs.linkChanged(carrier(net.ifname()));
+                        verbs.linkChanged(NetInfo.carrier(net.ifname()));
                     }
                     if (statsWriter != null) {
                         statsWriter.write();
@@ -273,15 +272,6 @@ public final class NicDaemon implements Callable<Integer> {
             }
         }
         return 0;
-    }
-
-    /** The netdev's carrier (/sys/class/net/IF/carrier; unreadable while the link is down). */
-    static boolean carrier(String ifname) {
-        try {
-            return Files.readString(Path.of("/sys/class/net", ifname, "carrier")).trim().equals("1");
-        } catch (java.io.IOException e) {
-            return false;
-        }
     }
 
     private static MrTable engineMrs(EngineAgent engine) {

@@ -46,4 +46,13 @@ public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int spee
         }
         return new NetInfo(ifname, ip, nif.getMTU(), nif.isUp(), speed);
     }
+
+    /** The netdev's carrier now (/sys/class/net/IF/carrier; unreadable while the link is down). */
+    public static boolean carrier(String ifname) {
+        try {
+            return Files.readString(Path.of("/sys/class/net", ifname, "carrier")).trim().equals("1");
+        } catch (IOException e) {
+            return false;
+        }
+    }
 }

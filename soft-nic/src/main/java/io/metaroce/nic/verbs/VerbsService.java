@@ -247,7 +247,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         r.putInt((int) HelloRespDescriptor.OFF_VENDOR_ID, VENDOR_ID);
         r.putInt((int) HelloRespDescriptor.OFF_VENDOR_PART_ID, 1);
         r.putInt((int) HelloRespDescriptor.OFF_HW_VER, 1);
-        r.putInt((int) HelloRespDescriptor.OFF_LINK_UP, linkUp ? 1 : 0);
+        // The carrier now, not as of the last once-a-second check: an application started right
+        // after its link came up must not see the port DOWN (perftest refuses to run then).
+        r.putInt((int) HelloRespDescriptor.OFF_LINK_UP, currentLink() ? 1 : 0);
         r.putInt((int) HelloRespDescriptor.OFF_SPEED_MBPS, net.speedMbps());
         r.putInt((int) HelloRespDescriptor.OFF_MAX_SRQ, limits.maxSrq());
         r.putInt((int) HelloRespDescriptor.OFF_MAX_SRQ_WR, limits.maxSrqWr());
@@ -892,6 +894,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
      * IBV_EVENT_PORT_ERR for port 1, and later HELLOs report the new state. Thread-safe; a call
      * that repeats the current state does nothing.
      */
+    private boolean currentLink() {
+        if (java.nio.file.Files.isDirectory(java.nio.file.Path.of("/sys/class/net", net.ifname()))) {
+            linkChanged(NetInfo.carrier(net.ifname()));
+        }
+        return linkUp;
+    }
+
     public void linkChanged(boolean up) {
         synchronized (this) {
             if (up == linkUp) {
