@@ -12,6 +12,7 @@ import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.port.xdp.AfXdpPort;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
@@ -204,9 +205,9 @@ public final class NicDaemon implements Callable<Integer> {
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
 
         try (Port port = "udp".equals(portKind)
-                        ? new UdpPort(net.ipv4(), udpPort, EngineAgent.FRAME_BYTES, RX_TX_BATCH, entropyPorts)
+                        ? new UdpPort(net.ipv4(), udpPort, Wire.frameBytes(net.mtu()), RX_TX_BATCH, entropyPorts)
                         : AfXdpPort.open(net.ifname(), net.ipv4(), udpPort, entropyPorts,
-                                EngineAgent.FRAME_BYTES, RX_TX_BATCH,
+                                Wire.frameBytes(net.mtu()), RX_TX_BATCH,
                                 "xdp".equals(portKind) ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
                 EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr() + REREG_SPARE_KEYS))) {
             engine.datapath().paths = paths;

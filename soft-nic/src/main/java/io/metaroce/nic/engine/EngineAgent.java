@@ -28,8 +28,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public static final int QP_INDEX_BITS = 12;
     public static final int MAX_QP = 1 << QP_INDEX_BITS;
     /**
-     * The frame (UDP payload) a port must carry: the largest packet of IBV_MTU_4096, an RDMA WRITE
-     * with its RETH and 4096 bytes of payload (48 + 16 + 4096 bytes).
+     * The frame (UDP payload) a port must carry at least: the largest packet of IBV_MTU_4096, an
+     * RDMA WRITE with its RETH and 4096 bytes of payload (48 + 16 + 4096 bytes). The daemon's
+     * ports carry {@link Wire#frameBytes} of the netdev MTU (up to 8150 bytes, jumbo packets).
      */
     public static final int FRAME_BYTES = Wire.HEADER_SIZE + Wire.RETH_SIZE + 4096;
     /**

@@ -23,7 +23,8 @@ import java.util.function.LongSupplier;
 public final class SimFabric implements AutoCloseable {
     /** Frames one poll hands out at most. */
     public static final int RX_BATCH = 32;
-    public static final int DEFAULT_MAX_FRAME = io.metaroce.nic.engine.EngineAgent.FRAME_BYTES;
+    /** The largest frame a daemon sends (a jumbo RC packet), so that simulated QPs use them too. */
+    public static final int DEFAULT_MAX_FRAME = io.metaroce.nic.transport.Wire.MAX_FRAME;
     public static final int DEFAULT_POOL_FRAMES = 8192;
     public static final int DEFAULT_MAX_HOSTS = 8;
 

@@ -89,7 +89,7 @@ public final class Datapath implements AutoCloseable {
 
     /** Largest payload of a packet with {@code headerBytes} of headers on this port. */
     int framePayloadMax(int headerBytes) {
-        return Math.min(4096, port.maxFrame() - headerBytes);
+        return port.maxFrame() - headerBytes;
     }
 
     /**

@@ -132,7 +132,8 @@ public final class RcRequester {
         for (int i = 0; i < TRACKERS; i++) {
             trackers[i] = new Tracker();
         }
-        int frame = Wire.HEADER_SIZE + Wire.ATOMIC_EXT_SIZE + 4096;
+        // the largest packet this QP builds: an atomic, an IBV_MTU_4096 packet or a jumbo one
+        int frame = Math.max(Wire.HEADER_SIZE + Wire.ATOMIC_EXT_SIZE + 4096, Wire.frameBytes(qp.ifMtu));
         for (int i = 0; i < WINDOW; i++) {
             slots[i] = arena.allocate(frame, 64);
             slotViews[i] = slots[i].asByteBuffer();
@@ -519,7 +520,8 @@ public final class RcRequester {
         if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
-        int payload = qp.payloadPerPacket();
+        // what the port's frames carry too (SimFabric's may be smaller than the netdev's)
+        int payload = Math.min(qp.payloadPerPacket(), dp.framePayloadMax(Wire.HEADER_SIZE + Wire.RETH_SIZE));
         // WRITE packets carry a RETH: their payload must fit the netdev MTU and the port's frames too
         int writePayload = Math.min(payload, Math.min(qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE
                 - Wire.RETH_SIZE, dp.framePayloadMax(Wire.HEADER_SIZE + Wire.RETH_SIZE)));

@@ -217,4 +217,36 @@ public final class Wire {
     public static int payloadPerPacket(int pathMtuBytes, int ifMtu) {
         return Math.min(pathMtuBytes, ifMtu - IP_UDP_OVERHEAD - HEADER_SIZE);
     }
+
+    /** The frame (UDP payload) of an IBV_MTU_4096 RDMA WRITE packet: header, RETH, 4096 bytes. */
+    public static final int IB_MAX_FRAME = HEADER_SIZE + RETH_SIZE + 4096;
+    /**
+     * Largest frame (UDP payload) a daemon sends or accepts: a jumbo RC data packet within two
+     * 4 KiB AF_XDP chunks with Ethernet, IPv4 and UDP headers (8192 - 42 bytes).
+     */
+    public static final int MAX_FRAME = 8192 - 42;
+
+    /**
+     * The largest frame a daemon on a netdev of MTU {@code ifMtu} accepts and sends: what the link
+     * carries, at least {@link #IB_MAX_FRAME} (as before jumbo packets), at most {@link #MAX_FRAME}.
+     */
+    public static int frameBytes(int ifMtu) {
+        return Math.max(IB_MAX_FRAME, Math.min(MAX_FRAME, ifMtu - IP_UDP_OVERHEAD));
+    }
+
+    /**
+     * Payload per RC data packet (SEND, WRITE, READ response) for an enum-ibv_mtu path MTU on a
+     * netdev MTU: with a 4096-byte path MTU, as much as the link carries (a multiple of 64 bytes
+     * whose packet, header and RETH included, fits {@link #frameBytes}), else the path MTU as
+     * {@link #payloadPerPacket}. The receiver places each packet by its offset, so the packet
+     * size need not be the path MTU (docs/spec/transport.md section 1).
+     */
+    public static int rcPayloadPerPacket(int pathMtuBytes, int ifMtu) {
+        int ib = payloadPerPacket(pathMtuBytes, ifMtu);
+        if (pathMtuBytes < 4096) {
+            return ib;
+        }
+        int jumbo = (Math.min(MAX_FRAME, ifMtu - IP_UDP_OVERHEAD) - HEADER_SIZE - RETH_SIZE) & ~63;
+        return Math.max(ib, jumbo);
+    }
 }

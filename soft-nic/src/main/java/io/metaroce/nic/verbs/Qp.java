@@ -131,9 +131,9 @@ public final class Qp {
         return (end + 4095) & ~4095L;
     }
 
-    /** Payload bytes per packet on this QP's path. */
+    /** Payload bytes per RC data packet on this QP's path (jumbo with a 4096-byte path MTU). */
     public int payloadPerPacket() {
-        return io.metaroce.nic.transport.Wire.payloadPerPacket(Ibv.mtuBytes(pathMtu), ifMtu);
+        return io.metaroce.nic.transport.Wire.rcPayloadPerPacket(Ibv.mtuBytes(pathMtu), ifMtu);
     }
 
     public boolean canSend() {

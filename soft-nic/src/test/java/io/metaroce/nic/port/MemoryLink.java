@@ -199,7 +199,7 @@ public final class MemoryLink {
 
         @Override
         public int maxFrame() {
-            return io.metaroce.nic.engine.EngineAgent.FRAME_BYTES;
+            return io.metaroce.nic.transport.Wire.MAX_FRAME; // what a daemon on a 9000-byte netdev carries
         }
 
         @Override
