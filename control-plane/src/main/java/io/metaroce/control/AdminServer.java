@@ -1,29 +1,19 @@
 package io.metaroce.control;
 
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
-import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollServerDomainSocketChannel;
-import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.channel.unix.PeerCredentials;
 import io.netty.handler.codec.LineBasedFrameDecoder;
 import io.netty.handler.codec.TooLongFrameException;
-import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,72 +31,39 @@ public final class AdminServer implements AutoCloseable {
     public static final int MAX_LINE = 256;
     static final int READ_TIMEOUT_S = 5;
 
-    private final Path socketPath;
-    private final EventLoopGroup group;
-    private final Channel serverChannel;
+    private final DomainSocketServer server;
 
-    private AdminServer(Path socketPath, EventLoopGroup group, Channel serverChannel) {
-        this.socketPath = socketPath;
-        this.group = group;
-        this.serverChannel = serverChannel;
+    private AdminServer(DomainSocketServer server) {
+        this.server = server;
     }
 
     /** Binds {@code socketPath} (replacing a stale socket) and serves {@code handler}. */
     public static AdminServer bind(Path socketPath, AdminHandler handler) throws IOException {
-        if (!Epoll.isAvailable()) {
-            throw new IOException("Netty epoll transport unavailable", Epoll.unavailabilityCause());
-        }
-        Path path = socketPath.toAbsolutePath();
-        LocalControlServer.prepareDirectory(path.getParent());
-        LocalControlServer.removeStaleSocket(path);
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(
-                1, new DefaultThreadFactory("mrce-admin", true), EpollIoHandler.newFactory());
         long ownUid = ownUid();
-        try {
-            Channel server = new ServerBootstrap()
-                    .group(group)
-                    .channel(EpollServerDomainSocketChannel.class)
-                    .childHandler(new ChannelInitializer<EpollDomainSocketChannel>() {
-                        @Override
-                        protected void initChannel(EpollDomainSocketChannel ch) throws IOException {
-                            PeerCredentials cred = ch.peerCredentials();
-                            if (cred.uid() != 0 && cred.uid() != ownUid) {
-                                LOG.warn("admin socket: refusing uid {} (pid {})", cred.uid(), cred.pid());
-                                ch.close();
-                                return;
-                            }
-                            ch.pipeline()
-                                    .addLast(new LineBasedFrameDecoder(MAX_LINE, true, true))
-                                    .addLast(new Responder(handler));
+        return new AdminServer(DomainSocketServer.bind(socketPath, "mrce-admin", "rw-------", "admin socket",
+                new ChannelInitializer<EpollDomainSocketChannel>() {
+                    @Override
+                    protected void initChannel(EpollDomainSocketChannel ch) throws IOException {
+                        PeerCredentials cred = ch.peerCredentials();
+                        if (cred.uid() != 0 && cred.uid() != ownUid) {
+                            LOG.warn("admin socket: refusing uid {} (pid {})", cred.uid(), cred.pid());
+                            ch.close();
+                            return;
                         }
-                    })
-                    .bind(new DomainSocketAddress(path.toString())).sync().channel();
-            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
-            LOG.info("admin socket {} ready", path);
-            return new AdminServer(path, group, server);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw new IOException("interrupted while binding " + path, e);
-        } catch (Exception e) {
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw e instanceof IOException io ? io : new IOException("cannot bind " + path + ": " + e, e);
-        }
+                        ch.pipeline()
+                                .addLast(new LineBasedFrameDecoder(MAX_LINE, true, true))
+                                .addLast(new Responder(handler));
+                    }
+                }));
     }
 
     public Path socketPath() {
-        return socketPath;
+        return server.path;
     }
 
     @Override
     public void close() {
-        serverChannel.close().syncUninterruptibly();
-        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
-        try {
-            Files.deleteIfExists(socketPath);
-        } catch (IOException e) {
-            LOG.warn("cannot remove {}: {}", socketPath, e.toString());
-        }
+        server.close();
     }
 
     private static long ownUid() throws IOException {
