@@ -446,22 +446,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         int slots = pow2(cqe);
         long size = (io.metaroce.nic.abi.RingFlyweight.byteSize(MRCE_CQE_SIZE, slots) + 4095) & ~4095L;
-        int fd;
-        MemorySegment map;
-        try {
-            fd = LibC.memfdCreate("mrce-cq", LibC.MFD_CLOEXEC);
-        } catch (NativeException e) {
-            uncount(MRCE_OP_CREATE_CQ);
-            throw e;
-        }
-        try {
-            LibC.ftruncate(fd, size);
-            map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
-        } catch (NativeException e) {
-            LibC.close(fd);
-            uncount(MRCE_OP_CREATE_CQ);
-            throw e;
-        }
+        SharedMemory shm = SharedMemory.create("mrce-cq", size, () -> uncount(MRCE_OP_CREATE_CQ));
+        int fd = shm.fd();
+        MemorySegment map = shm.map();
         Cq cq = new Cq(s.newHandle(), map, slots, ch);
         if (ch != null) {
             ch.cqUsers++;
@@ -554,22 +541,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         long rqOffset = Qp.rqOffset(sendSlots);
         long size = Qp.mapSize(sendSlots, recvSlots);
-        int fd;
-        MemorySegment map;
-        try {
-            fd = LibC.memfdCreate("mrce-qp", LibC.MFD_CLOEXEC);
-        } catch (NativeException e) {
-            freeQpn(qpn);
-            throw e;
-        }
-        try {
-            LibC.ftruncate(fd, size);
-            map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
-        } catch (NativeException e) {
-            LibC.close(fd);
-            freeQpn(qpn);
-            throw e;
-        }
+        SharedMemory shm = SharedMemory.create("mrce-qp", size, () -> freeQpn(qpn));
+        int fd = shm.fd();
+        MemorySegment map = shm.map();
         int maxSendSge = Math.max(1, sendSge);
         int maxRecvSge = Math.max(1, recvSge);
         Qp qp = new Qp(s.newHandle(), qpn, s.session.id(), s.pid, pd, sendCq, recvCq, type, sigAll,
@@ -793,22 +767,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             srqCount++;
         }
         long size = Srq.mapSize(slots);
-        int fd;
-        MemorySegment map;
-        try {
-            fd = LibC.memfdCreate("mrce-srq", LibC.MFD_CLOEXEC);
-        } catch (NativeException e) {
-            uncount(MRCE_OP_CREATE_SRQ);
-            throw e;
-        }
-        try {
-            LibC.ftruncate(fd, size);
-            map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
-        } catch (NativeException e) {
-            LibC.close(fd);
-            uncount(MRCE_OP_CREATE_SRQ);
-            throw e;
-        }
+        SharedMemory shm = SharedMemory.create("mrce-srq", size, () -> uncount(MRCE_OP_CREATE_SRQ));
+        int fd = shm.fd();
+        MemorySegment map = shm.map();
         int sge = Math.max(1, maxSge);
         Srq srq = new Srq(s.newHandle(), s.pid, pd, map, slots, sge);
         srq.asyncEvents = s.events;
@@ -1033,6 +994,28 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     public void close() {
         for (SessionObjects s : new ArrayList<>(sessions.values())) {
             onSessionClosed(s.session);
+        }
+    }
+
+    /** A memfd of {@code size} bytes mapped shared: the rings handed to a provider with the fd. */
+    private record SharedMemory(int fd, MemorySegment map) {
+        /** Creates and maps it; on failure closes what was made, runs {@code undo}, rethrows. */
+        static SharedMemory create(String name, long size, Runnable undo) throws NativeException {
+            int fd;
+            try {
+                fd = LibC.memfdCreate(name, LibC.MFD_CLOEXEC);
+            } catch (NativeException e) {
+                undo.run();
+                throw e;
+            }
+            try {
+                LibC.ftruncate(fd, size);
+                return new SharedMemory(fd, LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0));
+            } catch (NativeException e) {
+                LibC.close(fd);
+                undo.run();
+                throw e;
+            }
         }
     }
 }
