@@ -4,7 +4,6 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -15,25 +14,15 @@ import java.lang.foreign.MemorySegment;
  */
 public final class RecvWorkRequest implements AutoCloseable {
 
-    private final Arena arena;
+    private final NativeWorkRequest mem;
     final MemorySegment wr;
-    private final MemorySegment sges;
     final MemorySegment badWr;
-    private final int maxSge;
-    private int numSge;
     private RecvWorkRequest next;
 
     public RecvWorkRequest(int maxSge) {
-        if (maxSge < 0) {
-            throw new IllegalArgumentException("maxSge < 0");
-        }
-        this.maxSge = maxSge;
-        this.arena = Arena.ofShared();
-        MemorySegment all = arena.allocate(Abi.RECV_WR_SIZE + Abi.SGE_SIZE * maxSge + 8, 16);
-        this.wr = all.asSlice(0, Abi.RECV_WR_SIZE);
-        this.sges = all.asSlice(Abi.RECV_WR_SIZE, Abi.SGE_SIZE * maxSge);
-        this.badWr = all.asSlice(Abi.RECV_WR_SIZE + Abi.SGE_SIZE * maxSge, 8);
-        wr.set(ADDRESS, Abi.RECV_WR_SG_LIST, sges);
+        this.mem = new NativeWorkRequest(Abi.RECV_WR_SIZE, Abi.RECV_WR_SG_LIST, Abi.RECV_WR_NUM_SGE, maxSge);
+        this.wr = mem.wr;
+        this.badWr = mem.badWr;
     }
 
     public RecvWorkRequest wrId(long wrId) {
@@ -46,8 +35,7 @@ public final class RecvWorkRequest implements AutoCloseable {
     }
 
     public RecvWorkRequest clearSge() {
-        numSge = 0;
-        wr.set(JAVA_INT, Abi.RECV_WR_NUM_SGE, 0);
+        mem.clearSge();
         return this;
     }
 
@@ -58,28 +46,18 @@ public final class RecvWorkRequest implements AutoCloseable {
 
     /** Appends {@code length} bytes at {@code offset} of {@code mr} (bounds-checked). */
     public RecvWorkRequest addSge(MemoryRegion mr, long offset, int length) {
-        if (offset < 0 || length < 0 || offset + length > mr.length()) {
-            throw new IndexOutOfBoundsException("SGE [" + offset + ", +" + length + ") outside " + mr.describe());
-        }
-        return addSge(mr.address() + offset, length, mr.lkey());
+        mem.addSge(mr, offset, length);
+        return this;
     }
 
     /** Appends a raw entry (address, length, lkey): not checked against any region. */
     public RecvWorkRequest addSge(long address, int length, int lkey) {
-        if (numSge == maxSge) {
-            throw new IllegalStateException("this request has room for " + maxSge + " SGEs");
-        }
-        long o = Abi.SGE_SIZE * numSge;
-        sges.set(JAVA_LONG, o + Abi.SGE_ADDR, address);
-        sges.set(JAVA_INT, o + Abi.SGE_LENGTH, length);
-        sges.set(JAVA_INT, o + Abi.SGE_LKEY, lkey);
-        numSge++;
-        wr.set(JAVA_INT, Abi.RECV_WR_NUM_SGE, numSge);
+        mem.addSge(address, length, lkey);
         return this;
     }
 
     public int numSge() {
-        return numSge;
+        return mem.numSge();
     }
 
     /** Chains {@code next} after this request (null ends the chain). */
@@ -99,7 +77,7 @@ public final class RecvWorkRequest implements AutoCloseable {
     }
 
     String describeBad() {
-        long bad = badWr.get(ADDRESS, 0).address();
+        long bad = mem.badAddress();
         int i = 0;
         for (RecvWorkRequest r = this; r != null; r = r.next, i++) {
             if (r.wr.address() == bad) {
@@ -111,8 +89,6 @@ public final class RecvWorkRequest implements AutoCloseable {
 
     @Override
     public void close() {
-        if (arena.scope().isAlive()) {
-            arena.close();
-        }
+        mem.close();
     }
 }

@@ -4,7 +4,6 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -41,26 +40,16 @@ public final class SendWorkRequest implements AutoCloseable {
     public static final int FLAG_SOLICITED = Abi.IBV_SEND_SOLICITED;
     public static final int FLAG_INLINE = Abi.IBV_SEND_INLINE;
 
-    private final Arena arena;
+    private final NativeWorkRequest mem;
     final MemorySegment wr;
-    private final MemorySegment sges;
     final MemorySegment badWr;
-    private final int maxSge;
-    private int numSge;
     private SendWorkRequest next;
 
     /** A request with room for {@code maxSge} scatter/gather entries, opcode SEND, no flags. */
     public SendWorkRequest(int maxSge) {
-        if (maxSge < 0) {
-            throw new IllegalArgumentException("maxSge < 0");
-        }
-        this.maxSge = maxSge;
-        this.arena = Arena.ofShared();
-        MemorySegment all = arena.allocate(Abi.SEND_WR_SIZE + Abi.SGE_SIZE * maxSge + 8, 16);
-        this.wr = all.asSlice(0, Abi.SEND_WR_SIZE);
-        this.sges = all.asSlice(Abi.SEND_WR_SIZE, Abi.SGE_SIZE * maxSge);
-        this.badWr = all.asSlice(Abi.SEND_WR_SIZE + Abi.SGE_SIZE * maxSge, 8);
-        wr.set(ADDRESS, Abi.SEND_WR_SG_LIST, sges);
+        this.mem = new NativeWorkRequest(Abi.SEND_WR_SIZE, Abi.SEND_WR_SG_LIST, Abi.SEND_WR_NUM_SGE, maxSge);
+        this.wr = mem.wr;
+        this.badWr = mem.badWr;
         wr.set(JAVA_INT, Abi.SEND_WR_OPCODE, SEND);
     }
 
@@ -183,8 +172,7 @@ public final class SendWorkRequest implements AutoCloseable {
 
     /** Empties the scatter/gather list. */
     public SendWorkRequest clearSge() {
-        numSge = 0;
-        wr.set(JAVA_INT, Abi.SEND_WR_NUM_SGE, 0);
+        mem.clearSge();
         return this;
     }
 
@@ -195,37 +183,24 @@ public final class SendWorkRequest implements AutoCloseable {
 
     /** Appends {@code length} bytes at {@code offset} of {@code mr} (bounds-checked). */
     public SendWorkRequest addSge(MemoryRegion mr, long offset, int length) {
-        if (offset < 0 || length < 0 || offset + length > mr.length()) {
-            throw new IndexOutOfBoundsException("SGE [" + offset + ", +" + length + ") outside " + mr.describe());
-        }
-        return addSge(mr.address() + offset, length, mr.lkey());
+        mem.addSge(mr, offset, length);
+        return this;
     }
 
     /** Appends a raw entry (address, length, lkey): not checked against any region. */
     public SendWorkRequest addSge(long address, int length, int lkey) {
-        if (numSge == maxSge) {
-            throw new IllegalStateException("this request has room for " + maxSge + " SGEs");
-        }
-        long o = Abi.SGE_SIZE * numSge;
-        sges.set(JAVA_LONG, o + Abi.SGE_ADDR, address);
-        sges.set(JAVA_INT, o + Abi.SGE_LENGTH, length);
-        sges.set(JAVA_INT, o + Abi.SGE_LKEY, lkey);
-        numSge++;
-        wr.set(JAVA_INT, Abi.SEND_WR_NUM_SGE, numSge);
+        mem.addSge(address, length, lkey);
         return this;
     }
 
     /** Changes the length of entry {@code index} (e.g. per message size), nothing else. */
     public SendWorkRequest sgeLength(int index, int length) {
-        if (index >= numSge) {
-            throw new IndexOutOfBoundsException("SGE " + index + " of " + numSge);
-        }
-        sges.set(JAVA_INT, Abi.SGE_SIZE * index + Abi.SGE_LENGTH, length);
+        mem.sgeLength(index, length);
         return this;
     }
 
     public int numSge() {
-        return numSge;
+        return mem.numSge();
     }
 
     /** Chains {@code next} after this request (null ends the chain); one post then posts the chain. */
@@ -246,7 +221,7 @@ public final class SendWorkRequest implements AutoCloseable {
 
     /** Which request of the chain {@code bad_wr} points at (for error messages). */
     String describeBad() {
-        long bad = badWr.get(ADDRESS, 0).address();
+        long bad = mem.badAddress();
         int i = 0;
         for (SendWorkRequest r = this; r != null; r = r.next, i++) {
             if (r.wr.address() == bad) {
@@ -274,8 +249,6 @@ public final class SendWorkRequest implements AutoCloseable {
     /** Frees the native memory; double close is a no-op. */
     @Override
     public void close() {
-        if (arena.scope().isAlive()) {
-            arena.close();
-        }
+        mem.close();
     }
 }
