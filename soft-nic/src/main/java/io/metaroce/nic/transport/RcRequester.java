@@ -156,21 +156,26 @@ public final class RcRequester {
         retxHead = retxTail = 0;
         java.util.Arrays.fill(slotQueued, false);
         clearTrackers();
-        pathCount = baseline ? 1 : Math.max(1, Math.min(MAX_PATHS, dp.paths));
-        int seed = entropySeed(qp.qpn);
+        pathCount = pathCount(dp);
         long initialCwnd = 16L * qp.payloadPerPacket();
         for (int i = 0; i < pathCount; i++) {
             if (paths[i] == null) {
                 paths[i] = new Path(i);
             }
-            paths[i].reset((seed + i) & 0xffff, baseline ? Long.MAX_VALUE / 4 : initialCwnd,
+            paths[i].reset(entropy(qp.qpn, i, pathCount, 0), baseline ? Long.MAX_VALUE / 4 : initialCwnd,
                     dp.rtoInitialNs);
         }
         rrCursor = 0;
     }
 
-    public static int entropySeed(int qpn) {
-        return (qpn * 0x9e3779b1) >>> 16;
+    /** Paths of a QP on this datapath (the baseline has one). */
+    public static int pathCount(Datapath dp) {
+        return dp.baseline ? 1 : Math.max(1, Math.min(MAX_PATHS, dp.paths));
+    }
+
+    /** The entropy (UDP source port class) of path {@code id} of QP {@code qpn} after {@code generation} retirements. */
+    public static int entropy(int qpn, int id, int pathCount, int generation) {
+        return (((qpn * 0x9e3779b1) >>> 16) + id + pathCount * generation) & 0xffff;
     }
 
     /** Back to RESET: forget every request and discard what the SQ holds. */
@@ -1175,7 +1180,7 @@ public final class RcRequester {
         p.state = Path.DEAD;
         p.generation++;
         p.replacements++;
-        p.entropy = (entropySeed(qp.qpn) + p.id + pathCount * p.generation) & 0xffff;
+        p.entropy = entropy(qp.qpn, p.id, pathCount, p.generation);
         p.probesOk = 0;
         p.failedAtNs = nowNs;
         p.nextProbeNs = nowNs;

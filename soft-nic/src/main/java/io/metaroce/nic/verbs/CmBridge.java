@@ -78,11 +78,10 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         qp.rxToken = token;
         qp.txToken = 0;
         qp.cmReady = false;
-        int paths = engine.datapath().baseline ? 1 : Math.max(1, Math.min(256, engine.datapath().paths));
+        int paths = RcRequester.pathCount(engine.datapath());
         int[] entropies = new int[paths];
-        int seed = RcRequester.entropySeed(qp.qpn);
         for (int i = 0; i < paths; i++) {
-            entropies[i] = (seed + i) & 0xffff;
+            entropies[i] = RcRequester.entropy(qp.qpn, i, paths, 0);
         }
         CmMessage.Endpoint local = new CmMessage.Endpoint(qp.qpn, qp.destQpNum, Ibv.mtuBytes(qp.pathMtu), WINDOW,
                 qp.rqPsn, token, entropies);
