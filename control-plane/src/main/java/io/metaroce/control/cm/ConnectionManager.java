@@ -345,6 +345,16 @@ public final class ConnectionManager implements AutoCloseable {
         return n.join();
     }
 
+    /** Whether a connection to the peer daemon at {@code peerIp} is up (its HELLO seen). */
+    public boolean peerConnected(int peerIp) {
+        CompletableFuture<Boolean> up = new CompletableFuture<>();
+        loop.execute(() -> {
+            Peer p = peers.get(peerIp);
+            up.complete(p != null && p.helloSeen && p.channel != null && p.channel.isActive());
+        });
+        return up.join();
+    }
+
     @Override
     public void close() {
         closed = true;

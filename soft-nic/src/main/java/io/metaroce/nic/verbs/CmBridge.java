@@ -169,7 +169,8 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             // After a grace period: a peer that closes right after its last completion must not
             // race its last ACK, and a QP destroyed meanwhile is left alone.
             String why = "peer QP " + remoteQpn + " on " + Inet4.toString(peerIp) + " went away (reason " + reason + ")";
-            CompletableFuture.delayedExecutor(disconnectGraceMs, TimeUnit.MILLISECONDS).execute(() -> fail(qp, local, why));
+            CompletableFuture.delayedExecutor(disconnectGraceMs, TimeUnit.MILLISECONDS)
+                    .execute(() -> fail(qp, local, false, why));
         }
     }
 
@@ -178,7 +179,12 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         for (Qp qp : qps.values()) {
             CmMessage.Endpoint local = qp.cmLocal;
             if (local != null && qp.peerIp == peerIp) {
-                fail(qp, local, "peer daemon " + Inet4.toString(peerIp) + " lost: " + why);
+                // Only connections made with the lost incarnation: a QP whose handshake is still
+                // open learns its fate from its own request (failed when it had gone to the lost
+                // daemon, sent on to a restarted one otherwise), and one the new incarnation
+                // answered is established only after this command: the manager hears nothing of
+                // the new daemon before its HELLO, and the engine runs commands in order.
+                fail(qp, local, true, "peer daemon " + Inet4.toString(peerIp) + " lost: " + why);
             }
         }
     }
@@ -194,9 +200,9 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         return false;
     }
 
-    private void fail(Qp qp, CmMessage.Endpoint local, String why) {
+    private void fail(Qp qp, CmMessage.Endpoint local, boolean onlyEstablished, String why) {
         while (!engine.submit(() -> {
-            if (qp.cmLocal == local && qp.state != Ibv.QPS_ERR) {
+            if (qp.cmLocal == local && qp.state != Ibv.QPS_ERR && (qp.cmReady || !onlyEstablished)) {
                 failures.incrementAndGet();
                 LOG.info("QP {} to error: {}", qp.qpn, why);
                 qp.fatal(Ibv.EVENT_QP_FATAL);
