@@ -26,6 +26,8 @@ public final class Path {
     int una;
     final int[] txRsn = new int[RING];
     final long[] txTimeNs = new long[RING];
+    /** The QP's transmission number of each packet (its order on the wire among all paths). */
+    final long[] txSeq = new long[RING];
     final int[] txBytes = new int[RING];
     public long inflightBytes;
     public long cwndBytes;

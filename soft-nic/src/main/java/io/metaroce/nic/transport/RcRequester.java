@@ -114,11 +114,18 @@ public final class RcRequester {
     private boolean rnrWait;
     private long nowNs;
     /**
-     * The latest send time of any transmission reported delivered (data or answered probe), on
-     * any path: the evidence that the peer is alive and that packets sent before it on a silent
-     * path are lost (cross-path detection) and that a path's timeout is its own failure.
+     * Transmission order: every packet this QP puts on a path (data, retransmission, probe) gets
+     * the next number. The wire order of one port's TX ring is this order, whatever the clock
+     * says (a duty cycle stamps everything it sends with one time, and frames wait in the TX ring
+     * behind earlier kicks).
      */
-    private long lastDeliveredSendNs;
+    private long txSeq;
+    /**
+     * The highest transmission number reported delivered (data or answered probe), on any path:
+     * the evidence that the peer is alive, that packets sent before it on a silent path are lost
+     * (cross-path detection) and that a path's timeout is its own failure.
+     */
+    private long lastDeliveredSeq;
 
     public RcRequester(Qp qp) {
         this.qp = qp;
@@ -147,7 +154,7 @@ public final class RcRequester {
         nextRsn = qp.sqPsn;
         gbnCursor = nextRsn;
         rtoNs = dp.rtoInitialNs;
-        lastDeliveredSendNs = Long.MIN_VALUE;
+        lastDeliveredSeq = txSeq;
         rwnd = WINDOW;
         timerArmed = false;
         retries = 0;
@@ -455,6 +462,7 @@ public final class RcRequester {
         int r = psn & Path.RING_MASK;
         p.txRsn[r] = rsn;
         p.txTimeNs[r] = nowNs;
+        p.txSeq[r] = ++txSeq;
         p.txBytes[r] = len;
         p.inflightBytes += len;
         p.packetsSent++;
@@ -1020,7 +1028,7 @@ public final class RcRequester {
             if (bytes == Path.PROBE_LEN) {
                 if (psn == highest) {
                     p.probesOk++;
-                    lastDeliveredSendNs = Math.max(lastDeliveredSendNs, p.txTimeNs[e]);
+                    lastDeliveredSeq = Math.max(lastDeliveredSeq, p.txSeq[e]);
                 } else {
                     p.probesOk = 0;
                 }
@@ -1030,7 +1038,7 @@ public final class RcRequester {
             int rsn = p.txRsn[e];
             if (acked(rsn)) {
                 delivered += bytes;
-                lastDeliveredSendNs = Math.max(lastDeliveredSendNs, p.txTimeNs[e]);
+                lastDeliveredSeq = Math.max(lastDeliveredSeq, p.txSeq[e]);
                 lossBurst |= p.recordOutcome(false);
             } else {
                 lost++;
@@ -1221,14 +1229,14 @@ public final class RcRequester {
 
     /**
      * Whether transmission {@code psn} of {@code p} (unresolved) is lost by cross-path evidence:
-     * something sent with or after it on another path was reported delivered (a report of {@code p}
-     * itself would have resolved it), and it is older than {@code p}'s own srtt + k * rttvar, so
-     * that paths of different delay do not accuse each other of losses. No RTO floor.
+     * something sent after it on another path was reported delivered (a report of {@code p} itself
+     * would have resolved it), and it is older than {@code p}'s own srtt + k * rttvar, so that
+     * paths of different delay do not accuse each other of losses. No RTO floor.
      */
     private boolean overdue(Datapath dp, Path p, int psn, long nowNs) {
-        long sent = p.txTimeNs[psn & Path.RING_MASK];
-        return lastDeliveredSendNs >= sent
-                && nowNs - sent > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs;
+        int e = psn & Path.RING_MASK;
+        return lastDeliveredSeq - p.txSeq[e] > 0
+                && nowNs - p.txTimeNs[e] > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs;
     }
 
     /**
@@ -1298,11 +1306,11 @@ public final class RcRequester {
     private int pathTimeout(Datapath dp, Path p, long nowNs) {
         p.timeouts++;
         dp.counters.pathTimeouts++;
-        // The path's own failure if the peer was heard from about something sent with or after
-        // this path's oldest packet (or, for a path already SUSPECT, if no other path carries
+        // The path's own failure if the peer was heard from about something sent after this
+        // path's oldest packet (or, for a path already SUSPECT, if no other path carries
         // anything to compare with); when the other paths are just as silent, the peer (or this
         // host) stalled and every path times out in turn: no path is to blame, none is demoted.
-        boolean blame = lastDeliveredSendNs >= p.txTimeNs[p.una & Path.RING_MASK]
+        boolean blame = lastDeliveredSeq - p.txSeq[p.una & Path.RING_MASK] > 0
                 || p.state == Path.SUSPECT && !othersInflight(p);
         for (int psn = p.una; psn != p.nextPsn; psn++) {
             int e = psn & Path.RING_MASK;
@@ -1351,6 +1359,7 @@ public final class RcRequester {
         int e = psn & Path.RING_MASK;
         p.txRsn[e] = 0;
         p.txTimeNs[e] = nowNs;
+        p.txSeq[e] = ++txSeq;
         p.txBytes[e] = Path.PROBE_LEN;
         p.probesSent++;
         dp.counters.probesTx++;
