@@ -124,10 +124,13 @@ public abstract class NetnsFabric implements AutoCloseable {
         Sh.check("ip", "-n", h.ns(), "link", "set", h.ifname(), "up");
     }
 
-    /** Starts mrce-nicd in A and in B (JVM start-ups overlap) and waits until both serve. */
-    public List<Daemon> startDaemons() {
-        Daemon da = startDaemon(a());
-        Daemon db = startDaemon(b());
+    /**
+     * Starts mrce-nicd in A and in B (JVM start-ups overlap), each with {@code extraArgs}, and
+     * waits until both serve.
+     */
+    public List<Daemon> startDaemons(String... extraArgs) {
+        Daemon da = startDaemon(a(), extraArgs);
+        Daemon db = startDaemon(b(), extraArgs);
         awaitReady(da);
         awaitReady(db);
         return List.of(da, db);

@@ -27,6 +27,13 @@ import org.junit.jupiter.api.Timeout;
 @Tag("container")
 @Timeout(600)
 class ContainerScenariosIT {
+    /**
+     * Scenarios assert that every spine carries some of a run's traffic. The kernel hashes each
+     * path's source port onto a spine with a seed drawn at boot; with the default 8 paths a spine
+     * gets none of a QP's paths about a third of the time, with 32 paths over 1024 ports about
+     * once in 2 500 QPs (4 * (3/4)^32).
+     */
+    static final String[] DAEMON_ARGS = {"--paths", "32", "--entropy-ports", "1024"};
 
     /** ib_write_bw's result row: #bytes #iterations BW peak BW average MsgRate. */
     private static final Pattern WRITE_BW_ROW = Pattern.compile("(?m)^\\s*65536\\s+2000\\s+([\\d.]+)\\s+([\\d.]+)\\s+([\\d.]+)");
@@ -44,7 +51,7 @@ class ContainerScenariosIT {
         a = fabric.host("A");
         b = fabric.host("B");
         c = fabric.host("C");
-        fabric.startDaemons();
+        fabric.startDaemons(DAEMON_ARGS);
     }
 
     @AfterAll
@@ -221,7 +228,7 @@ class ContainerScenariosIT {
         assertThat(serverExit).as("the server's exit status").isNotZero();
         assertThat(serverOut).as("the server reports a failure").contains("mrce_integrity: FAIL");
         // A new daemon in B; a new run across the same containers completes with correct data.
-        b.startDaemon();
+        b.startDaemon(DAEMON_ARGS);
         b.awaitDaemonReady();
         Apps.Exits e = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 500, 0xc0_1005L, RUN_TIMEOUT)
                 .finish(RUN_TIMEOUT);

@@ -30,6 +30,7 @@ final class Stats {
                 .append(",\"probesRx\":").append(c.probesRx)
                 .append(",\"gapsDetected\":").append(c.gapsDetected)
                 .append(",\"crossPathLosses\":").append(c.crossPathLosses)
+                .append(",\"spuriousLosses\":").append(c.spuriousLosses)
                 .append(",\"sequenceNaksTx\":").append(c.sequenceNaksTx)
                 .append(",\"ecnMarksRx\":").append(c.ecnMarksRx)
                 .append('}');

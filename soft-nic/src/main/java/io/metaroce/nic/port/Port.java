@@ -28,6 +28,7 @@ public interface Port extends AutoCloseable {
         return false;
     }
 
+
     /** Receives up to a batch of frames and hands each to {@code handler}; returns the count. */
     int poll(FrameHandler handler);
 
@@ -45,7 +46,9 @@ public interface Port extends AutoCloseable {
      * Queues the claimed frame, {@code length} bytes, to {@code dstIp:dstPort}. {@code entropy}
      * (0..65535) names the path: frames with the same entropy take the same route through an ECMP
      * fabric (a UDP port sends them from the source port it maps the entropy to; a simulated fabric
-     * picks the link from it), frames with different entropy may take different routes.
+     * picks the link from it), frames with different entropy may take different routes. Frames
+     * leave in the order they were committed (the transport's cross-path loss detection relies
+     * on it).
      */
     void commit(int length, int dstIp, int dstPort, int entropy);
 

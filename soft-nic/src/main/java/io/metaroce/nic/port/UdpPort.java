@@ -12,8 +12,8 @@ import java.nio.ByteBuffer;
  * A plain non-blocking UDP socket bound to the served address and port, where every frame comes
  * in (recvmmsg, a batch per call), plus a pool of send sockets bound to the consecutive ports
  * above it: a frame's entropy picks the socket ({@code entropy mod pool}), so its source port,
- * so its ECMP route. A flush sends each socket's frames with one sendmmsg (frames of one entropy
- * keep their order). With no pool, everything leaves from the data socket. The kernel builds
+ * so its ECMP route. A flush sends the frames in the order they were committed, one sendmmsg per
+ * run of frames from the same socket (the transport reads the wire order). With no pool, everything leaves from the data socket. The kernel builds
  * IP/UDP headers, marking frames ECN-capable (ECT(0)). The data socket asks for each
  * datagram's TOS byte (IP_RECVTOS, one control buffer per batch slot), so every frame reports its
  * ECN field.
@@ -50,8 +50,6 @@ public final class UdpPort implements Port {
     /** Send sockets by entropy (entropy mod length); empty: the data socket sends. */
     private final int[] entropyFds;
     private final int[] txSock;
-    private final int[] order;
-    private final MemorySegment txSorted;
 
     public UdpPort(int localIp, int localPort, int maxFrame, int batch) throws NativeException {
         this(localIp, localPort, maxFrame, batch, 0);
@@ -103,8 +101,6 @@ public final class UdpPort implements Port {
             }
         }
         this.txSock = new int[batch];
-        this.order = new int[batch];
-        this.txSorted = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         rxMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         txMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         rxAddrs = arena.allocate(LibC.SOCKADDR_IN_SIZE * batch, 8);
@@ -242,26 +238,19 @@ public final class UdpPort implements Port {
             txCount = 0;
             return sent;
         }
-        // Group the batch by socket (stable: each socket's frames keep their order).
+        // In commit order: one sendmmsg per run of frames from the same socket. (Grouping the
+        // whole batch by socket took fewer calls but put frames on the wire out of the order the
+        // transport sent them in, which its cross-path loss detection reads as loss.)
         int n = txCount;
-        int placed = 0;
-        for (int i = 0; i < n; i++) {
-            order[i] = -1;
-        }
         int sent = 0;
-        while (placed < n) {
-            int sock = -1;
-            int start = placed;
-            for (int i = 0; i < n; i++) {
-                if (order[i] == -1 && (sock == -1 || txSock[i] == sock)) {
-                    sock = txSock[i];
-                    order[i] = placed;
-                    MemorySegment.copy(txMsgs, LibC.MMSGHDR_SIZE * i, txSorted,
-                            LibC.MMSGHDR_SIZE * placed, LibC.MMSGHDR_SIZE);
-                    placed++;
-                }
+        for (int start = 0; start < n; ) {
+            int sock = txSock[start];
+            int end = start + 1;
+            while (end < n && txSock[end] == sock) {
+                end++;
             }
-            sent += sendRun(sock, txSorted, start, placed - start);
+            sent += sendRun(sock, txMsgs, start, end - start);
+            start = end;
         }
         txCount = 0;
         return sent;

@@ -29,6 +29,8 @@ public final class Path {
     /** The QP's transmission number of each packet (its order on the wire among all paths). */
     final long[] txSeq = new long[RING];
     final int[] txBytes = new int[RING];
+    /** The transmission was resolved lost by cross-path detection (a later report of it proves it was not). */
+    final boolean[] crossLost = new boolean[RING];
     public long inflightBytes;
     public long cwndBytes;
     public long srttNs;

@@ -110,14 +110,16 @@ public final class RcRequester {
     private long deadlineNs;
     private boolean timerArmed;
     private int retries;
+    /** When {@link #retries} was last reset by progress (its timeouts count from there). */
+    private long retriesSinceNs;
     private int rnrRetries;
     private boolean rnrWait;
     private long nowNs;
     /**
      * Transmission order: every packet this QP puts on a path (data, retransmission, probe) gets
-     * the next number. The wire order of one port's TX ring is this order, whatever the clock
-     * says (a duty cycle stamps everything it sends with one time, and frames wait in the TX ring
-     * behind earlier kicks).
+     * the next number, its order on the wire (ports send in commit order) whatever the clock says:
+     * a duty cycle stamps everything it sends with one time, and frames wait in the TX ring behind
+     * earlier kicks.
      */
     private long txSeq;
     /**
@@ -126,6 +128,15 @@ public final class RcRequester {
      * (cross-path detection) and that a path's timeout is its own failure.
      */
     private long lastDeliveredSeq;
+    /**
+     * Reordering tolerance of cross-path detection, learnt: 0 until a detection proves false (the
+     * packet's own report arrives after it was resolved lost), then per false detection at least
+     * doubled and at least as late as that packet was beyond its threshold (and a quarter of the
+     * path's min RTT), at most rto_min; halved after every
+     * {@link #REORDER_DECAY_PACKETS} packets delivered without one (spec 8).
+     */
+    private long reorderSlackNs;
+    private int reorderCleanPackets;
 
     public RcRequester(Qp qp) {
         this.qp = qp;
@@ -154,10 +165,13 @@ public final class RcRequester {
         nextRsn = qp.sqPsn;
         gbnCursor = nextRsn;
         rtoNs = dp.rtoInitialNs;
-        lastDeliveredSeq = txSeq;
+        lastDeliveredSeq = -1;
+        reorderSlackNs = 0;
+        reorderCleanPackets = 0;
         rwnd = WINDOW;
         timerArmed = false;
         retries = 0;
+        retriesSinceNs = Long.MIN_VALUE; // the first duty cycle starts the count
         rnrRetries = 0;
         rnrWait = false;
         retxHead = retxTail = 0;
@@ -252,6 +266,9 @@ public final class RcRequester {
     /** One duty-cycle step: read new WQEs, send, complete, check the timers. */
     public int doWork(Datapath dp, long nowNs) {
         this.nowNs = nowNs;
+        if (retriesSinceNs == Long.MIN_VALUE) {
+            retriesSinceNs = nowNs;
+        }
         int work = pollSq(dp);
         if (qp.state == Ibv.QPS_ERR) {
             return work + flush();
@@ -463,6 +480,7 @@ public final class RcRequester {
         p.txRsn[r] = rsn;
         p.txTimeNs[r] = nowNs;
         p.txSeq[r] = ++txSeq;
+        p.crossLost[r] = false;
         p.txBytes[r] = len;
         p.inflightBytes += len;
         p.packetsSent++;
@@ -813,6 +831,7 @@ public final class RcRequester {
         dp.stageResponse(qp, rsn, ti);
         // Progress: the responder is alive; requests queued behind this one restart their timers.
         retries = 0;
+        retriesSinceNs = nowNs;
         t.timeouts = 0;
         for (int i = 0; i < TRACKERS; i++) {
             Tracker o = trackers[i];
@@ -877,7 +896,7 @@ public final class RcRequester {
             return 0;
         }
         dp.counters.responseTimeouts++;
-        if (++retries > qp.retryCnt) {
+        if (++retries > qp.retryCnt && retriesExhausted(nowNs)) {
             SendWr wr = wrs[trackers[expired].wr & wrMask];
             wr.status = Ibv.WC_RETRY_EXC_ERR;
             wr.failed = true;
@@ -1004,6 +1023,7 @@ public final class RcRequester {
 
     private void onProgress(Datapath dp, long nowNs) {
         retries = 0;
+        retriesSinceNs = nowNs;
         rnrRetries = 0;
         rnrWait = false;
         rtoNs = dp.rtoInitialNs;
@@ -1013,6 +1033,10 @@ public final class RcRequester {
 
     /** Resolves every transmission of path {@code p} up to PSN {@code highest}: delivered or lost. */
     private void onPathReport(Datapath dp, Path p, int ceCount, int highest, long nowNs) {
+        if (highest - p.una < 0 && p.nextPsn - highest <= Path.RING && p.crossLost[highest & Path.RING_MASK]) {
+            spuriousLoss(dp, p, highest, nowNs);
+            return;
+        }
         if (highest - p.una < 0 || highest - p.nextPsn >= 0) {
             return; // old news, or nonsense
         }
@@ -1021,6 +1045,7 @@ public final class RcRequester {
         boolean probe = p.txBytes[r] == Path.PROBE_LEN;
         boolean lossBurst = false;
         long delivered = 0;
+        int deliveredPackets = 0;
         int lost = 0;
         for (int psn = p.una; psn - highest <= 0; psn++) {
             int e = psn & Path.RING_MASK;
@@ -1038,6 +1063,7 @@ public final class RcRequester {
             int rsn = p.txRsn[e];
             if (acked(rsn)) {
                 delivered += bytes;
+                deliveredPackets++;
                 lastDeliveredSeq = Math.max(lastDeliveredSeq, p.txSeq[e]);
                 lossBurst |= p.recordOutcome(false);
             } else {
@@ -1055,10 +1081,15 @@ public final class RcRequester {
         p.lastProgressNs = nowNs;
         p.tlpSent = false;
         p.deliveredBytes += delivered;
+        if (reorderSlackNs > 0 && (reorderCleanPackets += deliveredPackets) >= REORDER_DECAY_PACKETS) {
+            reorderCleanPackets = 0;
+            reorderSlackNs /= 2;
+        }
         if (delivered > 0) {
             // The responder is alive and taking data: a timeout while one packet is still being
             // re-routed (say, off a black-holed link) is no failed retry of the connection.
             retries = 0;
+            retriesSinceNs = nowNs;
         }
         p.ecnMarks += ceCount;
         p.rttSample(sampleNs, dp.rtoMinNs, dp.rtoMaxNs);
@@ -1156,6 +1187,20 @@ public final class RcRequester {
     }
 
     /**
+     * Whether the QP has gone without progress for as long as its attributes allow: retry_cnt + 1
+     * local ACK timeouts (4.096 us * 2^timeout each; timeout 0 is infinite). Our own timers
+     * retransmit much sooner; a QP never fails before the time an application asked to wait.
+     */
+    private boolean retriesExhausted(long nowNs) {
+        int t = qp.timeout;
+        if (t == 0) {
+            return false;
+        }
+        long ackTimeoutNs = 4096L << Math.min(t, 31);
+        return nowNs - retriesSinceNs >= (qp.retryCnt + 1L) * ackTimeoutNs;
+    }
+
+    /**
      * The QP RTO in force: its own (initial, doubled per timeout) but never below twice the
      * largest RTO of a live path, so that the paths' own timers recover a loss first.
      */
@@ -1235,8 +1280,31 @@ public final class RcRequester {
      */
     private boolean overdue(Datapath dp, Path p, int psn, long nowNs) {
         int e = psn & Path.RING_MASK;
-        return lastDeliveredSeq - p.txSeq[e] > 0
-                && nowNs - p.txTimeNs[e] > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs;
+        return lastDeliveredSeq > p.txSeq[e]
+                && nowNs - p.txTimeNs[e] > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs + reorderSlackNs;
+    }
+
+    /** Delivered packets after which a learnt reordering tolerance halves. */
+    static final int REORDER_DECAY_PACKETS = 1024;
+
+    /**
+     * A report of PSN {@code psn} of {@code p}, which cross-path detection had resolved lost: it
+     * arrived after all, so the paths reorder more than srtt + k * rttvar. Widen the tolerance;
+     * a path made SUSPECT by the false detection is reinstated.
+     */
+    private void spuriousLoss(Datapath dp, Path p, int psn, long nowNs) {
+        int e = psn & Path.RING_MASK;
+        p.crossLost[e] = false;
+        dp.counters.spuriousLosses++;
+        // at least how late it was beyond the threshold it was judged by (its report came now)
+        long excess = nowNs - p.txTimeNs[e] - (p.srttNs + dp.lossDetectVarFactor * p.rttvarNs);
+        long floor = Math.max(1000L, p.minRttNs == Long.MAX_VALUE ? 0 : p.minRttNs / 4);
+        reorderSlackNs = Math.min(dp.rtoMinNs, Math.max(Math.max(floor, excess), 2 * reorderSlackNs));
+        reorderCleanPackets = 0;
+        if (p.state == Path.SUSPECT) {
+            p.state = Path.ACTIVE;
+            p.lossHistory = 0;
+        }
     }
 
     /**
@@ -1247,6 +1315,7 @@ public final class RcRequester {
     private int crossPathLoss(Datapath dp, Path p, long nowNs) {
         boolean lossBurst = false;
         boolean probeLost = false;
+        int lost = 0;
         int psn = p.una;
         while (psn != p.nextPsn && overdue(dp, p, psn, nowNs)) {
             int e = psn & Path.RING_MASK;
@@ -1258,6 +1327,8 @@ public final class RcRequester {
                 p.inflightBytes -= bytes;
                 int rsn = p.txRsn[e];
                 if (!acked(rsn)) {
+                    lost++;
+                    p.crossLost[e] = true;
                     p.losses++;
                     dp.counters.pathLosses++;
                     dp.counters.crossPathLosses++;
@@ -1271,6 +1342,11 @@ public final class RcRequester {
             psn++;
         }
         p.una = psn;
+        if (lost == 0 && !probeLost) {
+            // Only transmissions whose requests were acknowledged through other copies: no
+            // evidence against this path.
+            return 1;
+        }
         if (nowNs - p.lastDecreaseNs >= p.srttNs) {
             p.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), p.cwndBytes / 2);
             p.lastDecreaseNs = nowNs;
@@ -1310,7 +1386,7 @@ public final class RcRequester {
         // path's oldest packet (or, for a path already SUSPECT, if no other path carries
         // anything to compare with); when the other paths are just as silent, the peer (or this
         // host) stalled and every path times out in turn: no path is to blame, none is demoted.
-        boolean blame = lastDeliveredSeq - p.txSeq[p.una & Path.RING_MASK] > 0
+        boolean blame = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK]
                 || p.state == Path.SUSPECT && !othersInflight(p);
         for (int psn = p.una; psn != p.nextPsn; psn++) {
             int e = psn & Path.RING_MASK;
@@ -1360,6 +1436,7 @@ public final class RcRequester {
         p.txRsn[e] = 0;
         p.txTimeNs[e] = nowNs;
         p.txSeq[e] = ++txSeq;
+        p.crossLost[e] = false;
         p.txBytes[e] = Path.PROBE_LEN;
         p.probesSent++;
         dp.counters.probesTx++;
@@ -1469,7 +1546,7 @@ public final class RcRequester {
             rnrWait = false;
         } else {
             dp.counters.timeouts++;
-            if (++retries > qp.retryCnt) {
+            if (++retries > qp.retryCnt && retriesExhausted(nowNs)) {
                 SendWr head = wrs[slotWr[una & MASK] & wrMask];
                 head.status = Ibv.WC_RETRY_EXC_ERR;
                 head.failed = true;

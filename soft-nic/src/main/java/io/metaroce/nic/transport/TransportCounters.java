@@ -23,6 +23,8 @@ public final class TransportCounters {
     public long gapsDetected;
     /** Requester: packets found lost by cross-path, time-based detection (spec 8). */
     public long crossPathLosses;
+    /** Requester: cross-path detections a later report of the packet itself proved false. */
+    public long spuriousLosses;
     public long sequenceNaksTx;
     /** Data and probe packets received with an ECN CE mark. */
     public long ecnMarksRx;
@@ -46,7 +48,8 @@ public final class TransportCounters {
                 + " malformed " + malformed + " timeouts " + timeouts + " pathLosses " + pathLosses
                 + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps
                 + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected
-                + " crossPathLosses " + crossPathLosses + " ecnMarksRx " + ecnMarksRx
+                + " crossPathLosses " + crossPathLosses + " spuriousLosses " + spuriousLosses
+                + " ecnMarksRx " + ecnMarksRx
                 + " responsesRx " + responsesRx + " resendsTx " + resendsTx + " responseTimeouts "
                 + responseTimeouts + " responsesTx " + responsesTx + " atomicsExecuted " + atomicsExecuted
                 + " accessErrors " + accessErrors + " resendsRx " + resendsRx;

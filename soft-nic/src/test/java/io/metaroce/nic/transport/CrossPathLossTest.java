@@ -124,6 +124,47 @@ class CrossPathLossTest {
     }
 
     @Test
+    void aDetectionProvedFalseWidensTheReorderingTolerance() throws Exception {
+        try (RequesterHarness h = new RequesterHarness(4)) {
+            for (int i = 0; i < 6; i++) {
+                h.post(16);
+                h.cleanRound(RTT);
+            }
+            // Path 1's packets come 6 RTTs late (reordering, not loss): the first time they are
+            // resolved lost and resent; their own late reports prove it false, and from then on
+            // the same reordering is tolerated.
+            long[] detections = new long[12];
+            for (int round = 0; round < detections.length; round++) {
+                long before = h.dp().counters.crossPathLosses;
+                h.post(16);
+                List<Pkt> sent = data(h.pump());
+                List<Pkt> late = onPath(sent, 1);
+                List<Pkt> early = new ArrayList<>(sent);
+                early.removeAll(late);
+                h.clock.addAndGet(RTT);
+                h.ackPlaced(early, RcRequester.WINDOW);
+                h.pump();
+                List<Pkt> resent = new ArrayList<>();
+                for (int k = 0; k < 5; k++) {
+                    resent.addAll(h.step(RTT)); // retransmissions, and probes of a SUSPECT path
+                }
+                h.ackPlaced(late, RcRequester.WINDOW); // the late originals, and their path's report
+                h.pump();
+                h.ackPlaced(resent, RcRequester.WINDOW);
+                h.pump();
+                detections[round] = h.dp().counters.crossPathLosses - before;
+            }
+            System.out.println("CrossPathLossTest: detections per round " + java.util.Arrays.toString(detections) + ", false " + h.dp().counters.spuriousLosses);
+            assertThat(detections[0]).as("the first round's late packets are taken for lost").isPositive();
+            assertThat(h.dp().counters.spuriousLosses).as("and proved not lost").isPositive();
+            assertThat(detections[detections.length - 1]).as("the last round: tolerated").isZero();
+            assertThat(h.path(1).state).isEqualTo(Path.ACTIVE);
+            assertThat(h.pending()).isZero();
+            assertThat(h.completions).hasSize((6 + detections.length) * 16).allMatch(c -> c.status() == 0);
+        }
+    }
+
+    @Test
     void aStallOfThePeerBlamesNoPath() throws Exception {
         try (RequesterHarness h = new RequesterHarness(4)) {
             for (int i = 0; i < 6; i++) {

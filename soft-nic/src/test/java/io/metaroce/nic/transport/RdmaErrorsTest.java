@@ -185,6 +185,45 @@ class RdmaErrorsTest {
         WRITE, READ, ATOMIC
     }
 
+    @Test
+    void retryExceededComesNoSoonerThanTheLocalAckTimeoutsAllow() throws Exception {
+        RdmaRig.Config c = new RdmaRig.Config();
+        c.loss = 1.0;
+        c.retryCnt = 3;
+        c.timeout = 16; // 4.096 us * 2^16 = 268 ms, four of them: 1.07 s
+        try (RdmaRig r = new RdmaRig(c)) {
+            long start = r.clock.get();
+            assertThat(r.postSend(0, 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, new long[] {r.localAddr(0)},
+                    new int[] {8}, r.localMr[1], 0, 0, 0, 0)).isTrue();
+            for (int i = 0; i < 100_000 && r.sendCqes.isEmpty(); i++) {
+                r.step(1_000_000);
+            }
+            long tookNs = r.clock.get() - start;
+            assertThat(r.sendCqes).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_RETRY_EXC_ERR);
+            assertThat(r.a.engine.datapath().counters.timeouts).as("our own timers retried sooner").isGreaterThan(3);
+            assertThat(tookNs).as("failed after %d ms", tookNs / 1_000_000)
+                    .isGreaterThanOrEqualTo(4 * (4096L << 16)).isLessThan(4 * (4096L << 16) + 1_000_000_000L);
+        }
+    }
+
+    @Test
+    void aLocalAckTimeoutOfZeroNeverExhaustsTheRetries() throws Exception {
+        RdmaRig.Config c = new RdmaRig.Config();
+        c.loss = 1.0;
+        c.retryCnt = 1;
+        c.timeout = 0; // infinite
+        try (RdmaRig r = new RdmaRig(c)) {
+            assertThat(r.postSend(0, 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, new long[] {r.localAddr(0)},
+                    new int[] {8}, r.localMr[1], 0, 0, 0, 0)).isTrue();
+            for (int i = 0; i < 10_000; i++) {
+                r.step(1_000_000); // 10 s
+            }
+            assertThat(r.sendCqes).isEmpty();
+            assertThat(r.a.engine.datapath().counters.timeouts).as("still retransmitting").isGreaterThan(10);
+            assertThat(r.a.queryQp(r.qpA[0].handle()).qpState).isEqualTo(Ibv.QPS_RTS);
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Op.class)
     void aBlackHoledPeerEndsInRetryExceededThenFlush(Op op) throws Exception {

@@ -70,6 +70,8 @@ final class RdmaRig implements AutoCloseable {
         int maxRdAtomic = 16;
         int maxDestRdAtomic = 16;
         int retryCnt = 7;
+        /** The local ACK timeout attribute (4.096 us * 2^timeout; 0 is infinite). */
+        int timeout = 14;
         int rnrRetry = 7;
         int minRnrTimer = 1;
         int wr = 128;
@@ -140,7 +142,7 @@ final class RdmaRig implements AutoCloseable {
                 | Ibv.QP_RQ_PSN | Ibv.QP_MAX_DEST_RD_ATOMIC | Ibv.QP_MIN_RNR_TIMER, x)).isZero();
         x = new QpAttrs();
         x.qpState = Ibv.QPS_RTS;
-        x.timeout = 14;
+        x.timeout = cfg.timeout;
         x.retryCnt = cfg.retryCnt;
         x.rnrRetry = cfg.rnrRetry;
         x.sqPsn = myPsn;
