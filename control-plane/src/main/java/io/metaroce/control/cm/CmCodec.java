@@ -17,7 +17,7 @@ import java.util.List;
 public final class CmCodec {
     public static final int HEADER = 4;
     public static final int MAGIC = 0x4d52434d; // "MRCM"
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     public static final int MAX_PATHS = 256;
     public static final int HELLO_SIZE = HEADER + 4 + 2 + 2 + 4 + 8 + 2 + 2;
     static final int ENDPOINT_FIXED = 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
@@ -41,7 +41,7 @@ public final class CmCodec {
             case CmMessage.Reject r -> out.writeInt(r.requestId()).writeInt(r.qpn()).writeInt(r.peerQpn())
                     .writeShort(r.reason()).writeShort(0);
             case CmMessage.Disconnect d -> out.writeInt(d.qpn()).writeInt(d.peerQpn()).writeShort(d.reason())
-                    .writeShort(0).writeInt(d.token());
+                    .writeShort(0).writeInt(d.token()).writeInt(d.flags()).writeInt(d.placedRsn());
             case CmMessage.Ping p -> out.writeLong(p.sequence());
             case CmMessage.Pong p -> out.writeLong(p.sequence());
             case CmMessage.SvcRequest r -> {
@@ -111,9 +111,13 @@ public final class CmCodec {
                         reason(in.getUnsignedShort(p + 12)));
             }
             case CmMessage.TYPE_DISCONNECT -> {
-                size(type, body, 16);
+                size(type, body, 24);
+                int flags = in.getInt(p + 16);
+                if ((flags & ~CmMessage.Disconnect.FLAG_PLACED) != 0) {
+                    throw new CmProtocolException("DISCONNECT flags " + Integer.toHexString(flags));
+                }
                 yield new CmMessage.Disconnect(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), reason(in.getUnsignedShort(p + 8)),
-                        in.getInt(p + 12));
+                        in.getInt(p + 12), flags, in.getInt(p + 20));
             }
             case CmMessage.TYPE_PING -> {
                 size(type, body, 8);

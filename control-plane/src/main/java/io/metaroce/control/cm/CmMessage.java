@@ -108,9 +108,21 @@ public sealed interface CmMessage {
     /**
      * {@code qpn} (the sender's) no longer talks to {@code peerQpn}. {@code token} is the receive
      * token the sender's QP announced for that connection: it names the connection, so a late
-     * DISCONNECT never hits a newer connection between QPs that reuse the same numbers.
+     * DISCONNECT never hits a newer connection between QPs that reuse the same numbers. With
+     * {@link #FLAG_PLACED}, every request of the receiver's QP below RSN {@code placedRsn} was
+     * placed by the sender's QP before it went away: a last cumulative ACK.
      */
-    record Disconnect(int qpn, int peerQpn, int reason, int token) implements CmMessage {
+    record Disconnect(int qpn, int peerQpn, int reason, int token, int flags, int placedRsn) implements CmMessage {
+        public static final int FLAG_PLACED = 1;
+
+        public Disconnect(int qpn, int peerQpn, int reason, int token) {
+            this(qpn, peerQpn, reason, token, 0, 0);
+        }
+
+        public boolean placedKnown() {
+            return (flags & FLAG_PLACED) != 0;
+        }
+
         public int type() {
             return TYPE_DISCONNECT;
         }

@@ -77,10 +77,11 @@ public final class ConnectionManager implements AutoCloseable {
         Decision onConnect(int peerIp, CmMessage.Endpoint remote);
 
         /**
-         * The peer's QP {@code remoteQpn} left the connection with our {@code localQpn}; {@code token}
-         * is the receive token it had announced for that connection (ours to send with).
+         * The peer's QP {@code d.qpn()} left the connection with our {@code d.peerQpn()};
+         * {@code d.token()} is the receive token it had announced for that connection (ours to send
+         * with); {@code d.placedRsn()}, when known, is how far it had placed our requests.
          */
-        void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token);
+        void onDisconnect(int peerIp, CmMessage.Disconnect d);
 
         /** The peer daemon is gone (silent past the timeout, or restarted): fail its QPs. */
         void onPeerLost(int peerIp, String why);
@@ -208,15 +209,16 @@ public final class ConnectionManager implements AutoCloseable {
     }
 
     /**
-     * Tells the peer daemon that our QP {@code localQpn} no longer talks to its {@code remoteQpn};
-     * {@code token} is the receive token our QP announced for that connection. Sent only on a live
-     * connection, never queued for a later one.
+     * Tells the peer daemon that our QP {@code d.qpn()} no longer talks to its {@code d.peerQpn()}
+     * ({@link CmMessage.Disconnect}). Sent only on a live connection, never queued for a later one.
      */
-    public void disconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {
+    public void disconnect(int peerIp, CmMessage.Disconnect d) {
+        int localQpn = d.qpn();
+        int reason = d.reason();
         loop.execute(() -> {
             Peer p = peers.get(peerIp);
             if (p != null && p.channel != null && p.channel.isActive() && p.helloSeen) {
-                p.send(new CmMessage.Disconnect(localQpn, remoteQpn, reason, token));
+                p.send(d);
             }
             if (p != null) {
                 p.pending.values().removeIf(x -> x.local.qpn() == localQpn && x.fail(
@@ -490,7 +492,7 @@ public final class ConnectionManager implements AutoCloseable {
                             + " -> " + r.qpn() + " (reason " + r.reason() + ")"));
                 }
             }
-            case CmMessage.Disconnect d -> listener.onDisconnect(ip, d.peerQpn(), d.qpn(), d.reason(), d.token());
+            case CmMessage.Disconnect d -> listener.onDisconnect(ip, d);
             case CmMessage.Ping ping -> p.send(new CmMessage.Pong(ping.sequence()));
             case CmMessage.Pong pong -> {
                 // lastHeardNs already updated

@@ -29,6 +29,8 @@ class CmCodecTest {
             new CmMessage.Accept(7, EP),
             new CmMessage.Reject(7, 0x34, 0x12, CmMessage.REASON_NO_QP),
             new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed),
+            new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed, CmMessage.Disconnect.FLAG_PLACED,
+                    0xfffffff0),
             new CmMessage.Ping(99),
             new CmMessage.Pong(99),
             new CmMessage.SvcRequest(8, 18515, 0x12, 0xabcdef, GID, "hello, service".getBytes(StandardCharsets.US_ASCII)),
@@ -86,6 +88,9 @@ class CmCodecTest {
         CmCodec.encode(new CmMessage.Disconnect(1, 2, CmMessage.REASON_ERROR, 7), qpn);
         qpn.setInt(4, 0x01000000);
         assertBad(qpn, "QPN");
+        ByteBuf unknownFlag = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.Disconnect(1, 2, CmMessage.REASON_ERROR, 7, 2, 0), unknownFlag);
+        assertBad(unknownFlag, "flags");
         ByteBuf paths = Unpooled.buffer();
         CmCodec.encode(new CmMessage.Connect(1, EP), paths);
         paths.setShort(4 + 4 + 24, 4); // claims 4 paths, carries 3

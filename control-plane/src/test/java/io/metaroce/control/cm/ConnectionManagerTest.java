@@ -44,8 +44,9 @@ class ConnectionManagerTest {
         }
 
         @Override
-        public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {
-            events.add("disconnect " + localQpn + " " + remoteQpn + " " + reason + " " + Integer.toHexString(token));
+        public void onDisconnect(int peerIp, CmMessage.Disconnect d) {
+            events.add("disconnect " + d.peerQpn() + " " + d.qpn() + " " + d.reason() + " " + Integer.toHexString(d.token())
+                    + (d.placedKnown() ? " placed " + d.placedRsn() : ""));
         }
 
         @Override
@@ -130,8 +131,10 @@ class ConnectionManagerTest {
         db.exists.put(20, true);
         db.rtr.put(20, ep(20, 10, 2));
         a.connect(B, ep(10, 20, 1)).get(5, TimeUnit.SECONDS);
-        a.disconnect(B, 10, 20, CmMessage.REASON_DESTROYED, 0xaaaa);
-        assertThat(db.events.poll(5, TimeUnit.SECONDS)).isEqualTo("disconnect 20 10 " + CmMessage.REASON_DESTROYED + " aaaa");
+        a.disconnect(B, new CmMessage.Disconnect(10, 20, CmMessage.REASON_DESTROYED, 0xaaaa,
+                CmMessage.Disconnect.FLAG_PLACED, 0x1234));
+        assertThat(db.events.poll(5, TimeUnit.SECONDS))
+                .isEqualTo("disconnect 20 10 " + CmMessage.REASON_DESTROYED + " aaaa placed " + 0x1234);
     }
 
     @Test

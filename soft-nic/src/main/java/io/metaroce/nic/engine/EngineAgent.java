@@ -150,6 +150,11 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return true;
     }
 
+    /** The clock of the current (or last) duty cycle. Engine thread. */
+    public long nowNs() {
+        return nowNs;
+    }
+
     /** One duty cycle; returns the amount of work done (0: idle). */
     public int doWork(long nowNs) {
         this.nowNs = nowNs;

@@ -1010,6 +1010,21 @@ public final class RcRequester {
         }
     }
 
+    /**
+     * The peer QP went away having placed every request below {@code placedRsn} (its daemon's
+     * DISCONNECT, connection-manager spec section 5): a last cumulative ACK, over the connection
+     * manager's TCP, for work requests whose own final ACK was lost.
+     */
+    public void onFinalAck(Datapath dp, int placedRsn, long nowNs) {
+        if (!qp.canSend() || placedRsn - una <= 0 || placedRsn - nextRsn > 0) {
+            return;
+        }
+        for (int r = una; r != placedRsn; r++) {
+            markAcked(r);
+        }
+        advanceUna(dp, nowNs);
+    }
+
     /** Advances una over acknowledged RSNs; progress resets the retry counters and the QP timer. */
     private void advanceUna(Datapath dp, long nowNs) {
         int before = una;

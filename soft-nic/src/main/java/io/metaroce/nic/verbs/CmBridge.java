@@ -133,7 +133,11 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         qp.rxToken = 0;
         qp.txToken = 0;
         if (local != null) {
-            cm.disconnect(qp.peerIp, qp.qpn, local.peerQpn(), CmMessage.REASON_DESTROYED, local.token());
+            // How far our responder placed the peer's requests: a last cumulative ACK for them, so
+            // a peer whose final ACK was lost completes its work requests instead of waiting for
+            // an ACK nobody will send (and failing them after the grace period).
+            cm.disconnect(qp.peerIp, new CmMessage.Disconnect(qp.qpn, local.peerQpn(), CmMessage.REASON_DESTROYED,
+                    local.token(), CmMessage.Disconnect.FLAG_PLACED, qp.responder.expectedPsn()));
         }
     }
 
@@ -156,16 +160,28 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
     }
 
     @Override
-    public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {
-        Qp qp = qps.get(localQpn);
+    public void onDisconnect(int peerIp, CmMessage.Disconnect d) {
+        int remoteQpn = d.qpn();
+        int reason = d.reason();
+        Qp qp = qps.get(d.peerQpn());
         if (qp == null) {
             return;
         }
         CmMessage.Endpoint local = qp.cmLocal;
         // The token names the connection: a late DISCONNECT of an earlier connection between the
         // same QP numbers (reused after a restart) carries another one and is ignored.
-        if (local != null && local.peerQpn() == remoteQpn && qp.peerIp == peerIp && token != 0
-                && token == qp.cmRemoteToken) {
+        if (local != null && local.peerQpn() == remoteQpn && qp.peerIp == peerIp && d.token() != 0
+                && d.token() == qp.cmRemoteToken) {
+            if (d.placedKnown()) {
+                int placed = d.placedRsn();
+                while (!engine.submit(() -> {
+                    if (qp.cmLocal == local) {
+                        qp.requester.onFinalAck(engine.datapath(), placed, engine.nowNs());
+                    }
+                })) {
+                    Thread.onSpinWait();
+                }
+            }
             // After a grace period: a peer that closes right after its last completion must not
             // race its last ACK, and a QP destroyed meanwhile is left alone.
             String why = "peer QP " + remoteQpn + " on " + Inet4.toString(peerIp) + " went away (reason " + reason + ")";

@@ -101,6 +101,27 @@ class RequesterRecoveryTest {
     }
 
     @Test
+    void theLastCumulativeAckOfAVanishedPeerCompletesWhatItPlaced() throws Exception {
+        try (RequesterHarness h = new RequesterHarness(4)) {
+            h.post(3); // one packet each: RSNs SQ_PSN .. SQ_PSN + 2
+            List<Pkt> sent = data(h.pump());
+            assertThat(sent).hasSize(3);
+            // The peer placed the first two, its ACK was lost and its QP was destroyed: its daemon's
+            // DISCONNECT says so, over the connection manager.
+            h.req().onFinalAck(h.dp(), SQ_PSN + 2, h.now());
+            h.pump();
+            assertThat(h.completions).extracting(c -> c.wrId()).containsExactly(0L, 1L);
+            assertThat(h.completions).allMatch(c -> c.status() == Ibv.WC_SUCCESS);
+            assertThat(h.pending()).isEqualTo(1);
+            // Nonsense (behind una, beyond what was sent) changes nothing.
+            h.req().onFinalAck(h.dp(), SQ_PSN + 1, h.now());
+            h.req().onFinalAck(h.dp(), SQ_PSN + 9, h.now());
+            h.pump();
+            assertThat(h.completions).hasSize(2);
+        }
+    }
+
+    @Test
     void aLostRetransmissionIsResentAgainSelectively() throws Exception {
         try (RequesterHarness h = new RequesterHarness(4)) {
             h.post(8);

@@ -34,7 +34,7 @@ class CmBridgeRestartTest {
         }
 
         @Override
-        public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {}
+        public void onDisconnect(int peerIp, CmMessage.Disconnect d) {}
 
         @Override
         public void onPeerLost(int peerIp, String why) {}

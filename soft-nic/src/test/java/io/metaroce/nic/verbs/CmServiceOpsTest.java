@@ -71,7 +71,7 @@ class CmServiceOpsTest {
                     }
 
                     @Override
-                    public void onDisconnect(int peerIp, int localQpn, int remoteQpn, int reason, int token) {}
+                    public void onDisconnect(int peerIp, CmMessage.Disconnect d) {}
 
                     @Override
                     public void onPeerLost(int peerIp, String why) {}
