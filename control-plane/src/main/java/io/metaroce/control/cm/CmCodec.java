@@ -21,6 +21,8 @@ public final class CmCodec {
     public static final int MAX_PATHS = 256;
     public static final int HELLO_SIZE = HEADER + 4 + 2 + 2 + 4 + 8 + 2 + 2;
     static final int ENDPOINT_FIXED = 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
+    /** The smallest link MTU an endpoint may announce (IPv4's minimum datagram every host takes). */
+    static final int MIN_LINK_MTU = 576;
     public static final int MAX_FRAME = HEADER + 4 + ENDPOINT_FIXED + 2 * MAX_PATHS;
     /** Fixed parts of the service payloads (before the private data). */
     static final int SVC_REQUEST_FIXED = 4 + 4 + 4 + 4 + 16 + 2 + 2;
@@ -64,7 +66,7 @@ public final class CmCodec {
 
     private static void endpoint(ByteBuf out, CmMessage.Endpoint e) {
         out.writeInt(e.qpn()).writeInt(e.peerQpn()).writeInt(e.mtu()).writeInt(e.window())
-                .writeInt(e.startPsn()).writeInt(e.token()).writeShort(e.paths()).writeShort(0);
+                .writeInt(e.startPsn()).writeInt(e.token()).writeShort(e.paths()).writeShort(e.linkMtu());
         for (int x : e.entropies()) {
             out.writeShort(x);
         }
@@ -182,12 +184,16 @@ public final class CmCodec {
         if (window < 1 || window > 65536) {
             throw new CmProtocolException("bad window " + window);
         }
+        int linkMtu = in.getUnsignedShort(p + 26);
+        if (linkMtu != 0 && linkMtu < MIN_LINK_MTU) {
+            throw new CmProtocolException("bad link mtu " + linkMtu);
+        }
         int[] entropies = new int[paths];
         for (int i = 0; i < paths; i++) {
             entropies[i] = in.getUnsignedShort(p + ENDPOINT_FIXED + 2 * i);
         }
         return new CmMessage.Endpoint(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), mtu, window, in.getInt(p + 16),
-                in.getInt(p + 20), entropies);
+                in.getInt(p + 20), entropies, linkMtu);
     }
 
     /** Private data: {@code len u16 | reserved u16} at {@code at}, then the bytes, which end the payload. */

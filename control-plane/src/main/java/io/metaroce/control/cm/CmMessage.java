@@ -42,11 +42,17 @@ public sealed interface CmMessage {
     /**
      * One QP's half of a connection: {@code qpn} wants to talk to {@code peerQpn}. {@code token}
      * is what the sender of this message requires in every data packet sent to {@code qpn};
-     * {@code entropies} are the UDP source ports of its paths.
+     * {@code entropies} are the UDP source ports of its paths; {@code linkMtu} is the MTU of the
+     * sender's link (0: not said), so that neither side sends packets the other's link drops.
      */
-    record Endpoint(int qpn, int peerQpn, int mtu, int window, int startPsn, int token, int[] entropies) {
+    record Endpoint(int qpn, int peerQpn, int mtu, int window, int startPsn, int token, int[] entropies,
+            int linkMtu) {
         public Endpoint {
             entropies = entropies.clone();
+        }
+
+        public Endpoint(int qpn, int peerQpn, int mtu, int window, int startPsn, int token, int[] entropies) {
+            this(qpn, peerQpn, mtu, window, startPsn, token, entropies, 0);
         }
 
         @Override
@@ -61,20 +67,20 @@ public sealed interface CmMessage {
         @Override
         public boolean equals(Object o) {
             return o instanceof Endpoint e && qpn == e.qpn && peerQpn == e.peerQpn && mtu == e.mtu
-                    && window == e.window && startPsn == e.startPsn && token == e.token
+                    && window == e.window && startPsn == e.startPsn && token == e.token && linkMtu == e.linkMtu
                     && java.util.Arrays.equals(entropies, e.entropies);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(qpn, peerQpn, mtu, window, startPsn, token)
+            return java.util.Objects.hash(qpn, peerQpn, mtu, window, startPsn, token, linkMtu)
                     + 31 * java.util.Arrays.hashCode(entropies);
         }
 
         @Override
         public String toString() {
             return "Endpoint[qpn=" + qpn + ", peerQpn=" + peerQpn + ", mtu=" + mtu + ", window=" + window
-                    + ", startPsn=" + startPsn + ", paths=" + entropies.length + "]";
+                    + ", startPsn=" + startPsn + ", paths=" + entropies.length + ", linkMtu=" + linkMtu + "]";
         }
     }
 

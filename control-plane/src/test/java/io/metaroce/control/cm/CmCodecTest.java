@@ -27,6 +27,7 @@ class CmCodecTest {
             new CmMessage.Hello(CmCodec.VERSION, 0, 0x1122334455667788L, 4793, 500),
             new CmMessage.Connect(7, EP),
             new CmMessage.Accept(7, EP),
+            new CmMessage.Accept(7, new CmMessage.Endpoint(0x12, 0x34, 4096, 256, 1, 2, new int[] {1}, 9000)),
             new CmMessage.Reject(7, 0x34, 0x12, CmMessage.REASON_NO_QP),
             new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed),
             new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed, CmMessage.Disconnect.FLAG_PLACED,
@@ -88,6 +89,10 @@ class CmCodecTest {
         CmCodec.encode(new CmMessage.Disconnect(1, 2, CmMessage.REASON_ERROR, 7), qpn);
         qpn.setInt(4, 0x01000000);
         assertBad(qpn, "QPN");
+        ByteBuf linkMtu = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.Connect(1, new CmMessage.Endpoint(0x12, 0x34, 1024, 256, 1, 2, new int[] {1}, 500)),
+                linkMtu);
+        assertBad(linkMtu, "link mtu");
         ByteBuf unknownFlag = Unpooled.buffer();
         CmCodec.encode(new CmMessage.Disconnect(1, 2, CmMessage.REASON_ERROR, 7, 2, 0), unknownFlag);
         assertBad(unknownFlag, "flags");

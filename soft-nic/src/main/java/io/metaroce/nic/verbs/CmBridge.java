@@ -83,8 +83,9 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         for (int i = 0; i < paths; i++) {
             entropies[i] = RcRequester.entropy(qp.qpn, i, paths, 0);
         }
+        qp.peerLinkMtu = 0;
         CmMessage.Endpoint local = new CmMessage.Endpoint(qp.qpn, qp.destQpNum, Ibv.mtuBytes(qp.pathMtu), WINDOW,
-                qp.rqPsn, token, entropies);
+                qp.rqPsn, token, entropies, Math.min(qp.ifMtu, 65535));
         qp.cmLocal = local;
         int peer = qp.peerIp;
         cm.connect(peer, local).whenComplete((remote, error) -> {
@@ -108,6 +109,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             return;
         }
         handshakes.incrementAndGet();
+        qp.peerLinkMtu = remote.linkMtu();
         qp.cmRemoteToken = remote.token();
         qp.txToken = remote.token();
         qp.cmReady = true;
@@ -156,6 +158,8 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         if (local.peerQpn() != remote.qpn() || qp.peerIp != peerIp) {
             return new ConnectionManager.Decision.Reject(CmMessage.REASON_MISMATCH);
         }
+        // The peer may send requests (and want READ responses) before our own handshake completes.
+        qp.peerLinkMtu = remote.linkMtu();
         return new ConnectionManager.Decision.Accept(local);
     }
 

@@ -75,6 +75,8 @@ public final class Qp {
     public long lastRxNs;
     /** False between RTR and the end of the handshake: the requester sends nothing yet. */
     public boolean cmReady = true;
+    /** The peer host's link MTU from the connection manager's endpoint; 0 until known (or without it). */
+    public volatile int peerLinkMtu;
     /** The peer's receive token once the handshake completed (read by the manager's thread). */
     public volatile int cmRemoteToken;
     /** Our endpoint as announced to the peer (set on RTR; read by the manager's thread). */
@@ -131,9 +133,14 @@ public final class Qp {
         return (end + 4095) & ~4095L;
     }
 
-    /** Payload bytes per RC data packet on this QP's path (jumbo with a 4096-byte path MTU). */
+    /**
+     * Payload bytes per RC data packet on this QP's path (jumbo with a 4096-byte path MTU), within
+     * both this host's link MTU and the peer's ({@link #peerLinkMtu}, once its daemon said it).
+     */
     public int payloadPerPacket() {
-        return io.metaroce.nic.transport.Wire.rcPayloadPerPacket(Ibv.mtuBytes(pathMtu), ifMtu);
+        int peer = peerLinkMtu;
+        int link = peer > 0 ? Math.min(ifMtu, peer) : ifMtu;
+        return io.metaroce.nic.transport.Wire.rcPayloadPerPacket(Ibv.mtuBytes(pathMtu), link);
     }
 
     public boolean canSend() {
