@@ -22,7 +22,7 @@ public final class CmCodec {
     public static final int HELLO_SIZE = HEADER + 4 + 2 + 2 + 4 + 8 + 2 + 2;
     static final int ENDPOINT_FIXED = 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
     /** The smallest link MTU an endpoint may announce (IPv4's minimum datagram every host takes). */
-    static final int MIN_LINK_MTU = 576;
+    public static final int MIN_LINK_MTU = 576;
     public static final int MAX_FRAME = HEADER + 4 + ENDPOINT_FIXED + 2 * MAX_PATHS;
     /** Fixed parts of the service payloads (before the private data). */
     static final int SVC_REQUEST_FIXED = 4 + 4 + 4 + 4 + 16 + 2 + 2;

@@ -28,7 +28,6 @@ public interface Port extends AutoCloseable {
         return false;
     }
 
-
     /** Receives up to a batch of frames and hands each to {@code handler}; returns the count. */
     int poll(FrameHandler handler);
 

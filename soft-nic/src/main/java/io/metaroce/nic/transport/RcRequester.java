@@ -830,8 +830,7 @@ public final class RcRequester {
         }
         dp.stageResponse(qp, rsn, ti);
         // Progress: the responder is alive; requests queued behind this one restart their timers.
-        retries = 0;
-        retriesSinceNs = nowNs;
+        retriesReset(nowNs);
         t.timeouts = 0;
         for (int i = 0; i < TRACKERS; i++) {
             Tracker o = trackers[i];
@@ -1037,8 +1036,7 @@ public final class RcRequester {
     }
 
     private void onProgress(Datapath dp, long nowNs) {
-        retries = 0;
-        retriesSinceNs = nowNs;
+        retriesReset(nowNs);
         rnrRetries = 0;
         rnrWait = false;
         rtoNs = dp.rtoInitialNs;
@@ -1103,8 +1101,7 @@ public final class RcRequester {
         if (delivered > 0) {
             // The responder is alive and taking data: a timeout while one packet is still being
             // re-routed (say, off a black-holed link) is no failed retry of the connection.
-            retries = 0;
-            retriesSinceNs = nowNs;
+            retriesReset(nowNs);
         }
         p.ecnMarks += ceCount;
         p.rttSample(sampleNs, dp.rtoMinNs, dp.rtoMaxNs);
@@ -1199,6 +1196,12 @@ public final class RcRequester {
             }
         }
         return false;
+    }
+
+    /** Progress: the retry counter and its clock start again. */
+    private void retriesReset(long nowNs) {
+        retries = 0;
+        retriesSinceNs = nowNs;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.metaroce.nic.verbs;
 
+import io.metaroce.control.cm.CmCodec;
 import io.metaroce.control.cm.CmMessage;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.nic.abi.Ibv;
@@ -85,7 +86,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         }
         qp.peerLinkMtu = 0;
         CmMessage.Endpoint local = new CmMessage.Endpoint(qp.qpn, qp.destQpNum, Ibv.mtuBytes(qp.pathMtu), WINDOW,
-                qp.rqPsn, token, entropies, Math.min(qp.ifMtu, 65535));
+                qp.rqPsn, token, entropies, announcedLinkMtu(qp.ifMtu));
         qp.cmLocal = local;
         int peer = qp.peerIp;
         cm.connect(peer, local).whenComplete((remote, error) -> {
@@ -93,6 +94,11 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
                 Thread.onSpinWait();
             }
         });
+    }
+
+    /** Our link MTU as an endpoint carries it: 0 (not said) when it is outside what the field takes. */
+    static int announcedLinkMtu(int ifMtu) {
+        return ifMtu >= CmCodec.MIN_LINK_MTU && ifMtu <= 0xffff ? ifMtu : 0;
     }
 
     private void established(Qp qp, CmMessage.Endpoint local, CmMessage.Endpoint remote, Throwable error) {
