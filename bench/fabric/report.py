@@ -2,8 +2,8 @@
 """run-fabric's arithmetic: timelines from the sampler's counters, medians, rows and tables.
 
   report.py timeline RAW EVENTS OUT.dat --spines N --rate-mbit R [--daemon RAW.daemon OUT.daemon.dat]
-      Rates from the sampler's cumulative counters, times relative to the client's start (the
-      "start" line of EVENTS). Writes OUT.dat (t_s, A to B Gbit/s in all and per spine, B to A
+      Rates from the sampler's cumulative counters, times relative to the traffic's start (the
+      "traffic" line of EVENTS, else the client's launch, "start"). Writes OUT.dat (t_s, A to B Gbit/s in all and per spine, B to A
       Gbit/s in all) and prints one line of key=value facts about the run:
         share=a/b/c/d  per-spine share of the A to B bytes while the client ran (percent)
         top=i          the spine that carried the most
@@ -58,7 +58,8 @@ def trailing_mean(ts, vals, i, window_s):
 def cmd_timeline(a):
     n = a.spines
     ev = load_events(a.events)
-    start = next((t for k, t in ev if k == "start"), None)
+    # time zero: when the traffic started (run-fabric's driver saw it), else the client's launch
+    start = next((t for k, t in ev if k == "traffic"), None) or next((t for k, t in ev if k == "start"), None)
     end = next((t for k, t in reversed(ev) if k == "end"), None)
     raw = load_rows(a.raw)
     if start is None or len(raw) < 2:
@@ -79,11 +80,14 @@ def cmd_timeline(a):
         ab.append([sum(per)] + per)
         ba.append(back)
     with open(a.out, "w") as f:
-        f.write("# t_s (end of the sample, from the client's start)  A->B Gbit/s: total "
-                + " ".join(f"spine{i}" for i in range(n)) + "  B->A Gbit/s total\n")
-        for t, row, back in zip(ts, ab, ba):
-            f.write("%.3f %s %.4f\n" % (t, " ".join("%.4f" % v for v in row), back))
-    # the client's own span
+        f.write("# t_s (end of the sample, from the traffic's start)  A->B Gbit/s: total "
+                + " ".join(f"spine{i}" for i in range(n))
+                + "  B->A Gbit/s total  A->B Gbit/s total, trailing 50 ms average\n")
+        totals = [r[0] for r in ab]
+        for k, (t, row, back) in enumerate(zip(ts, ab, ba)):
+            f.write("%.3f %s %.4f %.4f\n" % (t, " ".join("%.4f" % v for v in row), back,
+                                               trailing_mean(ts, totals, k, 0.05)))
+    # the client's span from the traffic's start to its exit
     end_s = (end - start) / 1000.0 if end else ts[-1]
     inside = [k for k, t in enumerate(ts) if 0 <= t <= end_s]
     bytes_by = [0.0] * n
@@ -134,7 +138,7 @@ def cmd_timeline(a):
             d = []
         with open(a.daemon_out, "w") as f:
             f.write("# t_s dataTx dataRetransmits pathLosses pathTimeouts pathRetirements timeouts paths"
-                    " active_paths  retransmit_share (of the data packets sent since the previous sample)\n")
+                    " active_paths  retransmissions per new data packet since the previous sample\n")
             for prev, cur in zip(d, d[1:]):
                 tx = cur[1] - prev[1]
                 share_r = (cur[2] - prev[2]) / tx if tx > 0 else 0.0

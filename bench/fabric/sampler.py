@@ -69,6 +69,7 @@ def daemon_loop(args):
         nxt = time.monotonic()
         while not stop.is_set():
             try:
+                now = time.time()
                 st = admin_stats(args.admin)
                 c = st.get("counters", {})
                 paths = active = sent = delivered = 0
@@ -79,7 +80,7 @@ def daemon_loop(args):
                         sent += p.get("bytesSent", 0)
                         delivered += p.get("deliveredBytes", 0)
                 out.write("%.3f %d %d %d %d %d %d %d %d %d %d\n" % (
-                    time.time() * 1000, c.get("dataTx", 0), c.get("dataRetransmits", 0),
+                    now * 1000, c.get("dataTx", 0), c.get("dataRetransmits", 0),
                     c.get("pathLosses", 0), c.get("pathTimeouts", 0), c.get("pathRetirements", 0),
                     c.get("timeouts", 0), paths, active, sent, delivered))
                 out.flush()
@@ -115,12 +116,13 @@ def main():
         nxt = time.monotonic()
         while not stop.is_set():
             try:
+                now = time.time()  # right before the A to B counters are read
                 ab = read_dev(args.pid_b, "lb-s", n)
                 ba = read_dev(args.pid_a, "la-s", n)
             except OSError as e:
                 print(f"sampler: {e}", file=sys.stderr)
                 break
-            out.write("%.3f %s %s\n" % (time.time() * 1000, " ".join(map(str, ab)),
+            out.write("%.3f %s %s\n" % (now * 1000, " ".join(map(str, ab)),
                                       " ".join(map(str, ba))))
             nxt += step
             delay = nxt - time.monotonic()
