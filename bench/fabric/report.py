@@ -223,8 +223,8 @@ def cell(row, c):
 def cmd_row(a):
     runs = read_runs(a.runs)
     for row in scenario_rows(runs, a.scenario):
-        line = "%-10s paths %3d  ceiling %.3f Gbit/s  xdp %s  udp %s  baseline %s  tcp1 %s  tcp4 %s  xdp/baseline %s" % (
-            row["scenario"], row["paths"], row["capacity"], cell(row, "xdp"), cell(row, "udp"),
+        line = "%-10s paths %3s  ceiling %.3f Gbit/s  xdp %s  udp %s  baseline %s  tcp1 %s  tcp4 %s  xdp/baseline %s" % (
+            row["scenario"], row["paths"] or "-", row["capacity"], cell(row, "xdp"), cell(row, "udp"),
             cell(row, "baseline"), cell(row, "tcp1"), cell(row, "tcp4"), fmt(row["xdp_vs_base"], "%.1fx"))
         extra = []
         for c in ("xdp", "udp", "baseline"):
@@ -255,8 +255,8 @@ def cmd_table(a):
                 rec.append("%.0f ms" % row["xdp_recover"])
             if row.get("xdp_reuse") is not None:
                 rec.append("reused after %.0f ms" % row["xdp_reuse"])
-            print("| %s | %s | %d | %.3f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                s, row["impaired"], row["paths"], row["capacity"], cell(row, "xdp"), cell(row, "udp"),
+            print("| %s | %s | %s | %.3f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                s, row["impaired"], row["paths"] or "-", row["capacity"], cell(row, "xdp"), cell(row, "udp"),
                 cell(row, "baseline"), cell(row, "tcp1"), cell(row, "tcp4"), fmt(row["xdp_vs_base"], "%.1fx"),
                 ", ".join(rec) or "-", row.get("xdp_share", "-"), row.get("baseline_top", "-")))
     print()
