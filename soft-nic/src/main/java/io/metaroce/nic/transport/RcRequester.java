@@ -24,8 +24,13 @@ import java.nio.ByteBuffer;
  * <p>Engine thread only.
  */
 public final class RcRequester {
-    /** RSNs in flight per QP; the responder's SACK bitmap spans exactly this many. */
+    /** RSNs in flight per QP at most; the responder's SACK bitmap spans exactly this many. */
     public static final int WINDOW = 256;
+    /** The smallest QP window the bandwidth-delay product may set (spec 10a rule 3): two bursts. */
+    static final int WINDOW_MIN = 64;
+    /** Oldest RSNs examined, and most resent, per duty cycle by opportunistic retransmission. */
+    private static final int ORP_SCAN = 32;
+    private static final int ORP_BURST = 8;
     private static final int MASK = WINDOW - 1;
     /** Packets a QP may send per duty cycle, so one QP cannot starve the others. */
     private static final int BURST = 32;
@@ -76,6 +81,8 @@ public final class RcRequester {
     private final boolean[] slotAcked = new boolean[WINDOW];
     /** Queued for retransmission (at most once at a time). */
     private final boolean[] slotQueued = new boolean[WINDOW];
+    /** Already sent again opportunistically (spec 10a rule 4: at most once per RSN). */
+    private final boolean[] slotOrp = new boolean[WINDOW];
     /** The RSN's latest transmission: path and PSN. */
     private final int[] slotPath = new int[WINDOW];
     private final int[] slotPsn = new int[WINDOW];
@@ -106,6 +113,12 @@ public final class RcRequester {
     private int una;
     private int nextRsn;
     private int rwnd = WINDOW;
+    /** The QP window from the bandwidth-delay product of its paths (spec 10a rule 3). */
+    private int window = WINDOW;
+    /** Smallest srtt of an ACTIVE path with a sample (spec 10a rule 4); MAX_VALUE when none. */
+    private long srttMinNs = Long.MAX_VALUE;
+    /** A rate, a path's state or the receive window changed: the window and shares are due. */
+    private boolean sharesDirty;
     private long rtoNs;
     private long deadlineNs;
     private boolean timerArmed;
@@ -169,6 +182,9 @@ public final class RcRequester {
         reorderSlackNs = 0;
         reorderCleanPackets = 0;
         rwnd = WINDOW;
+        window = WINDOW;
+        srttMinNs = Long.MAX_VALUE;
+        sharesDirty = false;
         timerArmed = false;
         retries = 0;
         retriesSinceNs = Long.MIN_VALUE; // the first duty cycle starts the count
@@ -176,6 +192,7 @@ public final class RcRequester {
         rnrWait = false;
         retxHead = retxTail = 0;
         java.util.Arrays.fill(slotQueued, false);
+        java.util.Arrays.fill(slotOrp, false);
         clearTrackers();
         pathCount = pathCount(dp);
         long initialCwnd = 16L * qp.payloadPerPacket();
@@ -282,6 +299,12 @@ public final class RcRequester {
                     work += pathTimers(dp, nowNs);
                 }
                 work += baseline ? resendGoBackN(dp, nowNs) : retransmit(dp, nowNs);
+                if (!baseline) {
+                    if (sharesDirty) {
+                        updateShares();
+                    }
+                    work += opportunistic(dp, nowNs);
+                }
                 work += transmit(dp, nowNs);
             }
             if (qp.canSend() && activeTrackers > 0) {
@@ -409,7 +432,7 @@ public final class RcRequester {
                 }
                 continue;
             }
-            long room = p.state == Path.SUSPECT ? p.cwndBytes / 4 : p.cwndBytes;
+            long room = Math.min(p.shareBytes, p.state == Path.SUSPECT ? p.cwndBytes / 4 : p.cwndBytes);
             if (p.state == Path.DEAD) {
                 continue;
             }
@@ -547,7 +570,7 @@ public final class RcRequester {
     }
 
     private int transmit(Datapath dp, long nowNs) {
-        int window = Math.min(WINDOW, Math.max(1, rwnd));
+        int window = Math.min(baseline ? WINDOW : this.window, Math.max(1, rwnd));
         if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
@@ -665,6 +688,7 @@ public final class RcRequester {
             slotLen[slot] = frameLen;
             slotAcked[slot] = false;
             slotQueued[slot] = false;
+            slotOrp[slot] = false;
             built[count] = pi;
             // Reserve the window on the chosen path now, so the next packet sees it.
             paths[pi].inflightBytes += frameLen;
@@ -719,6 +743,107 @@ public final class RcRequester {
             case Ibv.WR_ATOMIC_FETCH_AND_ADD -> Wire.OP_ATOMIC_FA;
             default -> Wire.OP_SEND;
         };
+    }
+
+    // ---- gray-failure tolerance (spec 10a) ----
+
+    /**
+     * The QP window from the paths' bandwidth-delay product, each path's share of it in proportion
+     * to its delivery rate, and the smallest srtt of an ACTIVE path (spec 10a rules 2 and 3). Runs
+     * when a rate window closed, a path changed state or the receive window changed.
+     */
+    private void updateShares() {
+        sharesDirty = false;
+        long packet = Wire.HEADER_SIZE + Wire.RETH_SIZE + qp.payloadPerPacket();
+        long rateSum = 0;
+        long bdpBytes = 0;
+        boolean anyRate = false;
+        long srttMin = Long.MAX_VALUE;
+        for (int i = 0; i < pathCount; i++) {
+            Path p = paths[i];
+            if (p.state == Path.DEAD) {
+                continue;
+            }
+            if (p.state == Path.ACTIVE && p.hasRtt()) {
+                srttMin = Math.min(srttMin, p.srttNs);
+            }
+            if (p.rateKnown) {
+                anyRate = true;
+                rateSum += p.deliveryRateBps;
+                bdpBytes += p.deliveryRateBps * p.srttNs / 1_000_000_000L;
+            }
+        }
+        srttMinNs = srttMin;
+        window = !anyRate ? WINDOW
+                : (int) Math.max(WINDOW_MIN, Math.min(WINDOW, (2 * bdpBytes + packet - 1) / packet));
+        long windowBytes = Math.min(window, Math.max(1, rwnd)) * packet;
+        for (int i = 0; i < pathCount; i++) {
+            Path p = paths[i];
+            p.shareBytes = !p.rateKnown || p.state == Path.DEAD ? Long.MAX_VALUE
+                    : Math.max(2 * packet, rateSum == 0 ? 0 : 2 * windowBytes * p.deliveryRateBps / rateSum);
+        }
+    }
+
+    /** The QP window in force (spec 10a rule 3), before the receive window. */
+    public int window() {
+        return window;
+    }
+
+    /**
+     * Opportunistic retransmission (spec 10a rule 4): when the QP is window-limited or has sent
+     * everything, an RSN among the oldest unacknowledged whose latest transmission, on path X, is
+     * expected later than a copy sent now on the fastest paths would land is sent again on
+     * another ACTIVE path with room, once per RSN; X's window is halved (at most once per its
+     * srtt) so that it takes fewer packets.
+     */
+    private int opportunistic(Datapath dp, long nowNs) {
+        if (una == nextRsn || srttMinNs == Long.MAX_VALUE || pathCount < 2) {
+            return 0;
+        }
+        int win = Math.min(window, Math.max(1, rwnd));
+        boolean windowLimited = nextRsn - una >= win / 2;
+        if (!windowLimited && wrSent != wrTail) {
+            return 0; // neither window-limited nor at the tail: nothing waits on the oldest RSNs
+        }
+        long horizon = nowNs + 2 * srttMinNs;
+        int sent = 0;
+        int scanned = 0;
+        for (int r = una; r != nextRsn && scanned < ORP_SCAN && sent < ORP_BURST; r++, scanned++) {
+            int slot = r & MASK;
+            if (slotOrp[slot] || slotQueued[slot] || slotAcked[slot]) {
+                continue;
+            }
+            Path x = paths[slotPath[slot]];
+            int psn = slotPsn[slot];
+            if (psn - x.una < 0 || psn - x.nextPsn >= 0) {
+                continue; // resolved on its path (a loss queues it anyway)
+            }
+            int e = psn & Path.RING_MASK;
+            if (lastDeliveredSeq < x.txSeq[e]) {
+                continue; // nothing sent after it arrived anywhere: no path is known to be faster
+            }
+            long expectNs = x.hasRtt() ? x.srttNs : x.ptoNs(dp.rtoInitialNs, dp.tlpMinNs);
+            long sentNs = x.txTimeNs[e];
+            if (sentNs + expectNs - horizon <= 0
+                    && (!windowLimited || nowNs - sentNs <= expectNs + 2 * srttMinNs)) {
+                continue; // expected about as soon as a copy would land (and, holding the window, not late)
+            }
+            int pi = pickPath(slotLen[slot], x.id);
+            if (pi < 0 || pi == x.id || paths[pi].state != Path.ACTIVE) {
+                break; // no fast path has room now
+            }
+            slotOrp[slot] = true;
+            sendOnPath(dp, r, pi, Wire.FLAG_RETRANSMIT, nowNs);
+            paths[pi].retransmitsSent++;
+            dp.counters.dataRetransmits++;
+            dp.counters.opportunisticRetransmits++;
+            if (nowNs - x.lastDecreaseNs >= x.srttNs) {
+                x.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), x.cwndBytes / 2);
+                x.lastDecreaseNs = nowNs;
+            }
+            sent++;
+        }
+        return sent;
     }
 
     // ---- READ and atomic responses ----
@@ -968,7 +1093,11 @@ public final class RcRequester {
         if (!qp.canSend() || cumRsn - una < 0 || cumRsn - nextRsn > 0) {
             return;
         }
-        rwnd = Wire.u16(frame, Wire.OFF_RWND);
+        int rw = Wire.u16(frame, Wire.OFF_RWND);
+        if (rw != rwnd) {
+            rwnd = rw;
+            sharesDirty = true;
+        }
         for (int r = una; r != cumRsn; r++) {
             markAcked(r);
         }
@@ -1105,13 +1234,17 @@ public final class RcRequester {
         }
         p.ecnMarks += ceCount;
         p.rttSample(sampleNs, dp.rtoMinNs, dp.rtoMaxNs);
-        updateRate(p, delivered, nowNs);
+        if (updateRate(p, delivered, nowNs)) {
+            sharesDirty = true;
+        }
         if (p.state == Path.DEAD) {
             if (probe && p.probesOk >= RE_ADMIT_PROBES) {
                 p.state = Path.ACTIVE;
                 p.cwndBytes = 16L * qp.payloadPerPacket();
                 p.lossHistory = 0;
                 p.cleanRun = 0;
+                p.restartRate();
+                sharesDirty = true;
             }
             return;
         }
@@ -1124,7 +1257,8 @@ public final class RcRequester {
         }
     }
 
-    private static void updateRate(Path p, long delivered, long nowNs) {
+    /** Delivery rate per rate window, EWMA 1/4 (spec 10a rule 1); true when a window closed. */
+    private static boolean updateRate(Path p, long delivered, long nowNs) {
         if (p.rateWindowStartNs == Path.RATE_NOT_STARTED) {
             // The first report covers bytes sent about one RTT ago (measuring from time 0 would
             // give a near-zero rate, and the BDP cap would pin the window to its floor).
@@ -1134,10 +1268,13 @@ public final class RcRequester {
         long span = nowNs - p.rateWindowStartNs;
         if (span >= Math.max(p.srttNs, 10_000L)) {
             long rate = p.rateWindowBytes * 1_000_000_000L / Math.max(1, span);
-            p.deliveryRateBps = p.deliveryRateBps == 0 ? rate : (3 * p.deliveryRateBps + rate) / 4;
+            p.deliveryRateBps = !p.rateKnown ? rate : (3 * p.deliveryRateBps + rate) / 4;
+            p.rateKnown = true;
             p.rateWindowStartNs = nowNs;
             p.rateWindowBytes = 0;
+            return true;
         }
+        return false;
     }
 
     /** Delay-based window with multiplicative decrease on loss or ECN and a BDP cap (spec 11). */
@@ -1257,6 +1394,7 @@ public final class RcRequester {
         p.nextProbeNs = nowNs;
         p.lossHistory = 0;
         p.cwndBytes = Wire.HEADER_SIZE + qp.payloadPerPacket();
+        sharesDirty = true;
         dp.counters.pathRetirements++;
     }
 
