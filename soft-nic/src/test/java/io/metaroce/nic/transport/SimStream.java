@@ -56,8 +56,8 @@ final class SimStream {
 
     /** What a run delivered: goodput over the measured interval, messages checked, counters. */
     record Result(long measuredBytes, double goodputBps, long messagesChecked, long bytesChecked,
-            long elapsedNs, long retransmits, long timeouts, long retirements, boolean failed,
-            String note) {
+            long elapsedNs, long retransmits, long opportunistic, long timeouts, long retirements,
+            boolean failed, String note) {
         double gbps() {
             return goodputBps / 1e9;
         }
@@ -258,6 +258,6 @@ final class SimStream {
             note = "only " + recvsDone + " of " + c.messages + " messages in " + elapsed / 1000 + " us";
         }
         return new Result(measured, measured * 8e9 / measuredNs, recvsDone, checkedBytes, elapsed,
-                tc.dataRetransmits, tc.timeouts, tc.pathRetirements, failed, note);
+                tc.dataRetransmits, tc.opportunisticRetransmits, tc.timeouts, tc.pathRetirements, failed, note);
     }
 }
