@@ -50,7 +50,7 @@ public final class CompletionChannel extends VerbsObject {
             if (cq == null) {
                 throw new IllegalStateException(String.format("completion event for an unknown CQ at 0x%x", addr));
             }
-            cq.unackedEvents++;
+            cq.unackedEvents.incrementAndGet();
             return cq;
         }
     }

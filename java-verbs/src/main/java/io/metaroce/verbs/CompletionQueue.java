@@ -11,6 +11,10 @@ import java.lang.foreign.MemorySegment;
  * {@link #poll(WorkCompletions)} is the data path: it calls the provider's {@code poll_cq}
  * through {@code context->ops}, fills the native {@code ibv_wc} array of a reusable
  * {@link WorkCompletions} and allocates nothing.
+ *
+ * <p><b>Thread safety:</b> one poller at a time per CQ is the usual verbs rule (libibverbs
+ * providers lock, so several are safe but share the completions). A concurrent {@link #close()}
+ * waits for a poll in flight or makes it throw IllegalStateException, never a crash.
  */
 public final class CompletionQueue extends VerbsObject {
 
@@ -24,8 +28,8 @@ public final class CompletionQueue extends VerbsObject {
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
     private final int capacity;
-    /** Events returned by the channel and not yet acknowledged (guarded by the channel's user). */
-    int unackedEvents;
+    /** Events returned by the channel and not yet acknowledged. */
+    final java.util.concurrent.atomic.AtomicInteger unackedEvents = new java.util.concurrent.atomic.AtomicInteger();
 
     CompletionQueue(Context context, CompletionChannel channel, MemorySegment ptr) {
         super(context, channel);
@@ -70,15 +74,17 @@ public final class CompletionQueue extends VerbsObject {
 
     /** Like {@link #poll(WorkCompletions)}, taking at most {@code max} completions. */
     public int poll(WorkCompletions wcs, int max) {
-        ensureOpen();
         if (max > wcs.capacity() || max < 0) {
             throw new IllegalArgumentException("max " + max + " outside 0.." + wcs.capacity());
         }
         int n;
+        acquire();
         try {
             n = (int) Native.OP_POLL_CQ.invokeExact(pollFn, ptr, max, wcs.segment);
         } catch (Throwable t) {
             throw rethrow(t);
+        } finally {
+            release();
         }
         if (n < 0) {
             wcs.count = 0;
@@ -93,12 +99,14 @@ public final class CompletionQueue extends VerbsObject {
      * {@code solicitedOnly}) raises an event on its channel.
      */
     public void requestNotify(boolean solicitedOnly) {
-        ensureOpen();
         int rc;
+        acquire();
         try {
             rc = (int) Native.OP_REQ_NOTIFY_CQ.invokeExact(notifyFn, ptr, solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
             throw rethrow(t);
+        } finally {
+            release();
         }
         if (rc != 0) {
             throw new VerbsException("ibv_req_notify_cq", rc);
@@ -107,11 +115,14 @@ public final class CompletionQueue extends VerbsObject {
 
     /** {@code ibv_ack_cq_events} for every event {@link CompletionChannel#awaitEvent()} returned for this CQ. */
     public void ackEvents() {
-        ensureOpen();
-        int n = unackedEvents;
-        if (n > 0) {
-            ACK_CQ_EVENTS.invoke(ptr, n);
-            unackedEvents = 0;
+        acquire();
+        try {
+            int n = unackedEvents.getAndSet(0);
+            if (n > 0) {
+                ACK_CQ_EVENTS.invoke(ptr, n);
+            }
+        } finally {
+            release();
         }
     }
 
@@ -122,9 +133,9 @@ public final class CompletionQueue extends VerbsObject {
 
     @Override
     void destroy() {
-        if (unackedEvents > 0) {
-            ACK_CQ_EVENTS.invoke(ptr, unackedEvents); // ibv_destroy_cq waits for every event's ack
-            unackedEvents = 0;
+        int n = unackedEvents.getAndSet(0);
+        if (n > 0) {
+            ACK_CQ_EVENTS.invoke(ptr, n); // ibv_destroy_cq waits for every event's ack
         }
         DESTROY_CQ.check(ptr);
         context.cqs.remove(ptr.address());

@@ -24,6 +24,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *     ...
  * }
  * }</pre>
+ *
+ * <p><b>Thread safety:</b> safe to share; queries and creations may run on several threads, and
+ * a concurrent {@link #close()} waits for those in flight or makes them throw.
  */
 public final class Context extends VerbsObject {
 
@@ -86,7 +89,7 @@ public final class Context extends VerbsObject {
 
     /** {@code ibv_query_device}. */
     public DeviceAttributes queryDevice() {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.DEVICE_ATTR_SIZE, 8);
             QUERY_DEVICE.check(ptr, s);
@@ -103,12 +106,14 @@ public final class Context extends VerbsObject {
                     s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ_WR),
                     s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ_SGE),
                     s.get(JAVA_BYTE, Abi.DEVICE_ATTR_PHYS_PORT_CNT) & 0xff);
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_query_port} of port {@code port} (1-based). */
     public PortAttributes queryPort(int port) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             // ibv_port_attr, with room to spare for a newer libibverbs' larger struct
             MemorySegment s = a.allocate(Abi.PORT_ATTR_SIZE + 64, 8);
@@ -121,29 +126,41 @@ public final class Context extends VerbsObject {
                     s.get(JAVA_BYTE, Abi.PORT_ATTR_LINK_LAYER) & 0xff,
                     s.get(JAVA_INT, Abi.PORT_ATTR_MAX_MSG_SZ) & 0xffffffffL,
                     s.get(JAVA_INT, Abi.PORT_ATTR_PORT_CAP_FLAGS));
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_query_gid}: entry {@code index} of port {@code port}'s GID table. */
     public Gid queryGid(int port, int index) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.GID_SIZE, 8);
             QUERY_GID.check(ptr, (byte) port, index, s);
             return Gid.read(s, 0);
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_alloc_pd}. */
     public ProtectionDomain allocateProtectionDomain() {
-        ensureOpen();
-        return new ProtectionDomain(this, ALLOC_PD.create(ptr));
+        acquire();
+        try {
+            return new ProtectionDomain(this, ALLOC_PD.create(ptr));
+        } finally {
+            release();
+        }
     }
 
     /** {@code ibv_create_comp_channel}: a file descriptor that wakes when an armed CQ completes. */
     public CompletionChannel createCompletionChannel() {
-        ensureOpen();
-        return new CompletionChannel(this, CREATE_COMP_CHANNEL.create(ptr));
+        acquire();
+        try {
+            return new CompletionChannel(this, CREATE_COMP_CHANNEL.create(ptr));
+        } finally {
+            release();
+        }
     }
 
     /** {@code ibv_create_cq} with at least {@code minEntries} entries, no channel, vector 0. */
@@ -156,12 +173,22 @@ public final class Context extends VerbsObject {
      * {@code channel} (may be null) once {@link CompletionQueue#requestNotify} armed the CQ.
      */
     public CompletionQueue createCompletionQueue(int minEntries, CompletionChannel channel, int compVector) {
-        ensureOpen();
-        if (channel != null) {
-            channel.ensureOpen();
+        acquire();
+        try {
+            if (channel != null) {
+                channel.acquire();
+            }
+            try {
+                MemorySegment cq = CREATE_CQ.create(ptr, minEntries, MemorySegment.NULL,
+                        channel == null ? MemorySegment.NULL : channel.ptr, compVector);
+                return new CompletionQueue(this, channel, cq);
+            } finally {
+                if (channel != null) {
+                    channel.release();
+                }
+            }
+        } finally {
+            release();
         }
-        MemorySegment cq = CREATE_CQ.create(ptr, minEntries, MemorySegment.NULL,
-                channel == null ? MemorySegment.NULL : channel.ptr, compVector);
-        return new CompletionQueue(this, channel, cq);
     }
 }

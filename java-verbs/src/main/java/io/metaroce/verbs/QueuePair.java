@@ -20,6 +20,12 @@ import java.util.Objects;
  * {@link #postRecv} are the data path: the provider's {@code post_send}/{@code post_recv} through
  * {@code context->ops}, allocation-free; a refused post throws a {@link VerbsException} naming
  * {@code ibv_post_send}/{@code ibv_post_recv}, the error number and the refused request.
+ *
+ * <p><b>Thread safety:</b> posting from several threads is safe as far as the provider allows
+ * (libibverbs providers lock their queues); each thread needs its own work request objects. A
+ * post holds the QP and the memory regions of its scatter/gather entries open for the call: a
+ * concurrent {@link #close()} (of the QP, or of a region or its arena) waits for it or makes it
+ * throw {@link IllegalStateException}, never a crash.
  */
 public final class QueuePair extends VerbsObject {
 
@@ -320,8 +326,21 @@ public final class QueuePair extends VerbsObject {
 
     /** The state libibverbs/the provider last recorded in {@code qp->state}. */
     public State state() {
-        ensureOpen();
-        return State.of(ptr.get(JAVA_INT, Abi.QP_STATE));
+        acquire();
+        try {
+            return State.of(ptr.get(JAVA_INT, Abi.QP_STATE));
+        } finally {
+            release();
+        }
+    }
+
+    /** The state for an error message, without throwing when the QP was closed meanwhile. */
+    private String stateForMessage() {
+        try {
+            return String.valueOf(state());
+        } catch (IllegalStateException closed) {
+            return "(closed)";
+        }
     }
 
     /** The native {@code struct ibv_qp *}. */
@@ -341,7 +360,7 @@ public final class QueuePair extends VerbsObject {
 
     /** {@code ibv_modify_qp} with the fields (and mask) set in {@code attrs}. */
     public void modify(Attributes attrs) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.QP_ATTR_SIZE, 8);
             attrs.write(s);
@@ -350,12 +369,14 @@ public final class QueuePair extends VerbsObject {
             throw new VerbsException(e.verb(), e.errno(), describe() + " to "
                     + (attrs.state == null ? "(same state)" : attrs.state) + ", attr_mask 0x"
                     + Integer.toHexString(attrs.mask));
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_query_qp} of the QP's capabilities ({@code IBV_QP_CAP}), e.g. the real max inline size. */
     public Capabilities queryCapabilities() {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(Abi.QP_ATTR_SIZE, 8);
             MemorySegment init = a.allocate(Abi.QP_INIT_ATTR_SIZE, 8);
@@ -365,6 +386,8 @@ public final class QueuePair extends VerbsObject {
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_RECV_WR), init.get(JAVA_INT, c + Abi.QP_CAP_MAX_SEND_SGE),
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_RECV_SGE),
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_INLINE_DATA));
+        } finally {
+            release();
         }
     }
 
@@ -409,15 +432,23 @@ public final class QueuePair extends VerbsObject {
      *     QP not in RTS or an opcode it does not support, ENOMEM for a full send queue)
      */
     public void postSend(SendWorkRequest wr) {
-        ensureOpen();
+        boolean ud = type == Type.UD;
         int rc;
+        acquire();
         try {
-            rc = (int) Native.OP_POST.invokeExact(postSendFn, ptr, wr.wr, wr.badWr);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
+            wr.acquireChain(ud);
+            try {
+                rc = (int) Native.OP_POST.invokeExact(postSendFn, ptr, wr.wr, wr.badWr);
+            } catch (Throwable t) {
+                throw CompletionQueue.rethrow(t);
+            } finally {
+                wr.releaseChain(ud);
+            }
+        } finally {
+            release();
         }
         if (rc != 0) {
-            throw new VerbsException("ibv_post_send", rc, describe() + " in state " + state() + ": "
+            throw new VerbsException("ibv_post_send", rc, describe() + " in state " + stateForMessage() + ": "
                     + Objects.requireNonNullElse(wr.describeBad(), "request " + SendWorkRequest.opcodeName(wr.opcode())));
         }
     }
@@ -428,15 +459,22 @@ public final class QueuePair extends VerbsObject {
      * @throws VerbsException naming ibv_post_recv when the provider refuses it
      */
     public void postRecv(RecvWorkRequest wr) {
-        ensureOpen();
         int rc;
+        acquire();
         try {
-            rc = (int) Native.OP_POST.invokeExact(postRecvFn, ptr, wr.wr, wr.badWr);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
+            wr.acquireChain();
+            try {
+                rc = (int) Native.OP_POST.invokeExact(postRecvFn, ptr, wr.wr, wr.badWr);
+            } catch (Throwable t) {
+                throw CompletionQueue.rethrow(t);
+            } finally {
+                wr.releaseChain();
+            }
+        } finally {
+            release();
         }
         if (rc != 0) {
-            throw new VerbsException("ibv_post_recv", rc, describe() + " in state " + state()
+            throw new VerbsException("ibv_post_recv", rc, describe() + " in state " + stateForMessage()
                     + (srq != null ? " (its receives come from an SRQ: post there)" : "") + ": "
                     + Objects.requireNonNullElse(wr.describeBad(), "wr_id " + wr.wrId()));
         }

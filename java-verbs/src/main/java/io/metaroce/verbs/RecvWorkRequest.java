@@ -76,6 +76,28 @@ public final class RecvWorkRequest implements AutoCloseable {
         return wr;
     }
 
+    /** Holds every SGE's memory region of the chain open for one post (all or none). */
+    void acquireChain() {
+        RecvWorkRequest r = this;
+        try {
+            for (; r != null; r = r.next) {
+                r.mem.acquireRegions();
+            }
+        } catch (RuntimeException e) {
+            for (RecvWorkRequest q = this; q != r; q = q.next) {
+                q.mem.releaseRegions(q.mem.numSge());
+            }
+            throw e;
+        }
+    }
+
+    /** Undoes {@link #acquireChain}. */
+    void releaseChain() {
+        for (RecvWorkRequest r = this; r != null; r = r.next) {
+            r.mem.releaseRegions(r.mem.numSge());
+        }
+    }
+
     String describeBad() {
         long bad = mem.badAddress();
         int i = 0;

@@ -11,8 +11,11 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A flyweight over one {@code struct ibv_wc} slot of a {@link WorkCompletions} array: the
- * getters read native memory directly, nothing is copied or allocated. Constants name the
- * {@code enum ibv_wc_status} and {@code enum ibv_wc_opcode} values.
+ * getters read native memory directly, nothing is copied or allocated. It shows the next poll's
+ * completion once the array is polled again: keep one with {@link #snapshot()}, an immutable
+ * copy. Constants name the {@code enum ibv_wc_status} and {@code enum ibv_wc_opcode} values.
+ *
+ * <p><b>Thread safety:</b> none; read it on the polling thread (a {@link Snapshot} may go anywhere).
  */
 public final class WorkCompletion {
 
@@ -50,6 +53,8 @@ public final class WorkCompletion {
         "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
         "GENERAL_ERR", "TM_ERR", "TM_RNDV_INCOMPLETE"};
 
+    private static final java.lang.foreign.ValueLayout.OfInt IMM_BE = JAVA_INT.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+
     private final MemorySegment s;
 
     WorkCompletion(MemorySegment slot) {
@@ -84,8 +89,16 @@ public final class WorkCompletion {
         return s.get(JAVA_INT, Abi.WC_BYTE_LEN);
     }
 
-    /** The immediate data, as the sender gave it (network order in C; here the same 32 bits). */
+    /**
+     * The immediate data in host order: {@code ntohl(wc.imm_data)}, the value the sender passed
+     * to {@link SendWorkRequest#sendWithImm} (or a C sender to {@code htonl}).
+     */
     public int immData() {
+        return s.get(IMM_BE, Abi.WC_IMM_DATA);
+    }
+
+    /** The immediate data as stored ({@code __be32}: network byte order, not converted). */
+    public int immDataRaw() {
         return s.get(JAVA_INT, Abi.WC_IMM_DATA);
     }
 
@@ -130,6 +143,43 @@ public final class WorkCompletion {
             throw new WorkCompletionException(wrId(), status, opcode(), qpNum(), vendorErr());
         }
         return this;
+    }
+
+    /** An immutable copy of this completion that survives the next poll (allocates one object). */
+    public Snapshot snapshot() {
+        return new Snapshot(wrId(), status(), opcode(), vendorErr(), byteLength(), immData(), qpNum(), srcQp(),
+                flags(), pkeyIndex(), slid(), sl());
+    }
+
+    /**
+     * An immutable copy of a {@link WorkCompletion}, from {@link WorkCompletion#snapshot()}:
+     * valid after the next poll, on any thread. {@code immData} is in host order.
+     */
+    public record Snapshot(long wrId, int status, int opcode, int vendorErr, int byteLength, int immData, int qpNum,
+            int srcQp, int flags, int pkeyIndex, int slid, int sl) {
+
+        public boolean isSuccess() {
+            return status == SUCCESS;
+        }
+
+        /** True when {@link #immData()} is valid. */
+        public boolean hasImm() {
+            return (flags & WITH_IMM) != 0;
+        }
+
+        /** Returns this when its status is SUCCESS, else throws {@link WorkCompletionException}. */
+        public Snapshot check() {
+            if (status != SUCCESS) {
+                throw new WorkCompletionException(wrId, status, opcode, qpNum, vendorErr);
+            }
+            return this;
+        }
+
+        @Override
+        public String toString() {
+            return "WorkCompletion[wrId=" + wrId + ", status=" + statusName(status) + ", opcode=" + opcodeName(opcode)
+                    + ", byteLength=" + byteLength + ", qpNum=" + qpNum + "]";
+        }
     }
 
     /** The C name without {@code IBV_WC_}, e.g. {@code "REM_ACCESS_ERR"}. */

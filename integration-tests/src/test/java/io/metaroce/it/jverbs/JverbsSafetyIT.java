@@ -1,0 +1,51 @@
+package io.metaroce.it.jverbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.metaroce.it.Env;
+import io.metaroce.it.Proc;
+import io.metaroce.it.jverbs.apps.SafetyApp;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * java-verbs' safe memory and close-during-use on mrce0 (one host of the fabric, loopback QPs
+ * through its daemon): {@link SafetyApp}'s checks, every one named.
+ */
+@Timeout(600)
+class JverbsSafetyIT {
+
+    private static JverbsFabric fabric;
+
+    @BeforeAll
+    static void fabric() {
+        Env.assumeNamespaces();
+        fabric = JverbsFabric.withDaemons("JverbsSafetyIT", 9000);
+    }
+
+    @AfterAll
+    static void teardown() {
+        if (fabric != null) {
+            fabric.close();
+        }
+    }
+
+    @Test
+    void closeDuringUseThrowsAndMemoryIsOwnedOrChecked() {
+        try (Proc p = fabric.start(fabric.a, "safety", JverbsFabric.javaApp(SafetyApp.class))) {
+            int exit = p.waitFor(Duration.ofSeconds(300));
+            String out = p.output();
+            for (String name : new String[] {"closingACqWhileAPollerLoopsEndsThePollerWithAnException",
+                "closingAQpWhileAThreadPostsEndsThePosterWithAnException", "closingTheArenaFirstDeregistersATiedRegion",
+                "aPostOverAnUntiedRegionWhoseArenaClosedThrows", "aRegisteredBufferOwnsItsMemory",
+                "immediatesArriveInHostOrderAndSnapshotsSurviveTheNextPoll"}) {
+                assertThat(out).as(out).contains("PASS " + name);
+            }
+            assertThat(out).as(out).contains("6 passed, 0 failed");
+            assertThat(exit).as(out).isZero();
+        }
+    }
+}
