@@ -10,7 +10,8 @@ import java.lang.foreign.MemorySegment;
  * A completion queue ({@code struct ibv_cq}), from {@link Context#createCompletionQueue}.
  * {@link #poll(WorkCompletions)} is the data path: it calls the provider's {@code poll_cq}
  * through {@code context->ops}, fills the native {@code ibv_wc} array of a reusable
- * {@link WorkCompletions} and allocates nothing.
+ * {@link WorkCompletions} and allocates nothing. {@link #poll(WorkCompletions, int, long)}
+ * waits for completions up to a timeout; {@link CompletionPoller} completes futures from it.
  *
  * <p><b>Thread safety:</b> one poller at a time per CQ is the usual verbs rule (libibverbs
  * providers lock, so several are safe but share the completions). A concurrent {@link #close()}
@@ -92,6 +93,44 @@ public final class CompletionQueue extends VerbsObject {
         }
         wcs.count = n;
         return n;
+    }
+
+    /**
+     * Polls until at least one completion arrives or {@code timeoutNs} nanoseconds pass; returns
+     * how many it took (0: the timeout passed). It spins ({@link Thread#onSpinWait()}), then
+     * yields between polls, so a virtual thread lets others run on its carrier; for a wait that
+     * sleeps, arm the CQ and use its {@link CompletionChannel#await}. Allocation-free.
+     */
+    public int poll(WorkCompletions wcs, int max, long timeoutNs) {
+        int n = poll(wcs, max);
+        if (n != 0) {
+            return n;
+        }
+        long deadline = System.nanoTime() + Math.max(0, timeoutNs);
+        for (int spins = 0; ; spins++) {
+            if (spins < 256) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+            n = poll(wcs, max);
+            if (n != 0 || System.nanoTime() - deadline >= 0) {
+                return n;
+            }
+        }
+    }
+
+    /** {@link #poll(WorkCompletions, int, long)} taking up to {@code wcs.capacity()}, with a Duration. */
+    public int poll(WorkCompletions wcs, java.time.Duration timeout) {
+        return poll(wcs, wcs.capacity(), timeout.toNanos());
+    }
+
+    /**
+     * Waits (as {@link #poll(WorkCompletions, int, long)}) for one completion and returns its
+     * flyweight, {@code wcs.get(0)}, unchecked; null when {@code timeout} passes first.
+     */
+    public WorkCompletion pollOne(WorkCompletions wcs, java.time.Duration timeout) {
+        return poll(wcs, 1, timeout.toNanos()) == 0 ? null : wcs.get(0);
     }
 
     /**

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * java-verbs' safe memory and close-during-use on mrce0 (one host of the fabric, loopback QPs
+ * java-verbs' safe memory, close-during-use and async completions on mrce0 (one host of the fabric, loopback QPs
  * through its daemon): {@link SafetyApp}'s checks, every one named.
  */
 @Timeout(600)
@@ -34,17 +34,19 @@ class JverbsSafetyIT {
     }
 
     @Test
-    void closeDuringUseThrowsAndMemoryIsOwnedOrChecked() {
+    void closeDuringUseThrowsMemoryIsOwnedOrCheckedAndCompletionsAreAsync() {
         try (Proc p = fabric.start(fabric.a, "safety", JverbsFabric.javaApp(SafetyApp.class))) {
             int exit = p.waitFor(Duration.ofSeconds(300));
             String out = p.output();
             for (String name : new String[] {"closingACqWhileAPollerLoopsEndsThePollerWithAnException",
                 "closingAQpWhileAThreadPostsEndsThePosterWithAnException", "closingTheArenaFirstDeregistersATiedRegion",
                 "aPostOverAnUntiedRegionWhoseArenaClosedThrows", "aRegisteredBufferOwnsItsMemory",
-                "immediatesArriveInHostOrderAndSnapshotsSurviveTheNextPoll"}) {
+                "immediatesArriveInHostOrderAndSnapshotsSurviveTheNextPoll",
+                "pollWithATimeoutReturnsNothingWhenNothingCompletes", "aChannelAwaitTimesOutThenReturnsTheCqOfACompletion",
+                "closingAChannelWakesAVirtualThreadWaitingOnIt", "futuresCompleteFromAPollerPerCq"}) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
-            assertThat(out).as(out).contains("6 passed, 0 failed");
+            assertThat(out).as(out).contains("10 passed, 0 failed");
             assertThat(exit).as(out).isZero();
         }
     }

@@ -4,6 +4,8 @@ import static io.metaroce.it.jverbs.apps.Checks.expect;
 import static io.metaroce.it.jverbs.apps.Checks.require;
 
 import io.metaroce.verbs.Access;
+import io.metaroce.verbs.CompletionChannel;
+import io.metaroce.verbs.CompletionPoller;
 import io.metaroce.verbs.CompletionQueue;
 import io.metaroce.verbs.Context;
 import io.metaroce.verbs.Device;
@@ -14,24 +16,51 @@ import io.metaroce.verbs.RecvWorkRequest;
 import io.metaroce.verbs.SendWorkRequest;
 import io.metaroce.verbs.VerbsException;
 import io.metaroce.verbs.WorkCompletion;
+import io.metaroce.verbs.WorkCompletionException;
 import io.metaroce.verbs.WorkCompletions;
+import io.metaroce.verbs.cm.ConnectOptions;
+import io.metaroce.verbs.cm.QpEndpoint;
+import io.metaroce.verbs.cm.RcConnector;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
 
 /**
  * Safe memory and use-after-close on mrce0, one PASS/FAIL line each and "N passed, M failed":
  * closes that race with a poller or a poster on another thread (they must end in an
  * IllegalStateException, never a crash), regions tied to their arena, regions that own their
- * memory, completion snapshots and immediates in host order.
+ * memory, completion snapshots and immediates in host order; polls with a timeout, channel
+ * waits on virtual threads that a close wakes, futures completed by a poller per CQ.
  */
 public final class SafetyApp {
 
     private SafetyApp() {}
+
+    /** Connects two RC QPs of this process to each other through the daemon (GID index 0). */
+    static void connect(QueuePair a, QueuePair b) {
+        ConnectOptions oa = ConnectOptions.defaults(0);
+        ConnectOptions ob = ConnectOptions.defaults(0);
+        a.toInit(1, Access.ALL);
+        b.toInit(1, Access.ALL);
+        QpEndpoint ea = RcConnector.localEndpoint(a, oa);
+        QpEndpoint eb = RcConnector.localEndpoint(b, ob);
+        RcConnector.connect(a, oa, eb);
+        RcConnector.connect(b, ob, ea);
+    }
 
     public static void main(String[] args) throws Exception {
         Checks c = new Checks();
@@ -186,6 +215,135 @@ public final class SafetyApp {
                             "snapshot kept the first: " + first);
                 }
                 mr.close();
+            }
+        });
+
+        c.check("pollWithATimeoutReturnsNothingWhenNothingCompletes", () -> {
+            try (Context ctx = Device.open("mrce0"); CompletionQueue cq = ctx.createCompletionQueue(8);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
+                require(cq.poll(wcs, 4, TimeUnit.MILLISECONDS.toNanos(20)) == 0, "nothing to poll");
+                require(cq.pollOne(wcs, Duration.ofMillis(1)) == null, "pollOne: null on timeout");
+            }
+        });
+
+        c.check("aChannelAwaitTimesOutThenReturnsTheCqOfACompletion", () -> {
+            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                    CompletionChannel ch = ctx.createCompletionChannel();
+                    CompletionQueue cqA = ctx.createCompletionQueue(8);
+                    CompletionQueue cqB = ctx.createCompletionQueue(8, ch, 0);
+                    QueuePair a = pd.createQueuePair(QueuePair.rc(cqA, cqA));
+                    QueuePair b = pd.createQueuePair(QueuePair.rc(cqB, cqB));
+                    WorkCompletions wcs = new WorkCompletions(4)) {
+                connect(a, b);
+                MemoryRegion mr = pd.allocateRegistered(4096);
+                try (SendWorkRequest send = new SendWorkRequest(1).wrId(1).send().sge(mr, 0, 64).signaled(true);
+                        RecvWorkRequest recv = new RecvWorkRequest(1).wrId(2).sge(mr, 1024, 64)) {
+                    b.postRecv(recv);
+                    cqB.requestNotify(false);
+                    require(ch.await(Duration.ofMillis(30)) == null, "no event before a completion");
+                    Recording pins = new Recording();
+                    pins.enable("jdk.VirtualThreadPinned").withThreshold(Duration.ZERO);
+                    pins.start();
+                    // a virtual thread waits for the event while the main thread sends
+                    AtomicReference<Object> got = new AtomicReference<>();
+                    Thread waiter = Thread.ofVirtual().start(() -> {
+                        try {
+                            got.set(ch.await(Duration.ofSeconds(30)));
+                        } catch (Throwable t) {
+                            got.set(t);
+                        }
+                    });
+                    a.postSend(send);
+                    waiter.join(60_000);
+                    pins.stop();
+                    Path jfr = Files.createTempFile("safety-pins", ".jfr");
+                    try {
+                        pins.dump(jfr);
+                        List<RecordedEvent> pinned = RecordingFile.readAllEvents(jfr);
+                        require(pinned.isEmpty(), "jdk.VirtualThreadPinned while awaiting: " + pinned);
+                    } finally {
+                        pins.close();
+                        Files.deleteIfExists(jfr);
+                    }
+                    require(got.get() == cqB, "the event names cqB: " + got.get());
+                    cqB.ackEvents();
+                    require(LoopbackPair.awaitOne(cqB, wcs).check().wrId() == 2, "the receive");
+                    require(LoopbackPair.awaitOne(cqA, wcs).check().wrId() == 1, "the send");
+                }
+                mr.close();
+            }
+        });
+
+        c.check("closingAChannelWakesAVirtualThreadWaitingOnIt", () -> {
+            try (Context ctx = Device.open("mrce0")) {
+                CompletionChannel ch = ctx.createCompletionChannel();
+                AtomicReference<Throwable> end = new AtomicReference<>();
+                CountDownLatch started = new CountDownLatch(1);
+                Thread waiter = Thread.ofVirtual().start(() -> {
+                    started.countDown();
+                    try {
+                        ch.await(Duration.ofMinutes(10));
+                        end.set(new AssertionError("await returned"));
+                    } catch (Throwable t) {
+                        end.set(t);
+                    }
+                });
+                require(started.await(60, TimeUnit.SECONDS), "the waiter started");
+                ch.close();
+                waiter.join(60_000);
+                require(!waiter.isAlive(), "the close woke the waiter");
+                require(end.get() instanceof IllegalStateException && end.get().getMessage().endsWith("is closed"),
+                        "waiter ended with " + end.get());
+            }
+        });
+
+        c.check("futuresCompleteFromAPollerPerCq", () -> {
+            try (LoopbackPair p = new LoopbackPair(16, 0); CompletionPoller pa = CompletionPoller.start(p.cqA);
+                    CompletionPoller pb = CompletionPoller.start(p.cqB)) {
+                MemoryRegion src = p.pd.allocateRegistered(16 * 256);
+                MemoryRegion dst = p.pd.allocateRegistered(16 * 256);
+                try (SendWorkRequest send = new SendWorkRequest(1).send().signaled(true);
+                        RecvWorkRequest recv = new RecvWorkRequest(1)) {
+                    for (int round = 0; round < 20; round++) {
+                        List<CompletableFuture<WorkCompletion.Snapshot>> recvs = new ArrayList<>();
+                        List<CompletableFuture<WorkCompletion.Snapshot>> sends = new ArrayList<>();
+                        for (int i = 0; i < 8; i++) {
+                            long id = round * 100L + i;
+                            src.segment().asSlice(i * 256L, 256).fill((byte) (id + 1));
+                            recvs.add(pb.postRecv(p.b, recv.wrId(id).sge(dst, i * 256L, 256)));
+                        }
+                        for (int i = 0; i < 8; i++) {
+                            long id = round * 100L + i;
+                            sends.add(pa.postSend(p.a, send.wrId(1_000_000 + id).sge(src, i * 256L, 100 + i)));
+                        }
+                        for (int i = 0; i < 8; i++) {
+                            long id = round * 100L + i;
+                            WorkCompletion.Snapshot r = recvs.get(i).get(30, TimeUnit.SECONDS);
+                            require(r.wrId() == id && r.byteLength() == 100 + i && r.opcode() == WorkCompletion.OP_RECV,
+                                    "receive " + r);
+                            require(sends.get(i).get(30, TimeUnit.SECONDS).wrId() == 1_000_000 + id, "send");
+                            for (int j = 0; j < 100 + i; j++) {
+                                require(dst.segment().get(ValueLayout.JAVA_BYTE, i * 256L + j) == (byte) (id + 1),
+                                        "byte " + j + " of message " + id);
+                            }
+                        }
+                    }
+                    require(pa.unmatchedCount() == 0 && pb.unmatchedCount() == 0, "every completion had its future");
+                    // an error status completes the future exceptionally
+                    try (SendWorkRequest bad = new SendWorkRequest(1).wrId(77).send().signaled(true)
+                            .addSge(src.address(), 64, src.lkey() ^ 0x5a5a00)) {
+                        CompletableFuture<WorkCompletion.Snapshot> r = pb.postRecv(p.b, recv.wrId(78).sge(dst, 0, 256));
+                        CompletableFuture<WorkCompletion.Snapshot> f = pa.postSend(p.a, bad);
+                        ExecutionException e = expect(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
+                        require(e.getCause() instanceof WorkCompletionException w && w.wrId() == 77, "cause " + e.getCause());
+                        // the QP is in error now: the posted receive is flushed (or still pending);
+                        // closing its poller completes whatever is left exceptionally
+                        pb.close();
+                        expect(ExecutionException.class, () -> r.get(30, TimeUnit.SECONDS));
+                    }
+                }
+                src.close();
+                dst.close();
             }
         });
 
