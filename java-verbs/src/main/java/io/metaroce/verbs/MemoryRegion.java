@@ -94,6 +94,11 @@ public final class MemoryRegion extends VerbsObject {
         return access;
     }
 
+    /** The access flags it was registered with, as a set. */
+    public java.util.EnumSet<AccessFlag> accessFlags() {
+        return AccessFlag.fromBits(access);
+    }
+
     /** True when the region allocated its memory and frees it at close. */
     public boolean ownsMemory() {
         return ownedArena != null;

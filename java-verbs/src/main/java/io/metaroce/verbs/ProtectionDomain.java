@@ -66,6 +66,21 @@ public final class ProtectionDomain extends VerbsObject {
         return register(segment, access, null);
     }
 
+    /** {@link #register(MemorySegment, int)} with the access flags as a set. */
+    public MemoryRegion register(MemorySegment segment, java.util.Set<AccessFlag> access) {
+        return register(segment, AccessFlag.toBits(access));
+    }
+
+    /** {@link #register(Arena, MemorySegment, int)} with the access flags as a set. */
+    public MemoryRegion register(Arena owner, MemorySegment segment, java.util.Set<AccessFlag> access) {
+        return register(owner, segment, AccessFlag.toBits(access));
+    }
+
+    /** {@link #allocateRegistered(long, int)} with the access flags as a set. */
+    public MemoryRegion allocateRegistered(long size, java.util.Set<AccessFlag> access) {
+        return allocateRegistered(size, AccessFlag.toBits(access));
+    }
+
     /**
      * {@code ibv_reg_mr} of memory allocated from {@code owner}, tied to that arena's lifetime:
      * when {@code owner} closes, the region is closed (deregistered, after the posts in flight)

@@ -199,6 +199,11 @@ public final class QueuePair extends VerbsObject {
             return this;
         }
 
+        /** {@link #accessFlags(int)} as a set. */
+        public Attributes accessFlags(java.util.Set<AccessFlag> flags) {
+            return accessFlags(AccessFlag.toBits(flags));
+        }
+
         /** The primary path (address vector) to the peer. */
         public Attributes addressVector(AddressHandle.Attributes a) {
             av = a;
@@ -408,6 +413,11 @@ public final class QueuePair extends VerbsObject {
     /** RC: RTR → RTS with send PSN {@code psn}, timeout 14, 7 retries, 7 RNR retries, one outgoing READ/atomic. */
     public void toRts(int psn) {
         modify(new Attributes().state(State.RTS).timeout(14).retryCount(7).rnrRetry(7).sqPsn(psn).maxRdAtomic(1));
+    }
+
+    /** {@link #toInit(int, int)} with the access flags as a set. */
+    public void toInit(int port, java.util.Set<AccessFlag> accessFlags) {
+        toInit(port, AccessFlag.toBits(accessFlags));
     }
 
     /** UD: RESET → INIT on {@code port} with Q_Key {@code qkey}. */

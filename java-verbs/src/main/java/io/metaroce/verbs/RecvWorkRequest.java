@@ -9,8 +9,10 @@ import java.lang.foreign.MemorySegment;
 /**
  * A reusable receive work request ({@code struct ibv_recv_wr} with its scatter/gather list) in
  * native memory, for {@link QueuePair#postRecv} and {@link SharedReceiveQueue#postRecv}. Setters
- * write native memory and return {@code this}; posting allocates nothing. Not thread-safe; close
- * frees the memory (double close: no-op).
+ * write native memory and return {@code this}; posting allocates nothing.
+ *
+ * <p><b>Thread safety:</b> none: build and post it from one thread at a time. Close frees the
+ * memory (double close: no-op); a post of a closed request throws IllegalStateException.
  */
 public final class RecvWorkRequest implements AutoCloseable {
 

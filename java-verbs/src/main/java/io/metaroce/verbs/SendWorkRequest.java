@@ -21,7 +21,11 @@ import java.lang.foreign.MemorySegment;
  *
  * Opcodes: {@link #send()}, {@link #sendWithImm}, {@link #rdmaWrite}, {@link #rdmaWriteWithImm},
  * {@link #rdmaRead}, {@link #compareAndSwap}, {@link #fetchAndAdd}; UD destinations with
- * {@link #ud}. Chains: {@link #next(SendWorkRequest)}. Not thread-safe; close frees the memory.
+ * {@link #ud}. Chains: {@link #next(SendWorkRequest)}. Flags as ints ({@code FLAG_*}) or sets of
+ * {@link SendFlag}; opcodes as ints or {@link WrOpcode}.
+ *
+ * <p><b>Thread safety:</b> none: build and post it from one thread at a time. Close frees the
+ * memory; a post of a closed request throws IllegalStateException.
  */
 public final class SendWorkRequest implements AutoCloseable {
 
@@ -84,6 +88,21 @@ public final class SendWorkRequest implements AutoCloseable {
 
     public int flags() {
         return wr.get(JAVA_INT, Abi.SEND_WR_SEND_FLAGS);
+    }
+
+    /** Sets all {@code send_flags} at once from a set (allocates nothing). */
+    public SendWorkRequest flags(java.util.Set<SendFlag> flags) {
+        return flags(SendFlag.toBits(flags));
+    }
+
+    /** The {@code send_flags} as a set (allocates one). */
+    public java.util.EnumSet<SendFlag> flagSet() {
+        return SendFlag.fromBits(flags());
+    }
+
+    /** The opcode as an enum (null for a value this binding does not name). */
+    public WrOpcode wrOpcode() {
+        return WrOpcode.of(opcode());
     }
 
     private SendWorkRequest flag(int flag, boolean on) {
