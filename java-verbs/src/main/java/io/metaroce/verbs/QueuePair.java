@@ -406,13 +406,32 @@ public final class QueuePair extends VerbsObject {
      * (a global route for RoCE), one incoming RDMA READ/atomic, RNR timer 12 (as ibv_rc_pingpong).
      */
     public void toRtr(Mtu mtu, int destQpNum, int destPsn, AddressHandle.Attributes path) {
+        toRtr(mtu, destQpNum, destPsn, path, 1, 12);
+    }
+
+    /**
+     * RC: INIT → RTR as {@link #toRtr(Mtu, int, int, AddressHandle.Attributes)}, with
+     * {@code maxDestRdAtomic} incoming RDMA READs/atomics in flight and RNR timer {@code minRnrTimer}.
+     */
+    public void toRtr(Mtu mtu, int destQpNum, int destPsn, AddressHandle.Attributes path, int maxDestRdAtomic,
+            int minRnrTimer) {
         modify(new Attributes().state(State.RTR).pathMtu(mtu).destQpNum(destQpNum).rqPsn(destPsn)
-                .maxDestRdAtomic(1).minRnrTimer(12).addressVector(path));
+                .maxDestRdAtomic(maxDestRdAtomic).minRnrTimer(minRnrTimer).addressVector(path));
     }
 
     /** RC: RTR → RTS with send PSN {@code psn}, timeout 14, 7 retries, 7 RNR retries, one outgoing READ/atomic. */
     public void toRts(int psn) {
-        modify(new Attributes().state(State.RTS).timeout(14).retryCount(7).rnrRetry(7).sqPsn(psn).maxRdAtomic(1));
+        toRts(psn, 14, 7, 7, 1);
+    }
+
+    /**
+     * RC: RTR → RTS with send PSN {@code psn}, ack timeout {@code timeout} (4.096 us * 2^timeout),
+     * {@code retryCount} retries, {@code rnrRetry} RNR retries (7: infinite) and
+     * {@code maxRdAtomic} outgoing RDMA READs/atomics in flight.
+     */
+    public void toRts(int psn, int timeout, int retryCount, int rnrRetry, int maxRdAtomic) {
+        modify(new Attributes().state(State.RTS).timeout(timeout).retryCount(retryCount).rnrRetry(rnrRetry).sqPsn(psn)
+                .maxRdAtomic(maxRdAtomic));
     }
 
     /** {@link #toInit(int, int)} with the access flags as a set. */

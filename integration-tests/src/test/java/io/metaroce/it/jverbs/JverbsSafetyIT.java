@@ -43,10 +43,11 @@ class JverbsSafetyIT {
                 "aPostOverAnUntiedRegionWhoseArenaClosedThrows", "aRegisteredBufferOwnsItsMemory",
                 "immediatesArriveInHostOrderAndSnapshotsSurviveTheNextPoll",
                 "pollWithATimeoutReturnsNothingWhenNothingCompletes", "aChannelAwaitTimesOutThenReturnsTheCqOfACompletion",
-                "closingAChannelWakesAVirtualThreadWaitingOnIt", "futuresCompleteFromAPollerPerCq"}) {
+                "closingAChannelWakesAVirtualThreadWaitingOnIt", "futuresCompleteFromAPollerPerCq",
+                "rcParametersComeFromConnectOptions", "closingAConnectionDisconnectsAndClosesWhatItOwns"}) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
-            assertThat(out).as(out).contains("10 passed, 0 failed");
+            assertThat(out).as(out).contains("12 passed, 0 failed");
             assertThat(exit).as(out).isZero();
         }
     }

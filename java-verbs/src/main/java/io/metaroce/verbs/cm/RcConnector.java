@@ -23,11 +23,15 @@ public final class RcConnector {
         return new QpEndpoint(port.lid(), qp.qpNum(), o.psn(), gid);
     }
 
-    /** Moves {@code qp} (in INIT) to RTR toward {@code remote}, then to RTS with the local PSN. */
+    /**
+     * Moves {@code qp} (in INIT) to RTR toward {@code remote}, then to RTS with the local PSN,
+     * with the options' {@link ConnectOptions.RcParameters}.
+     */
     public static void connect(QueuePair qp, ConnectOptions o, QpEndpoint remote) {
         AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(remote.gid(), remote.lid(), o.sl(),
                 Math.max(o.gidIndex(), 0), o.port());
-        qp.toRtr(o.mtu(), remote.qpn(), remote.psn(), path);
-        qp.toRts(o.psn());
+        ConnectOptions.RcParameters rc = o.rc();
+        qp.toRtr(o.mtu(), remote.qpn(), remote.psn(), path, rc.maxDestRdAtomic(), rc.minRnrTimer());
+        qp.toRts(o.psn(), rc.timeout(), rc.retryCount(), rc.rnrRetry(), rc.maxRdAtomic());
     }
 }

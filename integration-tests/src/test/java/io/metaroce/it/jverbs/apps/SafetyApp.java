@@ -19,6 +19,7 @@ import io.metaroce.verbs.WorkCompletion;
 import io.metaroce.verbs.WorkCompletionException;
 import io.metaroce.verbs.WorkCompletions;
 import io.metaroce.verbs.cm.ConnectOptions;
+import io.metaroce.verbs.cm.ConnectionService;
 import io.metaroce.verbs.cm.QpEndpoint;
 import io.metaroce.verbs.cm.RcConnector;
 import java.lang.foreign.Arena;
@@ -44,7 +45,8 @@ import jdk.jfr.consumer.RecordingFile;
  * closes that race with a poller or a poster on another thread (they must end in an
  * IllegalStateException, never a crash), regions tied to their arena, regions that own their
  * memory, completion snapshots and immediates in host order; polls with a timeout, channel
- * waits on virtual threads that a close wakes, futures completed by a poller per CQ.
+ * waits on virtual threads that a close wakes, futures completed by a poller per CQ; RC
+ * parameters from ConnectOptions; a Connection that disconnects and frees what it owns.
  */
 public final class SafetyApp {
 
@@ -344,6 +346,64 @@ public final class SafetyApp {
                 }
                 src.close();
                 dst.close();
+            }
+        });
+
+        c.check("rcParametersComeFromConnectOptions", () -> {
+            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                    CompletionQueue cq = ctx.createCompletionQueue(16);
+                    QueuePair a = pd.createQueuePair(QueuePair.rc(cq, cq));
+                    QueuePair b = pd.createQueuePair(QueuePair.rc(cq, cq));
+                    WorkCompletions wcs = new WorkCompletions(4)) {
+                ConnectOptions.RcParameters rc = ConnectOptions.RcParameters.DEFAULTS.withTimeout(10).withRetries(3, 3)
+                        .withRdAtomic(4, 4).withMinRnrTimer(6);
+                ConnectOptions oa = ConnectOptions.defaults(0).withRc(rc);
+                ConnectOptions ob = ConnectOptions.defaults(0).withRc(rc);
+                a.toInit(1, Access.ALL);
+                b.toInit(1, Access.ALL);
+                QpEndpoint ea = RcConnector.localEndpoint(a, oa);
+                QpEndpoint eb = RcConnector.localEndpoint(b, ob);
+                RcConnector.connect(a, oa, eb);
+                RcConnector.connect(b, ob, ea);
+                require(a.state() == QueuePair.State.RTS && b.state() == QueuePair.State.RTS, "both in RTS");
+                MemoryRegion mr = pd.allocateRegistered(4096);
+                try (SendWorkRequest send = new SendWorkRequest(1).wrId(1).send().sge(mr, 0, 32).signaled(true);
+                        RecvWorkRequest recv = new RecvWorkRequest(1).wrId(2).sge(mr, 2048, 32)) {
+                    mr.segment().asSlice(0, 32).fill((byte) 0x3c);
+                    b.postRecv(recv);
+                    a.postSend(send);
+                    LoopbackPair.awaitOne(cq, wcs).check();
+                    LoopbackPair.awaitOne(cq, wcs).check();
+                    require(mr.segment().asSlice(2048, 32).mismatch(mr.segment().asSlice(0, 32)) == -1, "the data");
+                }
+                mr.close();
+            }
+        });
+
+        c.check("closingAConnectionDisconnectsAndClosesWhatItOwns", () -> {
+            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                    CompletionQueue cqB = ctx.createCompletionQueue(16);
+                    QueuePair b = pd.createQueuePair(QueuePair.rc(cqB, cqB))) {
+                CompletionQueue cqA = ctx.createCompletionQueue(16);
+                QueuePair a = pd.createQueuePair(QueuePair.rc(cqA, cqA));
+                MemoryRegion mrA = pd.allocateRegistered(4096);
+                connect(a, b);
+                ConnectionService.Connection conn = new ConnectionService.Connection(a,
+                        RcConnector.localEndpoint(a, ConnectOptions.defaults(0)),
+                        RcConnector.localEndpoint(b, ConnectOptions.defaults(0))).owning(cqA, mrA);
+                CompletableFuture<WorkCompletion.Snapshot> pendingRecv;
+                try (CompletionPoller poller = CompletionPoller.start(cqA);
+                        RecvWorkRequest recv = new RecvWorkRequest(1).wrId(9).sge(mrA, 0, 64)) {
+                    pendingRecv = poller.postRecv(a, recv);
+                    conn.close();
+                    ExecutionException e = expect(ExecutionException.class, () -> pendingRecv.get(30, TimeUnit.SECONDS));
+                    require(e.getCause() instanceof WorkCompletionException || e.getCause() instanceof IllegalStateException,
+                            "the receive was flushed or failed by the closing CQ: " + e.getCause());
+                }
+                require(a.isClosed() && cqA.isClosed() && mrA.isClosed(), "the QP, its CQ and its memory are closed");
+                require(!pd.isClosed() && pd.liveDependents().equals(List.of(b)), "the PD still holds only b: "
+                        + pd.liveDependents());
+                conn.close(); // again: a no-op
             }
         });
 
