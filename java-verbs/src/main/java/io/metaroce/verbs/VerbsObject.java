@@ -168,23 +168,26 @@ public abstract class VerbsObject implements AutoCloseable {
      */
     @Override
     public final void close() {
-        synchronized (LOCK) {
-            if (closed) {
-                return;
-            }
-            if (!dependents.isEmpty()) {
-                StringBuilder names = new StringBuilder();
-                for (VerbsObject d : dependents) {
-                    names.append(names.isEmpty() ? "" : ", ").append(d.describe());
+        for (;;) {
+            synchronized (LOCK) {
+                if (closed) {
+                    return;
                 }
-                throw new IllegalStateException("cannot close " + describe() + ": " + dependents.size()
-                        + " object(s) created from it are still open (" + names + "); close them first");
+                if (!dependents.isEmpty()) {
+                    StringBuilder names = new StringBuilder();
+                    for (VerbsObject d : dependents) {
+                        names.append(names.isEmpty() ? "" : ", ").append(d.describe());
+                    }
+                    throw new IllegalStateException("cannot close " + describe() + ": " + dependents.size()
+                            + " object(s) created from it are still open (" + names + "); close them first");
+                }
+                if (!closing) {
+                    closing = true;
+                    GUARD.getAndBitwiseOr(this, CLOSING);
+                    break;
+                }
             }
-            if (closing) {
-                throw new IllegalStateException(describe() + " is being closed by another thread");
-            }
-            closing = true;
-            GUARD.getAndBitwiseOr(this, CLOSING);
+            Thread.yield(); // another thread is closing it: wait for its outcome (closed: no-op)
         }
         // Outside LOCK: a call in flight may itself need LOCK (creating a child object).
         boolean destroyed = false;

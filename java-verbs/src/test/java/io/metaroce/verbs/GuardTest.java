@@ -125,6 +125,34 @@ class GuardTest {
     }
 
     @Test
+    void aSecondCloseWhileTheFirstWaitsIsANoOpOnceItIsDone() throws Exception {
+        FakeNative cq = new FakeNative();
+        cq.insideCall = new CountDownLatch(1);
+        cq.finishCall = new CountDownLatch(1);
+        Thread caller = Thread.ofPlatform().start(cq::call);
+        await(cq.insideCall);
+        Thread first = Thread.ofPlatform().start(cq::close);
+        while (!cq.isClosing()) {
+            Thread.onSpinWait();
+        }
+        AtomicReference<Throwable> secondFailed = new AtomicReference<>();
+        Thread second = Thread.ofPlatform().start(() -> {
+            try {
+                cq.close();
+            } catch (Throwable t) {
+                secondFailed.set(t);
+            }
+        });
+        cq.finishCall.countDown();
+        caller.join(60_000);
+        first.join(60_000);
+        second.join(60_000);
+        assertThat(secondFailed.get()).isNull();
+        assertThat(cq.isClosed()).isTrue();
+        assertThat(cq.violations.get()).isZero();
+    }
+
+    @Test
     void aFailedDestroyReopensTheObject() {
         OwnershipTest.Fake cq = new OwnershipTest.Fake("cq");
         cq.failDestroy = true;
