@@ -15,9 +15,10 @@ import java.time.Duration;
  * {@link CompletionQueue#ackEvents()} (and at the latest when the CQ is closed).
  *
  * <p>The channel's fd is made non-blocking at creation, so {@code ibv_get_cq_event} never blocks
- * in native code: waits are a {@code poll()} with a timeout, run off the caller's thread when
- * the caller is a virtual thread (which then parks instead of pinning its carrier), and
- * {@link #close()} wakes every wait in progress (it then throws IllegalStateException).
+ * in native code: waits are a {@code poll()} with a timeout; for virtual threads one platform
+ * thread per channel polls and the virtual threads park (their carriers stay free, however many
+ * wait), and {@link #close()} wakes every wait in progress (it then throws
+ * IllegalStateException).
  *
  * <p><b>Thread safety:</b> safe to share; several threads may wait at once (each event goes to
  * one of them).
@@ -40,7 +41,7 @@ public final class CompletionChannel extends VerbsObject {
         this.ptr = ptr.reinterpret(16);
         this.fd = this.ptr.get(JAVA_INT, Abi.COMP_CHANNEL_FD);
         int rc = Posix.setNonBlocking(fd);
-        this.waiter = rc == 0 ? new FdWaiter() : null;
+        this.waiter = rc == 0 ? new FdWaiter(fd, this, "channel-fd-" + fd) : null;
         if (rc != 0) {
             DESTROY_COMP_CHANNEL.check(this.ptr);
             throw new VerbsException("fcntl", -rc, "making the completion channel's fd " + fd + " non-blocking");
@@ -102,7 +103,7 @@ public final class CompletionChannel extends VerbsObject {
             if (left <= 0) {
                 return null;
             }
-            if (waiter.await(fd, left, this) == FdWaiter.WOKEN) {
+            if (waiter.await(left) == FdWaiter.WOKEN) {
                 ensureOpen();
                 throw new IllegalStateException(describe() + " is closed");
             }

@@ -2,20 +2,23 @@ package io.metaroce.verbs;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Waits for a file descriptor to become readable, with a timeout, woken early by
- * {@link #wake()}: {@code poll()} on the fd and a private eventfd. A platform thread calls
- * {@code poll()} itself; a virtual thread hands the {@code poll()} to a platform thread of a
- * shared pool and parks on its result, so a waiting virtual thread never holds its carrier
- * (a native call cannot unmount it). Once woken the waiter stays woken (every later wait returns
- * {@link #WOKEN} at once): it is meant for close.
+ * Waits for one file descriptor to become readable, with a timeout, woken early by
+ * {@link #wake()}: {@code poll()} on the fd and a private eventfd.
+ *
+ * <p>A platform thread calls {@code poll()} itself. Virtual threads never do (a native call
+ * cannot unmount them, so it would hold the carrier): they park on a {@link Condition} while one
+ * platform thread per waiter object, started on demand and gone after {@link #IDLE_EXIT_S}
+ * seconds without waiters, polls for all of them and signals them when the fd is readable. Any
+ * number of waiting virtual threads thus cost one platform thread. Readiness is level-triggered:
+ * after a signal each waiter tries its non-blocking read and waits again if another took it.
+ *
+ * <p>Once woken the waiter stays woken (every later wait returns {@link #WOKEN} at once): it is
+ * meant for close. Thread-safe.
  */
 final class FdWaiter implements AutoCloseable {
 
@@ -23,47 +26,128 @@ final class FdWaiter implements AutoCloseable {
     static final int TIMEOUT = 0;
     static final int WOKEN = -1;
 
-    /** Platform threads that run the poll() of waiting virtual threads (one per concurrent wait). */
-    private static final ExecutorService POLLERS = Executors.newCachedThreadPool(
-            Thread.ofPlatform().daemon().name("jverbs-fd-wait-", 0).factory());
+    /** Longest single poll() of the shared poller, so it notices that every waiter left. */
+    private static final int POLL_SLICE_MS = 100;
+    /** The shared poller thread ends after this long without waiters. */
+    static final int IDLE_EXIT_S = 10;
 
+    private final int fd;
+    private final VerbsObject guard;
     private final int wakeFd;
+    private final String name;
+    private final ReentrantLock lock = new ReentrantLock();
+    /** Signalled when the fd was seen readable (a new generation) or on wake. */
+    private final Condition changed = lock.newCondition();
+    /** Signalled when a virtual thread starts waiting. */
+    private final Condition wanted = lock.newCondition();
+    private long generation;
+    /** Virtual threads waiting for the current generation. */
+    private int waiting;
+    private Thread poller;
     private volatile boolean woken;
 
-    FdWaiter() {
-        int fd = Posix.eventfd();
-        if (fd < 0) {
-            throw new VerbsException("eventfd", -fd);
+    /**
+     * @param fd the descriptor to wait on
+     * @param guard when not null, held (acquired) during every native poll of {@code fd}, so its
+     *     close waits for the poll (and a closing guard ends the waits)
+     */
+    FdWaiter(int fd, VerbsObject guard, String name) {
+        int w = Posix.eventfd();
+        if (w < 0) {
+            throw new VerbsException("eventfd", -w);
         }
-        this.wakeFd = fd;
+        this.fd = fd;
+        this.guard = guard;
+        this.wakeFd = w;
+        this.name = name;
     }
 
     /**
-     * Waits until {@code fd} is readable ({@link #READY}), {@code timeoutNs} passed
-     * ({@link #TIMEOUT}; negative: no limit) or {@link #wake()} was called ({@link #WOKEN}).
-     * {@code guard}, when not null, is held (acquired) for the duration of the native poll.
+     * Waits until the fd is readable ({@link #READY}), {@code timeoutNs} passed ({@link #TIMEOUT};
+     * negative: no limit) or {@link #wake()} was called ({@link #WOKEN}). A virtual thread parks.
      */
-    int await(int fd, long timeoutNs, VerbsObject guard) throws InterruptedException {
+    int await(long timeoutNs) throws InterruptedException {
         if (woken) {
             return WOKEN;
         }
         if (!Thread.currentThread().isVirtual()) {
-            return pollOnce(fd, timeoutNs, guard);
+            long ms = timeoutNs < 0 ? -1 : Math.min(Integer.MAX_VALUE, (timeoutNs + 999_999) / 1_000_000);
+            return pollOnce((int) ms);
         }
-        Future<Integer> f = POLLERS.submit(() -> pollOnce(fd, timeoutNs, guard));
+        lock.lock();
         try {
-            return timeoutNs < 0 ? f.get() : f.get(timeoutNs + TimeUnit.MILLISECONDS.toNanos(50), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            return TIMEOUT; // the poll ends by its own timeout
-        } catch (ExecutionException e) {
-            throw CompletionQueue.rethrow(e.getCause());
+            if (woken) {
+                return WOKEN;
+            }
+            long gen = generation;
+            waiting++;
+            if (poller == null) {
+                poller = Thread.ofPlatform().daemon().name("jverbs-fd-wait-" + name).start(this::pollForWaiters);
+            }
+            wanted.signal();
+            long left = timeoutNs < 0 ? Long.MAX_VALUE : timeoutNs;
+            try {
+                while (generation == gen) {
+                    if (left <= 0) {
+                        waiting--;
+                        return TIMEOUT;
+                    }
+                    left = changed.awaitNanos(left);
+                }
+            } catch (InterruptedException e) {
+                if (generation == gen) {
+                    waiting--;
+                }
+                throw e;
+            }
+            return woken ? WOKEN : READY;
+        } finally {
+            lock.unlock();
         }
     }
 
-    private int pollOnce(int fd, long timeoutNs, VerbsObject guard) {
-        int timeoutMs = timeoutNs < 0 ? -1 : (int) Math.min(Integer.MAX_VALUE, (timeoutNs + 999_999) / 1_000_000);
+    /** The shared poller: polls while virtual threads wait, signals them, ends when idle or woken. */
+    private void pollForWaiters() {
+        for (;;) {
+            lock.lock();
+            try {
+                while (waiting == 0 && !woken) {
+                    if (!wanted.await(IDLE_EXIT_S, TimeUnit.SECONDS) && waiting == 0) {
+                        poller = null;
+                        return;
+                    }
+                }
+                if (woken) {
+                    poller = null;
+                    return;
+                }
+            } catch (InterruptedException e) {
+                poller = null;
+                return;
+            } finally {
+                lock.unlock();
+            }
+            int r = pollOnce(POLL_SLICE_MS);
+            if (r != TIMEOUT) {
+                lock.lock();
+                try {
+                    generation++;
+                    waiting = 0;
+                    changed.signalAll();
+                } finally {
+                    lock.unlock();
+                }
+            }
+        }
+    }
+
+    private int pollOnce(int timeoutMs) {
         if (guard != null) {
-            guard.acquire();
+            try {
+                guard.acquire();
+            } catch (IllegalStateException closing) {
+                return WOKEN;
+            }
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment fds = a.allocate(2 * Posix.POLLFD_SIZE, 8);
@@ -71,7 +155,7 @@ final class FdWaiter implements AutoCloseable {
             Posix.setPollFd(fds, 1, wakeFd);
             int n = Posix.poll(fds, 2, timeoutMs);
             if (n == -Posix.EINTR) {
-                return TIMEOUT; // the caller loops on its own deadline
+                return TIMEOUT; // the callers loop on their own deadlines
             }
             if (n < 0) {
                 throw new VerbsException("poll", -n, "waiting for fd " + fd);
@@ -89,7 +173,16 @@ final class FdWaiter implements AutoCloseable {
 
     /** Makes every wait, in progress or later, return {@link #WOKEN}. */
     void wake() {
-        woken = true;
+        lock.lock();
+        try {
+            woken = true;
+            generation++;
+            waiting = 0;
+            changed.signalAll();
+            wanted.signalAll();
+        } finally {
+            lock.unlock();
+        }
         Posix.writeCounter(wakeFd, 1);
     }
 
@@ -99,8 +192,32 @@ final class FdWaiter implements AutoCloseable {
         Posix.readCounter(wakeFd);
     }
 
+    /** Wakes every wait, waits for the shared poller to end, frees the eventfd. */
     @Override
     public void close() {
+        if (!woken) {
+            wake();
+        }
+        Thread t;
+        lock.lock();
+        try {
+            t = poller;
+        } finally {
+            lock.unlock();
+        }
+        if (t != null && t != Thread.currentThread()) {
+            boolean interrupted = false;
+            while (t.isAlive()) {
+                try {
+                    t.join();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
         Posix.close(wakeFd);
     }
 }
