@@ -44,10 +44,11 @@ class JverbsSafetyIT {
                 "immediatesArriveInHostOrderAndSnapshotsSurviveTheNextPoll",
                 "pollWithATimeoutReturnsNothingWhenNothingCompletes", "aChannelAwaitTimesOutThenReturnsTheCqOfACompletion",
                 "closingAChannelWakesAVirtualThreadWaitingOnIt", "futuresCompleteFromAPollerPerCq",
-                "rcParametersComeFromConnectOptions", "closingAConnectionDisconnectsAndClosesWhatItOwns"}) {
+                "rcParametersComeFromConnectOptions", "closingAConnectionDisconnectsAndClosesWhatItOwns",
+                "aDaemonListenerTimesOutAndItsCloseWakesItsAccept"}) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
-            assertThat(out).as(out).contains("12 passed, 0 failed");
+            assertThat(out).as(out).contains("13 passed, 0 failed");
             assertThat(exit).as(out).isZero();
         }
     }

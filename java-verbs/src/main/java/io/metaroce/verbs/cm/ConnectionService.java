@@ -39,17 +39,29 @@ public interface ConnectionService {
 
         /**
          * {@link #accept(QueuePair, ConnectOptions)} that gives up after {@code timeout} (zero: no
-         * limit) with {@link java.net.SocketTimeoutException}.
-         *
-         * @throws UnsupportedOperationException where the service has no accept timeout yet
-         *     ({@link DaemonConnectionService})
+         * limit) with {@link java.net.SocketTimeoutException}; the same as
+         * {@code next(timeout).accept(qp, options)} where the service shows requests.
          */
         default Connection accept(QueuePair qp, ConnectOptions options, java.time.Duration timeout)
                 throws IOException {
             if (timeout.isZero()) {
                 return accept(qp, options);
             }
-            throw new UnsupportedOperationException(getClass().getSimpleName() + " has no accept timeout");
+            return next(timeout).accept(qp, options);
+        }
+
+        /**
+         * {@link #next()} that gives up after {@code timeout} (zero: no limit) with
+         * {@link java.net.SocketTimeoutException}.
+         *
+         * @throws UnsupportedOperationException where the service cannot show requests
+         */
+        default ConnectionRequest next(java.time.Duration timeout) throws IOException {
+            if (timeout.isZero()) {
+                return next();
+            }
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot show requests before"
+                    + " accepting them; use accept(qp, options, timeout)");
         }
 
         /**
@@ -84,21 +96,6 @@ public interface ConnectionService {
          * data; returns with it in RTS once the requester took the answer.
          */
         Connection accept(QueuePair qp, ConnectOptions options) throws IOException;
-
-        /**
-         * {@link #accept(QueuePair, ConnectOptions)} that gives up after {@code timeout} (zero: no
-         * limit) with {@link java.net.SocketTimeoutException}.
-         *
-         * @throws UnsupportedOperationException where the service has no accept timeout yet
-         *     ({@link DaemonConnectionService})
-         */
-        default Connection accept(QueuePair qp, ConnectOptions options, java.time.Duration timeout)
-                throws IOException {
-            if (timeout.isZero()) {
-                return accept(qp, options);
-            }
-            throw new UnsupportedOperationException(getClass().getSimpleName() + " has no accept timeout");
-        }
 
         /** Refuses the request; the requester's connect throws {@link ConnectionRejectedException} with {@code privateData}. */
         void reject(byte[] privateData) throws IOException;

@@ -20,11 +20,14 @@ import io.metaroce.verbs.WorkCompletionException;
 import io.metaroce.verbs.WorkCompletions;
 import io.metaroce.verbs.cm.ConnectOptions;
 import io.metaroce.verbs.cm.ConnectionService;
+import io.metaroce.verbs.cm.DaemonConnectionService;
 import io.metaroce.verbs.cm.QpEndpoint;
 import io.metaroce.verbs.cm.RcConnector;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.SocketException;
+import java.net.SocketTimeoutException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -46,7 +49,8 @@ import jdk.jfr.consumer.RecordingFile;
  * IllegalStateException, never a crash), regions tied to their arena, regions that own their
  * memory, completion snapshots and immediates in host order; polls with a timeout, channel
  * waits on virtual threads that a close wakes, futures completed by a poller per CQ; RC
- * parameters from ConnectOptions; a Connection that disconnects and frees what it owns.
+ * parameters from ConnectOptions; a Connection that disconnects and frees what it owns; a daemon
+ * listener's accept timeout and a close that wakes its accept.
  */
 public final class SafetyApp {
 
@@ -404,6 +408,37 @@ public final class SafetyApp {
                 require(!pd.isClosed() && pd.liveDependents().equals(List.of(b)), "the PD still holds only b: "
                         + pd.liveDependents());
                 conn.close(); // again: a no-op
+            }
+        });
+
+        c.check("aDaemonListenerTimesOutAndItsCloseWakesItsAccept", () -> {
+            ConnectionService cm = new DaemonConnectionService();
+            try (ConnectionService.Listener l = cm.listen(4242)) {
+                SocketTimeoutException e = expect(SocketTimeoutException.class, () -> l.next(Duration.ofMillis(50)));
+                require(e.getMessage().contains("service 4242"), e.getMessage());
+                expect(SocketTimeoutException.class, () -> l.accept(null, ConnectOptions.defaults(0),
+                        Duration.ofMillis(20)));
+            }
+            ConnectionService.Listener l = cm.listen(4243);
+            AtomicReference<Throwable> end = new AtomicReference<>();
+            CountDownLatch started = new CountDownLatch(1);
+            Thread acceptor = Thread.ofVirtual().start(() -> {
+                started.countDown();
+                try {
+                    l.next();
+                    end.set(new AssertionError("next returned"));
+                } catch (Throwable t) {
+                    end.set(t);
+                }
+            });
+            require(started.await(60, TimeUnit.SECONDS), "the acceptor started");
+            l.close();
+            acceptor.join(60_000);
+            require(!acceptor.isAlive(), "the close woke the accept");
+            require(end.get() instanceof SocketException && end.get().getMessage().contains("is closed"),
+                    "accept ended with " + end.get());
+            try (ConnectionService.Listener again = cm.listen(4243)) {
+                require(again != null, "the service is free again");
             }
         });
 
