@@ -45,10 +45,10 @@ class JverbsSafetyIT {
                 "pollWithATimeoutReturnsNothingWhenNothingCompletes", "aChannelAwaitTimesOutThenReturnsTheCqOfACompletion",
                 "closingAChannelWakesAVirtualThreadWaitingOnIt", "futuresCompleteFromAPollerPerCq",
                 "rcParametersComeFromConnectOptions", "closingAConnectionDisconnectsAndClosesWhatItOwns",
-                "aDaemonListenerTimesOutAndItsCloseWakesItsAccept"}) {
+                "aDaemonListenerTimesOutAndItsCloseWakesItsAccept", "guardedPostsAndPollsAllocateNothing"}) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
-            assertThat(out).as(out).contains("13 passed, 0 failed");
+            assertThat(out).as(out).contains("14 passed, 0 failed");
             assertThat(exit).as(out).isZero();
         }
     }

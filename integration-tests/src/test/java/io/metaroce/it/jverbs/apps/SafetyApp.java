@@ -442,6 +442,38 @@ public final class SafetyApp {
             }
         });
 
+        c.check("guardedPostsAndPollsAllocateNothing", () -> {
+            try (LoopbackPair p = new LoopbackPair(16, 0); WorkCompletions wcs = new WorkCompletions(4)) {
+                MemoryRegion src = p.pd.allocateRegistered(4096);
+                MemoryRegion dst = p.pd.allocateRegistered(4096);
+                var bean = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+                long tid = Thread.currentThread().threadId();
+                try (SendWorkRequest send = new SendWorkRequest(2).wrId(1).send().sge(src, 0, 64).addSge(src, 64, 64)
+                                .signaled(true);
+                        RecvWorkRequest recv = new RecvWorkRequest(2).wrId(2).sge(dst, 0, 64).addSge(dst, 64, 64)) {
+                    long before = 0;
+                    int cycles = 30_000;
+                    for (int i = 0; i < cycles; i++) {
+                        if (i == cycles - 10_000) {
+                            before = bean.getThreadAllocatedBytes(tid);
+                        }
+                        p.b.postRecv(recv);
+                        p.a.postSend(send);
+                        int got = 0;
+                        while (got < 2) {
+                            got += p.cqA.poll(wcs, 1, 20_000_000_000L);
+                            got += p.cqB.poll(wcs, 1, 0);
+                        }
+                    }
+                    long allocated = bean.getThreadAllocatedBytes(tid) - before;
+                    System.out.println("    allocated " + allocated + " bytes over 10^4 guarded post/poll cycles");
+                    require(allocated < 16 * 1024, "allocated " + allocated + " bytes over 10^4 cycles");
+                }
+                src.close();
+                dst.close();
+            }
+        });
+
         System.exit(c.finish());
     }
 }
