@@ -119,7 +119,9 @@ public final class ProtectionDomain extends VerbsObject {
             MemorySegment segment = arena.allocate(size, 4096);
             return register(segment, access, arena);
         } catch (RuntimeException | Error e) {
-            arena.close();
+            if (arena.scope().isAlive()) { // a region that failed to attach already freed it
+                arena.close();
+            }
             throw e;
         }
     }

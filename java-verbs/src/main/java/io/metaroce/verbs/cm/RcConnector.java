@@ -6,7 +6,11 @@ import io.metaroce.verbs.Gid;
 import io.metaroce.verbs.PortAttributes;
 import io.metaroce.verbs.QueuePair;
 
-/** The manual path: this side's endpoint, and RTR/RTS toward a peer's, as ibv_rc_pingpong does. */
+/**
+ * The manual path: this side's endpoint, and RTR/RTS toward a peer's, as ibv_rc_pingpong does,
+ * with the RC parameters of the {@link ConnectOptions}. Stateless, thread-safe (the QP's own
+ * rules apply to the QP).
+ */
 public final class RcConnector {
 
     private RcConnector() {}
