@@ -112,6 +112,29 @@ final class Abi {
 
     // struct ibv_wc
     public static final long WC_SIZE = 48;
+    public static final long ASYNC_EVENT_SIZE = 16;
+    public static final long ASYNC_EVENT_ELEMENT = 0;
+    public static final long ASYNC_EVENT_EVENT_TYPE = 8;
+    public static final int IBV_EVENT_CQ_ERR = 0;
+    public static final int IBV_EVENT_QP_FATAL = 1;
+    public static final int IBV_EVENT_QP_REQ_ERR = 2;
+    public static final int IBV_EVENT_QP_ACCESS_ERR = 3;
+    public static final int IBV_EVENT_COMM_EST = 4;
+    public static final int IBV_EVENT_SQ_DRAINED = 5;
+    public static final int IBV_EVENT_PATH_MIG = 6;
+    public static final int IBV_EVENT_PATH_MIG_ERR = 7;
+    public static final int IBV_EVENT_DEVICE_FATAL = 8;
+    public static final int IBV_EVENT_PORT_ACTIVE = 9;
+    public static final int IBV_EVENT_PORT_ERR = 10;
+    public static final int IBV_EVENT_LID_CHANGE = 11;
+    public static final int IBV_EVENT_PKEY_CHANGE = 12;
+    public static final int IBV_EVENT_SM_CHANGE = 13;
+    public static final int IBV_EVENT_SRQ_ERR = 14;
+    public static final int IBV_EVENT_SRQ_LIMIT_REACHED = 15;
+    public static final int IBV_EVENT_QP_LAST_WQE_REACHED = 16;
+    public static final int IBV_EVENT_CLIENT_REREGISTER = 17;
+    public static final int IBV_EVENT_GID_CHANGE = 18;
+    public static final int IBV_EVENT_WQ_FATAL = 19;
     public static final long WC_WR_ID = 0;
     public static final long WC_STATUS = 8;
     public static final long WC_OPCODE = 12;

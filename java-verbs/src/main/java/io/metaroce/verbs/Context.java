@@ -51,8 +51,17 @@ public final class Context extends VerbsObject {
     final MemorySegment opPostSrqRecv;
     final MemorySegment opPollCq;
     final MemorySegment opReqNotifyCq;
-    /** Live CQs by native address, for completion events. */
+    /** Live CQs by native address, for completion events and async events. */
     final Map<Long, CompletionQueue> cqs = new ConcurrentHashMap<>();
+    /** Live QPs and SRQs by native address, for async events. */
+    final Map<Long, QueuePair> qps = new ConcurrentHashMap<>();
+    final Map<Long, SharedReceiveQueue> srqs = new ConcurrentHashMap<>();
+    static final Native.Verb GET_ASYNC_EVENT = Native.verb("ibv_get_async_event",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    static final Native.Verb ACK_ASYNC_EVENT = Native.verb("ibv_ack_async_event",
+            FunctionDescriptor.ofVoid(ADDRESS));
+    /** Waits on the non-blocking async_fd, or null when it could not be made non-blocking. */
+    private final FdWaiter asyncWaiter;
 
     Context(MemorySegment ptr, String deviceName) {
         super();
@@ -64,6 +73,9 @@ public final class Context extends VerbsObject {
         this.opPostSrqRecv = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_POST_SRQ_RECV);
         this.opPollCq = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_POLL_CQ);
         this.opReqNotifyCq = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_REQ_NOTIFY_CQ);
+        int asyncFd = this.ptr.get(JAVA_INT, Abi.CONTEXT_ASYNC_FD);
+        this.asyncWaiter = Posix.setNonBlocking(asyncFd) == 0
+                ? new FdWaiter(asyncFd, this, "async-" + deviceName) : null;
         attach();
     }
 
@@ -83,8 +95,88 @@ public final class Context extends VerbsObject {
     }
 
     @Override
+    void wakeBlockedCalls() {
+        if (asyncWaiter != null) {
+            asyncWaiter.wake();
+        }
+    }
+
+    @Override
     void destroy() {
-        CLOSE_DEVICE.check(ptr);
+        try {
+            CLOSE_DEVICE.check(ptr);
+        } catch (RuntimeException e) {
+            if (asyncWaiter != null) {
+                asyncWaiter.rearm();
+            }
+            throw e;
+        }
+        if (asyncWaiter != null) {
+            asyncWaiter.close();
+        }
+    }
+
+    /**
+     * Takes one pending asynchronous event without waiting ({@code ibv_get_async_event} on the
+     * non-blocking {@code async_fd}, then {@code ibv_ack_async_event}), or returns null.
+     */
+    public AsyncEvent tryGetAsyncEvent() {
+        acquire();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment ev = a.allocate(Abi.ASYNC_EVENT_SIZE, 8);
+            try {
+                GET_ASYNC_EVENT.check(ptr, ev);
+            } catch (VerbsException e) {
+                if (e.errno() == Posix.EAGAIN) {
+                    return null;
+                }
+                throw e;
+            }
+            int raw = ev.get(JAVA_INT, Abi.ASYNC_EVENT_EVENT_TYPE);
+            AsyncEvent.Type type = AsyncEvent.Type.of(raw);
+            VerbsObject element = null;
+            int port = 0;
+            if (type != null && type.isPort()) {
+                port = ev.get(JAVA_INT, Abi.ASYNC_EVENT_ELEMENT);
+            } else if (type != null) {
+                long addr = ev.get(ADDRESS, Abi.ASYNC_EVENT_ELEMENT).address();
+                element = type == AsyncEvent.Type.CQ_ERR ? cqs.get(addr) : type.isQp() ? qps.get(addr)
+                        : type.isSrq() ? srqs.get(addr) : null;
+            }
+            ACK_ASYNC_EVENT.invoke(ev);
+            return new AsyncEvent(type, raw, element, port);
+        } finally {
+            release();
+        }
+    }
+
+    /**
+     * Waits up to {@code timeout} for the device's next asynchronous event (a QP fatal error, an
+     * SRQ below its limit, a port going down, ...) and returns it, acknowledged; null on timeout.
+     * A virtual thread parks meanwhile (one platform thread per context polls for all of them).
+     *
+     * @throws IllegalStateException when the context is closed, also by a close during the wait
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
+    public AsyncEvent awaitAsyncEvent(java.time.Duration timeout) throws InterruptedException {
+        if (asyncWaiter == null) {
+            throw new UnsupportedOperationException("the async_fd of " + deviceName + " cannot be made non-blocking");
+        }
+        long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
+        for (;;) {
+            AsyncEvent e = tryGetAsyncEvent();
+            if (e != null) {
+                return e;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return null;
+            }
+            if (asyncWaiter.await(left) == FdWaiter.WOKEN) {
+                ensureOpen();
+                throw new IllegalStateException(describe() + " is closed");
+            }
+        }
     }
 
     /** {@code ibv_query_device}. */

@@ -309,6 +309,7 @@ public final class QueuePair extends VerbsObject {
         this.qpNum = this.ptr.get(JAVA_INT, Abi.QP_QP_NUM);
         this.caps = caps;
         attach();
+        pd.context.qps.put(this.ptr.address(), this);
     }
 
     /** The QP number peers address ({@code qp->qp_num}). */
@@ -361,6 +362,7 @@ public final class QueuePair extends VerbsObject {
     @Override
     void destroy() {
         DESTROY_QP.check(ptr);
+        pd.context.qps.remove(ptr.address());
     }
 
     /** {@code ibv_modify_qp} with the fields (and mask) set in {@code attrs}. */

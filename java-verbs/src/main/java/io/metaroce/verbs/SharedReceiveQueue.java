@@ -40,6 +40,7 @@ public final class SharedReceiveQueue extends VerbsObject {
         this.maxWr = maxWr;
         this.maxSge = maxSge;
         attach();
+        pd.context.srqs.put(this.ptr.address(), this);
     }
 
     public ProtectionDomain protectionDomain() {
@@ -110,5 +111,6 @@ public final class SharedReceiveQueue extends VerbsObject {
     @Override
     void destroy() {
         DESTROY_SRQ.check(ptr);
+        pd.context.srqs.remove(ptr.address());
     }
 }

@@ -39,6 +39,11 @@ class EnumsTest {
             assertThat(WcStatus.of(s.value())).isSameAs(s);
             assertThat(WorkCompletion.statusName(s.value())).isEqualTo(s.name());
         }
+        for (AsyncEvent.Type t : AsyncEvent.Type.values()) {
+            assertThat(t.value()).as(t.name()).isEqualTo(abi("IBV_EVENT_" + t.name()));
+            assertThat(AsyncEvent.Type.of(t.value())).isSameAs(t);
+        }
+        assertThat(AsyncEvent.Type.of(20)).isNull();
         assertThat(WcStatus.values()).hasSize(24); // IBV_WC_SUCCESS .. IBV_WC_TM_RNDV_INCOMPLETE
         assertThat(WcStatus.of(24)).isNull();
         assertThat(WcStatus.of(-1)).isNull();

@@ -45,10 +45,12 @@ class JverbsSafetyIT {
                 "pollWithATimeoutReturnsNothingWhenNothingCompletes", "aChannelAwaitTimesOutThenReturnsTheCqOfACompletion",
                 "closingAChannelWakesAVirtualThreadWaitingOnIt", "futuresCompleteFromAPollerPerCq",
                 "rcParametersComeFromConnectOptions", "closingAConnectionDisconnectsAndClosesWhatItOwns",
-                "aDaemonListenerTimesOutAndItsCloseWakesItsAccept", "guardedPostsAndPollsAllocateNothing"}) {
+                "aDaemonListenerTimesOutAndItsCloseWakesItsAccept", "guardedPostsAndPollsAllocateNothing",
+                "anSrqBelowItsLimitRaisesAnAsyncEventToAVirtualThread",
+                "closingAContextWakesAVirtualThreadAwaitingAsyncEvents"}) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
-            assertThat(out).as(out).contains("14 passed, 0 failed");
+            assertThat(out).as(out).contains("16 passed, 0 failed");
             assertThat(exit).as(out).isZero();
         }
     }

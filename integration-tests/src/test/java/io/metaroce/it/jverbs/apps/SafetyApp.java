@@ -4,6 +4,7 @@ import static io.metaroce.it.jverbs.apps.Checks.expect;
 import static io.metaroce.it.jverbs.apps.Checks.require;
 
 import io.metaroce.verbs.Access;
+import io.metaroce.verbs.AsyncEvent;
 import io.metaroce.verbs.CompletionChannel;
 import io.metaroce.verbs.CompletionPoller;
 import io.metaroce.verbs.CompletionQueue;
@@ -14,6 +15,7 @@ import io.metaroce.verbs.ProtectionDomain;
 import io.metaroce.verbs.QueuePair;
 import io.metaroce.verbs.RecvWorkRequest;
 import io.metaroce.verbs.SendWorkRequest;
+import io.metaroce.verbs.SharedReceiveQueue;
 import io.metaroce.verbs.VerbsException;
 import io.metaroce.verbs.WorkCompletion;
 import io.metaroce.verbs.WorkCompletionException;
@@ -50,7 +52,8 @@ import jdk.jfr.consumer.RecordingFile;
  * memory, completion snapshots and immediates in host order; polls with a timeout, channel
  * waits on virtual threads that a close wakes, futures completed by a poller per CQ; RC
  * parameters from ConnectOptions; a Connection that disconnects and frees what it owns; a daemon
- * listener's accept timeout and a close that wakes its accept.
+ * listener's accept timeout and a close that wakes its accept; async events (SRQ limit) to a
+ * virtual thread, woken by the context's close.
  */
 public final class SafetyApp {
 
@@ -472,6 +475,65 @@ public final class SafetyApp {
                 src.close();
                 dst.close();
             }
+        });
+
+        c.check("anSrqBelowItsLimitRaisesAnAsyncEventToAVirtualThread", () -> {
+            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                    CompletionQueue cqA = ctx.createCompletionQueue(16);
+                    CompletionQueue cqB = ctx.createCompletionQueue(16);
+                    SharedReceiveQueue srq = pd.createSharedReceiveQueue(16, 1, 0);
+                    QueuePair a = pd.createQueuePair(QueuePair.rc(cqA, cqA));
+                    QueuePair b = pd.createQueuePair(QueuePair.rc(cqB, cqB).srq(srq));
+                    WorkCompletions wcs = new WorkCompletions(4)) {
+                connect(a, b);
+                require(ctx.awaitAsyncEvent(Duration.ofMillis(20)) == null, "no event yet");
+                MemoryRegion mr = pd.allocateRegistered(8192);
+                try (SendWorkRequest send = new SendWorkRequest(1).send().sge(mr, 0, 64).signaled(true);
+                        RecvWorkRequest recv = new RecvWorkRequest(1)) {
+                    for (int i = 0; i < 4; i++) {
+                        srq.postRecv(recv.wrId(100 + i).sge(mr, 4096 + 128L * i, 128));
+                    }
+                    srq.setLimit(2);
+                    AtomicReference<Object> got = new AtomicReference<>();
+                    Thread waiter = Thread.ofVirtual().start(() -> {
+                        try {
+                            got.set(ctx.awaitAsyncEvent(Duration.ofSeconds(30)));
+                        } catch (Throwable t) {
+                            got.set(t);
+                        }
+                    });
+                    for (int i = 0; i < 3; i++) { // 4 posted, 3 consumed: 1 left, below the limit of 2
+                        a.postSend(send.wrId(i));
+                        LoopbackPair.awaitOne(cqA, wcs).check();
+                        LoopbackPair.awaitOne(cqB, wcs).check();
+                    }
+                    waiter.join(60_000);
+                    require(got.get() instanceof AsyncEvent e && e.type() == AsyncEvent.Type.SRQ_LIMIT_REACHED
+                            && e.element() == srq, "the event: " + got.get());
+                }
+                mr.close();
+            }
+        });
+
+        c.check("closingAContextWakesAVirtualThreadAwaitingAsyncEvents", () -> {
+            Context ctx = Device.open("mrce0");
+            AtomicReference<Throwable> end = new AtomicReference<>();
+            CountDownLatch started = new CountDownLatch(1);
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                started.countDown();
+                try {
+                    ctx.awaitAsyncEvent(Duration.ofMinutes(10));
+                    end.set(new AssertionError("await returned"));
+                } catch (Throwable t) {
+                    end.set(t);
+                }
+            });
+            require(started.await(60, TimeUnit.SECONDS), "the waiter started");
+            ctx.close();
+            waiter.join(60_000);
+            require(!waiter.isAlive(), "the close woke the waiter");
+            require(end.get() instanceof IllegalStateException && end.get().getMessage().endsWith("is closed"),
+                    "waiter ended with " + end.get());
         });
 
         System.exit(c.finish());
