@@ -47,10 +47,11 @@ class JverbsSafetyIT {
                 "rcParametersComeFromConnectOptions", "closingAConnectionDisconnectsAndClosesWhatItOwns",
                 "aDaemonListenerTimesOutAndItsCloseWakesItsAccept", "guardedPostsAndPollsAllocateNothing",
                 "anSrqBelowItsLimitRaisesAnAsyncEventToAVirtualThread",
-                "closingAContextWakesAVirtualThreadAwaitingAsyncEvents"}) {
+                "closingAContextWakesAVirtualThreadAwaitingAsyncEvents",
+                "aPoolOfRegisteredBuffersCarriesDataAndAllocatesNothing"}) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
-            assertThat(out).as(out).contains("16 passed, 0 failed");
+            assertThat(out).as(out).contains("17 passed, 0 failed");
             assertThat(exit).as(out).isZero();
         }
     }

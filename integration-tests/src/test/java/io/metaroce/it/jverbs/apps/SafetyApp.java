@@ -14,6 +14,7 @@ import io.metaroce.verbs.MemoryRegion;
 import io.metaroce.verbs.ProtectionDomain;
 import io.metaroce.verbs.QueuePair;
 import io.metaroce.verbs.RecvWorkRequest;
+import io.metaroce.verbs.RegisteredBufferPool;
 import io.metaroce.verbs.SendWorkRequest;
 import io.metaroce.verbs.SharedReceiveQueue;
 import io.metaroce.verbs.VerbsException;
@@ -53,7 +54,7 @@ import jdk.jfr.consumer.RecordingFile;
  * waits on virtual threads that a close wakes, futures completed by a poller per CQ; RC
  * parameters from ConnectOptions; a Connection that disconnects and frees what it owns; a daemon
  * listener's accept timeout and a close that wakes its accept; async events (SRQ limit) to a
- * virtual thread, woken by the context's close.
+ * virtual thread, woken by the context's close; a pool of registered buffers.
  */
 public final class SafetyApp {
 
@@ -534,6 +535,55 @@ public final class SafetyApp {
             require(!waiter.isAlive(), "the close woke the waiter");
             require(end.get() instanceof IllegalStateException && end.get().getMessage().endsWith("is closed"),
                     "waiter ended with " + end.get());
+        });
+
+        c.check("aPoolOfRegisteredBuffersCarriesDataAndAllocatesNothing", () -> {
+            try (LoopbackPair p = new LoopbackPair(16, 0); WorkCompletions wcs = new WorkCompletions(4);
+                    RegisteredBufferPool pool = RegisteredBufferPool.create(p.pd, 8, 1000, Access.LOCAL_WRITE);
+                    SendWorkRequest send = new SendWorkRequest(1).signaled(true).send();
+                    RecvWorkRequest recv = new RecvWorkRequest(1)) {
+                require(pool.bufferSize() == 1024 && pool.available() == 8, "8 buffers of 1024 bytes");
+                RegisteredBufferPool.Buffer[] all = new RegisteredBufferPool.Buffer[8];
+                for (int i = 0; i < 8; i++) {
+                    all[i] = pool.take();
+                    require(all[i] != null && all[i].address() == pool.region().address() + 1024L * i, "buffer " + i);
+                }
+                require(pool.take() == null, "an empty pool gives null");
+                for (RegisteredBufferPool.Buffer b : all) {
+                    pool.give(b);
+                }
+                expect(IllegalArgumentException.class, () -> pool.give(all[0]));
+                var bean = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+                long tid = Thread.currentThread().threadId();
+                long before = 0;
+                for (int i = 0; i < 20_000; i++) {
+                    if (i == 10_000) {
+                        before = bean.getThreadAllocatedBytes(tid);
+                    }
+                    RegisteredBufferPool.Buffer in = pool.take();
+                    RegisteredBufferPool.Buffer outb = pool.take();
+                    outb.byteBuffer().putInt(0, i).putInt(996, ~i);
+                    p.b.postRecv(recv.wrId(i).sge(in.region(), in.offset(), 1000));
+                    p.a.postSend(send.wrId(i).sge(outb.region(), outb.offset(), 1000));
+                    int got = 0;
+                    while (got < 2) {
+                        got += p.cqA.poll(wcs, 1, 20_000_000_000L);
+                        got += p.cqB.poll(wcs, 1, 0);
+                    }
+                    if (in.byteBuffer().getInt(0) != i || in.byteBuffer().getInt(996) != ~i) {
+                        throw new AssertionError("message " + i + " landed wrong");
+                    }
+                    pool.give(outb);
+                    pool.give(in);
+                }
+                long allocated = bean.getThreadAllocatedBytes(tid) - before;
+                require(allocated < 16 * 1024, "allocated " + allocated + " bytes over 10^4 pooled send/recv cycles");
+                RegisteredBufferPool.Buffer kept = pool.take();
+                pool.close();
+                require(pool.region().isClosed(), "closing the pool closes its region");
+                expect(IllegalStateException.class, () -> kept.segment().get(ValueLayout.JAVA_BYTE, 0));
+                expect(IllegalStateException.class, pool::take);
+            }
         });
 
         System.exit(c.finish());
