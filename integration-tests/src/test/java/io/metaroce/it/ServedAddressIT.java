@@ -27,13 +27,19 @@ class ServedAddressIT {
     private static final int CM_PORT = 4792;
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
     private static final AtomicInteger PORT = new AtomicInteger(18700);
+    /**
+     * Rounds with fresh daemons on one loopback. Each round checks the connection manager's
+     * addresses directly (ss), which fails in round 1 when a daemon dials from the kernel's
+     * choice; more rounds only guard the whole run against a 1-in-4 race like the old one.
+     */
+    private static final int ROUNDS = 4;
     private static final Pattern CONN = Pattern.compile("(\\d+\\.\\d+\\.\\d+\\.\\d+):(\\d+)\\s+(\\d+\\.\\d+\\.\\d+\\.\\d+):(\\d+)");
 
     @Test
-    void twoDaemonsOnOneLoopbackTenRounds() {
+    void twoDaemonsOnOneLoopback() {
         Env.assumeNamespaces();
         try (LoopbackFabric f = LoopbackFabric.create("ServedAddressIT-lo")) {
-            for (int round = 1; round <= 10; round++) {
+            for (int round = 1; round <= ROUNDS; round++) {
                 List<Daemon> ds = f.startDaemons();
                 awaitAnswering(f, f.a());
                 awaitAnswering(f, f.b());
@@ -54,7 +60,7 @@ class ServedAddressIT {
             // 198.18.0.3 is B's secondary address on veth-b; the kernel's source toward A is 198.18.0.2.
             Sh.check("ip", "-n", f.b().ns(), "addr", "add", "198.18.0.3/24", "dev", f.b().ifname());
             assertThat(Sh.check("ip", "-n", f.b().ns(), "route", "get", "198.18.0.1")).contains("src 198.18.0.2");
-            for (int round = 1; round <= 3; round++) {
+            for (int round = 1; round <= 2; round++) {
                 Daemon da = f.startDaemon(f.a());
                 Daemon db = f.startDaemon(f.b(), "--addr", "198.18.0.3");
                 f.awaitReady(da);
