@@ -24,6 +24,7 @@ import io.metaroce.nic.abi.RegMrReqDescriptor;
 import io.metaroce.nic.abi.RegMrRespDescriptor;
 import io.metaroce.nic.abi.ReregMrReqDescriptor;
 import io.metaroce.nic.abi.SrqAttrDescriptor;
+import io.metaroce.nic.dma.ProcessMemory;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.sys.Errno;
 import io.metaroce.nic.sys.Inet4;
@@ -81,6 +82,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private volatile boolean linkUp;
     /** The connection manager's rdma_cm-style service (ops 20..25); null when the manager is off. */
     private volatile io.metaroce.control.cm.ServiceTable services;
+    /** Ends a session the moment its process exits, whoever holds the socket then. */
+    private final ProcessWatcher watcher;
 
     public VerbsService(EngineAgent engine, MrTable mrTable, NetInfo net, int udpPort, Limits limits) {
         this.engine = engine;
@@ -89,6 +92,24 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         this.udpPort = udpPort;
         this.limits = limits;
         this.linkUp = net.linkUp();
+        try {
+            this.watcher = new ProcessWatcher(this::processExited);
+        } catch (NativeException e) {
+            throw new IllegalStateException("cannot watch client processes: " + e.getMessage(), e);
+        }
+    }
+
+    /** The watcher's callback: the session's process is gone, so is every access to its memory. */
+    private void processExited(long sessionId) {
+        SessionObjects s = sessions.get(sessionId);
+        if (s == null) {
+            return;
+        }
+        ProcessMemory m = s.memory;
+        if (m != null) {
+            m.revoke();
+        }
+        s.session.close("process " + s.pid + " exited: its registrations are revoked");
     }
 
     /** Serves the CM_* ops with {@code table} (null: they answer EOPNOTSUPP, as with --cm-port 0). */
@@ -195,6 +216,27 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     // ---- HELLO ----
 
+    /**
+     * Binds the session to its process: the pidfd the kernel recorded at connect
+     * ({@code SO_PEERPIDFD}; {@code pidfd_open} of the credentials' PID where the kernel lacks it),
+     * and that process's address space (see {@link ProcessMemory}).
+     */
+    private static ProcessMemory bindProcess(SessionObjects s) throws NativeException {
+        int sock = s.session.socketFd();
+        int pidFd = sock >= 0 ? LibC.getsockoptInt(sock, LibC.SOL_SOCKET, LibC.SO_PEERPIDFD) : -Errno.ENOSYS;
+        if (pidFd < 0) {
+            if (sock >= 0) {
+                LOG.warn("session {}: no SO_PEERPIDFD (errno {}), binding pid {} by number", s.session.id(),
+                        -pidFd, s.pid);
+            }
+            pidFd = LibC.pidfdOpen(s.pid);
+            if (pidFd < 0) {
+                throw new NativeException("pidfd_open(" + s.pid + ")", -pidFd);
+            }
+        }
+        return ProcessMemory.open(s.pid, pidFd);
+    }
+
     private void hello(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
         int version = p.getInt((int) HelloReqDescriptor.OFF_ABI_VERSION);
         if (version != MRCE_ABI_VERSION) {
@@ -205,7 +247,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_HELLO, seq, Errno.EEXIST);
             return;
         }
-        int doorbell = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
+        ProcessMemory memory = bindProcess(s);
+        int doorbell;
+        try {
+            doorbell = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
+        } catch (NativeException e) {
+            memory.close();
+            throw e;
+        }
         int async;
         try {
             // Blocking semaphore eventfd: ibv_get_async_event reads it once per event.
@@ -213,7 +262,15 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             engine.watch(doorbell);
         } catch (NativeException e) {
             LibC.close(doorbell);
+            memory.close();
             throw e;
+        }
+        s.memory = memory;
+        s.space = memory.id();
+        try {
+            watcher.watch(memory.pidFd(), s.session.id());
+        } catch (NativeException e) {
+            LOG.warn("session {} (pid {}): exit not watched: {}", s.session.id(), s.pid, e.getMessage());
         }
         s.doorbellFd = doorbell;
         s.asyncFd = async;
@@ -300,7 +357,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         long iova = p.getLong((int) RegMrReqDescriptor.OFF_IOVA);
         int err = checkMr(pd, access, addr, length, iova);
         if (err == 0) {
-            err = probe(s.pid, addr, length);
+            err = probe(s.space, addr, length);
         }
         if (err != 0) {
             fail(s, MRCE_OP_REG_MR, seq, err);
@@ -309,7 +366,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         Mr mr;
         synchronized (this) {
             mr = mrCount < limits.maxMr()
-                    ? mrTable.register(s.newHandle(), pd, s.pid, addr, length, iova, access) : null;
+                    ? mrTable.register(s.newHandle(), pd, s.space, addr, length, iova, access) : null;
             if (mr != null) {
                 mrCount++;
             }
@@ -351,17 +408,17 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     /** Like ibv_reg_mr pinning pages: the first and last byte must be readable in the process. */
-    private static int probe(int pid, long addr, long length) {
+    private static int probe(int space, long addr, long length) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(1);
             MemorySegment local = arena.allocate(16, 8);
-            MemorySegment remote = arena.allocate(16, 8);
             local.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, buf.address());
             local.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 1L);
             for (long a : new long[] {addr, addr + length - 1}) {
-                remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, a);
-                remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 1L);
-                long n = LibC.processVmReadv(pid, local, 1, remote, 1);
+                long n = a < 0 ? -Errno.EFAULT : ProcessMemory.read(space, local, a);
+                if (n == -Errno.EIO) {
+                    return Errno.EFAULT; // /proc/pid/mem's word for an unmapped address
+                }
                 if (n < 0) {
                     return (int) -n;
                 }
@@ -546,7 +603,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         MemorySegment map = shm.map();
         int maxSendSge = Math.max(1, sendSge);
         int maxRecvSge = Math.max(1, recvSge);
-        Qp qp = new Qp(s.newHandle(), qpn, s.session.id(), s.pid, pd, sendCq, recvCq, type, sigAll,
+        Qp qp = new Qp(s.newHandle(), qpn, s.session.id(), s.space, pd, sendCq, recvCq, type, sigAll,
                 sendSlots, recvSlots, maxSendSge, maxRecvSge, inline, map, 0, (int) rqOffset,
                 net.mtu());
         qp.peerPort = udpPort;
@@ -724,6 +781,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     uncount(MRCE_OP_ALLOC_PD);
                 }
                 s.pds.clear();
+                if (s.memory != null) {
+                    s.memory.close(); // on the engine thread: no copy is using the descriptor
+                }
                 if (s.doorbellFd >= 0) {
                     engine.unwatch(s.doorbellFd);
                     LibC.close(s.doorbellFd);
@@ -771,7 +831,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         int fd = shm.fd();
         MemorySegment map = shm.map();
         int sge = Math.max(1, maxSge);
-        Srq srq = new Srq(s.newHandle(), s.pid, pd, map, slots, sge);
+        Srq srq = new Srq(s.newHandle(), s.space, pd, map, slots, sge);
         srq.asyncEvents = s.events;
         srq.arm(limit);
         pd.users++;
@@ -910,14 +970,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         long iova = move ? p.getLong((int) ReregMrReqDescriptor.OFF_IOVA) : old.iova;
         int err = checkMr(pd, access, addr, length, iova);
         if (err == 0 && move) {
-            err = probe(s.pid, addr, length);
+            err = probe(s.space, addr, length);
         }
         if (err != 0) {
             fail(s, MRCE_OP_REREG_MR, seq, err);
             return;
         }
         // New keys first: if none is free the region stays as it was.
-        Mr mr = mrTable.register(handle, pd, s.pid, addr, length, iova, access);
+        Mr mr = mrTable.register(handle, pd, s.space, addr, length, iova, access);
         if (mr == null) {
             fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
             return;
@@ -995,6 +1055,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         for (SessionObjects s : new ArrayList<>(sessions.values())) {
             onSessionClosed(s.session);
         }
+        watcher.close();
     }
 
     /** A memfd of {@code size} bytes mapped shared: the rings handed to a provider with the fd. */
