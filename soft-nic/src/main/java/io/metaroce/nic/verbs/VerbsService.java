@@ -73,6 +73,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private final ConcurrentHashMap<Long, SessionObjects> sessions = new ConcurrentHashMap<>();
     private final short[] qpGeneration = new short[EngineAgent.MAX_QP];
     private final boolean[] qpIndexUsed = new boolean[EngineAgent.MAX_QP];
+    /** Draws QPNs' random bits (SecureRandom; a seeded one in tests, see identifierRandom). */
+    private java.util.Random random = new java.security.SecureRandom();
     // Device-wide object counts (guarded by this), checked against the limits.
     private int qpCount;
     private int mrCount;
@@ -97,6 +99,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         } catch (NativeException e) {
             throw new IllegalStateException("cannot watch client processes: " + e.getMessage(), e);
         }
+    }
+
+    /** Tests: QPNs from {@code r} (seeded) instead of SecureRandom, for runs that repeat. */
+    public synchronized void identifierRandom(java.util.Random r) {
+        this.random = r;
     }
 
     /** The watcher's callback: the session's process is gone, so is every access to its memory. */
@@ -653,10 +660,17 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         if (qpCount >= limits.maxQp()) {
             return -1;
         }
-        for (int i = 0; i < EngineAgent.MAX_QP; i++) {
+        // Unpredictable QPNs: a random free index and a random generation above it (1..0xfff,
+        // never the slot's previous one), so a QPN can be neither guessed nor reused at once.
+        int start = random.nextInt(EngineAgent.MAX_QP);
+        for (int k = 0; k < EngineAgent.MAX_QP; k++) {
+            int i = (start + k) & (EngineAgent.MAX_QP - 1);
             if (!qpIndexUsed[i]) {
                 qpIndexUsed[i] = true;
-                int gen = (qpGeneration[i] % 0xfff) + 1;
+                int gen;
+                do {
+                    gen = 1 + random.nextInt(0xfff);
+                } while (gen == qpGeneration[i]);
                 qpGeneration[i] = (short) gen;
                 qpCount++;
                 return (gen << EngineAgent.QP_INDEX_BITS) | i;
