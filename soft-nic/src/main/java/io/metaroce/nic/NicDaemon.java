@@ -16,6 +16,7 @@ import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
+import io.metaroce.nic.verbs.UserQuota;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.verbs.CmBridge;
 import io.metaroce.control.cm.ConnectionManager;
@@ -69,6 +70,20 @@ public final class NicDaemon implements Callable<Integer> {
 
     @Option(names = "--sock-group", description = "the control socket's group (default: the daemon's)")
     String sockGroup;
+
+    @Option(names = "--user-max-qp", defaultValue = "0", description = "QPs one user may hold (0: no limit)")
+    long userMaxQp;
+
+    @Option(names = "--user-max-mr", defaultValue = "0", description = "MRs one user may hold (0: no limit)")
+    long userMaxMr;
+
+    @Option(names = "--user-max-mr-bytes", defaultValue = "0",
+            description = "bytes one user may register (0: no limit)")
+    long userMaxMrBytes;
+
+    @Option(names = "--user-max-cqe", defaultValue = "0",
+            description = "CQ entries one user may hold (0: no limit)")
+    long userMaxCqe;
 
     /** --sock-mode as a permission string, checked in {@link #call()}. */
     private String socketPerms;
@@ -186,6 +201,10 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: unknown --transport " + transport + " (metaroce or baseline)");
             return 2;
         }
+        if (userMaxQp < 0 || userMaxMr < 0 || userMaxMrBytes < 0 || userMaxCqe < 0) {
+            System.err.println("mrce-nicd: --user-max-* must be 0 (no limit) or more");
+            return 2;
+        }
         try {
             socketPerms = socketPermissions(sockMode);
         } catch (IllegalArgumentException e) {
@@ -254,6 +273,7 @@ public final class NicDaemon implements Callable<Integer> {
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
                     cmDisconnectGraceMs);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
+            verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe));
             ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
             if (services != null) {
                 cm.manager().serviceHandler(services);

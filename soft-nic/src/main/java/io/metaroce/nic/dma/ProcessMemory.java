@@ -57,7 +57,8 @@ public final class ProcessMemory {
             memFd = LibC.open("/proc/" + pid + "/mem", LibC.O_RDWR | LibC.O_CLOEXEC);
         } catch (NativeException e) {
             LibC.close(pidFd);
-            throw e;
+            throw e.errno() == Errno.ENOENT
+                    ? new NativeException("process " + pid + " exited before its session began", Errno.ESRCH) : e;
         }
         if (!LibC.pidfdAlive(pidFd)) {
             // Reaped before the open ended: the number may already name someone else.
@@ -78,6 +79,31 @@ public final class ProcessMemory {
         LibC.close(memFd);
         LibC.close(pidFd);
         throw new NativeException("no free address-space slot for process " + pid, Errno.ENOMEM);
+    }
+
+    /**
+     * Binds this very process once and runs every call a session start and a copy make (pidfd,
+     * open, getsockopt, preadv, pwritev), so their first use, which links and compiles the native
+     * calls, happens at daemon start and not in a client's first HELLO (whose probe times out).
+     */
+    public static void warmUp() throws NativeException {
+        int self = LibC.getpid();
+        int pidFd = LibC.pidfdOpen(self);
+        if (pidFd < 0) {
+            throw new NativeException("pidfd_open(" + self + ")", -pidFd);
+        }
+        ProcessMemory m = open(self, pidFd);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment buf = arena.allocate(8, 8);
+            java.lang.foreign.MemorySegment iov = arena.allocate(16, 8);
+            iov.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, buf.address());
+            iov.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 8L);
+            read(m.id, iov, buf.address());
+            LibC.pwritev(m.memFd, iov, 0, buf.address());
+            LibC.getsockoptInt(-1, LibC.SOL_SOCKET, LibC.SO_PEERPIDFD); // EBADF: only the call
+        } finally {
+            m.close();
+        }
     }
 
     /** The /proc/pid/mem descriptor of space {@code id}, or -1 when it is unknown or revoked. */

@@ -86,6 +86,9 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private volatile io.metaroce.control.cm.ServiceTable services;
     /** Ends a session the moment its process exits, whoever holds the socket then. */
     private final ProcessWatcher watcher;
+    private volatile UserQuota quota = UserQuota.NONE;
+    /** Per uid: what its connections hold, indexed by UserQuota's kinds (guarded by itself). */
+    private final Map<Integer, long[]> usage = new java.util.HashMap<>();
 
     public VerbsService(EngineAgent engine, MrTable mrTable, NetInfo net, int udpPort, Limits limits) {
         this.engine = engine;
@@ -95,9 +98,40 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         this.limits = limits;
         this.linkUp = net.linkUp();
         try {
+            ProcessMemory.warmUp();
             this.watcher = new ProcessWatcher(this::processExited);
         } catch (NativeException e) {
             throw new IllegalStateException("cannot watch client processes: " + e.getMessage(), e);
+        }
+    }
+
+    /** Per-user quotas from now on (existing objects are kept). */
+    public void userQuota(UserQuota q) {
+        this.quota = q;
+    }
+
+    /**
+     * Takes {@code n} of {@code kind} from the session's user; false (nothing taken) when that
+     * would exceed the user's quota.
+     */
+    private boolean charge(SessionObjects s, int kind, long n) {
+        long limit = quota.limit(kind);
+        synchronized (usage) {
+            long[] u = usage.computeIfAbsent(s.session.uid(), k -> new long[4]);
+            if (limit > 0 && u[kind] + n > limit) {
+                return false;
+            }
+            u[kind] += n;
+            return true;
+        }
+    }
+
+    private void discharge(SessionObjects s, int kind, long n) {
+        synchronized (usage) {
+            long[] u = usage.get(s.session.uid());
+            if (u != null) {
+                u[kind] -= n;
+            }
         }
     }
 
@@ -370,6 +404,15 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_REG_MR, seq, err);
             return;
         }
+        if (!charge(s, UserQuota.MRS, 1)) {
+            fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
+            return;
+        }
+        if (!charge(s, UserQuota.MR_BYTES, length)) {
+            discharge(s, UserQuota.MRS, 1);
+            fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
+            return;
+        }
         Mr mr;
         synchronized (this) {
             mr = mrCount < limits.maxMr()
@@ -379,6 +422,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             }
         }
         if (mr == null) {
+            discharge(s, UserQuota.MRS, 1);
+            discharge(s, UserQuota.MR_BYTES, length);
             fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
             return;
         }
@@ -444,6 +489,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             return;
         }
         releaseMr(mr);
+        discharge(s, UserQuota.MRS, 1);
+        discharge(s, UserQuota.MR_BYTES, mr.length);
         LocalSession session = s.session;
         // Answer only after the engine revoked it: no copy touches the region once dereg returns.
         Runnable revoke = () -> {
@@ -501,16 +548,24 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_CREATE_CQ, seq, Errno.EINVAL);
             return;
         }
+        int slots = pow2(cqe);
+        if (!charge(s, UserQuota.CQ_ENTRIES, slots)) {
+            fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
+            return;
+        }
         synchronized (this) {
             if (cqCount >= limits.maxCq()) {
+                discharge(s, UserQuota.CQ_ENTRIES, slots);
                 fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
                 return;
             }
             cqCount++;
         }
-        int slots = pow2(cqe);
         long size = (io.metaroce.nic.abi.RingFlyweight.byteSize(MRCE_CQE_SIZE, slots) + 4095) & ~4095L;
-        SharedMemory shm = SharedMemory.create("mrce-cq", size, () -> uncount(MRCE_OP_CREATE_CQ));
+        SharedMemory shm = SharedMemory.create("mrce-cq", size, () -> {
+            uncount(MRCE_OP_CREATE_CQ);
+            discharge(s, UserQuota.CQ_ENTRIES, slots);
+        });
         int fd = shm.fd();
         MemorySegment map = shm.map();
         Cq cq = new Cq(s.newHandle(), map, slots, ch);
@@ -527,7 +582,10 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     private void destroyCq(SessionObjects s, int seq, ByteBuffer p) {
-        destroyUnused(s, MRCE_OP_DESTROY_CQ, seq, p, s.cqs, cq -> cq.qpUsers, this::releaseCq);
+        destroyUnused(s, MRCE_OP_DESTROY_CQ, seq, p, s.cqs, cq -> cq.qpUsers, cq -> {
+            releaseCq(cq);
+            discharge(s, UserQuota.CQ_ENTRIES, cq.slots());
+        });
     }
 
     private void releaseCq(Cq cq) {
@@ -598,14 +656,22 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         int sendSlots = pow2(Math.max(1, sendWr));
         int recvSlots = pow2(Math.max(1, recvWr));
+        if (!charge(s, UserQuota.QPS, 1)) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOMEM);
+            return;
+        }
         int qpn = allocateQpn();
         if (qpn < 0) {
+            discharge(s, UserQuota.QPS, 1);
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOMEM);
             return;
         }
         long rqOffset = Qp.rqOffset(sendSlots);
         long size = Qp.mapSize(sendSlots, recvSlots);
-        SharedMemory shm = SharedMemory.create("mrce-qp", size, () -> freeQpn(qpn));
+        SharedMemory shm = SharedMemory.create("mrce-qp", size, () -> {
+            freeQpn(qpn);
+            discharge(s, UserQuota.QPS, 1);
+        });
         int fd = shm.fd();
         MemorySegment map = shm.map();
         int maxSendSge = Math.max(1, sendSge);
@@ -621,6 +687,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             unmap(map);
             LibC.close(fd);
             freeQpn(qpn);
+            discharge(s, UserQuota.QPS, 1);
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.EAGAIN);
             return;
         }
@@ -728,6 +795,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             engine.removeQp(qp);
             synchronized (s) {
                 releaseQp(qp);
+                discharge(s, UserQuota.QPS, 1);
             }
             session.respond(MRCE_OP_DESTROY_QP, seq, 0, empty());
         };
@@ -773,9 +841,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             synchronized (s) {
                 for (Qp qp : qps) {
                     releaseQp(qp);
+                    discharge(s, UserQuota.QPS, 1);
                 }
                 for (Cq cq : s.cqs.values()) {
                     releaseCq(cq);
+                    discharge(s, UserQuota.CQ_ENTRIES, cq.slots());
                 }
                 s.cqs.clear();
                 for (Srq srq : s.srqs.values()) {
@@ -789,6 +859,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 for (Mr mr : s.mrs.values()) {
                     mr.revoke();
                     releaseMr(mr);
+                    discharge(s, UserQuota.MRS, 1);
+                    discharge(s, UserQuota.MR_BYTES, mr.length);
                 }
                 s.mrs.clear();
                 for (int i = 0; i < s.pds.size(); i++) {
@@ -990,9 +1062,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_REREG_MR, seq, err);
             return;
         }
+        if (!charge(s, UserQuota.MR_BYTES, length - old.length)) {
+            fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
+            return;
+        }
         // New keys first: if none is free the region stays as it was.
         Mr mr = mrTable.register(handle, pd, s.space, addr, length, iova, access);
         if (mr == null) {
+            discharge(s, UserQuota.MR_BYTES, length - old.length);
             fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
             return;
         }

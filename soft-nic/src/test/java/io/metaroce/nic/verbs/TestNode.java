@@ -68,6 +68,22 @@ public final class TestNode implements AutoCloseable {
         }
     }
 
+    /** Another connection to the same daemon, as user {@code uid}. */
+    public TestNode connectionOf(int uid) {
+        return new TestNode(this, uid);
+    }
+
+    private TestNode(TestNode daemon, int uid) {
+        this.port = daemon.port;
+        this.clock = daemon.clock;
+        this.engine = daemon.engine;
+        this.service = daemon.service;
+        synchronized (TestNode.class) {
+            this.session = new FakeSession(nextSession++, LibC.getpid());
+        }
+        session.uid = uid;
+    }
+
     public int pump() {
         return engine.doWork(clock.getAsLong());
     }
