@@ -22,7 +22,8 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 #define MRCE_PORT 1
-#define MRCE_PROBE_TIMEOUT_MS 2000
+/* A live daemon that has just started can take seconds on a loaded host. */
+#define MRCE_PROBE_TIMEOUT_MS 10000
 #define MRCE_CMD_TIMEOUT_MS 30000
 
 /* One control connection to the daemon (mrce_ctrl.c). */

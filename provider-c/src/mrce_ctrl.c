@@ -48,14 +48,14 @@ int mrce_sock_path(char *buf, size_t len)
  */
 static int mrce_check_daemon(int fd, const char *path)
 {
-	const char *env = getenv("METAROCE_DAEMON_UID");
+	const char *env = secure_getenv("METAROCE_DAEMON_UID"); /* not in setuid apps */
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	char *end;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
 		return errno;
-	if (cred.uid == 0 || cred.uid == getuid())
+	if (cred.uid == 0 || cred.uid == getuid() || cred.uid == geteuid())
 		goto trusted;
 	if (env && *env) {
 		unsigned long uid = strtoul(env, &end, 10);

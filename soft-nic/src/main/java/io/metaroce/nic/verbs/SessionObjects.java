@@ -10,7 +10,7 @@ final class SessionObjects {
     /** The PID from SO_PEERCRED, for logs and the admin view only. */
     final int pid;
     /** The process's address space, bound at HELLO; null before. */
-    io.metaroce.nic.dma.ProcessMemory memory;
+    volatile io.metaroce.nic.dma.ProcessMemory memory;
     /** {@link #memory}'s id: what the session's MRs, QPs and SRQs name their memory by. */
     int space;
     boolean hello;
