@@ -13,13 +13,15 @@ public final class MrTable {
     private final AtomicReferenceArray<Mr> slots;
     private final byte[] generation;
     private final int indexMask;
+    /** Draws the keys' random bits; null: sequential keys (tests that need the old numbering). */
     private final java.util.Random random;
+    private int nextSlot;
 
     public MrTable(int capacity) {
         this(capacity, new java.security.SecureRandom());
     }
 
-    /** With {@code random} for the keys' random bits (a seeded one in tests). */
+    /** With {@code random} for the keys' random bits (null: sequential keys, for tests). */
     public MrTable(int capacity, java.util.Random random) {
         this.random = random;
         if (capacity > (1 << 23)) {
@@ -34,16 +36,21 @@ public final class MrTable {
     synchronized Mr register(int handle, Pd pd, int pid, long addr, long length, long iova,
             int access) {
         int n = slots.length();
-        int searchFrom = random.nextInt(n);
+        int searchFrom = random != null ? random.nextInt(n) : nextSlot;
         for (int k = 0; k < n; k++) {
             int i = (searchFrom + k) % n;
             if (slots.get(i) == null) {
                 int gen;
-                do {
-                    gen = 1 + random.nextInt(0x7f);
-                } while (gen == generation[i]);
+                if (random == null) { // sequential (tests): the next generation, the next slot
+                    gen = (generation[i] + 1) & 0x7f;
+                    nextSlot = i + 1;
+                } else {
+                    do {
+                        gen = 1 + random.nextInt(0x7f);
+                    } while (gen == generation[i]);
+                }
                 generation[i] = (byte) gen;
-                int high = random.nextInt() & ~((indexMask << 8) | 0xff);
+                int high = random == null ? 0 : random.nextInt() & ~((indexMask << 8) | 0xff);
                 int lkey = high | (i << 8) | gen;
                 Mr mr = new Mr(handle, pd, pid, addr, length, iova, access, lkey, lkey | 0x80, i);
                 slots.set(i, mr);

@@ -135,7 +135,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
     }
 
-    /** Tests: QPNs from {@code r} (seeded) instead of SecureRandom, for runs that repeat. */
+    /** Tests: QPNs from {@code r} instead of SecureRandom (null: sequential QPNs, as before). */
     public synchronized void identifierRandom(java.util.Random r) {
         this.random = r;
     }
@@ -729,15 +729,21 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         // Unpredictable QPNs: a random free index and a random generation above it (1..0xfff,
         // never the slot's previous one), so a QPN can be neither guessed nor reused at once.
-        int start = random.nextInt(EngineAgent.MAX_QP);
+        // (No random: the first free index and the slot's next generation, for tests whose
+        // outcome depends on the QPNs, which pick the paths' entropies.)
+        int start = random != null ? random.nextInt(EngineAgent.MAX_QP) : 0;
         for (int k = 0; k < EngineAgent.MAX_QP; k++) {
             int i = (start + k) & (EngineAgent.MAX_QP - 1);
             if (!qpIndexUsed[i]) {
                 qpIndexUsed[i] = true;
                 int gen;
-                do {
-                    gen = 1 + random.nextInt(0xfff);
-                } while (gen == qpGeneration[i]);
+                if (random == null) {
+                    gen = (qpGeneration[i] % 0xfff) + 1;
+                } else {
+                    do {
+                        gen = 1 + random.nextInt(0xfff);
+                    } while (gen == qpGeneration[i]);
+                }
                 qpGeneration[i] = (short) gen;
                 qpCount++;
                 return (gen << EngineAgent.QP_INDEX_BITS) | i;
