@@ -2,9 +2,14 @@ package io.metaroce.control.cm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -91,5 +96,26 @@ class ConnectionManagerSourceAddressTest {
         rb.qps.put(21, ep(21, 11));
         assertThat(a.connect(B, ep(11, 21)).get(5, TimeUnit.SECONDS)).isEqualTo(ep(21, 11));
         assertThat(rb.askedBy.get(21)).as("peer address B saw").isEqualTo(A);
+    }
+
+    @Test
+    void aHelloAnnouncingAnotherAddressThanTheConnectionsIsAProtocolError() throws Exception {
+        int port = portFreeOnBoth();
+        a = ConnectionManager.start(A, new ConnectionManager.Config(port, 50, 300, 2000), new Recorder());
+        ByteBuf hello = Unpooled.buffer();
+        CmCodec.encode(new CmMessage.Hello(CmCodec.VERSION, 0, 42, 0, 50, 0x7f000003), hello);
+        byte[] bytes = new byte[hello.readableBytes()];
+        hello.readBytes(bytes).release();
+        try (Socket s = new Socket()) {
+            s.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), 0));
+            s.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port), 5000);
+            s.setSoTimeout(5000);
+            s.getOutputStream().write(bytes);
+            // A's own HELLO (32 bytes), then the end of the stream: it closed the connection.
+            byte[] got = s.getInputStream().readNBytes(64);
+            assertThat(got.length).as("bytes before A closed the connection").isEqualTo(CmCodec.HELLO_SIZE);
+            assertThat(got[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
+            assertThat(ByteBuffer.wrap(got, 28, 4).getInt()).as("A announces its served address").isEqualTo(A);
+        }
     }
 }
