@@ -221,8 +221,9 @@ int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
 	return 0;
 
 out_proto:
-	close_fds(got_fds, ngot);
 out_dead:
+	/* fds that came with a broken or cut-off response are ours to close */
+	close_fds(got_fds, ngot);
 	__atomic_store_n(&conn->dead, true, __ATOMIC_RELEASE);
 	ret = EIO;
 out_unlock:
