@@ -66,6 +66,8 @@ class VerbsServiceFuzzing {
         inputs++;
         FakeSession session = new FakeSession(sessionIds++, LibC.getpid());
         List<Integer> handles = new ArrayList<>();
+        lastPd = NO_HANDLE;
+        lastCq = NO_HANDLE;
         int seq = 0;
         try {
             if (!data.consumeBoolean() || inputs == 1) {
@@ -81,7 +83,7 @@ class VerbsServiceFuzzing {
                 if (data.consumeBoolean()) {
                     p.put(data.consumeBytes(size)).clear();
                 } else { // a valid request, then a few fields overwritten
-                    template(op, p);
+                    template(op, p, data.consumeBoolean());
                     for (int k = data.consumeInt(0, 3); k > 0 && size >= 4; k--) {
                         p.putInt(data.consumeInt(0, size / 4 - 1) * 4, data.consumeInt());
                     }
@@ -149,12 +151,33 @@ class VerbsServiceFuzzing {
             if (r.payload().remaining() >= 4 && op != MRCE_OP_HELLO && op != MRCE_OP_QUERY_QP
                     && op != MRCE_OP_QUERY_SRQ && op != MRCE_OP_GET_ASYNC_EVENT) {
                 handles.add(r.payload().getInt(0));
+                if (op == MRCE_OP_ALLOC_PD) {
+                    lastPd = r.payload().getInt(0);
+                } else if (op == MRCE_OP_CREATE_CQ) {
+                    lastCq = r.payload().getInt(0);
+                }
             }
         }
     }
 
-    /** A request the daemon would take (handles are put in by the caller). */
-    private static void template(int op, ByteBuffer p) {
+    /** The session's latest PD and CQ: what a valid request names. */
+    private static int lastPd;
+    private static int lastCq;
+
+    /** A request the daemon would take (with the session's latest PD and CQ when {@code own}). */
+    private static void template(int op, ByteBuffer p, boolean own) {
+        if (own) {
+            switch (op) {
+                case MRCE_OP_REG_MR -> p.putInt((int) RegMrReqDescriptor.OFF_PD, lastPd);
+                case MRCE_OP_CREATE_SRQ -> p.putInt((int) CreateSrqReqDescriptor.OFF_PD, lastPd);
+                case MRCE_OP_CREATE_QP -> {
+                    p.putInt((int) CreateQpReqDescriptor.OFF_PD, lastPd);
+                    p.putInt((int) CreateQpReqDescriptor.OFF_SEND_CQ, lastCq);
+                    p.putInt((int) CreateQpReqDescriptor.OFF_RECV_CQ, lastCq);
+                }
+                default -> { }
+            }
+        }
         switch (op) {
             case MRCE_OP_REG_MR -> {
                 p.putInt((int) RegMrReqDescriptor.OFF_ACCESS, Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE);
