@@ -27,8 +27,8 @@ import java.util.zip.CRC32C;
  *
  * <p>{@link #captureSeeds} runs real traffic of every opcode (SEND first/middle/last/only, with
  * IMM, WRITE and WRITE_IMM, READ request and responses, both atomics and their responses, ACKs with
- * SACK bitmaps and path reports, probes, UD sends) and keeps each frame as the engine built it,
- * plus NAKs built with {@link Wire#header}: the seeds the fuzzers mutate.
+ * SACK bitmaps and path reports, UD sends) and keeps each frame as the engine built it, plus a
+ * NAK of each syndrome and a probe built with {@link Wire#header}: the seeds the fuzzers mutate.
  */
 final class FrameFuzzRig implements AutoCloseable {
     static final int IP_A = Inet4.parse("198.18.0.1");
@@ -316,6 +316,12 @@ final class FrameFuzzRig implements AutoCloseable {
             seal(f);
             seeds.add(new Seed("NAK " + syndrome, f, true));
         }
+        // a tail-loss probe on path 1, as the requester builds one
+        byte[] probe = new byte[Wire.HEADER_SIZE];
+        Wire.header(MemorySegment.ofArray(probe), Wire.OP_PROBE, Wire.FLAG_ACK_NOW, 1, 3, 0, qpB.qpn(),
+                qpA.qpn(), rcA().txToken, 0, 0, 0, 0, 0x1234, 0);
+        seal(probe);
+        seeds.add(new Seed("PROBE", probe, false));
         tapA.sent.clear();
         tapB.sent.clear();
     }
@@ -357,10 +363,6 @@ final class FrameFuzzRig implements AutoCloseable {
     static void seal(byte[] f) {
         MemorySegment m = MemorySegment.ofArray(f);
         Wire.seal(new CRC32C(), m, java.nio.ByteBuffer.wrap(f), f.length);
-    }
-
-    static byte[] bytes(MemorySegment m, long off, int len) {
-        return m.asSlice(off, len).toArray(ValueLayout.JAVA_BYTE);
     }
 
     @Override

@@ -22,7 +22,6 @@ class FrameFuzzing {
     private static long inputs;
     private static long rebuilds;
     private static long delivered;
-    private static final long[] perSeed = new long[64];
     private static final PortCounters dropsA = new PortCounters();
     private static final PortCounters dropsB = new PortCounters();
     private static final TransportCounters transport = new TransportCounters();
@@ -35,7 +34,6 @@ class FrameFuzzing {
         inputs++;
         int index = data.consumeInt(0, rig.seeds.size() - 1);
         FrameFuzzRig.Seed seed = rig.seeds.get(index);
-        perSeed[index & 63]++;
         byte[] f = mutate(seed.bytes(), data);
         int work = data.consumeInt(0, 7);
         if (work >= 4) { // the requester has a live request the frame may answer or acknowledge
