@@ -22,7 +22,14 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 #define MRCE_PORT 1
-#define MRCE_PROBE_TIMEOUT_MS 2000
+/*
+ * How long ibv_get_device_list waits for a daemon that accepted the connection
+ * to answer HELLO. A missing or dead daemon fails at once (ENOENT,
+ * ECONNREFUSED); a live one may be slow to answer its first HELLO (cold JIT
+ * on a loaded machine: 2 s was not enough under CI load), and skipping mrce0
+ * then would fail the application for good.
+ */
+#define MRCE_PROBE_TIMEOUT_MS 20000
 #define MRCE_CMD_TIMEOUT_MS 30000
 
 /* One control connection to the daemon (mrce_ctrl.c). */

@@ -64,12 +64,16 @@ struct ibv_device **mrce_wrap_device_list(struct ibv_device **real,
 {
 	struct mrce_hello_resp hello;
 	struct mrce_dev_list *list;
-	int n = 0, i;
+	int n = 0, i, ret;
 	bool ours;
 
 	while (real && real[n])
 		n++;
-	ours = mrce_probe(&hello) == 0;
+	ret = mrce_probe(&hello);
+	ours = ret == 0;
+	if (ret == EAGAIN || ret == ETIMEDOUT)
+		fprintf(stderr, "libmetaroce: the daemon did not answer within %d ms; mrce0 is not listed\n",
+			MRCE_PROBE_TIMEOUT_MS);
 	list = calloc(1, sizeof(*list) + (size_t)(n + 2) * sizeof(list->devs[0]));
 	if (!list) {
 		errno = ENOMEM;

@@ -6,7 +6,7 @@
  *
  *   server: mrce_integrity [-d dev] [-g gidx] [-p port] [-t secs]
  *   client: mrce_integrity [-d dev] [-g gidx] [-p port] [-n msgs] [-S seed]
- *                          [-t secs] host
+ *                          [-t secs] [-P N:FILE] host
  *
  * The peers swap QPN/PSN/GID over TCP (as ibv_rc_pingpong does), the client
  * tells the server how many messages and which seed. The client SENDs
@@ -18,6 +18,13 @@
  * test never depends on RNR retries. Both print one final line:
  *   mrce_integrity: OK messages=N bytes=B checksum=0xXXXXXXXX
  *   mrce_integrity: FAIL <reason>
+ *
+ * -P N:FILE (client) pauses the run at a point a test controls: once
+ * messages 0..N-1 are posted and completed, the client prints
+ *   mrce_integrity: PAUSED after N messages
+ * and waits (within -t) until FILE exists, then sends the rest. A test
+ * applies a fault while the client waits, so the fault always meets the
+ * run's remaining N..n-1 messages, however fast the first part went.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +66,8 @@ struct opts {
 	uint32_t messages;
 	uint32_t seed;
 	unsigned int timeout;
+	uint32_t pause_at;	/* -P N:FILE; UINT32_MAX: no pause */
+	const char *pause_file;
 };
 
 /* What the peers swap over TCP before connecting. */
@@ -356,6 +366,25 @@ static uint32_t reap_sends(struct ctx *c, uint32_t done)
 	return done;
 }
 
+/*
+ * -P: completes every message posted so far, says so, and waits for the
+ * test's go file (the alarm of tool_init bounds the wait).
+ */
+static void pause_until_file(struct ctx *c, const struct opts *o, uint32_t *done)
+{
+	struct stat st;
+
+	while (*done < o->pause_at)
+		*done = reap_sends(c, *done);
+	printf("mrce_integrity: PAUSED after %u messages\n", o->pause_at);
+	while (stat(o->pause_file, &st) != 0) {
+		if (errno != ENOENT)
+			tool_fail("-P: stat %s: %s", o->pause_file, strerror(errno));
+		poll(NULL, 0, 2);
+	}
+	printf("mrce_integrity: RESUMED\n");
+}
+
 static int run_client(const struct opts *o)
 {
 	struct ctx c = { 0 };
@@ -380,6 +409,9 @@ static int run_client(const struct opts *o)
 		struct ibv_send_wr wr = { 0 }, *bad;
 		int ret;
 
+		if (i == o->pause_at)
+			pause_until_file(&c, o, &done);
+
 		/* Wait for a free send slot and a receive credit. */
 		while (i - done >= TX_DEPTH)
 			done = reap_sends(&c, done);
@@ -399,7 +431,8 @@ static int run_client(const struct opts *o)
 		wr.opcode = i % 2 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
 		wr.imm_data = htonl(i);
 		if (i % SIGNAL_EVERY == SIGNAL_EVERY - 1 ||
-		    i + 1 == o->messages || i - done + 1 >= TX_DEPTH)
+		    i + 1 == o->messages || i + 1 == o->pause_at ||
+		    i - done + 1 >= TX_DEPTH)
 			wr.send_flags |= IBV_SEND_SIGNALED;
 		if (size && size <= c.max_inline)
 			wr.send_flags |= IBV_SEND_INLINE;
@@ -433,7 +466,7 @@ static int run_client(const struct opts *o)
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [-d dev] [-g gidx] [-p tcpport] [-n messages] [-S seed] [-t secs] [host]\n",
+		"usage: %s [-d dev] [-g gidx] [-p tcpport] [-n messages] [-S seed] [-t secs] [-P N:FILE] [host]\n",
 		argv0);
 	exit(2);
 }
@@ -441,11 +474,12 @@ static void usage(const char *argv0)
 int main(int argc, char **argv)
 {
 	struct opts o = { .gidx = 0, .port = 18600, .messages = 200,
-			  .seed = 1, .timeout = 120 };
+			  .seed = 1, .timeout = 120, .pause_at = UINT32_MAX };
+	char *colon;
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:p:n:S:t:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:n:S:t:P:h")) != -1) {
 		switch (opt) {
 		case 'd':
 			o.dev = optarg;
@@ -465,6 +499,12 @@ int main(int argc, char **argv)
 		case 't':
 			o.timeout = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'P':
+			o.pause_at = (uint32_t)strtoul(optarg, &colon, 0);
+			if (*colon != ':' || !colon[1] || o.pause_at == UINT32_MAX)
+				usage(argv[0]);
+			o.pause_file = colon + 1;
+			break;
 		default:
 			usage(argv[0]);
 		}
@@ -473,6 +513,10 @@ int main(int argc, char **argv)
 		o.host = argv[optind];
 	if (optind + 1 < argc)
 		usage(argv[0]);
+	if (o.pause_file && (!o.host || o.pause_at >= o.messages)) {
+		fprintf(stderr, "%s: -P N:FILE is for the client, with N < -n\n", argv[0]);
+		exit(2);
+	}
 	tool_init("mrce_integrity", o.timeout);
 	return o.host ? run_client(&o) : run_server(&o);
 }

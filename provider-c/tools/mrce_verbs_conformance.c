@@ -656,7 +656,8 @@ static int run_server(const struct opts *o)
 			post_recvs(&s, c.a, (uint32_t)c.b, (uint32_t)c.c, &rep);
 			break;
 		case C_WAIT_RECV: {
-			double end = now() + s.wait;
+			/* c: how long to wait in ms; 0: the -w wait. */
+			double end = now() + (c.c ? (double)c.c / 1000 : s.wait);
 			uint32_t want = c.b > 64 ? 64 : (uint32_t)c.b;
 
 			while (rep.n < want && now() < end) {
@@ -769,6 +770,18 @@ static struct reply call(struct side *s, uint32_t op, uint32_t a, uint64_t b,
 	tool_write_all(s->fd, &cmd, sizeof(cmd));
 	tool_read_all(s->fd, &r, sizeof(r));
 	return r;
+}
+
+/* Waits (at most ms, or the -w wait when 0) for n receives on the server. */
+static int wait_recv_ms(struct side *s, uint32_t n, struct rec *recs, uint64_t ms)
+{
+	struct cmd cmd = { .op = C_WAIT_RECV, .b = n, .c = ms };
+	struct reply r;
+
+	tool_write_all(s->fd, &cmd, sizeof(cmd));
+	tool_read_all(s->fd, &r, sizeof(r));
+	tool_read_all(s->fd, recs, r.n * sizeof(*recs));
+	return (int)r.n;
 }
 
 static int wait_recv(struct side *s, uint32_t n, struct rec *recs)
@@ -1398,9 +1411,42 @@ static int case_srq(struct side *s)
 	return 0;
 }
 
-/* UD: AH from the server's GID, GRH checked there; its answer comes back. */
+/* UD on a lossy link: how long a datagram may take, how often it is sent. */
+#define UD_WAIT_MS 1000
+#define UD_TRIES 10
+
+/* A receive of datagram j < i (its size tells), late after a resend. */
+static bool ud_earlier_copy(const struct rec *r, const uint32_t *sizes, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (r->byte_len == GRH_LEN + sizes[j])
+			return true;
+	return false;
+}
+
+/* Polls cq for n completions for at most ms milliseconds. */
+static int poll_ms(struct ibv_cq *cq, int n, struct ibv_wc *wc, int ms)
+{
+	double end = now() + (double)ms / 1000;
+	int got = 0;
+
+	while (got < n && now() < end) {
+		int k = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (k < 0)
+			return got;
+		got += k;
+	}
+	return got;
+}
+
+/*
+ * UD: AH from the server's GID, GRH checked there; its answer comes back.
+ * Datagrams lost on a lossy link are sent again (UD_TRIES at most).
+ */
 static int case_ud(struct side *s)
 {
+	int ud_resends = 0;
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = IB_PORT,
 				  .grh = { .hop_limit = 64, .sgid_index = 0 } };
 	uint32_t sizes[3] = { 1, 200, 1000 };
@@ -1429,20 +1475,42 @@ static int case_ud(struct side *s)
 							    IBV_WR_SEND,
 					 .imm_data = htonl(0xd00d),
 					 .send_flags = IBV_SEND_SIGNALED };
+		int got = 0;
 
 		w.wr.ud.ah = ah;
 		w.wr.ud.remote_qpn = s->peer.qpn[Q_UD];
 		w.wr.ud.remote_qkey = QKEY;
-		if (send_wrs(s->qp[Q_UD], &w) || poll_n(s, s->scq, 1, &wc) != 1 ||
-		    expect_wc(&wc, 80 + (uint64_t)i, IBV_WC_SUCCESS,
-			      IBV_WC_SEND, true)) {
+		/*
+		 * UD promises no delivery: on a lossy link a datagram that
+		 * does not arrive within UD_WAIT_MS is sent again (UD_TRIES
+		 * times at most). A late copy of an earlier datagram (known
+		 * by its size) used a receive: post another, keep waiting.
+		 */
+		for (int t = 0; !got && t < UD_TRIES; t++) {
+			if (t)
+				ud_resends++;
+			if (send_wrs(s->qp[Q_UD], &w) || poll_n(s, s->scq, 1, &wc) != 1 ||
+			    expect_wc(&wc, 80 + (uint64_t)i, IBV_WC_SUCCESS,
+				      IBV_WC_SEND, true)) {
+				ibv_destroy_ah(ah);
+				return reason[0] ? 1 : failf("no UD send completion");
+			}
+			while (wait_recv_ms(s, 1, &r[i], UD_WAIT_MS) == 1) {
+				if (!ud_earlier_copy(&r[i], sizes, i)) {
+					got = 1;
+					break;
+				}
+				rep = call(s, C_POST_RECV, Q_UD, 1, GRH_LEN + UD_MSG_MAX);
+				if (rep.status)
+					FAIL("server post_recv (UD): %s", strerror(rep.status));
+			}
+		}
+		if (!got) {
 			ibv_destroy_ah(ah);
-			return reason[0] ? 1 : failf("no UD send completion");
+			FAIL("UD datagram %d not received in %d tries", i, UD_TRIES);
 		}
 	}
 	ibv_destroy_ah(ah);
-	if (wait_recv(s, 3, r) != 3)
-		FAIL("server got fewer than 3 UD receives");
 	for (int i = 0; i < 3; i++)
 		if (r[i].status || r[i].byte_len != GRH_LEN + sizes[i] ||
 		    !r[i].grh_ok || r[i].src_qp != s->qp[Q_UD]->qp_num ||
@@ -1464,16 +1532,30 @@ static int case_ud(struct side *s)
 		if (ret)
 			FAIL("post_recv (UD): %s", strerror(ret));
 	}
-	rep = call(s, C_UD_REPLY, 0, 600, 0);
-	if (rep.status)
-		FAIL("server reply via ibv_create_ah_from_wc: %s",
-		     strerror(rep.status));
-	if (poll_n(s, s->rcq, 1, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
+	/* The reply is a datagram too: asked for again while it does not come. */
+	for (int t = 0, got = 0; !got; t++) {
+		if (t == UD_TRIES)
+			FAIL("no UD reply in %d tries", UD_TRIES);
+		if (t)
+			ud_resends++;
+		rep = call(s, C_UD_REPLY, 0, 600, 0);
+		if (rep.status)
+			FAIL("server reply via ibv_create_ah_from_wc: %s",
+			     strerror(rep.status));
+		got = poll_ms(s->rcq, 1, &wc, UD_WAIT_MS) == 1;
+	}
+	if (wc.status != IBV_WC_SUCCESS ||
 	    wc.byte_len != GRH_LEN + 600 || !(wc.wc_flags & IBV_WC_GRH) ||
 	    wc.src_qp != s->peer.qpn[Q_UD] ||
 	    tool_crc32(rx + GRH_LEN, 600) != (uint32_t)rep.v)
 		FAIL("reply: status %s len %u src_qp %u",
 		     ibv_wc_status_str(wc.status), wc.byte_len, wc.src_qp);
+	if (ud_resends) {
+		snprintf(reason, sizeof(reason),
+			 "1/200/1000 B (+imm), GRH checked, reply via create_ah_from_wc; %d datagrams sent again after loss",
+			 ud_resends);
+		return 0;
+	}
 	snprintf(reason, sizeof(reason), "1/200/1000 B (+imm), GRH checked, reply via create_ah_from_wc");
 	return 0;
 }

@@ -3,8 +3,6 @@ package io.metaroce.it;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.IOException;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -19,7 +17,6 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(600)
 class MrceCtlIT {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static EcmpFabric fabric;
 
     @BeforeAll
@@ -75,9 +72,12 @@ class MrceCtlIT {
         }
         assertThat(busiest).as("a snapshot taken during the transfer with traffic on every path").isNotNull();
         assertThat(busiest.path("paths")).hasSize(pathsPerQp);
+        assertThat(busiest.path("paths")).as("paths active during the transfer").anySatisfy(
+                p -> assertThat(p.path("state").asText()).isEqualTo("active"));
         for (JsonNode p : busiest.path("paths")) {
             assertThat(p.path("packetsSent").asLong()).as("path %s", p).isPositive();
-            assertThat(p.path("state").asText()).as("path %s", p).isIn("active", "suspect", "dead");
+            // A clean fabric: no path is dead (a path may be suspect for a moment when a probe is late).
+            assertThat(p.path("state").asText()).as("path %s", p).isIn("active", "suspect");
             assertThat(p.path("srttNs").asLong()).as("path %s", p).isPositive();
         }
 
@@ -112,19 +112,10 @@ class MrceCtlIT {
     }
 
     private static JsonNode ctlJson(NetnsFabric.Host h, String what) {
-        try {
-            return JSON.readTree(ctl(h, what, "--json"));
-        } catch (IOException e) {
-            throw new AssertionError("mrce-ctl " + what + " --json is not JSON", e);
-        }
+        return Ctl.json(fabric, h, what);
     }
 
     private static String ctl(NetnsFabric.Host h, String... args) {
-        String[] cmd = new String[args.length + 1];
-        cmd[0] = Env.bin("mrce-ctl").toString();
-        System.arraycopy(args, 0, cmd, 1, args.length);
-        Proc.Result r = fabric.exec(h, Duration.ofSeconds(30), cmd);
-        assertThat(r.ok()).as("mrce-ctl %s: %s", String.join(" ", args), r.output()).isTrue();
-        return r.output();
+        return Ctl.run(fabric, h, args);
     }
 }

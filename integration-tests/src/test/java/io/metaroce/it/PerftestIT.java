@@ -41,8 +41,14 @@ class PerftestIT {
      * (perftest prints t_stdev as -nan now and then with few iterations).
      */
     private static final Pattern LAT_ROW = Pattern.compile(
-            "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)"
-                    + "\\s+\\S+\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
+            "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)"
+                    + "\\s+(\\d+\\.\\d+|inf)\\s+\\S+\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)\\s*$");
+    /**
+     * perftest's warning that it could not calibrate its clock (a loaded machine); its latency
+     * rows may then read "inf" where a time went out of its range: a measurement failure of the
+     * tool, not of the transfer, accepted only with this warning.
+     */
+    private static final String CLOCK_WARNING = "Correlation coefficient r^2";
 
     @BeforeAll
     static void fabric() {
@@ -191,10 +197,15 @@ class PerftestIT {
             while (m.find()) {
                 long bytes = Long.parseLong(m.group(1));
                 seen.add(bytes);
-                double tMin = Double.parseDouble(m.group(3));
-                double tAvg = Double.parseDouble(m.group(6));
                 assertThat(Long.parseLong(m.group(2))).as("iterations of the %d-byte row; %s", bytes,
                         r.context()).isEqualTo(iters);
+                if (m.group(3).equals("inf") || m.group(6).equals("inf")) {
+                    assertThat(side).as("an 'inf' time in the %d-byte row comes with perftest's clock warning; %s",
+                            bytes, r.context()).contains(CLOCK_WARNING);
+                    continue;
+                }
+                double tMin = Double.parseDouble(m.group(3));
+                double tAvg = Double.parseDouble(m.group(6));
                 assertThat(tMin).as("t_min of the %d-byte row; %s", bytes, r.context()).isPositive();
                 assertThat(tAvg).as("t_avg of the %d-byte row; %s", bytes, r.context()).isGreaterThanOrEqualTo(tMin);
             }

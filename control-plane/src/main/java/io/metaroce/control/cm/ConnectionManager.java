@@ -621,7 +621,10 @@ public final class ConnectionManager implements AutoCloseable {
                 return;
             }
             dialing = true;
+            // From the address we serve, never the kernel's choice of source (on lo, or with a
+            // secondary address, that is another address): the peer knows us by this one.
             ChannelFuture f = new Bootstrap().group(loop).channel(EpollSocketChannel.class)
+                    .localAddress(new InetSocketAddress(address(localIp), 0))
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, Math.max(100, config.heartbeatMs()))
                     .handler(new ChannelInitializer<SocketChannel>() {

@@ -3,6 +3,9 @@ package io.metaroce.it.container;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.it.Wait;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -140,9 +143,53 @@ final class Apps {
 
     static Pair startIntegrity(ContainerFabric f, Node server, Node client, int port, int messages, long seed,
             Duration timeout) {
-        List<String> cmd = List.of("mrce_integrity", "-d", "mrce0", "-g", "0", "-p", Integer.toString(port), "-n",
-                Integer.toString(messages), "-S", Long.toString(seed), "-t", Long.toString(timeout.toSeconds()));
+        List<String> cmd = integrityCmd(port, messages, seed, timeout);
         return start(f, server, client, port, cmd, cmd);
+    }
+
+    private static List<String> integrityCmd(int port, int messages, long seed, Duration timeout) {
+        return List.of("mrce_integrity", "-d", "mrce0", "-g", "0", "-p", Integer.toString(port), "-n",
+                Integer.toString(messages), "-S", Long.toString(seed), "-t", Long.toString(timeout.toSeconds()));
+    }
+
+    /** mrce_integrity's line when a client started with {@code -P N:FILE} waits for FILE. */
+    static final Pattern INTEGRITY_PAUSED = Pattern.compile("(?m)^mrce_integrity: PAUSED after (\\d+) messages$");
+
+    /**
+     * A run of mrce_integrity whose client stops after {@code pauseAt} messages (all completed)
+     * until {@link #resume()}: a test applies a fault at that point of the application's own
+     * progress, never at a wall-clock moment the run may already have passed.
+     */
+    record PausedRun(Pair pair, Node client, String goFile) {
+
+        /** Waits until the client says it paused; fails with both outputs if it died instead. */
+        void awaitPaused(Duration timeout) {
+            boolean paused = Wait.until(timeout,
+                    () -> INTEGRITY_PAUSED.matcher(pair.client().output()).find() || !pair.client().isAlive());
+            if (!paused || !pair.client().isAlive()) {
+                throw new AssertionError("mrce_integrity's client did not pause (alive=" + pair.client().isAlive()
+                        + ")\n--- client:\n" + pair.client().output() + "\n--- server:\n" + pair.server().output()
+                        + "\n" + pair.fabric().diagnostics());
+            }
+        }
+
+        /** Lets the paused client go on (creates its go file in its container). */
+        void resume() {
+            try {
+                Files.writeString(client.file(goFile), "go\n");
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create " + goFile + " in " + client.name(), e);
+            }
+        }
+    }
+
+    static PausedRun startIntegrityPaused(ContainerFabric f, Node server, Node client, int port, int messages,
+            int pauseAt, long seed, Duration timeout) {
+        String goFile = "/tmp/mrce-integrity-go-" + port;
+        List<String> serverCmd = integrityCmd(port, messages, seed, timeout);
+        List<String> clientCmd = new ArrayList<>(serverCmd);
+        clientCmd.addAll(List.of("-P", pauseAt + ":" + goFile));
+        return new PausedRun(start(f, server, client, port, serverCmd, clientCmd), client, goFile);
     }
 
     /**

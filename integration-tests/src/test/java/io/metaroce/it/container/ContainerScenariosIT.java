@@ -7,7 +7,6 @@ import io.metaroce.it.container.ContainerFabric.Counters;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -38,6 +37,9 @@ class ContainerScenariosIT {
     /** ib_write_bw's result row: #bytes #iterations BW peak BW average MsgRate. */
     private static final Pattern WRITE_BW_ROW = Pattern.compile("(?m)^\\s*65536\\s+2000\\s+([\\d.]+)\\s+([\\d.]+)\\s+([\\d.]+)");
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
+    /** Messages of a faulted mrce_integrity run, and after how many of them the fault comes. */
+    private static final int MESSAGES = 2000;
+    private static final int PAUSE_AT = 500;
     private static final AtomicInteger PORT = new AtomicInteger(19100);
     private static ContainerFabric fabric;
     private static Node a;
@@ -109,31 +111,19 @@ class ContainerScenariosIT {
 
     @Test
     void integrityWithOnePercentLossOnOneSpine() {
-        // 1 % loss on the spine that carries the most of this run's traffic, from a second into
-        // it: some of the run's paths are on it for sure.
-        Counters start = fabric.spineCounters();
+        // 1 % loss on the spine that carried the most of the run's first part: some of the run's
+        // paths are on it for sure.
         DaemonStats statsBefore = a.freshStats();
-        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1001L, RUN_TIMEOUT);
-        int lossy;
-        try {
-            lossy = faultBusiestSpineAfterOneSecond(start, run::clientAlive, l -> l.loss(Link.Loss.PCT_1),
-                    "made 1 % lossy");
-        } catch (RuntimeException | Error e) {
-            run.close();
-            throw e;
-        }
-        try {
-            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "1 % loss on spine link " + lossy);
-        } finally {
-            fabric.spine(lossy).clearLoss();
-        }
-        Counters carried = fabric.spineCounters().minus(start);
+        FaultedRun r = integrityWithFault(0xc0_1001L, "made 1 % lossy", l -> l.loss(Link.Loss.PCT_1));
+        Apps.assertIntegrity(r.exits(), MESSAGES, "1 % loss on spine link " + r.link());
+        Counters carried = r.whole();
         DaemonStats stats = a.freshStats();
         System.out.printf("ContainerScenariosIT: 1 %% loss on spine %d: packets per link %s; the run's paths in A: %s%n",
-                lossy, carried, stats.lastClosedQpPaths());
+                r.link(), carried, stats.lastClosedQpPaths());
         for (int l = 0; l < fabric.spineCount(); l++) {
             assertThat(carried.aToB()[l]).as("A->B packets on spine link %d (%s)", l, carried).isPositive();
         }
+        assertThat(r.after().aToB()[r.link()]).as("A->B packets on the lossy link after the fault").isPositive();
         // The sender saw the loss on its paths and repaired it: per-path losses, retransmissions.
         assertThat(stats.delta(statsBefore, "pathLosses")).as("A's path losses (%s)", stats.counters()).isPositive();
         assertThat(stats.lastClosedQpPaths()).as("the run's paths in A").isNotEmpty()
@@ -143,30 +133,21 @@ class ContainerScenariosIT {
 
     @Test
     void spineBlackholedMidTransfer() {
-        Counters start = fabric.spineCounters();
         DaemonStats statsBefore = a.freshStats();
-        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1002L, RUN_TIMEOUT);
-        int dead;
-        Counters atBlackhole;
-        try {
-            dead = blackholeBusiestSpineAfterOneSecond(start, run::clientAlive);
-            atBlackhole = fabric.spineCounters();
-        } catch (RuntimeException | Error e) {
-            run.close();
-            throw e;
-        }
-        try {
-            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "spine link " + dead + " black-holed mid-transfer");
-        } finally {
-            fabric.spine(dead).clearLoss();
-        }
-        Counters after = fabric.spineCounters().minus(atBlackhole);
+        FaultedRun r = integrityWithFault(0xc0_1002L, "black-holed", Link::blackhole);
+        int dead = r.link();
+        Apps.assertIntegrity(r.exits(), MESSAGES, "spine link " + dead + " black-holed mid-transfer");
+        Counters after = r.after();
         DaemonStats stats = a.freshStats();
         System.out.printf("ContainerScenariosIT: after black-holing spine %d: %s; A's counters %s; the run's paths %s%n",
                 dead, after, stats.counters(), stats.lastClosedQpPaths());
-        // Drops happen before the count, the apps' TCP is on the management bridge: at most ARP crosses.
-        assertThat(after.aToB()[dead]).as("A->B packets across the black-holed link").isLessThanOrEqualTo(20);
-        assertThat(after.bToA()[dead]).as("B->A packets across the black-holed link").isLessThanOrEqualTo(20);
+        assertThat(r.before().aToB()[dead]).as("A->B packets on the link before it was black-holed").isPositive();
+        // Drops happen before the count, the apps' TCP is on the management bridge: only ARP and the
+        // daemons' connection-manager TCP (heartbeats; the blackhole drops MetaRoCE's UDP only) may cross.
+        assertThat(after.aToB()[dead]).as("A->B packets across the black-holed link (A's CM segments %d)",
+                r.cmSegmentsAtoB()).isLessThanOrEqualTo(20 + r.cmSegmentsAtoB());
+        assertThat(after.bToA()[dead]).as("B->A packets across the black-holed link (B's CM segments %d)",
+                r.cmSegmentsBtoA()).isLessThanOrEqualTo(20 + r.cmSegmentsBtoA());
         assertThat(after.totalAtoB() - after.aToB()[dead]).as("A->B packets on the live links").isPositive();
         // The transport noticed: the dead link's paths lost packets or timed out, and the data went around.
         assertThat(stats.delta(statsBefore, "pathLosses") + stats.delta(statsBefore, "pathTimeouts"))
@@ -180,31 +161,17 @@ class ContainerScenariosIT {
 
     @Test
     void oneSlowSpine() {
-        // Slow down the spine that carries the most of this run's traffic, a second into it, so
-        // some of the run's paths are on it for sure.
-        Counters start = fabric.spineCounters();
-        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 2000, 0xc0_1003L, RUN_TIMEOUT);
-        int slow;
-        Counters atSlowdown;
-        try {
-            slow = faultBusiestSpineAfterOneSecond(start, run::clientAlive, l -> l.rate("5mbit", 50), "slowed");
-            atSlowdown = fabric.spineCounters();
-        } catch (RuntimeException | Error e) {
-            run.close();
-            throw e;
-        }
-        try {
-            Apps.assertIntegrity(run.finish(RUN_TIMEOUT), 2000, "spine link " + slow + " limited to 5 Mbit/s");
-        } finally {
-            fabric.spine(slow).clearRate();
-        }
-        Counters before = atSlowdown.minus(start);
-        Counters after = fabric.spineCounters().minus(atSlowdown);
+        FaultedRun r = integrityWithFault(0xc0_1003L, "slowed to 5 Mbit/s", l -> l.rate("5mbit", 50));
+        int slow = r.link();
+        Apps.assertIntegrity(r.exits(), MESSAGES, "spine link " + slow + " limited to 5 Mbit/s");
+        Counters before = r.before();
+        Counters after = r.after();
         System.out.printf("ContainerScenariosIT: spine %d at 5 Mbit/s: packets per link before %s, after %s; the run's"
                 + " paths in A %s%n", slow, before, after, a.freshStats().lastClosedQpPaths());
         long others = after.totalAtoB() - after.aToB()[slow];
         long othersAverage = others / (fabric.spineCount() - 1);
         assertThat(before.aToB()[slow]).as("A->B packets on the busiest link before it was slowed").isPositive();
+        assertThat(othersAverage).as("A->B packets per healthy link after the slowdown (%s)", after).isPositive();
         // The sender weighs paths by health: the slow link gets less than half of a healthy link's share.
         assertThat(after.aToB()[slow] * 2).as("A->B packets on the slow link vs the others' average (%s)", after)
                 .isLessThan(othersAverage);
@@ -267,31 +234,60 @@ class ContainerScenariosIT {
 
     // --- helpers ---
 
-    private static int blackholeBusiestSpineAfterOneSecond(Counters start, BooleanSupplier alive) {
-        return faultBusiestSpineAfterOneSecond(start, alive, Link::blackhole, "black-holed");
+    /** A faulted run: which link, the spine counters at its start, at the fault and at its end; the apps' exits. */
+    private record FaultedRun(int link, Counters start, Counters atFault, Counters end, Apps.Exits exits,
+            long cmSegmentsAtoB, long cmSegmentsBtoA) {
+        Counters before() {
+            return atFault.minus(start);
+        }
+
+        Counters after() {
+            return end.minus(atFault);
+        }
+
+        Counters whole() {
+            return end.minus(start);
+        }
     }
 
     /**
-     * Waits until the run's traffic flows, lets it run a second, then applies {@code fault} to the
-     * spine link that carried the most packets so far. Fails if the run ended first.
+     * Runs mrce_integrity from A to B ({@link #MESSAGES} messages) with its client paused after
+     * {@link #PAUSE_AT}; while it waits, applies {@code fault} to the spine link that carried the
+     * most of the run so far, then lets it go on and waits for both ends. The fault always meets
+     * the rest of the run, however fast the first part went, and the link is made healthy again
+     * whatever happens ({@link Link#clear}).
      */
-    private static int faultBusiestSpineAfterOneSecond(Counters start, BooleanSupplier alive, Consumer<Link> fault,
-            String what) {
-        boolean flowing = Wait.until(Duration.ofSeconds(60),
-                () -> fabric.spineCounters().minus(start).totalAtoB() >= 200 || !alive.getAsBoolean());
-        assertThat(flowing && alive.getAsBoolean()).as("the run is under way (%s)", fabric.diagnostics()).isTrue();
-        Wait.let(Duration.ofSeconds(1));
-        Counters so = fabric.spineCounters().minus(start);
-        int busiest = 0;
-        for (int l = 1; l < fabric.spineCount(); l++) {
-            if (so.both(l) > so.both(busiest)) {
-                busiest = l;
+    private static FaultedRun integrityWithFault(long seed, String what, Consumer<Link> fault) {
+        Counters start = fabric.spineCounters();
+        Apps.PausedRun run = Apps.startIntegrityPaused(fabric, b, a, PORT.getAndIncrement(), MESSAGES, PAUSE_AT, seed,
+                RUN_TIMEOUT);
+        Link faulted = null;
+        try {
+            run.awaitPaused(RUN_TIMEOUT);
+            Counters atFault = fabric.spineCounters();
+            long cmA = a.cmSegmentsOut();
+            long cmB = b.cmSegmentsOut();
+            Counters so = atFault.minus(start);
+            int busiest = 0;
+            for (int l = 1; l < fabric.spineCount(); l++) {
+                if (so.both(l) > so.both(busiest)) {
+                    busiest = l;
+                }
+            }
+            faulted = fabric.spine(busiest);
+            fault.accept(faulted);
+            System.out.printf("ContainerScenariosIT: %s spine link %d after %d of %d messages (%s)%n", what, busiest,
+                    PAUSE_AT, MESSAGES, so);
+            run.resume();
+            Apps.Exits exits = run.pair().finish(RUN_TIMEOUT);
+            Counters end = fabric.spineCounters();
+            return new FaultedRun(busiest, start, atFault, end, exits, a.cmSegmentsOut() - cmA,
+                    b.cmSegmentsOut() - cmB);
+        } finally {
+            run.pair().close();
+            if (faulted != null) {
+                faulted.clear();
             }
         }
-        fault.accept(fabric.spine(busiest));
-        assertThat(alive.getAsBoolean()).as("the run was still going when spine link %d was %s", busiest, what)
-                .isTrue();
-        System.out.printf("ContainerScenariosIT: %s spine link %d after %s%n", what, busiest, so);
-        return busiest;
     }
 }

@@ -88,6 +88,16 @@ public final class Datapath implements AutoCloseable {
     }
 
     /** Largest payload of a packet with {@code headerBytes} of headers on this port. */
+    /**
+     * Sends the frame last claimed from the port ({@code frame}, {@code length} bytes, built in
+     * place): seals it with its CRC32C (spec 12) and queues it to {@code dstIp:dstPort} with
+     * {@code entropy}. The one way an RC packet leaves: claim, build, then this.
+     */
+    void sendClaimed(MemorySegment frame, int length, int dstIp, int dstPort, int entropy) {
+        Wire.seal(crc, frame, port.claimedView(), length);
+        port.commit(length, dstIp, dstPort, entropy);
+    }
+
     int framePayloadMax(int headerBytes) {
         return port.maxFrame() - headerBytes;
     }

@@ -46,6 +46,10 @@ public final class Path {
     public long deliveryRateBps;
     long rateWindowStartNs;
     long rateWindowBytes;
+    /** Whether a rate window has closed since the path (re)started ({@link #deliveryRateBps} is measured). */
+    boolean rateKnown;
+    /** The most this path may have in flight as its share of the QP window (spec 10a rule 2). */
+    public long shareBytes = Long.MAX_VALUE;
     /** Bit i: the i-th most recent resolved transmission was lost. */
     int lossHistory;
     int cleanRun;
@@ -86,11 +90,22 @@ public final class Path {
         deliveryRateBps = 0;
         rateWindowStartNs = RATE_NOT_STARTED;
         rateWindowBytes = 0;
+        rateKnown = false;
+        shareBytes = Long.MAX_VALUE;
         lossHistory = 0;
         cleanRun = 0;
         probesOk = 0;
         packetsSent = bytesSent = retransmitsSent = deliveredBytes = losses = timeouts = 0;
         ecnMarks = replacements = probesSent = tlps = 0;
+    }
+
+    /** Forgets the delivery rate (a re-admitted path is measured afresh). */
+    void restartRate() {
+        deliveryRateBps = 0;
+        rateWindowStartNs = RATE_NOT_STARTED;
+        rateWindowBytes = 0;
+        rateKnown = false;
+        shareBytes = Long.MAX_VALUE;
     }
 
     boolean hasInflight() {

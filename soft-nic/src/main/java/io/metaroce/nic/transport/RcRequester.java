@@ -9,23 +9,28 @@ import java.lang.foreign.Arena;
 import io.metaroce.nic.abi.WqeDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
 
 /**
  * The sending half of an RC QP (docs/spec/transport.md sections 3, 6-11). Reads the SQ into
- * daemon-side work requests, cuts messages into packets numbered by RSN (a window of
- * {@link #WINDOW}, kept for retransmission) and sprays them over the QP's {@link Path}s, each with
- * its own PSN space. Path reports in ACKs resolve every transmission of a path up to the reported
- * PSN: delivered, or lost (a path is FIFO); a lost RSN is resent on another healthy path with a
- * fresh PSN. Tail-loss probes, per-path RTOs, path retirement and probing, per-path congestion
- * windows. Work requests complete in order once every RSN is acknowledged. The baseline mode is a
- * classic go-back-N requester on one path.
+ * daemon-side work requests, cuts messages into packets numbered by RSN (a window of up to
+ * {@link #WINDOW} that follows the QP's bandwidth-delay product, {@link QpWindow}, kept for
+ * retransmission) and sprays them over the QP's {@link Path}s ({@link PathSet}), each with its own
+ * PSN space. Path reports in ACKs resolve every transmission of a path up to the reported PSN:
+ * delivered, or lost (a path is FIFO); a lost RSN is resent on another healthy path with a fresh
+ * PSN, and one stuck on a slow path is sent again on a fast one (section 10a). Tail-loss probes,
+ * per-path RTOs, path retirement and probing; per-path congestion windows in
+ * {@link PathCongestion}; READ and atomic responses in {@link ResponseTrackers}. Work requests
+ * complete in order once every RSN is acknowledged. The baseline mode is a classic go-back-N
+ * requester on one path.
  *
  * <p>Engine thread only.
  */
 public final class RcRequester {
-    /** RSNs in flight per QP; the responder's SACK bitmap spans exactly this many. */
+    /** RSNs in flight per QP at most; the responder's SACK bitmap spans exactly this many. */
     public static final int WINDOW = 256;
+    /** Oldest RSNs examined, and most resent, per duty cycle by opportunistic retransmission. */
+    private static final int ORP_SCAN = 32;
+    private static final int ORP_BURST = 8;
     private static final int MASK = WINDOW - 1;
     /** Packets a QP may send per duty cycle, so one QP cannot starve the others. */
     private static final int BURST = 32;
@@ -33,35 +38,11 @@ public final class RcRequester {
     private static final int RE_ADMIT_PROBES = 3;
     private static final int CLEAN_RUN_TO_ACTIVE = 16;
     /** READ and atomic requests outstanding at most (the most max_rd_atomic may ask for). */
-    public static final int TRACKERS = 16;
+    public static final int TRACKERS = ResponseTrackers.CAPACITY;
     /** Response packets one READ request covers at most (a longer READ is cut into several). */
-    static final int SEGMENT_PACKETS = 1024;
+    static final int SEGMENT_PACKETS = ResponseTrackers.SEGMENT_PACKETS;
     /** Missing ranges re-requested per tracker and timeout at most. */
     private static final int RANGES_PER_RESEND = 8;
-
-    /**
-     * One READ or atomic request waiting for its responses: which of its response packets landed
-     * (a bitmap, so they may come in any order) and its response timer.
-     */
-    static final class Tracker {
-        boolean active;
-        boolean atomic;
-        int rsn;
-        /** Index of its work request (wrTail counter value). */
-        int wr;
-        /** Bytes [start, start + length) of the READ, in response packets of {@code unit} bytes. */
-        long start;
-        int length;
-        int unit;
-        int packets;
-        int staged;
-        int landed;
-        final long[] bits = new long[SEGMENT_PACKETS / 64];
-        long deadlineNs;
-        int timeouts;
-        /** Atomics: the count of atomics sent before this one (the replay window, spec 5). */
-        long atomicSeq;
-    }
 
     private final Qp qp;
     private final Arena arena = Arena.ofShared();
@@ -70,12 +51,13 @@ public final class RcRequester {
     private final int wrMask;
     private final MemorySegment inlineBuf;
     private final MemorySegment[] slots = new MemorySegment[WINDOW];
-    private final ByteBuffer[] slotViews = new ByteBuffer[WINDOW];
     private final int[] slotWr = new int[WINDOW];
     private final int[] slotLen = new int[WINDOW];
     private final boolean[] slotAcked = new boolean[WINDOW];
     /** Queued for retransmission (at most once at a time). */
     private final boolean[] slotQueued = new boolean[WINDOW];
+    /** Already sent again opportunistically (spec 10a rule 4: at most once per RSN). */
+    private final boolean[] slotOrp = new boolean[WINDOW];
     /** The RSN's latest transmission: path and PSN. */
     private final int[] slotPath = new int[WINDOW];
     private final int[] slotPsn = new int[WINDOW];
@@ -83,15 +65,11 @@ public final class RcRequester {
     private int retxHead;
     private int retxTail;
     private final int[] built = new int[BURST];
-    private final Tracker[] trackers = new Tracker[TRACKERS];
-    private int activeTrackers;
-    /** Atomics sent since RTS. */
-    private long atomicsSent;
-    /** Rotates re-requests over the live paths' entropies. */
-    private int resendRotor;
-    private final Path[] paths = new Path[MAX_PATHS];
-    private int pathCount;
-    private int rrCursor;
+    private final ResponseTrackers trackers = new ResponseTrackers();
+    /** The QP's paths and how packets are sprayed over them (spec 10). */
+    private final PathSet pathSet = new PathSet();
+    /** {@code pathSet}'s array, for brevity. */
+    private final Path[] paths = pathSet.paths;
     private boolean baseline;
     /** Baseline: the next RSN go-back-N resends, or nextRsn when none. */
     private int gbnCursor;
@@ -106,6 +84,8 @@ public final class RcRequester {
     private int una;
     private int nextRsn;
     private int rwnd = WINDOW;
+    /** The QP window and the paths' shares of it (spec 10a rules 2 and 3). */
+    private final QpWindow qpWindow = new QpWindow();
     private long rtoNs;
     private long deadlineNs;
     private boolean timerArmed;
@@ -147,14 +127,10 @@ public final class RcRequester {
         }
         this.wrMask = n - 1;
         this.inlineBuf = arena.allocate((long) n * AbiConstants.MRCE_MAX_INLINE, 64);
-        for (int i = 0; i < TRACKERS; i++) {
-            trackers[i] = new Tracker();
-        }
         // the largest packet this QP builds: an atomic, an IBV_MTU_4096 packet or a jumbo one
         int frame = Math.max(Wire.HEADER_SIZE + Wire.ATOMIC_EXT_SIZE + 4096, Wire.frameBytes(qp.ifMtu));
         for (int i = 0; i < WINDOW; i++) {
             slots[i] = arena.allocate(frame, 64);
-            slotViews[i] = slots[i].asByteBuffer();
         }
     }
 
@@ -169,6 +145,7 @@ public final class RcRequester {
         reorderSlackNs = 0;
         reorderCleanPackets = 0;
         rwnd = WINDOW;
+        qpWindow.reset();
         timerArmed = false;
         retries = 0;
         retriesSinceNs = Long.MIN_VALUE; // the first duty cycle starts the count
@@ -176,17 +153,10 @@ public final class RcRequester {
         rnrWait = false;
         retxHead = retxTail = 0;
         java.util.Arrays.fill(slotQueued, false);
-        clearTrackers();
-        pathCount = pathCount(dp);
-        long initialCwnd = 16L * qp.payloadPerPacket();
-        for (int i = 0; i < pathCount; i++) {
-            if (paths[i] == null) {
-                paths[i] = new Path(i);
-            }
-            paths[i].reset(entropy(qp.qpn, i, pathCount, 0), baseline ? Long.MAX_VALUE / 4 : initialCwnd,
-                    dp.rtoInitialNs);
-        }
-        rrCursor = 0;
+        java.util.Arrays.fill(slotOrp, false);
+        trackers.clear();
+        long initialCwnd = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
+        pathSet.start(qp.qpn, pathCount(dp), baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
     }
 
     /** Paths of a QP on this datapath (the baseline has one). */
@@ -196,7 +166,7 @@ public final class RcRequester {
 
     /** The entropy (UDP source port class) of path {@code id} of QP {@code qpn} after {@code generation} retirements. */
     public static int entropy(int qpn, int id, int pathCount, int generation) {
-        return (((qpn * 0x9e3779b1) >>> 16) + id + pathCount * generation) & 0xffff;
+        return PathSet.entropy(qpn, id, pathCount, generation);
     }
 
     /** Back to RESET: forget every request and discard what the SQ holds. */
@@ -208,14 +178,7 @@ public final class RcRequester {
         sendOffset = 0;
         nextMsn = 0;
         timerArmed = false;
-        clearTrackers();
-    }
-
-    private void clearTrackers() {
-        for (int i = 0; i < TRACKERS; i++) {
-            trackers[i].active = false;
-        }
-        activeTrackers = 0;
+        trackers.clear();
     }
 
     public void onError() {
@@ -223,32 +186,21 @@ public final class RcRequester {
     }
 
     public boolean hasTimer() {
-        return timerArmed || activeTrackers > 0;
+        return timerArmed || trackers.active() > 0;
     }
 
     /** The earliest of the connection timer and the READ/atomic response timers. */
     public long deadlineNs() {
-        long d = timerArmed ? deadlineNs : 0;
-        boolean any = timerArmed;
-        if (activeTrackers > 0) {
-            for (int i = 0; i < TRACKERS; i++) {
-                Tracker t = trackers[i];
-                if (t.active && (!any || t.deadlineNs - d < 0)) {
-                    d = t.deadlineNs;
-                    any = true;
-                }
-            }
-        }
-        return d;
+        return trackers.earliestDeadline(timerArmed, deadlineNs);
     }
 
     /** READ and atomic requests waiting for responses. */
     public int activeTrackers() {
-        return activeTrackers;
+        return trackers.active();
     }
 
     public int pathCount() {
-        return pathCount;
+        return pathSet.count;
     }
 
     public Path path(int i) {
@@ -282,9 +234,13 @@ public final class RcRequester {
                     work += pathTimers(dp, nowNs);
                 }
                 work += baseline ? resendGoBackN(dp, nowNs) : retransmit(dp, nowNs);
+                if (!baseline) {
+                    qpWindow.update(paths, pathSet.count, rwnd, fullPacketBytes());
+                    work += opportunistic(dp, nowNs);
+                }
                 work += transmit(dp, nowNs);
             }
-            if (qp.canSend() && activeTrackers > 0) {
+            if (qp.canSend() && trackers.active() > 0) {
                 work += responseTimers(dp, nowNs);
             }
         }
@@ -387,73 +343,6 @@ public final class RcRequester {
 
     // ---- path choice ----
 
-    /**
-     * The path for a packet of {@code bytes}: round robin over ACTIVE paths with window room (then
-     * SUSPECT ones at a quarter of their window), avoiding {@code avoid} when another fits; with
-     * no ACTIVE or SUSPECT path, any DEAD one so the QP still reaches its retry limit. -1: none has
-     * room now.
-     */
-    private int pickPath(int bytes, int avoid) {
-        int n = pathCount;
-        int fallback = -1;
-        boolean anyAlive = false;
-        for (int k = 0; k < n; k++) {
-            int i = rrCursor + k;
-            if (i >= n) {
-                i -= n;
-            }
-            Path p = paths[i];
-            if (p.ringFull()) {
-                if (p.state != Path.DEAD) {
-                    anyAlive = true;
-                }
-                continue;
-            }
-            long room = p.state == Path.SUSPECT ? p.cwndBytes / 4 : p.cwndBytes;
-            if (p.state == Path.DEAD) {
-                continue;
-            }
-            anyAlive = true;
-            if (p.inflightBytes + bytes > room && p.inflightBytes > 0) {
-                continue;
-            }
-            if (i == avoid && n > 1) {
-                if (fallback < 0) {
-                    fallback = i;
-                }
-                continue;
-            }
-            if (p.state == Path.SUSPECT) {
-                // only when no ACTIVE path fits (even with a fallback already noted)
-                if (fallback < 0) {
-                    fallback = i;
-                }
-                continue;
-            }
-            rrCursor = i + 1 == n ? 0 : i + 1;
-            return i;
-        }
-        if (fallback >= 0) {
-            rrCursor = fallback + 1 == n ? 0 : fallback + 1;
-            return fallback;
-        }
-        if (anyAlive) {
-            return -1;
-        }
-        // Every path is DEAD: use the one that failed longest ago (it may carry data again).
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            Path p = paths[i];
-            if (p.ringFull() || (p.inflightBytes > 0 && p.inflightBytes + bytes > p.cwndBytes)) {
-                continue;
-            }
-            if (best < 0 || p.failedAtNs - paths[best].failedAtNs < 0) {
-                best = i;
-            }
-        }
-        return best;
-    }
-
     // ---- sending ----
 
     /** Puts a built packet (slot of RSN {@code rsn}) on path {@code pi} and queues it. */
@@ -471,11 +360,10 @@ public final class RcRequester {
         Wire.putU8(f, Wire.OFF_PATH, pi);
         Wire.putU32(f, Wire.OFF_PSN, psn);
         Wire.putU16(f, Wire.OFF_REPLY_ENTROPY, p.entropy);
-        Wire.seal(dp.crc, f, slotViews[slot], slotLen[slot]);
         int len = slotLen[slot];
         MemorySegment out = dp.port.claim();
         MemorySegment.copy(f, 0, out, 0, len);
-        dp.port.commit(len, qp.peerIp, qp.peerPort, p.entropy);
+        dp.sendClaimed(out, len, qp.peerIp, qp.peerPort, p.entropy);
         int r = psn & Path.RING_MASK;
         p.txRsn[r] = rsn;
         p.txTimeNs[r] = nowNs;
@@ -500,7 +388,7 @@ public final class RcRequester {
                 retxHead++;
                 continue;
             }
-            int pi = pickPath(slotLen[slot], slotPath[slot]);
+            int pi = pathSet.pick(slotLen[slot], slotPath[slot]);
             if (pi < 0) {
                 break;
             }
@@ -547,7 +435,7 @@ public final class RcRequester {
     }
 
     private int transmit(Datapath dp, long nowNs) {
-        int window = Math.min(WINDOW, Math.max(1, rwnd));
+        int window = Math.min(baseline ? WINDOW : qpWindow.window(), Math.max(1, rwnd));
         if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
@@ -569,7 +457,7 @@ public final class RcRequester {
                 failedWr = true;
                 break;
             }
-            if (sendOffset == 0 && (wr.flags & Ibv.SEND_FENCE) != 0 && activeTrackers > 0) {
+            if (sendOffset == 0 && (wr.flags & Ibv.SEND_FENCE) != 0 && trackers.active() > 0) {
                 break; // fenced: every earlier READ and atomic completes first
             }
             boolean request = wr.expectsResponse();
@@ -581,10 +469,10 @@ public final class RcRequester {
                     failedWr = true;
                     break;
                 }
-                if (activeTrackers >= rdLimit) {
+                if (trackers.active() >= rdLimit) {
                     break;
                 }
-                if (wr.kind == SendWr.KIND_ATOMIC && !atomicReplayable()) {
+                if (wr.kind == SendWr.KIND_ATOMIC && !trackers.atomicReplayable()) {
                     break; // the responder could no longer replay the oldest unanswered atomic
                 }
             }
@@ -616,7 +504,7 @@ public final class RcRequester {
                     frameLen = Wire.HEADER_SIZE + len;
                 }
             }
-            int pi = pickPath(frameLen, -1);
+            int pi = pathSet.pick(frameLen, -1);
             if (pi < 0) {
                 break;
             }
@@ -650,7 +538,7 @@ public final class RcRequester {
                 }
             }
             if (request) {
-                startTracker(wr, wrSent, nextRsn, sendOffset, len, nowNs);
+                trackers.start(wr, wrSent, nextRsn, sendOffset, len, nowNs + qpRtoNs());
             } else if (len > 0) {
                 long dst = f.address() + Wire.HEADER_SIZE + ext;
                 if (wr.inline) {
@@ -665,6 +553,7 @@ public final class RcRequester {
             slotLen[slot] = frameLen;
             slotAcked[slot] = false;
             slotQueued[slot] = false;
+            slotOrp[slot] = false;
             built[count] = pi;
             // Reserve the window on the chosen path now, so the next packet sees it.
             paths[pi].inflightBytes += frameLen;
@@ -721,57 +610,79 @@ public final class RcRequester {
         };
     }
 
+    // ---- gray-failure tolerance (spec 10a) ----
+
+    /** The QP window in force (spec 10a rule 3), before the receive window. */
+    public int window() {
+        return qpWindow.window();
+    }
+
+    /** A full packet of this QP, with the largest extension header, in bytes (spec 10a). */
+    private long fullPacketBytes() {
+        return Wire.HEADER_SIZE + Wire.RETH_SIZE + qp.payloadPerPacket();
+    }
+
+    /** The smallest window: one packet without extension. */
+    private long minWindowBytes() {
+        return Wire.HEADER_SIZE + qp.payloadPerPacket();
+    }
+
+    /**
+     * Opportunistic retransmission (spec 10a rule 4): when the QP is window-limited or has sent
+     * everything, an RSN among the oldest unacknowledged whose latest transmission, on path X, is
+     * expected later than a copy sent now on the fastest paths would land is sent again on
+     * another ACTIVE path with room, once per RSN; X's window is halved (at most once per its
+     * srtt) so that it takes fewer packets.
+     */
+    private int opportunistic(Datapath dp, long nowNs) {
+        long srttMinNs = qpWindow.srttMinNs();
+        if (una == nextRsn || srttMinNs == Long.MAX_VALUE || pathSet.count < 2) {
+            return 0;
+        }
+        int win = Math.min(qpWindow.window(), Math.max(1, rwnd));
+        boolean windowLimited = nextRsn - una >= win / 2;
+        if (!windowLimited && wrSent != wrTail) {
+            return 0; // neither window-limited nor at the tail: nothing waits on the oldest RSNs
+        }
+        long horizon = nowNs + 2 * srttMinNs;
+        int sent = 0;
+        int scanned = 0;
+        for (int r = una; r != nextRsn && scanned < ORP_SCAN && sent < ORP_BURST; r++, scanned++) {
+            int slot = r & MASK;
+            if (slotOrp[slot] || slotQueued[slot] || slotAcked[slot]) {
+                continue;
+            }
+            Path x = paths[slotPath[slot]];
+            int psn = slotPsn[slot];
+            if (psn - x.una < 0 || psn - x.nextPsn >= 0) {
+                continue; // resolved on its path (a loss queues it anyway)
+            }
+            int e = psn & Path.RING_MASK;
+            if (lastDeliveredSeq < x.txSeq[e]) {
+                continue; // nothing sent after it arrived anywhere: no path is known to be faster
+            }
+            long expectNs = x.hasRtt() ? x.srttNs : x.ptoNs(dp.rtoInitialNs, dp.tlpMinNs);
+            long sentNs = x.txTimeNs[e];
+            if (sentNs + expectNs - horizon <= 0
+                    && (!windowLimited || nowNs - sentNs <= expectNs + 2 * srttMinNs)) {
+                continue; // expected about as soon as a copy would land (and, holding the window, not late)
+            }
+            int pi = pathSet.pick(slotLen[slot], x.id);
+            if (pi < 0 || pi == x.id || paths[pi].state != Path.ACTIVE) {
+                break; // no fast path has room now
+            }
+            slotOrp[slot] = true;
+            sendOnPath(dp, r, pi, Wire.FLAG_RETRANSMIT, nowNs);
+            paths[pi].retransmitsSent++;
+            dp.counters.dataRetransmits++;
+            dp.counters.opportunisticRetransmits++;
+            PathCongestion.halveOncePerSrtt(x, minWindowBytes(), nowNs); // the penalty
+            sent++;
+        }
+        return sent;
+    }
+
     // ---- READ and atomic responses ----
-
-    private void startTracker(SendWr wr, int wrIndex, int rsn, long start, int length, long nowNs) {
-        for (int i = 0; i < TRACKERS; i++) {
-            Tracker t = trackers[i];
-            if (!t.active) {
-                t.active = true;
-                t.atomic = wr.kind == SendWr.KIND_ATOMIC;
-                t.rsn = rsn;
-                t.wr = wrIndex;
-                t.start = start;
-                t.length = length;
-                t.unit = t.atomic ? 8 : wr.unit;
-                t.packets = t.atomic ? 1 : Math.max(1, (length + t.unit - 1) / t.unit);
-                t.staged = 0;
-                t.landed = 0;
-                java.util.Arrays.fill(t.bits, 0L);
-                t.deadlineNs = nowNs + qpRtoNs();
-                t.timeouts = 0;
-                if (t.atomic) {
-                    t.atomicSeq = atomicsSent++;
-                }
-                activeTrackers++;
-                return;
-            }
-        }
-        throw new IllegalStateException("no free tracker"); // transmit checked activeTrackers
-    }
-
-    /** Whether one more atomic keeps every unanswered one within the responder's replay window. */
-    private boolean atomicReplayable() {
-        for (int i = 0; i < TRACKERS; i++) {
-            Tracker t = trackers[i];
-            if (t.active && t.atomic && atomicsSent - t.atomicSeq >= Wire.ATOMIC_REPLAY_WINDOW) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private int trackerOf(int rsn) {
-        if (activeTrackers == 0) {
-            return -1;
-        }
-        for (int i = 0; i < TRACKERS; i++) {
-            if (trackers[i].active && trackers[i].rsn == rsn) {
-                return i;
-            }
-        }
-        return -1;
-    }
 
     /**
      * A READ or atomic response: places its payload (out of order, by its offset) in the work
@@ -782,12 +693,12 @@ public final class RcRequester {
             return;
         }
         int rsn = Wire.u32(frame, Wire.OFF_RSN);
-        int ti = trackerOf(rsn);
+        int ti = trackers.indexOf(rsn);
         if (ti < 0) {
             dp.counters.duplicates++; // late: its request completed or the QP was reset
             return;
         }
-        Tracker t = trackers[ti];
+        ResponseTrackers.Tracker t = trackers.get(ti);
         SendWr wr = wrs[t.wr & wrMask];
         int op = Wire.u8(frame, Wire.OFF_OPCODE);
         int index;
@@ -813,13 +724,10 @@ public final class RcRequester {
             }
             index = (int) (rel / t.unit);
         }
-        long bit = 1L << (index & 63);
-        if ((t.bits[index >>> 6] & bit) != 0) {
+        if (!t.take(index)) {
             dp.counters.duplicates++;
             return;
         }
-        t.bits[index >>> 6] |= bit;
-        t.staged++;
         dp.counters.responsesRx++;
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
@@ -832,12 +740,7 @@ public final class RcRequester {
         // Progress: the responder is alive; requests queued behind this one restart their timers.
         retriesReset(nowNs);
         t.timeouts = 0;
-        for (int i = 0; i < TRACKERS; i++) {
-            Tracker o = trackers[i];
-            if (o.active && o.rsn - rsn >= 0) {
-                o.deadlineNs = nowNs + qpRtoNs();
-            }
-        }
+        trackers.restartFrom(rsn, nowNs + qpRtoNs());
         if (rsn - una >= 0 && rsn - nextRsn < 0 && !slotAcked[rsn & MASK]) {
             markAcked(rsn); // a response acknowledges its request
             advanceUna(dp, nowNs);
@@ -846,7 +749,7 @@ public final class RcRequester {
 
     /** A staged response landed (or failed to): count it; a request whose responses all landed is done. */
     void commitResponse(Datapath dp, int rsn, int ti, boolean failed) {
-        Tracker t = trackers[ti];
+        ResponseTrackers.Tracker t = trackers.get(ti);
         if (!qp.canSend() || !t.active || t.rsn != rsn) {
             return;
         }
@@ -858,8 +761,7 @@ public final class RcRequester {
             return;
         }
         if (++t.landed == t.packets) {
-            t.active = false;
-            activeTrackers--;
+            trackers.finish(t);
             wr.responsesDone++;
         }
     }
@@ -873,7 +775,7 @@ public final class RcRequester {
     private int responseTimers(Datapath dp, long nowNs) {
         int expired = -1;
         for (int i = 0; i < TRACKERS; i++) {
-            Tracker t = trackers[i];
+            ResponseTrackers.Tracker t = trackers.get(i);
             if (!t.active || nowNs - t.deadlineNs < 0) {
                 continue;
             }
@@ -887,7 +789,7 @@ public final class RcRequester {
             }
             t.timeouts++;
             t.deadlineNs = nowNs + Math.min(dp.rtoMaxNs, qpRtoNs() << Math.min(t.timeouts, 6));
-            if (expired < 0 || t.rsn - trackers[expired].rsn < 0) {
+            if (expired < 0 || t.rsn - trackers.get(expired).rsn < 0) {
                 expired = i;
             }
         }
@@ -896,7 +798,7 @@ public final class RcRequester {
         }
         dp.counters.responseTimeouts++;
         if (++retries > qp.retryCnt && retriesExhausted(nowNs)) {
-            SendWr wr = wrs[trackers[expired].wr & wrMask];
+            SendWr wr = wrs[trackers.get(expired).wr & wrMask];
             wr.status = Ibv.WC_RETRY_EXC_ERR;
             wr.failed = true;
             qp.toError();
@@ -905,17 +807,17 @@ public final class RcRequester {
     }
 
     /** Re-requests the missing response ranges of {@code t} (runs of missing packets). */
-    private void resendMissing(Datapath dp, Tracker t) {
+    private void resendMissing(Datapath dp, ResponseTrackers.Tracker t) {
         SendWr wr = wrs[t.wr & wrMask];
         int ranges = 0;
         int i = 0;
         while (i < t.packets && ranges < RANGES_PER_RESEND) {
-            if ((t.bits[i >>> 6] & (1L << (i & 63))) != 0) {
+            if (t.has(i)) {
                 i++;
                 continue;
             }
             int first = i;
-            while (i < t.packets && (t.bits[i >>> 6] & (1L << (i & 63))) == 0) {
+            while (i < t.packets && !t.has(i)) {
                 i++;
             }
             long from = t.start + (long) first * t.unit;
@@ -925,7 +827,7 @@ public final class RcRequester {
         }
     }
 
-    private void sendResend(Datapath dp, Tracker t, SendWr wr, long from, int len) {
+    private void sendResend(Datapath dp, ResponseTrackers.Tracker t, SendWr wr, long from, int len) {
         MemorySegment f = dp.port.claim();
         int op = wireOpcode(wr.opcode);
         int frameLen = Wire.HEADER_SIZE + (t.atomic ? Wire.ATOMIC_EXT_SIZE : Wire.RETH_SIZE);
@@ -938,22 +840,8 @@ public final class RcRequester {
             Wire.putU64(f, Wire.OFF_COMPARE_ADD, wr.compareAdd);
             Wire.putU64(f, Wire.OFF_SWAP, wr.opcode == Ibv.WR_ATOMIC_CMP_AND_SWP ? wr.swap : 0);
         }
-        Wire.seal(dp.crc, f, dp.port.claimedView(), frameLen);
-        dp.port.commit(frameLen, qp.peerIp, qp.peerPort, resendEntropy());
+        dp.sendClaimed(f, frameLen, qp.peerIp, qp.peerPort, pathSet.nextLiveEntropy());
         dp.counters.resendsTx++;
-    }
-
-    /** The entropy of the next live path in rotation (re-requests spread over the paths). */
-    private int resendEntropy() {
-        for (int k = 0; k < pathCount; k++) {
-            if (++resendRotor >= pathCount) {
-                resendRotor = 0;
-            }
-            if (paths[resendRotor].state != Path.DEAD) {
-                return paths[resendRotor].entropy;
-            }
-        }
-        return paths[0].entropy;
     }
 
     // ---- acknowledgements ----
@@ -968,7 +856,11 @@ public final class RcRequester {
         if (!qp.canSend() || cumRsn - una < 0 || cumRsn - nextRsn > 0) {
             return;
         }
-        rwnd = Wire.u16(frame, Wire.OFF_RWND);
+        int rw = Wire.u16(frame, Wire.OFF_RWND);
+        if (rw != rwnd) {
+            rwnd = rw;
+            qpWindow.invalidate();
+        }
         for (int r = una; r != cumRsn; r++) {
             markAcked(r);
         }
@@ -995,7 +887,7 @@ public final class RcRequester {
             long off = Wire.OFF_REPORTS;
             for (int k = 0; k < reports && off + Wire.REPORT_SIZE <= length; k++, off += Wire.REPORT_SIZE) {
                 int pi = Wire.u8(frame, off);
-                if (pi < pathCount) {
+                if (pi < pathSet.count) {
                     onPathReport(dp, paths[pi], Wire.u8(frame, off + 1), Wire.u32(frame, off + 4), nowNs);
                 }
             }
@@ -1105,17 +997,21 @@ public final class RcRequester {
         }
         p.ecnMarks += ceCount;
         p.rttSample(sampleNs, dp.rtoMinNs, dp.rtoMaxNs);
-        updateRate(p, delivered, nowNs);
+        if (PathCongestion.updateRate(p, delivered, nowNs)) {
+            qpWindow.invalidate();
+        }
         if (p.state == Path.DEAD) {
             if (probe && p.probesOk >= RE_ADMIT_PROBES) {
                 p.state = Path.ACTIVE;
-                p.cwndBytes = 16L * qp.payloadPerPacket();
+                p.cwndBytes = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
                 p.lossHistory = 0;
                 p.cleanRun = 0;
+                p.restartRate();
+                qpWindow.invalidate();
             }
             return;
         }
-        congestion(dp, p, sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
+        PathCongestion.onReport(dp, p, minWindowBytes(), sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
         if (lost > 0 && lossBurst) {
             demote(dp, p, nowNs);
         } else if (p.state == Path.SUSPECT && (p.cleanRun >= CLEAN_RUN_TO_ACTIVE
@@ -1124,78 +1020,19 @@ public final class RcRequester {
         }
     }
 
-    private static void updateRate(Path p, long delivered, long nowNs) {
-        if (p.rateWindowStartNs == Path.RATE_NOT_STARTED) {
-            // The first report covers bytes sent about one RTT ago (measuring from time 0 would
-            // give a near-zero rate, and the BDP cap would pin the window to its floor).
-            p.rateWindowStartNs = nowNs - Math.max(1, p.srttNs);
-        }
-        p.rateWindowBytes += delivered;
-        long span = nowNs - p.rateWindowStartNs;
-        if (span >= Math.max(p.srttNs, 10_000L)) {
-            long rate = p.rateWindowBytes * 1_000_000_000L / Math.max(1, span);
-            p.deliveryRateBps = p.deliveryRateBps == 0 ? rate : (3 * p.deliveryRateBps + rate) / 4;
-            p.rateWindowStartNs = nowNs;
-            p.rateWindowBytes = 0;
-        }
-    }
-
-    /** Delay-based window with multiplicative decrease on loss or ECN and a BDP cap (spec 11). */
-    private void congestion(Datapath dp, Path p, long rttNs, long ackedBytes, boolean lossOrCe, long nowNs) {
-        long mtu = Wire.HEADER_SIZE + qp.payloadPerPacket();
-        long target = p.minRttNs + Math.max(p.minRttNs / 4, dp.ccSlackMinNs);
-        boolean mayDecrease = nowNs - p.lastDecreaseNs >= p.srttNs;
-        if (lossOrCe) {
-            if (mayDecrease) {
-                p.cwndBytes /= 2;
-                p.lastDecreaseNs = nowNs;
-            }
-        } else if (rttNs < target) {
-            p.cwndBytes += Math.max(1, mtu * ackedBytes / Math.max(1, p.cwndBytes));
-        } else if (mayDecrease) {
-            double f = Math.max(0.5, 1.0 - 0.8 * (rttNs - target) / (double) rttNs);
-            p.cwndBytes = (long) (p.cwndBytes * f);
-            p.lastDecreaseNs = nowNs;
-        }
-        long cap = (long) WINDOW * mtu;
-        if (p.deliveryRateBps > 0 && p.hasRtt()) {
-            long bdp = 2 * p.deliveryRateBps * p.minRttNs / 1_000_000_000L;
-            cap = Math.min(cap, Math.max(16 * mtu, bdp));
-        }
-        p.cwndBytes = Math.max(mtu, Math.min(cap, p.cwndBytes));
-    }
-
     /** ACTIVE to SUSPECT; SUSPECT to DEAD (retired: new entropy, probed until clean). */
     private void demote(Datapath dp, Path p, long nowNs) {
-        if (p.state == Path.ACTIVE && pathCount > 1) {
+        if (p.state == Path.ACTIVE && pathSet.count > 1) {
             p.state = Path.SUSPECT;
             p.cleanRun = 0;
             p.probesOk = 0;
             p.nextProbeNs = nowNs;
             return;
         }
-        if (p.state == Path.DEAD || pathCount == 1 || !anotherUsablePath(p)) {
+        if (p.state == Path.DEAD || pathSet.count == 1 || !pathSet.anotherUsable(p)) {
             return; // the last usable path stays SUSPECT: a QP always keeps one to send on
         }
         retire(dp, p, nowNs);
-    }
-
-    private boolean othersInflight(Path p) {
-        for (int i = 0; i < pathCount; i++) {
-            if (paths[i] != p && paths[i].state != Path.DEAD && paths[i].hasInflight()) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private boolean anotherUsablePath(Path p) {
-        for (int i = 0; i < pathCount; i++) {
-            if (paths[i] != p && paths[i].state != Path.DEAD) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** Progress: the retry counter and its clock start again. */
@@ -1224,7 +1061,7 @@ public final class RcRequester {
      */
     private long qpRtoNs() {
         long t = rtoNs;
-        for (int i = 0; i < pathCount; i++) {
+        for (int i = 0; i < pathSet.count; i++) {
             Path p = paths[i];
             if (p.state != Path.DEAD && p.hasRtt()) {
                 t = Math.max(t, 2 * p.rtoNs);
@@ -1251,19 +1088,20 @@ public final class RcRequester {
         p.state = Path.DEAD;
         p.generation++;
         p.replacements++;
-        p.entropy = entropy(qp.qpn, p.id, pathCount, p.generation);
+        p.entropy = entropy(qp.qpn, p.id, pathSet.count, p.generation);
         p.probesOk = 0;
         p.failedAtNs = nowNs;
         p.nextProbeNs = nowNs;
         p.lossHistory = 0;
-        p.cwndBytes = Wire.HEADER_SIZE + qp.payloadPerPacket();
+        p.cwndBytes = minWindowBytes();
+        qpWindow.invalidate();
         dp.counters.pathRetirements++;
     }
 
     /** Per path: tail-loss probe, RTO, and probes of retired paths. */
     private int pathTimers(Datapath dp, long nowNs) {
         int work = 0;
-        for (int i = 0; i < pathCount; i++) {
+        for (int i = 0; i < pathSet.count; i++) {
             Path p = paths[i];
             if (p.state != Path.ACTIVE && !p.hasInflight() && nowNs - p.nextProbeNs >= 0) {
                 sendProbe(dp, p, nowNs);
@@ -1365,10 +1203,7 @@ public final class RcRequester {
             // evidence against this path.
             return 1;
         }
-        if (nowNs - p.lastDecreaseNs >= p.srttNs) {
-            p.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), p.cwndBytes / 2);
-            p.lastDecreaseNs = nowNs;
-        }
+        PathCongestion.halveOncePerSrtt(p, minWindowBytes(), nowNs);
         if (p.state == Path.ACTIVE || lossBurst || probeLost) {
             demote(dp, p, nowNs); // a SUSPECT path whose probe is lost is retired, as on its RTO
         }
@@ -1405,7 +1240,7 @@ public final class RcRequester {
         // anything to compare with); when the other paths are just as silent, the peer (or this
         // host) stalled and every path times out in turn: no path is to blame, none is demoted.
         boolean blame = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK]
-                || p.state == Path.SUSPECT && !othersInflight(p);
+                || p.state == Path.SUSPECT && !pathSet.othersInflight(p);
         for (int psn = p.una; psn != p.nextPsn; psn++) {
             int e = psn & Path.RING_MASK;
             if (p.txBytes[e] == Path.PROBE_LEN) {
@@ -1428,8 +1263,7 @@ public final class RcRequester {
             // its RTO would space them up to rto_max apart and delay the re-admission.
             p.rtoNs = Math.min(dp.rtoMaxNs, p.rtoNs * 2);
         }
-        p.cwndBytes = Math.max(Wire.HEADER_SIZE + qp.payloadPerPacket(), p.cwndBytes / 2);
-        p.lastDecreaseNs = nowNs;
+        PathCongestion.halve(p, minWindowBytes(), nowNs);
         if (p.state != Path.DEAD && blame) {
             demote(dp, p, nowNs);
         }
@@ -1448,8 +1282,7 @@ public final class RcRequester {
         MemorySegment f = dp.port.claim();
         Wire.header(f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, p.id, psn, 0, qp.destQpNum, qp.qpn, qp.txToken, 0, 0,
                 0, 0, p.entropy, 0);
-        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
-        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, p.entropy);
+        dp.sendClaimed(f, Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, p.entropy);
         int e = psn & Path.RING_MASK;
         p.txRsn[e] = 0;
         p.txTimeNs[e] = nowNs;
@@ -1493,9 +1326,9 @@ public final class RcRequester {
         if (syndrome != Wire.NAK_RNR && syndrome != Wire.NAK_SEQUENCE_ERROR) {
             // A READ or atomic may be refused after its request was acknowledged (it executes in
             // RSN order, after everything before it landed).
-            int ti = trackerOf(rsn);
+            int ti = trackers.indexOf(rsn);
             if (ti >= 0) {
-                fail(wrs[trackers[ti].wr & wrMask], syndrome);
+                fail(wrs[trackers.get(ti).wr & wrMask], syndrome);
                 return;
             }
         }
@@ -1654,7 +1487,7 @@ public final class RcRequester {
         sendOffset = 0;
         una = nextRsn;
         retxHead = retxTail;
-        clearTrackers();
+        trackers.clear();
         return n;
     }
 

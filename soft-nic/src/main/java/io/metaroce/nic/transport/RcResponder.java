@@ -738,8 +738,7 @@ public final class RcResponder {
             int len = responseLen[i];
             MemorySegment out = dp.port.claim();
             MemorySegment.copy(dp.responseFrames[i], 0, out, 0, len);
-            Wire.seal(dp.crc, out, dp.port.claimedView(), len);
-            dp.port.commit(len, qp.peerIp, qp.peerPort, responseEntropy());
+            dp.sendClaimed(out, len, qp.peerIp, qp.peerPort, responseEntropy());
         }
         dp.counters.responsesTx += n;
         return n;
@@ -749,8 +748,7 @@ public final class RcResponder {
         MemorySegment f = dp.port.claim();
         Wire.header(f, Wire.OP_ATOMIC_RESP, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, 0, 0, 8, 0, 0, 0);
         Wire.putU64(f, Wire.OFF_ORIGINAL, original);
-        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.ATOMIC_RESP_SIZE);
-        dp.port.commit(Wire.ATOMIC_RESP_SIZE, qp.peerIp, qp.peerPort, responseEntropy());
+        dp.sendClaimed(f, Wire.ATOMIC_RESP_SIZE, qp.peerIp, qp.peerPort, responseEntropy());
         dp.counters.responsesTx++;
     }
 
@@ -902,8 +900,7 @@ public final class RcResponder {
         }
         newsCount = 0;
         int len = (int) off;
-        Wire.seal(dp.crc, f, dp.port.claimedView(), len);
-        dp.port.commit(len, qp.peerIp, qp.peerPort, entropy);
+        dp.sendClaimed(f, len, qp.peerIp, qp.peerPort, entropy);
         dp.counters.acksTx++;
     }
 
@@ -920,8 +917,7 @@ public final class RcResponder {
         // message-length field: the cumulative RSN (every RSN below it landed)
         Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, msnHead, qp.minRnrTimer,
                 ePsn, syndrome, 0, 0);
-        Wire.seal(dp.crc, f, dp.port.claimedView(), Wire.HEADER_SIZE);
-        dp.port.commit(Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, replyEntropy);
+        dp.sendClaimed(f, Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, replyEntropy);
         dp.counters.naksTx++;
     }
 }

@@ -25,6 +25,8 @@ public final class TransportCounters {
     public long crossPathLosses;
     /** Requester: cross-path detections a later report of the packet itself proved false. */
     public long spuriousLosses;
+    /** Requester: packets stuck on a slow path sent again on a fast one (spec 10a rule 4). */
+    public long opportunisticRetransmits;
     public long sequenceNaksTx;
     /** Data and probe packets received with an ECN CE mark. */
     public long ecnMarksRx;
@@ -49,6 +51,7 @@ public final class TransportCounters {
                 + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps
                 + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected
                 + " crossPathLosses " + crossPathLosses + " spuriousLosses " + spuriousLosses
+                + " opportunisticRetransmits " + opportunisticRetransmits
                 + " ecnMarksRx " + ecnMarksRx
                 + " responsesRx " + responsesRx + " resendsTx " + resendsTx + " responseTimeouts "
                 + responseTimeouts + " responsesTx " + responsesTx + " atomicsExecuted " + atomicsExecuted
