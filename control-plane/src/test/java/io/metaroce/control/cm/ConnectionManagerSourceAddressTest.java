@@ -2,6 +2,9 @@ package io.metaroce.control.cm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -17,7 +20,24 @@ import org.junit.jupiter.api.Test;
 class ConnectionManagerSourceAddressTest {
     private static final int A = 0x7f000001;
     private static final int B = 0x7f000002;
-    private static final ConnectionManager.Config FAST = new ConnectionManager.Config(24793, 50, 300, 2000);
+
+    /**
+     * A port free on both addresses, taken from the kernel's ephemeral range: a fixed one collides
+     * with any other manager test running on the host at the same time.
+     */
+    private static int portFreeOnBoth() throws IOException {
+        for (int i = 0; i < 50; i++) {
+            try (ServerSocket first = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+                int port = first.getLocalPort();
+                try (ServerSocket second = new ServerSocket(port, 1, InetAddress.getByName("127.0.0.2"))) {
+                    return port;
+                } catch (IOException taken) {
+                    // try another
+                }
+            }
+        }
+        throw new IOException("no port free on both 127.0.0.1 and 127.0.0.2");
+    }
 
     /** Accepts every CONNECT for a QP it has, and records which peer address asked for it. */
     private static final class Recorder implements ConnectionManager.Listener {
@@ -60,8 +80,9 @@ class ConnectionManagerSourceAddressTest {
     void theDialedPeerSeesTheServedAddressNotTheKernelsChoice() throws Exception {
         Recorder ra = new Recorder();
         Recorder rb = new Recorder();
-        a = ConnectionManager.start(A, FAST, ra);
-        b = ConnectionManager.start(B, FAST, rb);
+        ConnectionManager.Config fast = new ConnectionManager.Config(portFreeOnBoth(), 50, 300, 2000);
+        a = ConnectionManager.start(A, fast, ra);
+        b = ConnectionManager.start(B, fast, rb);
         ra.qps.put(10, ep(10, 20));
         // B dials A: the route to 127.0.0.1 would take 127.0.0.1 as source.
         assertThat(b.connect(A, ep(20, 10)).get(5, TimeUnit.SECONDS)).isEqualTo(ep(10, 20));
