@@ -14,7 +14,7 @@ MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 # Debian packages the build and the tests need.
 # docker.io and debootstrap: the container tests' engine and their node image
 # (docker/build-image).
-MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libbpf-dev
+MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libclang-rt-14-dev libbpf-dev
 	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io debootstrap)
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }

@@ -258,14 +258,16 @@ int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
 		goto out_proto;
 	if (resp_len)
 		memcpy(resp, frame + sizeof(*hdr), resp_len);
-	memcpy(fds, got_fds, nfds * sizeof(int));
+	if (nfds) /* fds may be NULL then: memcpy(NULL, ..., 0) is undefined */
+		memcpy(fds, got_fds, nfds * sizeof(int));
 	close_fds(got_fds + nfds, ngot - nfds);
 	pthread_mutex_unlock(&conn->lock);
 	return 0;
 
 out_proto:
-	close_fds(got_fds, ngot);
 out_dead:
+	/* fds that came with a broken or cut-off response are ours to close */
+	close_fds(got_fds, ngot);
 	__atomic_store_n(&conn->dead, true, __ATOMIC_RELEASE);
 	ret = EIO;
 out_unlock:

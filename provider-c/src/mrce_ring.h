@@ -39,7 +39,8 @@ static inline int mrce_ring_attach(struct mrce_ring *r, void *base, size_t len,
 	struct mrce_ring_header *h = base;
 	uint32_t n;
 
-	if (len < MRCE_RING_SLOTS_OFF)
+	/* base comes from the daemon's offsets: a misaligned header is its error */
+	if (len < MRCE_RING_SLOTS_OFF || ((uintptr_t)base & (MRCE_CACHE_LINE - 1)))
 		return EPROTO;
 	n = h->slot_count;
 	if (h->magic != MRCE_RING_MAGIC || h->version != MRCE_RING_VERSION ||
