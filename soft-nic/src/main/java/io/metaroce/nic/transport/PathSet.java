@@ -230,6 +230,17 @@ final class PathSet {
         return paths[0].entropy;
     }
 
+    /** The largest srtt of a path that is not DEAD (0 when none has one). */
+    long largestLiveSrtt() {
+        long t = 0;
+        for (int i = 0; i < count; i++) {
+            if (paths[i].state != Path.DEAD) {
+                t = Math.max(t, paths[i].srttNs);
+            }
+        }
+        return t;
+    }
+
     /** Whether a live path other than {@code p} has packets in flight. */
     boolean othersInflight(Path p) {
         for (int i = 0; i < count; i++) {

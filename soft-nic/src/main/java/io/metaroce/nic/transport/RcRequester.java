@@ -1112,12 +1112,7 @@ public final class RcRequester {
         int work = probes(dp, nowNs);
         // A DEAD path's probe waits at least twice the slowest live path's srtt: its own RTO is
         // from before it died, and a probe queued behind the QP's own data is late, not lost.
-        long liveSrtt = 0;
-        for (int i = 0; i < pathSet.count; i++) {
-            if (paths[i].state != Path.DEAD) {
-                liveSrtt = Math.max(liveSrtt, paths[i].srttNs);
-            }
-        }
+        long liveSrtt = -1; // computed when a DEAD path needs it
         for (int i = 0; i < pathSet.count; i++) {
             Path p = paths[i];
             if (!p.hasInflight()) {
@@ -1129,6 +1124,9 @@ public final class RcRequester {
                 if (!p.hasInflight()) {
                     continue;
                 }
+            }
+            if (p.state == Path.DEAD && idle >= p.rtoNs && liveSrtt < 0) {
+                liveSrtt = pathSet.largestLiveSrtt();
             }
             if (idle >= (p.state == Path.DEAD ? Math.max(p.rtoNs, 2 * liveSrtt) : p.rtoNs)) {
                 work += pathTimeout(dp, p, nowNs);
