@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -38,6 +39,42 @@ int mrce_sock_path(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? ENAMETOOLONG : 0;
 }
 
+/*
+ * Whoever binds the socket path first would otherwise be "the daemon": trust
+ * a peer only when it runs as root, as this process's user (an unprivileged
+ * daemon), or as $METAROCE_DAEMON_UID. Then, and only then, let it read and
+ * write our memory under Yama ptrace_scope 1 (the kernel's word for its PID,
+ * not one taken from a reply).
+ */
+static int mrce_check_daemon(int fd, const char *path)
+{
+	const char *env = secure_getenv("METAROCE_DAEMON_UID"); /* not in setuid apps */
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char *end;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return errno;
+	if (cred.uid == 0 || cred.uid == getuid() || cred.uid == geteuid())
+		goto trusted;
+	if (env && *env) {
+		unsigned long uid = strtoul(env, &end, 10);
+
+		if (*end == '\0' && uid == cred.uid)
+			goto trusted;
+	}
+	fprintf(stderr,
+		"metaroce: refusing %s: its server runs as uid %u (pid %d), "
+		"not root, this user (uid %u) or METAROCE_DAEMON_UID\n",
+		path, (unsigned int)cred.uid, (int)cred.pid,
+		(unsigned int)getuid());
+	return EACCES;
+
+trusted:
+	prctl(PR_SET_PTRACER, (unsigned long)cred.pid, 0, 0, 0);
+	return 0;
+}
+
 int mrce_conn_open(struct mrce_conn *conn, int timeout_ms)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -56,6 +93,12 @@ int mrce_conn_open(struct mrce_conn *conn, int timeout_ms)
 		goto err_close;
 	if (connect(conn->fd, (struct sockaddr *)&addr, sizeof(addr)))
 		goto err_close;
+	ret = mrce_check_daemon(conn->fd, addr.sun_path);
+	if (ret) {
+		close(conn->fd);
+		conn->fd = -1;
+		return ret;
+	}
 	conn->seq = 0;
 	conn->dead = false;
 	pthread_mutex_init(&conn->lock, NULL);

@@ -795,10 +795,10 @@ static int wait_recv(struct side *s, uint32_t n, struct rec *recs)
 	return (int)r.n;
 }
 
-/* Polls `cq` for `n` completions (or until the wait runs out). */
-static int poll_n(struct side *s, struct ibv_cq *cq, int n, struct ibv_wc *wc)
+/* Polls `cq` for `n` completions for at most `secs` seconds. */
+static int poll_for(struct ibv_cq *cq, int n, struct ibv_wc *wc, double secs)
 {
-	double end = now() + s->wait;
+	double end = now() + secs;
 	int got = 0;
 
 	while (got < n && now() < end) {
@@ -809,6 +809,12 @@ static int poll_n(struct side *s, struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		got += k;
 	}
 	return got;
+}
+
+/* Polls `cq` for `n` completions (or until the wait runs out). */
+static int poll_n(struct side *s, struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	return poll_for(cq, n, wc, s->wait);
 }
 
 /*
@@ -1424,22 +1430,6 @@ static bool ud_earlier_copy(const struct rec *r, const uint32_t *sizes, int i)
 	return false;
 }
 
-/* Polls cq for n completions for at most ms milliseconds. */
-static int poll_ms(struct ibv_cq *cq, int n, struct ibv_wc *wc, int ms)
-{
-	double end = now() + (double)ms / 1000;
-	int got = 0;
-
-	while (got < n && now() < end) {
-		int k = ibv_poll_cq(cq, n - got, wc + got);
-
-		if (k < 0)
-			return got;
-		got += k;
-	}
-	return got;
-}
-
 /*
  * UD: AH from the server's GID, GRH checked there; its answer comes back.
  * Datagrams lost on a lossy link are sent again (UD_TRIES at most).
@@ -1542,7 +1532,7 @@ static int case_ud(struct side *s)
 		if (rep.status)
 			FAIL("server reply via ibv_create_ah_from_wc: %s",
 			     strerror(rep.status));
-		got = poll_ms(s->rcq, 1, &wc, UD_WAIT_MS) == 1;
+		got = poll_for(s->rcq, 1, &wc, UD_WAIT_MS / 1000.0) == 1;
 	}
 	if (wc.status != IBV_WC_SUCCESS ||
 	    wc.byte_len != GRH_LEN + 600 || !(wc.wc_flags & IBV_WC_GRH) ||

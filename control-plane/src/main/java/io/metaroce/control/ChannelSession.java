@@ -52,6 +52,12 @@ final class ChannelSession implements LocalSession {
     }
 
     @Override
+    public int socketFd() {
+        return channel instanceof io.netty.channel.epoll.EpollDomainSocketChannel ch && ch.isOpen()
+                ? ch.fd().intValue() : -1;
+    }
+
+    @Override
     public void respond(int op, int seq, int status, ByteBuffer payload, int... fds) {
         int payloadSize = payload == null ? 0 : payload.remaining();
         if (op < 0 || op > 0xffff || status < 0 || status > 0xffff) {

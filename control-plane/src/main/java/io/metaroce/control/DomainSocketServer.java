@@ -56,6 +56,12 @@ final class DomainSocketServer implements AutoCloseable {
      */
     static DomainSocketServer bind(Path socketPath, String threadName, String permissions, String what,
             ChannelInitializer<EpollDomainSocketChannel> init) throws IOException {
+        return bind(socketPath, threadName, permissions, null, what, init);
+    }
+
+    /** As above, the file's group set to {@code fileGroup} (a name; null: the daemon's) before its mode. */
+    static DomainSocketServer bind(Path socketPath, String threadName, String permissions, String fileGroup,
+            String what, ChannelInitializer<EpollDomainSocketChannel> init) throws IOException {
         if (!Epoll.isAvailable()) {
             throw new IOException("Netty epoll transport unavailable", Epoll.unavailabilityCause());
         }
@@ -73,6 +79,10 @@ final class DomainSocketServer implements AutoCloseable {
                     .channel(EpollServerDomainSocketChannel.class)
                     .childHandler(init)
                     .bind(new DomainSocketAddress(path.toString())).sync().channel();
+            if (fileGroup != null) {
+                Files.setAttribute(path, "posix:group", path.getFileSystem().getUserPrincipalLookupService()
+                        .lookupPrincipalByGroupName(fileGroup), LinkOption.NOFOLLOW_LINKS);
+            }
             Files.setPosixFilePermissions(path, PosixFilePermissions.fromString(permissions));
             LOG.info("{} {} ready", what, path);
             return new DomainSocketServer(path, group, server);
@@ -104,7 +114,11 @@ final class DomainSocketServer implements AutoCloseable {
     }
 
     static void prepareDirectory(Path dir) throws IOException {
-        if (dir == null || Files.isDirectory(dir)) {
+        if (dir == null) {
+            return;
+        }
+        if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+            checkDirectory(dir, ownUid());
             return;
         }
         Files.createDirectories(dir);
@@ -113,6 +127,35 @@ final class DomainSocketServer implements AutoCloseable {
         } catch (IOException e) {
             LOG.warn("{}; unprivileged apps may not reach this daemon", e.getMessage());
         }
+    }
+
+    /**
+     * Whoever owns the socket's directory (or may write it without the sticky bit) can replace the
+     * daemon's socket with their own: accept only a real directory owned by root or by the daemon's
+     * user ({@code ownUid}; a root daemon: root only), and when others may write it, only with the
+     * sticky bit (like /tmp).
+     */
+    static void checkDirectory(Path dir, int ownUid) throws IOException {
+        if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IOException("refusing socket directory " + dir + ": not a directory (or a symbolic link)");
+        }
+        var attrs = Files.readAttributes(dir, "unix:uid,mode", LinkOption.NOFOLLOW_LINKS);
+        int uid = (Integer) attrs.get("uid");
+        int mode = (Integer) attrs.get("mode");
+        if (uid != 0 && uid != ownUid) {
+            throw new IOException("refusing socket directory " + dir + ": owned by uid " + uid
+                    + ", not root" + (ownUid != 0 ? " or uid " + ownUid : "")
+                    + " (another user could replace the socket); remove it or choose --sock");
+        }
+        if ((mode & 0022) != 0 && (mode & 01000) == 0) {
+            throw new IOException("refusing socket directory " + dir + ": writable by others without the"
+                    + " sticky bit (mode 0" + Integer.toOctalString(mode & 07777) + "); chmod +t or o-w it");
+        }
+    }
+
+    /** This process's effective uid (the owner of /proc/self). */
+    static int ownUid() throws IOException {
+        return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
     }
 
     /** Removes a socket file nobody listens on; refuses to touch a live one or a non-socket. */

@@ -47,8 +47,17 @@ public final class LocalControlServer implements AutoCloseable {
      *     listens there
      */
     public static LocalControlServer bind(Path socketPath, LocalControlHandler handler) throws IOException {
+        return bind(socketPath, handler, "rw-rw-rw-", null);
+    }
+
+    /**
+     * As above, with who may connect: the socket file's {@code permissions} (e.g. "rw-rw----") and
+     * {@code group} (a group name, or null for the daemon's).
+     */
+    public static LocalControlServer bind(Path socketPath, LocalControlHandler handler, String permissions,
+            String group) throws IOException {
         ChannelGroup connections = new DefaultChannelGroup("mrce-control", GlobalEventExecutor.INSTANCE);
-        DomainSocketServer server = DomainSocketServer.bind(socketPath, "mrce-control", "rw-rw-rw-",
+        DomainSocketServer server = DomainSocketServer.bind(socketPath, "mrce-control", permissions, group,
                 "local control socket", new ChannelInitializer<EpollDomainSocketChannel>() {
                     @Override
                     protected void initChannel(EpollDomainSocketChannel ch) {

@@ -18,6 +18,14 @@ public interface LocalSession {
     int gid();
 
     /**
+     * The connection's socket descriptor, for {@code getsockopt} (e.g. {@code SO_PEERPIDFD}); -1
+     * when there is none (a session not backed by a socket). Never read or write it.
+     */
+    default int socketFd() {
+        return -1;
+    }
+
+    /**
      * Sends the response to a request: a {@code mrce_ctrl_hdr} with {@code op}, {@code seq} and
      * {@code status} (0 or a positive errno), the payload (little-endian, from its position to its
      * limit; may be empty), then each fd as SCM_RIGHTS on a single zero byte, in order. Thread-safe.

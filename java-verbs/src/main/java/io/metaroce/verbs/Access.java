@@ -1,6 +1,10 @@
 package io.metaroce.verbs;
 
-/** Memory region and QP access flags ({@code enum ibv_access_flags}); combine with {@code |}. */
+/**
+ * Memory region and QP access flags ({@code enum ibv_access_flags}) as {@code int} bits; combine
+ * with {@code |}. {@link AccessFlag} names the same bits for {@link java.util.EnumSet}s; every
+ * method that takes these ints has an overload taking a {@code Set<AccessFlag>}.
+ */
 public final class Access {
     private Access() {}
 

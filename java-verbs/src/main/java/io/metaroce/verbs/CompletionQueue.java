@@ -10,7 +10,12 @@ import java.lang.foreign.MemorySegment;
  * A completion queue ({@code struct ibv_cq}), from {@link Context#createCompletionQueue}.
  * {@link #poll(WorkCompletions)} is the data path: it calls the provider's {@code poll_cq}
  * through {@code context->ops}, fills the native {@code ibv_wc} array of a reusable
- * {@link WorkCompletions} and allocates nothing.
+ * {@link WorkCompletions} and allocates nothing. {@link #poll(WorkCompletions, int, long)}
+ * waits for completions up to a timeout; {@link CompletionPoller} completes futures from it.
+ *
+ * <p><b>Thread safety:</b> one poller at a time per CQ is the usual verbs rule (libibverbs
+ * providers lock, so several are safe but share the completions). A concurrent {@link #close()}
+ * waits for a poll in flight or makes it throw IllegalStateException, never a crash.
  */
 public final class CompletionQueue extends VerbsObject {
 
@@ -24,8 +29,8 @@ public final class CompletionQueue extends VerbsObject {
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
     private final int capacity;
-    /** Events returned by the channel and not yet acknowledged (guarded by the channel's user). */
-    int unackedEvents;
+    /** Events returned by the channel and not yet acknowledged. */
+    final java.util.concurrent.atomic.AtomicInteger unackedEvents = new java.util.concurrent.atomic.AtomicInteger();
 
     CompletionQueue(Context context, CompletionChannel channel, MemorySegment ptr) {
         super(context, channel);
@@ -70,15 +75,17 @@ public final class CompletionQueue extends VerbsObject {
 
     /** Like {@link #poll(WorkCompletions)}, taking at most {@code max} completions. */
     public int poll(WorkCompletions wcs, int max) {
-        ensureOpen();
         if (max > wcs.capacity() || max < 0) {
             throw new IllegalArgumentException("max " + max + " outside 0.." + wcs.capacity());
         }
         int n;
+        acquire();
         try {
             n = (int) Native.OP_POLL_CQ.invokeExact(pollFn, ptr, max, wcs.segment);
         } catch (Throwable t) {
             throw rethrow(t);
+        } finally {
+            release();
         }
         if (n < 0) {
             wcs.count = 0;
@@ -89,16 +96,56 @@ public final class CompletionQueue extends VerbsObject {
     }
 
     /**
+     * Polls until at least one completion arrives or {@code timeoutNs} nanoseconds pass; returns
+     * how many it took (0: the timeout passed). It spins ({@link Thread#onSpinWait()}), then
+     * yields between polls, so a virtual thread lets others run on its carrier; for a wait that
+     * sleeps, arm the CQ and use its {@link CompletionChannel#await}. Allocation-free.
+     */
+    public int poll(WorkCompletions wcs, int max, long timeoutNs) {
+        int n = poll(wcs, max);
+        if (n != 0) {
+            return n;
+        }
+        long deadline = System.nanoTime() + Math.max(0, timeoutNs);
+        for (int spins = 0; ; spins++) {
+            if (spins < 256) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+            n = poll(wcs, max);
+            if (n != 0 || System.nanoTime() - deadline >= 0) {
+                return n;
+            }
+        }
+    }
+
+    /** {@link #poll(WorkCompletions, int, long)} taking up to {@code wcs.capacity()}, with a Duration. */
+    public int poll(WorkCompletions wcs, java.time.Duration timeout) {
+        return poll(wcs, wcs.capacity(), timeout.toNanos());
+    }
+
+    /**
+     * Waits (as {@link #poll(WorkCompletions, int, long)}) for one completion and returns its
+     * flyweight, {@code wcs.get(0)}, unchecked; null when {@code timeout} passes first.
+     */
+    public WorkCompletion pollOne(WorkCompletions wcs, java.time.Duration timeout) {
+        return poll(wcs, 1, timeout.toNanos()) == 0 ? null : wcs.get(0);
+    }
+
+    /**
      * {@code ibv_req_notify_cq}: arms the CQ so its next completion (only solicited ones when
      * {@code solicitedOnly}) raises an event on its channel.
      */
     public void requestNotify(boolean solicitedOnly) {
-        ensureOpen();
         int rc;
+        acquire();
         try {
             rc = (int) Native.OP_REQ_NOTIFY_CQ.invokeExact(notifyFn, ptr, solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
             throw rethrow(t);
+        } finally {
+            release();
         }
         if (rc != 0) {
             throw new VerbsException("ibv_req_notify_cq", rc);
@@ -107,11 +154,14 @@ public final class CompletionQueue extends VerbsObject {
 
     /** {@code ibv_ack_cq_events} for every event {@link CompletionChannel#awaitEvent()} returned for this CQ. */
     public void ackEvents() {
-        ensureOpen();
-        int n = unackedEvents;
-        if (n > 0) {
-            ACK_CQ_EVENTS.invoke(ptr, n);
-            unackedEvents = 0;
+        acquire();
+        try {
+            int n = unackedEvents.getAndSet(0);
+            if (n > 0) {
+                ACK_CQ_EVENTS.invoke(ptr, n);
+            }
+        } finally {
+            release();
         }
     }
 
@@ -122,9 +172,9 @@ public final class CompletionQueue extends VerbsObject {
 
     @Override
     void destroy() {
-        if (unackedEvents > 0) {
-            ACK_CQ_EVENTS.invoke(ptr, unackedEvents); // ibv_destroy_cq waits for every event's ack
-            unackedEvents = 0;
+        int n = unackedEvents.getAndSet(0);
+        if (n > 0) {
+            ACK_CQ_EVENTS.invoke(ptr, n); // ibv_destroy_cq waits for every event's ack
         }
         DESTROY_CQ.check(ptr);
         context.cqs.remove(ptr.address());

@@ -24,6 +24,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *     ...
  * }
  * }</pre>
+ *
+ * <p><b>Thread safety:</b> safe to share; queries and creations may run on several threads, and
+ * a concurrent {@link #close()} waits for those in flight or makes them throw.
  */
 public final class Context extends VerbsObject {
 
@@ -48,8 +51,17 @@ public final class Context extends VerbsObject {
     final MemorySegment opPostSrqRecv;
     final MemorySegment opPollCq;
     final MemorySegment opReqNotifyCq;
-    /** Live CQs by native address, for completion events. */
+    /** Live CQs by native address, for completion events and async events. */
     final Map<Long, CompletionQueue> cqs = new ConcurrentHashMap<>();
+    /** Live QPs and SRQs by native address, for async events. */
+    final Map<Long, QueuePair> qps = new ConcurrentHashMap<>();
+    final Map<Long, SharedReceiveQueue> srqs = new ConcurrentHashMap<>();
+    static final Native.Verb GET_ASYNC_EVENT = Native.verb("ibv_get_async_event",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    static final Native.Verb ACK_ASYNC_EVENT = Native.verb("ibv_ack_async_event",
+            FunctionDescriptor.ofVoid(ADDRESS));
+    /** Waits on the non-blocking async_fd, or null when it could not be made non-blocking. */
+    private final FdWaiter asyncWaiter;
 
     Context(MemorySegment ptr, String deviceName) {
         super();
@@ -61,6 +73,9 @@ public final class Context extends VerbsObject {
         this.opPostSrqRecv = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_POST_SRQ_RECV);
         this.opPollCq = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_POLL_CQ);
         this.opReqNotifyCq = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_REQ_NOTIFY_CQ);
+        int asyncFd = this.ptr.get(JAVA_INT, Abi.CONTEXT_ASYNC_FD);
+        this.asyncWaiter = Posix.setNonBlocking(asyncFd) == 0
+                ? new FdWaiter(asyncFd, this, "async-" + deviceName) : null;
         attach();
     }
 
@@ -80,13 +95,93 @@ public final class Context extends VerbsObject {
     }
 
     @Override
+    void wakeBlockedCalls() {
+        if (asyncWaiter != null) {
+            asyncWaiter.wake();
+        }
+    }
+
+    @Override
     void destroy() {
-        CLOSE_DEVICE.check(ptr);
+        try {
+            CLOSE_DEVICE.check(ptr);
+        } catch (RuntimeException e) {
+            if (asyncWaiter != null) {
+                asyncWaiter.rearm();
+            }
+            throw e;
+        }
+        if (asyncWaiter != null) {
+            asyncWaiter.close();
+        }
+    }
+
+    /**
+     * Takes one pending asynchronous event without waiting ({@code ibv_get_async_event} on the
+     * non-blocking {@code async_fd}, then {@code ibv_ack_async_event}), or returns null.
+     */
+    public AsyncEvent tryGetAsyncEvent() {
+        acquire();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment ev = a.allocate(Abi.ASYNC_EVENT_SIZE, 8);
+            try {
+                GET_ASYNC_EVENT.check(ptr, ev);
+            } catch (VerbsException e) {
+                if (e.errno() == Posix.EAGAIN) {
+                    return null;
+                }
+                throw e;
+            }
+            int raw = ev.get(JAVA_INT, Abi.ASYNC_EVENT_EVENT_TYPE);
+            AsyncEvent.Type type = AsyncEvent.Type.of(raw);
+            VerbsObject element = null;
+            int port = 0;
+            if (type != null && type.isPort()) {
+                port = ev.get(JAVA_INT, Abi.ASYNC_EVENT_ELEMENT);
+            } else if (type != null) {
+                long addr = ev.get(ADDRESS, Abi.ASYNC_EVENT_ELEMENT).address();
+                element = type == AsyncEvent.Type.CQ_ERR ? cqs.get(addr) : type.isQp() ? qps.get(addr)
+                        : type.isSrq() ? srqs.get(addr) : null;
+            }
+            ACK_ASYNC_EVENT.invoke(ev);
+            return new AsyncEvent(type, raw, element, port);
+        } finally {
+            release();
+        }
+    }
+
+    /**
+     * Waits up to {@code timeout} for the device's next asynchronous event (a QP fatal error, an
+     * SRQ below its limit, a port going down, ...) and returns it, acknowledged; null on timeout.
+     * A virtual thread parks meanwhile (one platform thread per context polls for all of them).
+     *
+     * @throws IllegalStateException when the context is closed, also by a close during the wait
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
+    public AsyncEvent awaitAsyncEvent(java.time.Duration timeout) throws InterruptedException {
+        if (asyncWaiter == null) {
+            throw new UnsupportedOperationException("the async_fd of " + deviceName + " cannot be made non-blocking");
+        }
+        long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
+        for (;;) {
+            AsyncEvent e = tryGetAsyncEvent();
+            if (e != null) {
+                return e;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return null;
+            }
+            if (asyncWaiter.await(left) == FdWaiter.WOKEN) {
+                ensureOpen();
+                throw new IllegalStateException(describe() + " is closed");
+            }
+        }
     }
 
     /** {@code ibv_query_device}. */
     public DeviceAttributes queryDevice() {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.DEVICE_ATTR_SIZE, 8);
             QUERY_DEVICE.check(ptr, s);
@@ -103,12 +198,14 @@ public final class Context extends VerbsObject {
                     s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ_WR),
                     s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ_SGE),
                     s.get(JAVA_BYTE, Abi.DEVICE_ATTR_PHYS_PORT_CNT) & 0xff);
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_query_port} of port {@code port} (1-based). */
     public PortAttributes queryPort(int port) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             // ibv_port_attr, with room to spare for a newer libibverbs' larger struct
             MemorySegment s = a.allocate(Abi.PORT_ATTR_SIZE + 64, 8);
@@ -121,29 +218,41 @@ public final class Context extends VerbsObject {
                     s.get(JAVA_BYTE, Abi.PORT_ATTR_LINK_LAYER) & 0xff,
                     s.get(JAVA_INT, Abi.PORT_ATTR_MAX_MSG_SZ) & 0xffffffffL,
                     s.get(JAVA_INT, Abi.PORT_ATTR_PORT_CAP_FLAGS));
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_query_gid}: entry {@code index} of port {@code port}'s GID table. */
     public Gid queryGid(int port, int index) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.GID_SIZE, 8);
             QUERY_GID.check(ptr, (byte) port, index, s);
             return Gid.read(s, 0);
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_alloc_pd}. */
     public ProtectionDomain allocateProtectionDomain() {
-        ensureOpen();
-        return new ProtectionDomain(this, ALLOC_PD.create(ptr));
+        acquire();
+        try {
+            return new ProtectionDomain(this, ALLOC_PD.create(ptr));
+        } finally {
+            release();
+        }
     }
 
     /** {@code ibv_create_comp_channel}: a file descriptor that wakes when an armed CQ completes. */
     public CompletionChannel createCompletionChannel() {
-        ensureOpen();
-        return new CompletionChannel(this, CREATE_COMP_CHANNEL.create(ptr));
+        acquire();
+        try {
+            return new CompletionChannel(this, CREATE_COMP_CHANNEL.create(ptr));
+        } finally {
+            release();
+        }
     }
 
     /** {@code ibv_create_cq} with at least {@code minEntries} entries, no channel, vector 0. */
@@ -156,12 +265,22 @@ public final class Context extends VerbsObject {
      * {@code channel} (may be null) once {@link CompletionQueue#requestNotify} armed the CQ.
      */
     public CompletionQueue createCompletionQueue(int minEntries, CompletionChannel channel, int compVector) {
-        ensureOpen();
-        if (channel != null) {
-            channel.ensureOpen();
+        acquire();
+        try {
+            if (channel != null) {
+                channel.acquire();
+            }
+            try {
+                MemorySegment cq = CREATE_CQ.create(ptr, minEntries, MemorySegment.NULL,
+                        channel == null ? MemorySegment.NULL : channel.ptr, compVector);
+                return new CompletionQueue(this, channel, cq);
+            } finally {
+                if (channel != null) {
+                    channel.release();
+                }
+            }
+        } finally {
+            release();
         }
-        MemorySegment cq = CREATE_CQ.create(ptr, minEntries, MemorySegment.NULL,
-                channel == null ? MemorySegment.NULL : channel.ptr, compVector);
-        return new CompletionQueue(this, channel, cq);
     }
 }

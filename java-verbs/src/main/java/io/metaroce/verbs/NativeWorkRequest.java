@@ -11,7 +11,8 @@ import java.lang.foreign.MemorySegment;
  * The native memory of one work request, send or receive: the {@code struct ibv_*_wr}, its
  * scatter/gather array and the {@code bad_wr} slot the post writes, in one allocation; and the
  * SGE list kept in it (the struct's {@code sg_list} points at the array, {@code num_sge} follows
- * the list).
+ * the list). It remembers which {@link MemoryRegion} each entry came from, so a post can hold
+ * those regions open for its duration ({@link #acquireRegions()}) and refuse a closed one.
  */
 final class NativeWorkRequest implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
@@ -20,6 +21,8 @@ final class NativeWorkRequest implements AutoCloseable {
     private final MemorySegment sges;
     private final long numSgeOffset;
     private final int maxSge;
+    /** The region of each entry, null for a raw entry. */
+    private final MemoryRegion[] regions;
     private int numSge;
 
     NativeWorkRequest(long wrSize, long sgListOffset, long numSgeOffset, int maxSge) {
@@ -27,6 +30,7 @@ final class NativeWorkRequest implements AutoCloseable {
             throw new IllegalArgumentException("maxSge < 0");
         }
         this.maxSge = maxSge;
+        this.regions = new MemoryRegion[maxSge];
         this.numSgeOffset = numSgeOffset;
         MemorySegment all = arena.allocate(wrSize + Abi.SGE_SIZE * maxSge + 8, 16);
         this.wr = all.asSlice(0, wrSize);
@@ -36,6 +40,7 @@ final class NativeWorkRequest implements AutoCloseable {
     }
 
     void clearSge() {
+        java.util.Arrays.fill(regions, 0, numSge, null);
         numSge = 0;
         wr.set(JAVA_INT, numSgeOffset, 0);
     }
@@ -45,7 +50,9 @@ final class NativeWorkRequest implements AutoCloseable {
         if (offset < 0 || length < 0 || offset + length > mr.length()) {
             throw new IndexOutOfBoundsException("SGE [" + offset + ", +" + length + ") outside " + mr.describe());
         }
+        mr.ensureUsable();
         addSge(mr.address() + offset, length, mr.lkey());
+        regions[numSge - 1] = mr;
     }
 
     /** Appends a raw entry (address, length, lkey): not checked against any region. */
@@ -57,6 +64,7 @@ final class NativeWorkRequest implements AutoCloseable {
         sges.set(JAVA_LONG, o + Abi.SGE_ADDR, address);
         sges.set(JAVA_INT, o + Abi.SGE_LENGTH, length);
         sges.set(JAVA_INT, o + Abi.SGE_LKEY, lkey);
+        regions[numSge] = null;
         numSge++;
         wr.set(JAVA_INT, numSgeOffset, numSge);
     }
@@ -67,6 +75,35 @@ final class NativeWorkRequest implements AutoCloseable {
             throw new IndexOutOfBoundsException("SGE " + index + " of " + numSge);
         }
         sges.set(JAVA_INT, Abi.SGE_SIZE * index + Abi.SGE_LENGTH, length);
+    }
+
+    /**
+     * Holds every region of the list open for a post (all or none): throws IllegalStateException
+     * when one is closed or its memory was freed. Allocation-free; undo with {@link #releaseRegions}.
+     */
+    void acquireRegions() {
+        int i = 0;
+        try {
+            for (; i < numSge; i++) {
+                MemoryRegion mr = regions[i];
+                if (mr != null) {
+                    mr.acquireForUse();
+                }
+            }
+        } catch (RuntimeException e) {
+            releaseRegions(i);
+            throw e;
+        }
+    }
+
+    /** Releases the regions of the first {@code count} entries. */
+    void releaseRegions(int count) {
+        for (int i = 0; i < count; i++) {
+            MemoryRegion mr = regions[i];
+            if (mr != null) {
+                mr.release();
+            }
+        }
     }
 
     int numSge() {

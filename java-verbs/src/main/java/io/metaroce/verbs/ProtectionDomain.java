@@ -11,6 +11,9 @@ import java.lang.foreign.MemorySegment;
 /**
  * A protection domain ({@code struct ibv_pd}): memory regions, queue pairs, shared receive
  * queues and address handles are created in it and must be closed before it.
+ *
+ * <p><b>Thread safety:</b> safe to share; objects may be created from it on several threads,
+ * and a concurrent {@link #close()} waits for creations in flight or makes them throw.
  */
 public final class ProtectionDomain extends VerbsObject {
 
@@ -52,29 +55,129 @@ public final class ProtectionDomain extends VerbsObject {
     }
 
     /**
-     * {@code ibv_reg_mr}: registers native memory. The segment must be native (not heap) and stay
-     * alive (its arena open) until the region is closed.
+     * {@code ibv_reg_mr}: registers native memory that the caller's arena owns. The region checks
+     * the segment (a post over it throws once the arena is closed) but cannot stop the arena
+     * from freeing it: close the region first, or prefer {@link #register(Arena, MemorySegment,
+     * int)} or {@link #allocateRegistered(long, int)}.
      *
      * @param access {@link Access} flags
      */
     public MemoryRegion register(MemorySegment segment, int access) {
-        ensureOpen();
+        return register(segment, access, null);
+    }
+
+    /** {@link #register(MemorySegment, int)} with the access flags as a set. */
+    public MemoryRegion register(MemorySegment segment, java.util.Set<AccessFlag> access) {
+        return register(segment, AccessFlag.toBits(access));
+    }
+
+    /** {@link #register(Arena, MemorySegment, int)} with the access flags as a set. */
+    public MemoryRegion register(Arena owner, MemorySegment segment, java.util.Set<AccessFlag> access) {
+        return register(owner, segment, AccessFlag.toBits(access));
+    }
+
+    /** {@link #allocateRegistered(long, int)} with the access flags as a set. */
+    public MemoryRegion allocateRegistered(long size, java.util.Set<AccessFlag> access) {
+        return allocateRegistered(size, AccessFlag.toBits(access));
+    }
+
+    /**
+     * {@code ibv_reg_mr} of memory allocated from {@code owner}, tied to that arena's lifetime:
+     * when {@code owner} closes, the region is closed (deregistered, after the posts in flight)
+     * before the arena frees the memory. Closing the region earlier is fine.
+     *
+     * @throws IllegalArgumentException when {@code segment} does not belong to {@code owner}
+     */
+    public MemoryRegion register(Arena owner, MemorySegment segment, int access) {
+        if (segment.scope() != owner.scope()) {
+            throw new IllegalArgumentException("the segment does not belong to this arena: " + segment);
+        }
+        MemoryRegion mr = register(segment, access, null);
+        try {
+            // Cleanups of an arena run in reverse order of registration: this one runs before the
+            // memory allocated earlier from the arena is freed.
+            MemorySegment.ofAddress(segment.address()).reinterpret(owner, s -> mr.close());
+        } catch (RuntimeException | Error e) {
+            mr.close();
+            throw e;
+        }
+        return mr;
+    }
+
+    /**
+     * A registered buffer that owns its memory: {@code size} bytes, page-aligned and zeroed,
+     * allocated for the region and freed when it is closed (after {@code ibv_dereg_mr}).
+     *
+     * @param access {@link Access} flags
+     */
+    public MemoryRegion allocateRegistered(long size, int access) {
+        if (size <= 0) {
+            throw new IllegalArgumentException("size must be positive: " + size);
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment segment = arena.allocate(size, 4096);
+            return register(segment, access, arena);
+        } catch (RuntimeException | Error e) {
+            if (arena.scope().isAlive()) { // a region that failed to attach already freed it
+                arena.close();
+            }
+            throw e;
+        }
+    }
+
+    /** {@link #allocateRegistered(long, int)} for local use ({@link Access#LOCAL_WRITE}: sends and receives). */
+    public MemoryRegion allocateRegistered(long size) {
+        return allocateRegistered(size, Access.LOCAL_WRITE);
+    }
+
+    private MemoryRegion register(MemorySegment segment, int access, Arena owned) {
         if (!segment.isNative()) {
             throw new IllegalArgumentException("only native memory can be registered (a heap segment moves): "
                     + segment);
         }
-        MemorySegment mr = REG_MR.create(ptr, segment, segment.byteSize(), access);
-        return new MemoryRegion(this, segment, mr);
+        if (!segment.scope().isAlive()) {
+            throw new IllegalStateException("the segment's arena is closed: " + segment);
+        }
+        acquire();
+        try {
+            MemorySegment mr = REG_MR.create(ptr, segment, segment.byteSize(), access);
+            return new MemoryRegion(this, segment, mr, access, owned);
+        } finally {
+            release();
+        }
     }
 
     /** {@code ibv_create_qp} with the given attributes ({@link QueuePair#rc}, {@link QueuePair#ud}). */
     public QueuePair createQueuePair(QueuePair.InitAttributes init) {
-        ensureOpen();
-        init.sendCq.ensureOpen();
-        init.recvCq.ensureOpen();
-        if (init.srq != null) {
-            init.srq.ensureOpen();
+        acquire();
+        try {
+            init.sendCq.acquire();
+            try {
+                init.recvCq.acquire();
+                try {
+                    if (init.srq != null) {
+                        init.srq.acquire();
+                    }
+                    try {
+                        return createQueuePair0(init);
+                    } finally {
+                        if (init.srq != null) {
+                            init.srq.release();
+                        }
+                    }
+                } finally {
+                    init.recvCq.release();
+                }
+            } finally {
+                init.sendCq.release();
+            }
+        } finally {
+            release();
         }
+    }
+
+    private QueuePair createQueuePair0(QueuePair.InitAttributes init) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.QP_INIT_ATTR_SIZE, 8);
             s.set(ADDRESS, Abi.QP_INIT_ATTR_SEND_CQ, init.sendCq.ptr);
@@ -102,7 +205,7 @@ public final class ProtectionDomain extends VerbsObject {
      * {@code maxSge} entries each; {@code limit} arms the SRQ-limit event (0: none).
      */
     public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.SRQ_INIT_ATTR_SIZE, 8);
             long at = Abi.SRQ_INIT_ATTR_ATTR;
@@ -112,16 +215,20 @@ public final class ProtectionDomain extends VerbsObject {
             MemorySegment srq = CREATE_SRQ.create(ptr, s);
             return new SharedReceiveQueue(this, srq, s.get(JAVA_INT, at + Abi.SRQ_ATTR_MAX_WR),
                     s.get(JAVA_INT, at + Abi.SRQ_ATTR_MAX_SGE));
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_create_ah}: an address handle for UD sends. */
     public AddressHandle createAddressHandle(AddressHandle.Attributes attrs) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.AH_ATTR_SIZE, 8);
             attrs.write(s, 0);
             return new AddressHandle(this, CREATE_AH.create(ptr, s), attrs);
+        } finally {
+            release();
         }
     }
 }

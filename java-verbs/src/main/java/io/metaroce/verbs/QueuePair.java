@@ -20,6 +20,12 @@ import java.util.Objects;
  * {@link #postRecv} are the data path: the provider's {@code post_send}/{@code post_recv} through
  * {@code context->ops}, allocation-free; a refused post throws a {@link VerbsException} naming
  * {@code ibv_post_send}/{@code ibv_post_recv}, the error number and the refused request.
+ *
+ * <p><b>Thread safety:</b> posting from several threads is safe as far as the provider allows
+ * (libibverbs providers lock their queues); each thread needs its own work request objects. A
+ * post holds the QP and the memory regions of its scatter/gather entries open for the call: a
+ * concurrent {@link #close()} (of the QP, or of a region or its arena) waits for it or makes it
+ * throw {@link IllegalStateException}, never a crash.
  */
 public final class QueuePair extends VerbsObject {
 
@@ -193,6 +199,11 @@ public final class QueuePair extends VerbsObject {
             return this;
         }
 
+        /** {@link #accessFlags(int)} as a set. */
+        public Attributes accessFlags(java.util.Set<AccessFlag> flags) {
+            return accessFlags(AccessFlag.toBits(flags));
+        }
+
         /** The primary path (address vector) to the peer. */
         public Attributes addressVector(AddressHandle.Attributes a) {
             av = a;
@@ -298,6 +309,7 @@ public final class QueuePair extends VerbsObject {
         this.qpNum = this.ptr.get(JAVA_INT, Abi.QP_QP_NUM);
         this.caps = caps;
         attach();
+        pd.context.qps.put(this.ptr.address(), this);
     }
 
     /** The QP number peers address ({@code qp->qp_num}). */
@@ -320,8 +332,21 @@ public final class QueuePair extends VerbsObject {
 
     /** The state libibverbs/the provider last recorded in {@code qp->state}. */
     public State state() {
-        ensureOpen();
-        return State.of(ptr.get(JAVA_INT, Abi.QP_STATE));
+        acquire();
+        try {
+            return State.of(ptr.get(JAVA_INT, Abi.QP_STATE));
+        } finally {
+            release();
+        }
+    }
+
+    /** The state for an error message, without throwing when the QP was closed meanwhile. */
+    private String stateForMessage() {
+        try {
+            return String.valueOf(state());
+        } catch (IllegalStateException closed) {
+            return "(closed)";
+        }
     }
 
     /** The native {@code struct ibv_qp *}. */
@@ -337,11 +362,12 @@ public final class QueuePair extends VerbsObject {
     @Override
     void destroy() {
         DESTROY_QP.check(ptr);
+        pd.context.qps.remove(ptr.address());
     }
 
     /** {@code ibv_modify_qp} with the fields (and mask) set in {@code attrs}. */
     public void modify(Attributes attrs) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.QP_ATTR_SIZE, 8);
             attrs.write(s);
@@ -350,12 +376,14 @@ public final class QueuePair extends VerbsObject {
             throw new VerbsException(e.verb(), e.errno(), describe() + " to "
                     + (attrs.state == null ? "(same state)" : attrs.state) + ", attr_mask 0x"
                     + Integer.toHexString(attrs.mask));
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_query_qp} of the QP's capabilities ({@code IBV_QP_CAP}), e.g. the real max inline size. */
     public Capabilities queryCapabilities() {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(Abi.QP_ATTR_SIZE, 8);
             MemorySegment init = a.allocate(Abi.QP_INIT_ATTR_SIZE, 8);
@@ -365,6 +393,8 @@ public final class QueuePair extends VerbsObject {
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_RECV_WR), init.get(JAVA_INT, c + Abi.QP_CAP_MAX_SEND_SGE),
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_RECV_SGE),
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_INLINE_DATA));
+        } finally {
+            release();
         }
     }
 
@@ -378,13 +408,37 @@ public final class QueuePair extends VerbsObject {
      * (a global route for RoCE), one incoming RDMA READ/atomic, RNR timer 12 (as ibv_rc_pingpong).
      */
     public void toRtr(Mtu mtu, int destQpNum, int destPsn, AddressHandle.Attributes path) {
+        toRtr(mtu, destQpNum, destPsn, path, 1, 12);
+    }
+
+    /**
+     * RC: INIT → RTR as {@link #toRtr(Mtu, int, int, AddressHandle.Attributes)}, with
+     * {@code maxDestRdAtomic} incoming RDMA READs/atomics in flight and RNR timer {@code minRnrTimer}.
+     */
+    public void toRtr(Mtu mtu, int destQpNum, int destPsn, AddressHandle.Attributes path, int maxDestRdAtomic,
+            int minRnrTimer) {
         modify(new Attributes().state(State.RTR).pathMtu(mtu).destQpNum(destQpNum).rqPsn(destPsn)
-                .maxDestRdAtomic(1).minRnrTimer(12).addressVector(path));
+                .maxDestRdAtomic(maxDestRdAtomic).minRnrTimer(minRnrTimer).addressVector(path));
     }
 
     /** RC: RTR → RTS with send PSN {@code psn}, timeout 14, 7 retries, 7 RNR retries, one outgoing READ/atomic. */
     public void toRts(int psn) {
-        modify(new Attributes().state(State.RTS).timeout(14).retryCount(7).rnrRetry(7).sqPsn(psn).maxRdAtomic(1));
+        toRts(psn, 14, 7, 7, 1);
+    }
+
+    /**
+     * RC: RTR → RTS with send PSN {@code psn}, ack timeout {@code timeout} (4.096 us * 2^timeout),
+     * {@code retryCount} retries, {@code rnrRetry} RNR retries (7: infinite) and
+     * {@code maxRdAtomic} outgoing RDMA READs/atomics in flight.
+     */
+    public void toRts(int psn, int timeout, int retryCount, int rnrRetry, int maxRdAtomic) {
+        modify(new Attributes().state(State.RTS).timeout(timeout).retryCount(retryCount).rnrRetry(rnrRetry).sqPsn(psn)
+                .maxRdAtomic(maxRdAtomic));
+    }
+
+    /** {@link #toInit(int, int)} with the access flags as a set. */
+    public void toInit(int port, java.util.Set<AccessFlag> accessFlags) {
+        toInit(port, AccessFlag.toBits(accessFlags));
     }
 
     /** UD: RESET → INIT on {@code port} with Q_Key {@code qkey}. */
@@ -409,15 +463,23 @@ public final class QueuePair extends VerbsObject {
      *     QP not in RTS or an opcode it does not support, ENOMEM for a full send queue)
      */
     public void postSend(SendWorkRequest wr) {
-        ensureOpen();
+        boolean ud = type == Type.UD;
         int rc;
+        acquire();
         try {
-            rc = (int) Native.OP_POST.invokeExact(postSendFn, ptr, wr.wr, wr.badWr);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
+            wr.acquireChain(ud);
+            try {
+                rc = (int) Native.OP_POST.invokeExact(postSendFn, ptr, wr.wr, wr.badWr);
+            } catch (Throwable t) {
+                throw CompletionQueue.rethrow(t);
+            } finally {
+                wr.releaseChain(ud);
+            }
+        } finally {
+            release();
         }
         if (rc != 0) {
-            throw new VerbsException("ibv_post_send", rc, describe() + " in state " + state() + ": "
+            throw new VerbsException("ibv_post_send", rc, describe() + " in state " + stateForMessage() + ": "
                     + Objects.requireNonNullElse(wr.describeBad(), "request " + SendWorkRequest.opcodeName(wr.opcode())));
         }
     }
@@ -428,15 +490,22 @@ public final class QueuePair extends VerbsObject {
      * @throws VerbsException naming ibv_post_recv when the provider refuses it
      */
     public void postRecv(RecvWorkRequest wr) {
-        ensureOpen();
         int rc;
+        acquire();
         try {
-            rc = (int) Native.OP_POST.invokeExact(postRecvFn, ptr, wr.wr, wr.badWr);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
+            wr.acquireChain();
+            try {
+                rc = (int) Native.OP_POST.invokeExact(postRecvFn, ptr, wr.wr, wr.badWr);
+            } catch (Throwable t) {
+                throw CompletionQueue.rethrow(t);
+            } finally {
+                wr.releaseChain();
+            }
+        } finally {
+            release();
         }
         if (rc != 0) {
-            throw new VerbsException("ibv_post_recv", rc, describe() + " in state " + state()
+            throw new VerbsException("ibv_post_recv", rc, describe() + " in state " + stateForMessage()
                     + (srq != null ? " (its receives come from an SRQ: post there)" : "") + ": "
                     + Objects.requireNonNullElse(wr.describeBad(), "wr_id " + wr.wrId()));
         }

@@ -9,8 +9,10 @@ import java.lang.foreign.MemorySegment;
 /**
  * A reusable receive work request ({@code struct ibv_recv_wr} with its scatter/gather list) in
  * native memory, for {@link QueuePair#postRecv} and {@link SharedReceiveQueue#postRecv}. Setters
- * write native memory and return {@code this}; posting allocates nothing. Not thread-safe; close
- * frees the memory (double close: no-op).
+ * write native memory and return {@code this}; posting allocates nothing.
+ *
+ * <p><b>Thread safety:</b> none: build and post it from one thread at a time. Close frees the
+ * memory (double close: no-op); a post of a closed request throws IllegalStateException.
  */
 public final class RecvWorkRequest implements AutoCloseable {
 
@@ -74,6 +76,28 @@ public final class RecvWorkRequest implements AutoCloseable {
     /** The native {@code struct ibv_recv_wr}. */
     public MemorySegment segment() {
         return wr;
+    }
+
+    /** Holds every SGE's memory region of the chain open for one post (all or none). */
+    void acquireChain() {
+        RecvWorkRequest r = this;
+        try {
+            for (; r != null; r = r.next) {
+                r.mem.acquireRegions();
+            }
+        } catch (RuntimeException e) {
+            for (RecvWorkRequest q = this; q != r; q = q.next) {
+                q.mem.releaseRegions(q.mem.numSge());
+            }
+            throw e;
+        }
+    }
+
+    /** Undoes {@link #acquireChain}. */
+    void releaseChain() {
+        for (RecvWorkRequest r = this; r != null; r = r.next) {
+            r.mem.releaseRegions(r.mem.numSge());
+        }
     }
 
     String describeBad() {

@@ -21,7 +21,11 @@ import java.lang.foreign.MemorySegment;
  *
  * Opcodes: {@link #send()}, {@link #sendWithImm}, {@link #rdmaWrite}, {@link #rdmaWriteWithImm},
  * {@link #rdmaRead}, {@link #compareAndSwap}, {@link #fetchAndAdd}; UD destinations with
- * {@link #ud}. Chains: {@link #next(SendWorkRequest)}. Not thread-safe; close frees the memory.
+ * {@link #ud}. Chains: {@link #next(SendWorkRequest)}. Flags as ints ({@code FLAG_*}) or sets of
+ * {@link SendFlag}; opcodes as ints or {@link WrOpcode}.
+ *
+ * <p><b>Thread safety:</b> none: build and post it from one thread at a time. Close frees the
+ * memory; a post of a closed request throws IllegalStateException.
  */
 public final class SendWorkRequest implements AutoCloseable {
 
@@ -40,10 +44,14 @@ public final class SendWorkRequest implements AutoCloseable {
     public static final int FLAG_SOLICITED = Abi.IBV_SEND_SOLICITED;
     public static final int FLAG_INLINE = Abi.IBV_SEND_INLINE;
 
+    /** {@code __be32 imm_data}: written in network order. */
+    private static final java.lang.foreign.ValueLayout.OfInt IMM_BE = JAVA_INT.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+
     private final NativeWorkRequest mem;
     final MemorySegment wr;
     final MemorySegment badWr;
     private SendWorkRequest next;
+    private AddressHandle ah;
 
     /** A request with room for {@code maxSge} scatter/gather entries, opcode SEND, no flags. */
     public SendWorkRequest(int maxSge) {
@@ -67,6 +75,11 @@ public final class SendWorkRequest implements AutoCloseable {
         return wr.get(JAVA_INT, Abi.SEND_WR_OPCODE);
     }
 
+    /** The immediate data last set, in host order. */
+    public int immData() {
+        return wr.get(IMM_BE, Abi.SEND_WR_IMM_DATA);
+    }
+
     /** Sets all {@code send_flags} at once ({@code FLAG_*}). */
     public SendWorkRequest flags(int flags) {
         wr.set(JAVA_INT, Abi.SEND_WR_SEND_FLAGS, flags);
@@ -75,6 +88,21 @@ public final class SendWorkRequest implements AutoCloseable {
 
     public int flags() {
         return wr.get(JAVA_INT, Abi.SEND_WR_SEND_FLAGS);
+    }
+
+    /** Sets all {@code send_flags} at once from a set (allocates nothing). */
+    public SendWorkRequest flags(java.util.Set<SendFlag> flags) {
+        return flags(SendFlag.toBits(flags));
+    }
+
+    /** The {@code send_flags} as a set (allocates one). */
+    public java.util.EnumSet<SendFlag> flagSet() {
+        return SendFlag.fromBits(flags());
+    }
+
+    /** The opcode as an enum (null for a value this binding does not name). */
+    public WrOpcode wrOpcode() {
+        return WrOpcode.of(opcode());
     }
 
     private SendWorkRequest flag(int flag, boolean on) {
@@ -118,9 +146,14 @@ public final class SendWorkRequest implements AutoCloseable {
         return opcode(SEND);
     }
 
-    /** SEND_WITH_IMM: a SEND that also carries 32 bits of immediate data to the receive completion. */
+    /**
+     * SEND_WITH_IMM: a SEND that also carries 32 bits of immediate data to the receive
+     * completion. {@code immData} is in host order; it is stored in network order
+     * ({@code imm_data} is {@code __be32}, what C senders write with {@code htonl}), and the
+     * receiver's {@link WorkCompletion#immData()} gives it back in host order.
+     */
     public SendWorkRequest sendWithImm(int immData) {
-        wr.set(JAVA_INT, Abi.SEND_WR_IMM_DATA, immData);
+        wr.set(IMM_BE, Abi.SEND_WR_IMM_DATA, immData);
         return opcode(SEND_WITH_IMM);
     }
 
@@ -129,9 +162,12 @@ public final class SendWorkRequest implements AutoCloseable {
         return remote(remoteAddr, rkey).opcode(RDMA_WRITE);
     }
 
-    /** RDMA_WRITE_WITH_IMM: an RDMA WRITE that also consumes a receive and completes it with the immediate. */
+    /**
+     * RDMA_WRITE_WITH_IMM: an RDMA WRITE that also consumes a receive and completes it with the
+     * immediate ({@code immData} in host order, sent in network order as with {@link #sendWithImm}).
+     */
     public SendWorkRequest rdmaWriteWithImm(long remoteAddr, int rkey, int immData) {
-        wr.set(JAVA_INT, Abi.SEND_WR_IMM_DATA, immData);
+        wr.set(IMM_BE, Abi.SEND_WR_IMM_DATA, immData);
         return remote(remoteAddr, rkey).opcode(RDMA_WRITE_WITH_IMM);
     }
 
@@ -164,6 +200,7 @@ public final class SendWorkRequest implements AutoCloseable {
     /** The UD destination of a SEND on a UD queue pair: address handle, remote QPN and Q_Key. */
     public SendWorkRequest ud(AddressHandle ah, int remoteQpn, int remoteQkey) {
         ah.ensureOpen();
+        this.ah = ah;
         wr.set(ADDRESS, Abi.SEND_WR_WR_UD_AH, ah.ptr);
         wr.set(JAVA_INT, Abi.SEND_WR_WR_UD_REMOTE_QPN, remoteQpn);
         wr.set(JAVA_INT, Abi.SEND_WR_WR_UD_REMOTE_QKEY, remoteQkey);
@@ -217,6 +254,47 @@ public final class SendWorkRequest implements AutoCloseable {
     /** The native {@code struct ibv_send_wr}. */
     public MemorySegment segment() {
         return wr;
+    }
+
+    /**
+     * Holds open what the chain refers to for one post: every SGE's memory region and, on a UD
+     * queue pair, each request's address handle. All or none; throws IllegalStateException
+     * naming the first closed one. Allocation-free.
+     */
+    void acquireChain(boolean ud) {
+        SendWorkRequest r = this;
+        try {
+            for (; r != null; r = r.next) {
+                r.mem.acquireRegions();
+                if (ud && r.ah != null) {
+                    try {
+                        r.ah.acquire();
+                    } catch (RuntimeException e) {
+                        r.mem.releaseRegions(r.mem.numSge());
+                        throw e;
+                    }
+                }
+            }
+        } catch (RuntimeException e) {
+            for (SendWorkRequest q = this; q != r; q = q.next) {
+                q.releaseOwn(ud);
+            }
+            throw e;
+        }
+    }
+
+    /** Undoes {@link #acquireChain}. */
+    void releaseChain(boolean ud) {
+        for (SendWorkRequest r = this; r != null; r = r.next) {
+            r.releaseOwn(ud);
+        }
+    }
+
+    private void releaseOwn(boolean ud) {
+        mem.releaseRegions(mem.numSge());
+        if (ud && ah != null) {
+            ah.release();
+        }
     }
 
     /** Which request of the chain {@code bad_wr} points at (for error messages). */

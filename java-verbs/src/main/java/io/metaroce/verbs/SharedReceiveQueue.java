@@ -12,6 +12,9 @@ import java.lang.foreign.MemorySegment;
  * {@link ProtectionDomain#createSharedReceiveQueue}: queue pairs created with
  * {@link QueuePair.InitAttributes#srq} take their receives from it. {@link #postRecv} is the
  * provider's {@code post_srq_recv} through {@code context->ops}, allocation-free.
+ *
+ * <p><b>Thread safety:</b> as {@link QueuePair}: posts hold the SRQ and their regions open; a
+ * concurrent close waits for them or makes them throw.
  */
 public final class SharedReceiveQueue extends VerbsObject {
 
@@ -37,6 +40,7 @@ public final class SharedReceiveQueue extends VerbsObject {
         this.maxWr = maxWr;
         this.maxSge = maxSge;
         attach();
+        pd.context.srqs.put(this.ptr.address(), this);
     }
 
     public ProtectionDomain protectionDomain() {
@@ -54,12 +58,19 @@ public final class SharedReceiveQueue extends VerbsObject {
      * @throws VerbsException naming ibv_post_srq_recv when the provider refuses it
      */
     public void postRecv(RecvWorkRequest wr) {
-        ensureOpen();
         int rc;
+        acquire();
         try {
-            rc = (int) Native.OP_POST.invokeExact(postFn, ptr, wr.wr, wr.badWr);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
+            wr.acquireChain();
+            try {
+                rc = (int) Native.OP_POST.invokeExact(postFn, ptr, wr.wr, wr.badWr);
+            } catch (Throwable t) {
+                throw CompletionQueue.rethrow(t);
+            } finally {
+                wr.releaseChain();
+            }
+        } finally {
+            release();
         }
         if (rc != 0) {
             String bad = wr.describeBad();
@@ -69,22 +80,26 @@ public final class SharedReceiveQueue extends VerbsObject {
 
     /** {@code ibv_modify_srq} of the limit ({@code IBV_SRQ_LIMIT}): arms the SRQ-limit event. */
     public void setLimit(int limit) {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.SRQ_ATTR_SIZE, 4);
             s.set(JAVA_INT, Abi.SRQ_ATTR_SRQ_LIMIT, limit);
             MODIFY_SRQ.check(ptr, s, Abi.IBV_SRQ_LIMIT);
+        } finally {
+            release();
         }
     }
 
     /** {@code ibv_query_srq}. */
     public Attributes query() {
-        ensureOpen();
+        acquire();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.SRQ_ATTR_SIZE, 4);
             QUERY_SRQ.check(ptr, s);
             return new Attributes(s.get(JAVA_INT, Abi.SRQ_ATTR_MAX_WR), s.get(JAVA_INT, Abi.SRQ_ATTR_MAX_SGE),
                     s.get(JAVA_INT, Abi.SRQ_ATTR_SRQ_LIMIT));
+        } finally {
+            release();
         }
     }
 
@@ -96,5 +111,6 @@ public final class SharedReceiveQueue extends VerbsObject {
     @Override
     void destroy() {
         DESTROY_SRQ.check(ptr);
+        pd.context.srqs.remove(ptr.address());
     }
 }

@@ -11,8 +11,11 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A flyweight over one {@code struct ibv_wc} slot of a {@link WorkCompletions} array: the
- * getters read native memory directly, nothing is copied or allocated. Constants name the
- * {@code enum ibv_wc_status} and {@code enum ibv_wc_opcode} values.
+ * getters read native memory directly, nothing is copied or allocated. It shows the next poll's
+ * completion once the array is polled again: keep one with {@link #snapshot()}, an immutable
+ * copy. Constants name the {@code enum ibv_wc_status} and {@code enum ibv_wc_opcode} values.
+ *
+ * <p><b>Thread safety:</b> none; read it on the polling thread (a {@link Snapshot} may go anywhere).
  */
 public final class WorkCompletion {
 
@@ -44,11 +47,8 @@ public final class WorkCompletion {
 
     private static final Native.Verb WC_STATUS_STR = Native.verb("ibv_wc_status_str",
             FunctionDescriptor.of(ADDRESS, JAVA_INT));
-    private static final String[] STATUS_NAMES = {"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR",
-        "LOC_PROT_ERR", "WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR",
-        "REM_ACCESS_ERR", "REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR",
-        "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
-        "GENERAL_ERR", "TM_ERR", "TM_RNDV_INCOMPLETE"};
+
+    private static final java.lang.foreign.ValueLayout.OfInt IMM_BE = JAVA_INT.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
 
     private final MemorySegment s;
 
@@ -70,6 +70,16 @@ public final class WorkCompletion {
         return status() == SUCCESS;
     }
 
+    /** The status as an enum (null for a value this binding does not name; {@link #status()} has it). */
+    public WcStatus wcStatus() {
+        return WcStatus.of(status());
+    }
+
+    /** The opcode as an enum (null for a value this binding does not name). Valid only on success. */
+    public WcOpcode wcOpcode() {
+        return WcOpcode.of(opcode());
+    }
+
     /** {@code enum ibv_wc_opcode} ({@link #OP_SEND}, {@link #OP_RECV}, ...). Valid only on success. */
     public int opcode() {
         return s.get(JAVA_INT, Abi.WC_OPCODE);
@@ -84,8 +94,16 @@ public final class WorkCompletion {
         return s.get(JAVA_INT, Abi.WC_BYTE_LEN);
     }
 
-    /** The immediate data, as the sender gave it (network order in C; here the same 32 bits). */
+    /**
+     * The immediate data in host order: {@code ntohl(wc.imm_data)}, the value the sender passed
+     * to {@link SendWorkRequest#sendWithImm} (or a C sender to {@code htonl}).
+     */
     public int immData() {
+        return s.get(IMM_BE, Abi.WC_IMM_DATA);
+    }
+
+    /** The immediate data as stored ({@code __be32}: network byte order, not converted). */
+    public int immDataRaw() {
         return s.get(JAVA_INT, Abi.WC_IMM_DATA);
     }
 
@@ -132,9 +150,57 @@ public final class WorkCompletion {
         return this;
     }
 
+    /** An immutable copy of this completion that survives the next poll (allocates one object). */
+    public Snapshot snapshot() {
+        return new Snapshot(wrId(), status(), opcode(), vendorErr(), byteLength(), immData(), qpNum(), srcQp(),
+                flags(), pkeyIndex(), slid(), sl());
+    }
+
+    /**
+     * An immutable copy of a {@link WorkCompletion}, from {@link WorkCompletion#snapshot()}:
+     * valid after the next poll, on any thread. {@code immData} is in host order.
+     */
+    public record Snapshot(long wrId, int status, int opcode, int vendorErr, int byteLength, int immData, int qpNum,
+            int srcQp, int flags, int pkeyIndex, int slid, int sl) {
+
+        public boolean isSuccess() {
+            return status == SUCCESS;
+        }
+
+        /** The status as an enum (null for a value this binding does not name). */
+        public WcStatus wcStatus() {
+            return WcStatus.of(status);
+        }
+
+        /** The opcode as an enum (null for a value this binding does not name). */
+        public WcOpcode wcOpcode() {
+            return WcOpcode.of(opcode);
+        }
+
+        /** True when {@link #immData()} is valid. */
+        public boolean hasImm() {
+            return (flags & WITH_IMM) != 0;
+        }
+
+        /** Returns this when its status is SUCCESS, else throws {@link WorkCompletionException}. */
+        public Snapshot check() {
+            if (status != SUCCESS) {
+                throw new WorkCompletionException(wrId, status, opcode, qpNum, vendorErr);
+            }
+            return this;
+        }
+
+        @Override
+        public String toString() {
+            return "WorkCompletion[wrId=" + wrId + ", status=" + statusName(status) + ", opcode=" + opcodeName(opcode)
+                    + ", byteLength=" + byteLength + ", qpNum=" + qpNum + "]";
+        }
+    }
+
     /** The C name without {@code IBV_WC_}, e.g. {@code "REM_ACCESS_ERR"}. */
     public static String statusName(int status) {
-        return status >= 0 && status < STATUS_NAMES.length ? STATUS_NAMES[status] : "STATUS_" + status;
+        WcStatus s = WcStatus.of(status);
+        return s != null ? s.name() : "STATUS_" + status;
     }
 
     /** libibverbs' text for a status ({@code ibv_wc_status_str}), e.g. "remote access error". */
@@ -148,16 +214,8 @@ public final class WorkCompletion {
 
     /** The C name without {@code IBV_WC_}, e.g. {@code "RDMA_WRITE"}. */
     public static String opcodeName(int opcode) {
-        return switch (opcode) {
-            case Abi.IBV_WC_SEND -> "SEND";
-            case Abi.IBV_WC_RDMA_WRITE -> "RDMA_WRITE";
-            case Abi.IBV_WC_RDMA_READ -> "RDMA_READ";
-            case Abi.IBV_WC_COMP_SWAP -> "COMP_SWAP";
-            case Abi.IBV_WC_FETCH_ADD -> "FETCH_ADD";
-            case Abi.IBV_WC_RECV -> "RECV";
-            case Abi.IBV_WC_RECV_RDMA_WITH_IMM -> "RECV_RDMA_WITH_IMM";
-            default -> "OPCODE_" + opcode;
-        };
+        WcOpcode o = WcOpcode.of(opcode);
+        return o != null ? o.name() : "OPCODE_" + opcode;
     }
 
     @Override

@@ -35,7 +35,10 @@ class WorkRequestLayoutTest {
 
             wr.sendWithImm(0xabcdef01);
             assertThat(s.get(JAVA_INT, Abi.SEND_WR_OPCODE)).isEqualTo(Abi.IBV_WR_SEND_WITH_IMM);
-            assertThat(s.get(JAVA_INT, Abi.SEND_WR_IMM_DATA)).isEqualTo(0xabcdef01);
+            // __be32 imm_data: the bytes in network order, as htonl(0xabcdef01) in C
+            assertThat(s.asSlice(Abi.SEND_WR_IMM_DATA, 4).toArray(JAVA_BYTE))
+                    .containsExactly((byte) 0xab, (byte) 0xcd, (byte) 0xef, (byte) 0x01);
+            assertThat(wr.immData()).isEqualTo(0xabcdef01);
 
             wr.rdmaWrite(0xdead_0000L, 0x42);
             assertThat(s.get(JAVA_INT, Abi.SEND_WR_OPCODE)).isEqualTo(Abi.IBV_WR_RDMA_WRITE);
@@ -44,7 +47,7 @@ class WorkRequestLayoutTest {
 
             wr.rdmaWriteWithImm(0xbeef_0000L, 0x43, 99);
             assertThat(s.get(JAVA_INT, Abi.SEND_WR_OPCODE)).isEqualTo(Abi.IBV_WR_RDMA_WRITE_WITH_IMM);
-            assertThat(s.get(JAVA_INT, Abi.SEND_WR_IMM_DATA)).isEqualTo(99);
+            assertThat(s.asSlice(Abi.SEND_WR_IMM_DATA, 4).toArray(JAVA_BYTE)).containsExactly(0, 0, 0, 99);
             assertThat(s.get(JAVA_INT, Abi.SEND_WR_WR_RDMA_RKEY)).isEqualTo(0x43);
 
             wr.rdmaRead(0xcafe_0000L, 0x44);
@@ -104,7 +107,8 @@ class WorkRequestLayoutTest {
             s.set(JAVA_INT, at + Abi.WC_STATUS, Abi.IBV_WC_REM_ACCESS_ERR);
             s.set(JAVA_INT, at + Abi.WC_OPCODE, Abi.IBV_WC_RDMA_WRITE);
             s.set(JAVA_INT, at + Abi.WC_BYTE_LEN, 4096);
-            s.set(JAVA_INT, at + Abi.WC_IMM_DATA, 12345);
+            // what the provider leaves in __be32 imm_data for a C sender's htonl(0x12345678)
+            s.asSlice(at + Abi.WC_IMM_DATA, 4).copyFrom(MemorySegment.ofArray(new byte[] {0x12, 0x34, 0x56, 0x78}));
             s.set(JAVA_INT, at + Abi.WC_QP_NUM, 0x12);
             s.set(JAVA_INT, at + Abi.WC_SRC_QP, 0x34);
             s.set(JAVA_INT, at + Abi.WC_WC_FLAGS, Abi.IBV_WC_WITH_IMM);
@@ -117,7 +121,9 @@ class WorkRequestLayoutTest {
             assertThat(wc.opcode()).isEqualTo(WorkCompletion.OP_RDMA_WRITE);
             assertThat(wc.byteLength()).isEqualTo(4096);
             assertThat(wc.hasImm()).isTrue();
-            assertThat(wc.immData()).isEqualTo(12345);
+            assertThat(wc.immData()).as("ntohl").isEqualTo(0x12345678);
+            assertThat(wc.immDataRaw()).isEqualTo(java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN
+                    ? 0x12345678 : 0x78563412);
             assertThat(wc.qpNum()).isEqualTo(0x12);
             assertThat(wc.srcQp()).isEqualTo(0x34);
             assertThat(wc.slid()).isEqualTo(0xbeef);
@@ -126,7 +132,32 @@ class WorkRequestLayoutTest {
                     .hasMessageContaining("work request 77")
                     .hasMessageContaining("RDMA_WRITE on QP 0x000012")
                     .hasMessageContaining("REM_ACCESS_ERR (10)");
+
+            WorkCompletion.Snapshot snap = wc.snapshot();
+            s.fill((byte) 0); // the next poll reuses the slot: the snapshot keeps its values
+            assertThat(wc.wrId()).isZero();
+            assertThat(snap.wrId()).isEqualTo(77);
+            assertThat(snap.status()).isEqualTo(WorkCompletion.REM_ACCESS_ERR);
+            assertThat(snap.isSuccess()).isFalse();
+            assertThat(snap.opcode()).isEqualTo(WorkCompletion.OP_RDMA_WRITE);
+            assertThat(snap.byteLength()).isEqualTo(4096);
+            assertThat(snap.hasImm()).isTrue();
+            assertThat(snap.immData()).isEqualTo(0x12345678);
+            assertThat(snap.qpNum()).isEqualTo(0x12);
+            assertThat(snap.srcQp()).isEqualTo(0x34);
+            assertThat(snap.slid()).isEqualTo(0xbeef);
+            assertThat(snap.sl()).isEqualTo(3);
+            assertThatThrownBy(snap::check).isInstanceOf(WorkCompletionException.class)
+                    .hasMessageContaining("work request 77").hasMessageContaining("REM_ACCESS_ERR (10)");
         }
+    }
+
+    @Test
+    void aClosedCompletionArrayCannotBeReadOrPolledInto() {
+        WorkCompletions wcs = new WorkCompletions(1);
+        WorkCompletion wc = wcs.get(0);
+        wcs.close();
+        assertThatThrownBy(wc::wrId).isInstanceOf(IllegalStateException.class);
     }
 
     @Test

@@ -17,6 +17,7 @@ import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
+import io.metaroce.nic.verbs.UserQuota;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.verbs.CmBridge;
 import io.metaroce.control.cm.ConnectionManager;
@@ -63,6 +64,30 @@ public final class NicDaemon implements Callable<Integer> {
 
     @Option(names = "--sock", description = "control socket (default /tmp/metaroce/nicd-<netns inode>.sock)")
     Path sock;
+
+    @Option(names = "--sock-mode", defaultValue = "0666",
+            description = "who may use the daemon: the control socket's mode, octal (default 0666: every local user; 0660 with --sock-group: that group)")
+    String sockMode;
+
+    @Option(names = "--sock-group", description = "the control socket's group (default: the daemon's)")
+    String sockGroup;
+
+    @Option(names = "--user-max-qp", defaultValue = "0", description = "QPs one user may hold (0: no limit)")
+    long userMaxQp;
+
+    @Option(names = "--user-max-mr", defaultValue = "0", description = "MRs one user may hold (0: no limit)")
+    long userMaxMr;
+
+    @Option(names = "--user-max-mr-bytes", defaultValue = "0",
+            description = "bytes one user may register (0: no limit)")
+    long userMaxMrBytes;
+
+    @Option(names = "--user-max-cqe", defaultValue = "0",
+            description = "CQ entries one user may hold (0: no limit)")
+    long userMaxCqe;
+
+    /** --sock-mode as a permission string, checked in {@link #call()}. */
+    private String socketPerms;
 
     @Option(names = "--transport", defaultValue = "metaroce",
             description = "metaroce (multipath, default) or baseline (one path, go-back-N: classic RoCE)")
@@ -142,6 +167,24 @@ public final class NicDaemon implements Callable<Integer> {
         System.exit(new CommandLine(new NicDaemon()).execute(args));
     }
 
+    /** "0660" as "rw-rw----"; only the rw bits of user, group and others. */
+    static String socketPermissions(String octal) {
+        int mode;
+        try {
+            mode = Integer.parseInt(octal, 8);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--sock-mode " + octal + ": not an octal mode");
+        }
+        if ((mode & ~0666) != 0) {
+            throw new IllegalArgumentException("--sock-mode " + octal + ": only read/write bits (e.g. 0660)");
+        }
+        StringBuilder sb = new StringBuilder();
+        for (int shift = 6; shift >= 0; shift -= 3) {
+            sb.append((mode >> shift & 4) != 0 ? 'r' : '-').append((mode >> shift & 2) != 0 ? 'w' : '-').append('-');
+        }
+        return sb.toString();
+    }
+
     @Override
     public Integer call() throws Exception {
         if (!"udp".equals(portKind) && !"xdp".equals(portKind) && !"xdp-native".equals(portKind)) {
@@ -158,6 +201,16 @@ public final class NicDaemon implements Callable<Integer> {
         }
         if (!"metaroce".equals(transport) && !"baseline".equals(transport)) {
             System.err.println("mrce-nicd: unknown --transport " + transport + " (metaroce or baseline)");
+            return 2;
+        }
+        if (userMaxQp < 0 || userMaxMr < 0 || userMaxMrBytes < 0 || userMaxCqe < 0) {
+            System.err.println("mrce-nicd: --user-max-* must be 0 (no limit) or more");
+            return 2;
+        }
+        try {
+            socketPerms = socketPermissions(sockMode);
+        } catch (IllegalArgumentException e) {
+            System.err.println("mrce-nicd: " + e.getMessage());
             return 2;
         }
         if (rtoMinUs < 1 || rtoMinUs > 100_000) {
@@ -223,6 +276,7 @@ public final class NicDaemon implements Callable<Integer> {
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
                     cmDisconnectGraceMs);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
+            verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe));
             ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
             if (services != null) {
                 cm.manager().serviceHandler(services);
@@ -232,7 +286,7 @@ public final class NicDaemon implements Callable<Integer> {
             runner.start();
             DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, portKind, udpPort, socketPath, transport,
                     "baseline".equals(transport) ? 1 : paths);
-            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs);
+            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs, socketPerms, sockGroup);
                     AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
                     MetricsEndpoint metrics = metricsPort == null ? null
                             : new MetricsEndpoint(new InetSocketAddress(metricsAddr, metricsPort), admin::stats)) {

@@ -17,9 +17,9 @@ import java.util.List;
 public final class CmCodec {
     public static final int HEADER = 4;
     public static final int MAGIC = 0x4d52434d; // "MRCM"
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     public static final int MAX_PATHS = 256;
-    public static final int HELLO_SIZE = HEADER + 4 + 2 + 2 + 4 + 8 + 2 + 2;
+    public static final int HELLO_SIZE = HEADER + 4 + 2 + 2 + 4 + 8 + 2 + 2 + 4;
     static final int ENDPOINT_FIXED = 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
     /** The smallest link MTU an endpoint may announce (IPv4's minimum datagram every host takes). */
     public static final int MIN_LINK_MTU = 576;
@@ -37,7 +37,7 @@ public final class CmCodec {
         switch (m) {
             case CmMessage.Hello h -> out.writeInt(MAGIC).writeShort(h.version()).writeShort(0)
                     .writeInt(h.capabilities()).writeLong(h.bootId()).writeShort(h.dataPort())
-                    .writeShort(h.heartbeatMs());
+                    .writeShort(h.heartbeatMs()).writeInt(h.servedIp());
             case CmMessage.Connect c -> endpoint(out.writeInt(c.requestId()), c.endpoint());
             case CmMessage.Accept a -> endpoint(out.writeInt(a.requestId()), a.endpoint());
             case CmMessage.Reject r -> out.writeInt(r.requestId()).writeInt(r.qpn()).writeInt(r.peerQpn())
@@ -103,7 +103,8 @@ public final class CmCodec {
                 if (hb == 0) {
                     throw new CmProtocolException("heartbeat 0");
                 }
-                yield new CmMessage.Hello(version, in.getInt(p + 8), in.getLong(p + 12), in.getUnsignedShort(p + 20), hb);
+                yield new CmMessage.Hello(version, in.getInt(p + 8), in.getLong(p + 12), in.getUnsignedShort(p + 20), hb,
+                        in.getInt(p + 24));
             }
             case CmMessage.TYPE_CONNECT -> new CmMessage.Connect(in.getInt(p), endpoint(in, p + 4, body - 4));
             case CmMessage.TYPE_ACCEPT -> new CmMessage.Accept(in.getInt(p), endpoint(in, p + 4, body - 4));

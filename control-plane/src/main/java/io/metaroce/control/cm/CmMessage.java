@@ -32,8 +32,12 @@ public sealed interface CmMessage {
 
     int type();
 
-    /** First message on a connection, both ways. */
-    record Hello(int version, int capabilities, long bootId, int dataPort, int heartbeatMs) implements CmMessage {
+    /**
+     * First message on a connection, both ways. {@code servedIp} (host-order IPv4) is the address
+     * the sending daemon serves: the receiver checks that the connection comes from it.
+     */
+    record Hello(int version, int capabilities, long bootId, int dataPort, int heartbeatMs, int servedIp)
+            implements CmMessage {
         public int type() {
             return TYPE_HELLO;
         }

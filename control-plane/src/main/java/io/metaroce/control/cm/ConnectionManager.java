@@ -455,6 +455,12 @@ public final class ConnectionManager implements AutoCloseable {
                 if (h.version() != CmCodec.VERSION) {
                     throw new CmProtocolException("version " + h.version() + " (we speak " + CmCodec.VERSION + ")");
                 }
+                // A peer is the daemon serving the address it announces; its connections come from
+                // that address (it binds them there), whatever the kernel would have picked.
+                if (h.servedIp() != ip) {
+                    throw new CmProtocolException("peer announces served address " + address(h.servedIp()).getHostAddress()
+                            + " on a connection with " + address(ip).getHostAddress());
+                }
                 if (p.bootId != 0 && p.bootId != h.bootId()) {
                     restarted(p);
                 }
@@ -621,7 +627,10 @@ public final class ConnectionManager implements AutoCloseable {
                 return;
             }
             dialing = true;
+            // From the address we serve, never the kernel's choice of source (on lo, or with a
+            // secondary address, that is another address): the peer knows us by this one.
             ChannelFuture f = new Bootstrap().group(loop).channel(EpollSocketChannel.class)
+                    .localAddress(new InetSocketAddress(address(localIp), 0))
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, Math.max(100, config.heartbeatMs()))
                     .handler(new ChannelInitializer<SocketChannel>() {
@@ -744,7 +753,7 @@ public final class ConnectionManager implements AutoCloseable {
                 }
                 ip = ((a[0] & 0xff) << 24) | ((a[1] & 0xff) << 16) | ((a[2] & 0xff) << 8) | (a[3] & 0xff);
             }
-            ctx.writeAndFlush(new CmMessage.Hello(CmCodec.VERSION, 0, bootId, 0, config.heartbeatMs()));
+            ctx.writeAndFlush(new CmMessage.Hello(CmCodec.VERSION, 0, bootId, 0, config.heartbeatMs(), localIp));
             ctx.fireChannelActive();
         }
 

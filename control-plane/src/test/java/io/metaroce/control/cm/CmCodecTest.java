@@ -24,7 +24,7 @@ class CmCodecTest {
     }
 
     static final List<CmMessage> ALL = List.of(
-            new CmMessage.Hello(CmCodec.VERSION, 0, 0x1122334455667788L, 4793, 500),
+            new CmMessage.Hello(CmCodec.VERSION, 0, 0x1122334455667788L, 4793, 500, 0xc6120001),
             new CmMessage.Connect(7, EP),
             new CmMessage.Accept(7, EP),
             new CmMessage.Accept(7, new CmMessage.Endpoint(0x12, 0x34, 4096, 256, 1, 2, new int[] {1}, 9000)),
@@ -70,11 +70,12 @@ class CmCodecTest {
     void helloLayoutIsAsSpecified() {
         ByteBuf b = Unpooled.buffer();
         CmCodec.encode(ALL.get(0), b);
-        assertThat(b.readableBytes()).isEqualTo(CmCodec.HELLO_SIZE).isEqualTo(28);
-        assertThat(b.getUnsignedShort(0)).isEqualTo(28);
+        assertThat(b.readableBytes()).isEqualTo(CmCodec.HELLO_SIZE).isEqualTo(32);
+        assertThat(b.getUnsignedShort(0)).isEqualTo(32);
         assertThat(b.getByte(2)).isEqualTo((byte) CmMessage.TYPE_HELLO);
         assertThat(b.getInt(4)).isEqualTo(0x4d52434d);
         assertThat(b.getLong(16)).isEqualTo(0x1122334455667788L);
+        assertThat(b.getInt(28)).as("served address 198.18.0.1").isEqualTo(0xc6120001);
         b.release();
     }
 

@@ -12,6 +12,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.testcontainers.containers.GenericContainer;
 import org.testcontainers.utility.DockerImageName;
 
@@ -29,6 +31,7 @@ final class Node {
     /** Where the daemon writes its stats in the container (readable from the host, see {@link #file}). */
     static final String STATS_FILE = "/tmp/nicd-stats.json";
     private static final String READY = "mrce-nicd ready:";
+    private static final Pattern SEGS_OUT = Pattern.compile("segs_out:(\\d+)");
     private static final Duration DAEMON_READY_TIMEOUT = Duration.ofSeconds(60);
 
     private final String name;
@@ -111,6 +114,20 @@ final class Node {
         full.addAll(env);
         full.addAll(cmd);
         return full;
+    }
+
+    /**
+     * TCP segments the daemon here has sent on its connection-manager connections (port 4792) so
+     * far: they cross the spine too, and no data-path fault drops them.
+     */
+    long cmSegmentsOut() {
+        Proc.Result r = Sh.runOrKill(Duration.ofSeconds(10), inNetns("ss", "-tinH", "( sport = :4792 or dport = :4792 )"));
+        long n = 0;
+        Matcher m = SEGS_OUT.matcher(r.output());
+        while (m.find()) {
+            n += Long.parseLong(m.group(1));
+        }
+        return n;
     }
 
     /** Runs CMD in the container to completion within timeout; exit -1 if it had to be killed. */

@@ -3,6 +3,9 @@ package io.metaroce.verbs.cm;
 import io.metaroce.verbs.QueuePair;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * rdma_cm-style connection set-up: a passive side {@link #listen}s and takes requests, an active
@@ -33,6 +36,33 @@ public interface ConnectionService {
          * private data; returns with it in RTS. The same as {@code next().accept(qp, options)}.
          */
         Connection accept(QueuePair qp, ConnectOptions options) throws IOException;
+
+        /**
+         * {@link #accept(QueuePair, ConnectOptions)} that gives up after {@code timeout} (zero: no
+         * limit) with {@link java.net.SocketTimeoutException}; the same as
+         * {@code next(timeout).accept(qp, options)} where the service shows requests.
+         */
+        default Connection accept(QueuePair qp, ConnectOptions options, java.time.Duration timeout)
+                throws IOException {
+            if (timeout.isZero()) {
+                return accept(qp, options);
+            }
+            return next(timeout).accept(qp, options);
+        }
+
+        /**
+         * {@link #next()} that gives up after {@code timeout} (zero: no limit) with
+         * {@link java.net.SocketTimeoutException}.
+         *
+         * @throws UnsupportedOperationException where the service cannot show requests
+         */
+        default ConnectionRequest next(java.time.Duration timeout) throws IOException {
+            if (timeout.isZero()) {
+                return next();
+            }
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot show requests before"
+                    + " accepting them; use accept(qp, options, timeout)");
+        }
 
         /**
          * Waits for the next connection request, to look at (its private data, its endpoint) and
@@ -74,13 +104,24 @@ public interface ConnectionService {
     /**
      * A connected queue pair, both ends' endpoints, and the private data the peer answered with
      * (the acceptor's on the active side, the requester's on the passive side; empty without).
+     *
+     * <p>A connection owns its queue pair, and with {@link #owning} whatever else the caller
+     * hands it (its CQs, memory regions, protection domain, ...): {@link #close()} disconnects
+     * and frees them all. Immutable; close it from one thread.
      */
-    record Connection(QueuePair qp, QpEndpoint local, QpEndpoint remote, byte[] privateData) {
+    record Connection(QueuePair qp, QpEndpoint local, QpEndpoint remote, byte[] privateData,
+            List<AutoCloseable> owned) implements AutoCloseable {
         public Connection {
             privateData = privateData == null ? new byte[0] : privateData.clone();
+            owned = owned == null ? List.of() : List.copyOf(owned);
         }
 
-        /** No private data. */
+        /** Owning only its queue pair. */
+        public Connection(QueuePair qp, QpEndpoint local, QpEndpoint remote, byte[] privateData) {
+            this(qp, local, remote, privateData, List.of());
+        }
+
+        /** No private data; owning only its queue pair. */
         public Connection(QueuePair qp, QpEndpoint local, QpEndpoint remote) {
             this(qp, local, remote, new byte[0]);
         }
@@ -89,6 +130,55 @@ public interface ConnectionService {
         @Override
         public byte[] privateData() {
             return privateData.clone();
+        }
+
+        /**
+         * The same connection, also owning {@code resources}: {@link #close()} closes them after
+         * the queue pair, last first (list them in creation order: e.g. PD, CQ, MR).
+         */
+        public Connection owning(AutoCloseable... resources) {
+            List<AutoCloseable> all = new ArrayList<>(owned);
+            all.addAll(Arrays.asList(resources));
+            return new Connection(qp, local, remote, privateData, all);
+        }
+
+        /**
+         * Disconnects: moves the queue pair to the error state (its outstanding work requests
+         * complete with WR_FLUSH_ERR, so a {@link io.metaroce.verbs.CompletionPoller} fails their
+         * futures; the peer's next request fails once its retries run out), destroys it, then
+         * closes what the connection owns, last first. The first failure is thrown after all
+         * were tried, later ones suppressed. Closing again is a no-op for verbs objects.
+         */
+        @Override
+        public void close() {
+            RuntimeException failure = null;
+            if (!qp.isClosed()) {
+                try {
+                    qp.modify(new QueuePair.Attributes().state(QueuePair.State.ERR));
+                } catch (RuntimeException e) {
+                    // already in error, or closed meanwhile: destroying is what matters
+                }
+                try {
+                    qp.close();
+                } catch (RuntimeException e) {
+                    failure = e;
+                }
+            }
+            for (int i = owned.size() - 1; i >= 0; i--) {
+                try {
+                    owned.get(i).close();
+                } catch (Exception e) {
+                    RuntimeException r = e instanceof RuntimeException re ? re : new IllegalStateException(e);
+                    if (failure == null) {
+                        failure = r;
+                    } else {
+                        failure.addSuppressed(r);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
+            }
         }
     }
 }

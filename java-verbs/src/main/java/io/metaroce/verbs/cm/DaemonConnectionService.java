@@ -16,6 +16,7 @@ import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 
 /**
@@ -30,7 +31,9 @@ import java.util.Arrays;
  *   <li>{@link #listen(int)}: the port is the service id (1 .. 2^32-1, one listener per service
  *       per daemon: a second one gets {@link BindException}). The listener's connection lives
  *       until {@link Listener#close()} or the process exits; either frees the service.
- *   <li>{@link Listener#next()} waits for a request; {@link ConnectionRequest#accept} moves the QP
+ *   <li>{@link Listener#next()} waits for a request ({@link Listener#next(Duration)}: at most that
+ *       long, then {@link SocketTimeoutException}; {@link Listener#close()} ends a wait with
+ *       {@link SocketException}); {@link ConnectionRequest#accept} moves the QP
  *       to RTR and RTS toward the requester (QPN, PSN and GID from the request), then answers
  *       with the options' private data and returns once the requester took the answer;
  *       {@link ConnectionRequest#reject} answers with private data.
@@ -163,13 +166,26 @@ public final class DaemonConnectionService implements ConnectionService {
 
         @Override
         public ConnectionRequest next() throws IOException {
+            return next(Duration.ZERO);
+        }
+
+        /** {@code timeout} zero: no limit; else the long polls stop at the deadline. */
+        @Override
+        public ConnectionRequest next(Duration timeout) throws IOException {
+            long deadline = System.nanoTime() + (timeout.isZero() ? 0 : timeout.toNanos());
             while (true) {
                 if (closed) {
                     throw new SocketException("listener of service " + Integer.toUnsignedString(service) + " is closed");
                 }
+                int pollMs = POLL_MS;
+                if (!timeout.isZero()) {
+                    long leftNs = deadline - System.nanoTime();
+                    // 0 ms: the daemon answers EAGAIN at once when nothing is queued
+                    pollMs = (int) Math.min(POLL_MS, Math.max(0, (leftNs + 999_999) / 1_000_000));
+                }
                 Response r;
                 try {
-                    r = c.call(DaemonControl.OP_CM_GET_REQUEST, le(8).putInt(0, POLL_MS));
+                    r = c.call(DaemonControl.OP_CM_GET_REQUEST, le(8).putInt(0, pollMs));
                 } catch (IOException e) {
                     if (closed) {
                         throw new SocketException("listener of service " + Integer.toUnsignedString(service) + " is closed");
@@ -177,6 +193,10 @@ public final class DaemonConnectionService implements ConnectionService {
                     throw e;
                 }
                 if (r.status() == Errnos.EAGAIN) {
+                    if (!timeout.isZero() && deadline - System.nanoTime() <= 0) {
+                        throw new SocketTimeoutException("no connection request for service "
+                                + Integer.toUnsignedString(service) + " within " + timeout);
+                    }
                     continue;
                 }
                 check(r, "CM_GET_REQUEST on service " + Integer.toUnsignedString(service));

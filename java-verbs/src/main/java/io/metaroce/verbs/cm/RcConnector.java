@@ -6,7 +6,11 @@ import io.metaroce.verbs.Gid;
 import io.metaroce.verbs.PortAttributes;
 import io.metaroce.verbs.QueuePair;
 
-/** The manual path: this side's endpoint, and RTR/RTS toward a peer's, as ibv_rc_pingpong does. */
+/**
+ * The manual path: this side's endpoint, and RTR/RTS toward a peer's, as ibv_rc_pingpong does,
+ * with the RC parameters of the {@link ConnectOptions}. Stateless, thread-safe (the QP's own
+ * rules apply to the QP).
+ */
 public final class RcConnector {
 
     private RcConnector() {}
@@ -23,11 +27,15 @@ public final class RcConnector {
         return new QpEndpoint(port.lid(), qp.qpNum(), o.psn(), gid);
     }
 
-    /** Moves {@code qp} (in INIT) to RTR toward {@code remote}, then to RTS with the local PSN. */
+    /**
+     * Moves {@code qp} (in INIT) to RTR toward {@code remote}, then to RTS with the local PSN,
+     * with the options' {@link ConnectOptions.RcParameters}.
+     */
     public static void connect(QueuePair qp, ConnectOptions o, QpEndpoint remote) {
         AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(remote.gid(), remote.lid(), o.sl(),
                 Math.max(o.gidIndex(), 0), o.port());
-        qp.toRtr(o.mtu(), remote.qpn(), remote.psn(), path);
-        qp.toRts(o.psn());
+        ConnectOptions.RcParameters rc = o.rc();
+        qp.toRtr(o.mtu(), remote.qpn(), remote.psn(), path, rc.maxDestRdAtomic(), rc.minRnrTimer());
+        qp.toRts(o.psn(), rc.timeout(), rc.retryCount(), rc.rnrRetry(), rc.maxRdAtomic());
     }
 }

@@ -68,10 +68,33 @@ public final class SideChannel {
      * waits for the client's {@code "done"}. Returns the client's message.
      */
     public static byte[] server(int port, int size, UnaryOperator<byte[]> prepare) throws IOException {
-        try (ServerSocket ss = new ServerSocket()) {
+        try (ServerSocket ss = listen(port, 1)) {
+            return serve(ss, size, prepare);
+        }
+    }
+
+    /** A listening socket on {@code port} (any address, SO_REUSEADDR) with {@code backlog}. */
+    static ServerSocket listen(int port, int backlog) throws IOException {
+        ServerSocket ss = new ServerSocket();
+        try {
             ss.setReuseAddress(true);
-            ss.bind(new InetSocketAddress(port), 1);
-            try (Socket s = ss.accept()) {
+            ss.bind(new InetSocketAddress(port), backlog);
+            return ss;
+        } catch (IOException | RuntimeException e) {
+            ss.close();
+            throw e;
+        }
+    }
+
+    /**
+     * The server side on a listening socket: accepts one client (within the socket's
+     * {@code SO_TIMEOUT}, if set) and exchanges as {@link #server}; the socket stays open.
+     */
+    static byte[] serve(ServerSocket ss, int size, UnaryOperator<byte[]> prepare) throws IOException {
+        int port = ss.getLocalPort();
+        Socket accepted = ss.accept(); // a SocketTimeoutException here is the accept's own timeout
+        try {
+            try (Socket s = accepted) {
                 s.setSoTimeout(60_000);
                 byte[] remote = readFully(s.getInputStream(), size, "the client's address");
                 byte[] reply = prepare.apply(remote);

@@ -206,13 +206,11 @@ public final class WriteBw {
 
     /** Polls for one completion; gives up after 5 minutes (a peer that died leaves nothing to wait for). */
     private static WorkCompletion awaitOne(CompletionQueue cq, WorkCompletions wcs) {
-        long deadline = System.nanoTime() + 300_000_000_000L;
-        while (cq.poll(wcs, 1) == 0) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("no completion within 5 minutes: is the peer still running?");
-            }
+        WorkCompletion wc = cq.pollOne(wcs, java.time.Duration.ofMinutes(5));
+        if (wc == null) {
+            throw new IllegalStateException("no completion within 5 minutes: is the peer still running?");
         }
-        return wcs.get(0).check();
+        return wc.check();
     }
 
     private static byte[] message(QpEndpoint local, MemoryRegion mr) {

@@ -215,6 +215,25 @@ class DaemonConnectionServiceTest {
     }
 
     @Test
+    void nextAndAcceptWithATimeoutLongPollUntilTheDeadlineThenThrow() throws Exception {
+        script = (op, p) -> switch (op) {
+            case DaemonControl.OP_CM_LISTEN -> new Answer(0, empty());
+            case DaemonControl.OP_CM_GET_REQUEST -> new Answer(11, empty()); // EAGAIN: nothing came
+            default -> new Answer(22, empty());
+        };
+        try (ConnectionService.Listener l = service().listen(7)) {
+            assertThatThrownBy(() -> l.next(java.time.Duration.ofMillis(40)))
+                    .isInstanceOf(SocketTimeoutException.class)
+                    .hasMessage("no connection request for service 7 within PT0.04S");
+            List<Integer> polls = requests.stream().filter(r -> r.op() == DaemonControl.OP_CM_GET_REQUEST)
+                    .map(r -> r.payload().getInt(0)).toList();
+            assertThat(polls).isNotEmpty().allSatisfy(ms -> assertThat(ms).isBetween(0, 40));
+            assertThatThrownBy(() -> l.accept(null, ConnectOptions.defaults(0), java.time.Duration.ofMillis(1)))
+                    .isInstanceOf(SocketTimeoutException.class);
+        }
+    }
+
+    @Test
     void noDaemonIsNamed() {
         DaemonConnectionService s = new DaemonConnectionService(dir.resolve("none.sock"), 0, 0);
         assertThatThrownBy(() -> s.listen(9)).isInstanceOf(IOException.class)

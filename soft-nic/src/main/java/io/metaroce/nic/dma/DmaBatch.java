@@ -6,11 +6,15 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * A batch of copies between this daemon's memory and one application process, run with one
- * {@code process_vm_readv} (gather: app to daemon) or {@code process_vm_writev} (scatter: daemon to
- * app) call for the whole batch. The kernel stops at the first remote iovec it cannot access, so a
- * short transfer marks that entry failed and the rest of the batch is retried from the entry after
- * it: every entry ends up done or failed on its own.
+ * A batch of copies between this daemon's memory and one application address space (a
+ * {@link ProcessMemory}), run through its {@code /proc/<pid>/mem} descriptor: one {@code preadv}
+ * (gather: app to daemon) or {@code pwritev} (scatter: daemon to app) call per run of entries whose
+ * application ranges follow each other (a message's packets usually do), with all their daemon-side
+ * pieces as iovecs. The space is resolved when the batch runs, so a space revoked meanwhile
+ * (its process exited) fails every entry and nothing reaches a process that reused the PID. The
+ * kernel stops at the first byte it cannot access, so a short transfer marks that entry failed and
+ * the rest of the batch is retried from the entry after it: every entry ends up done or failed on
+ * its own.
  *
  * <p>Single-threaded (the engine's). Bounds and key checks happen before {@link #add}; this class
  * only moves bytes.
@@ -23,14 +27,14 @@ public final class DmaBatch implements AutoCloseable {
     private final int capacity;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment localIov;
-    private final MemorySegment remoteIov;
+    private final long[] remoteAddrs;
     private final long[] lengths;
     private final int[] tags;
     private final boolean[] failed;
     /** Entries that fail without a copy (their region was deregistered). */
     private final boolean[] refused;
     private int count;
-    private int pid;
+    private int space;
     private int lastErrno;
     private long calls;
     private long bytes;
@@ -46,21 +50,22 @@ public final class DmaBatch implements AutoCloseable {
         this.toApp = toApp;
         this.capacity = capacity;
         this.localIov = arena.allocate(LibC.IOVEC.byteSize() * capacity, 8);
-        this.remoteIov = arena.allocate(LibC.IOVEC.byteSize() * capacity, 8);
+        this.remoteAddrs = new long[capacity];
         this.lengths = new long[capacity];
         this.tags = new int[capacity];
         this.failed = new boolean[capacity];
         this.refused = new boolean[capacity];
     }
 
-    /** Starts an empty batch against process {@code pid}. */
-    public void begin(int pid) {
-        this.pid = pid;
+    /** Starts an empty batch against address space {@code space} (a {@link ProcessMemory#id()}). */
+    public void begin(int space) {
+        this.space = space;
         this.count = 0;
     }
 
+    /** The address space of the batch (a {@link ProcessMemory#id()}). */
     public int pid() {
-        return pid;
+        return space;
     }
 
     public int count() {
@@ -82,8 +87,7 @@ public final class DmaBatch implements AutoCloseable {
         long off = count * 16L;
         localIov.set(ValueLayout.JAVA_LONG, off, localAddr);
         localIov.set(ValueLayout.JAVA_LONG, off + 8, length);
-        remoteIov.set(ValueLayout.JAVA_LONG, off, remoteAddr);
-        remoteIov.set(ValueLayout.JAVA_LONG, off + 8, length);
+        remoteAddrs[count] = remoteAddr;
         lengths[count] = length;
         tags[count] = tag;
         failed[count] = false;
@@ -108,20 +112,30 @@ public final class DmaBatch implements AutoCloseable {
     public int flush() {
         int failures = 0;
         int start = 0;
+        int fd = ProcessMemory.fd(space);
         while (start < count) {
-            if (refused[start]) {
+            if (refused[start] || fd < 0) {
                 failed[start] = true;
                 failures++;
+                if (fd < 0) {
+                    lastErrno = io.metaroce.nic.sys.Errno.ESRCH;
+                }
                 start++;
                 continue;
             }
             int end = start + 1;
-            while (end < count && !refused[end]) {
+            while (end < count && !refused[end]
+                    && remoteAddrs[end] == remoteAddrs[end - 1] + lengths[end - 1]) {
                 end++;
             }
-            long n = call(start, end - start);
+            long total = 0;
+            for (int k = start; k < end; k++) {
+                total += lengths[k];
+            }
+            long n = total == 0 ? 0 : call(fd, start, end - start);
             if (n < 0) {
-                lastErrno = (int) -n;
+                // /proc/pid/mem answers EIO for an unmapped address where process_vm_* said EFAULT.
+                lastErrno = n == -io.metaroce.nic.sys.Errno.EIO ? io.metaroce.nic.sys.Errno.EFAULT : (int) -n;
                 failed[start] = true;
                 failures++;
                 start++;
@@ -166,11 +180,10 @@ public final class DmaBatch implements AutoCloseable {
         return bytes;
     }
 
-    private long call(int first, int n) {
+    private long call(int fd, int first, int n) {
         calls++;
         MemorySegment l = localIov.asSlice(first * 16L, n * 16L);
-        MemorySegment r = remoteIov.asSlice(first * 16L, n * 16L);
-        return toApp ? LibC.processVmWritev(pid, l, n, r, n) : LibC.processVmReadv(pid, l, n, r, n);
+        return toApp ? LibC.pwritev(fd, l, n, remoteAddrs[first]) : LibC.preadv(fd, l, n, remoteAddrs[first]);
     }
 
     @Override

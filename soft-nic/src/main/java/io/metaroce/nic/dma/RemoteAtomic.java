@@ -6,8 +6,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The 8-byte read-modify-write of an RDMA atomic in another process: {@code process_vm_readv} of
- * the old value, then {@code process_vm_writev} of the new one (compare and swap writes only when
+ * The 8-byte read-modify-write of an RDMA atomic in another process's address space (a
+ * {@link ProcessMemory} id): a read of the old value through its {@code /proc/<pid>/mem}, then a
+ * write of the new one (compare and swap writes only when
  * the comparison holds). The value is a native-order (host) 64-bit integer, as with rxe.
  *
  * <p>Atomicity: the engine thread runs every MetaRoCE operation of a daemon one after the other,
@@ -19,17 +20,16 @@ public final class RemoteAtomic implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment value = arena.allocate(8, 8);
     private final MemorySegment localIov = arena.allocate(LibC.IOVEC.byteSize(), 8);
-    private final MemorySegment remoteIov = arena.allocate(LibC.IOVEC.byteSize(), 8);
     private long original;
+    private long addr;
     private int lastErrno;
 
     public RemoteAtomic() {
         localIov.set(ValueLayout.JAVA_LONG, 0, value.address());
         localIov.set(ValueLayout.JAVA_LONG, 8, 8L);
-        remoteIov.set(ValueLayout.JAVA_LONG, 8, 8L);
     }
 
-    /** Compare and swap at {@code addr} of {@code pid}; false when the memory is not accessible. */
+    /** Compare and swap at {@code addr} of address space {@code pid}; false when the memory is not accessible. */
     public boolean compareAndSwap(int pid, long addr, long compare, long swap) {
         if (!read(pid, addr)) {
             return false;
@@ -37,7 +37,7 @@ public final class RemoteAtomic implements AutoCloseable {
         return original != compare || write(pid, swap);
     }
 
-    /** Fetch and add at {@code addr} of {@code pid}; false when the memory is not accessible. */
+    /** Fetch and add at {@code addr} of address space {@code pid}; false when the memory is not accessible. */
     public boolean fetchAndAdd(int pid, long addr, long add) {
         return read(pid, addr) && write(pid, original + add);
     }
@@ -52,8 +52,9 @@ public final class RemoteAtomic implements AutoCloseable {
     }
 
     private boolean read(int pid, long addr) {
-        remoteIov.set(ValueLayout.JAVA_LONG, 0, addr);
-        long n = LibC.processVmReadv(pid, localIov, 1, remoteIov, 1);
+        this.addr = addr;
+        int fd = ProcessMemory.fd(pid);
+        long n = fd < 0 ? -io.metaroce.nic.sys.Errno.ESRCH : LibC.preadv(fd, localIov, 1, addr);
         if (n != 8) {
             lastErrno = n < 0 ? (int) -n : io.metaroce.nic.sys.Errno.EFAULT;
             return false;
@@ -64,7 +65,8 @@ public final class RemoteAtomic implements AutoCloseable {
 
     private boolean write(int pid, long v) {
         value.set(ValueLayout.JAVA_LONG, 0, v);
-        long n = LibC.processVmWritev(pid, localIov, 1, remoteIov, 1);
+        int fd = ProcessMemory.fd(pid);
+        long n = fd < 0 ? -io.metaroce.nic.sys.Errno.ESRCH : LibC.pwritev(fd, localIov, 1, addr);
         if (n != 8) {
             lastErrno = n < 0 ? (int) -n : io.metaroce.nic.sys.Errno.EFAULT;
             return false;

@@ -253,6 +253,10 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             c.rxUnknownQp++;
             return;
         }
+        if (srcIp != qp.peerIp) {
+            c.rxBadSource++; // only the QP's peer speaks on its connection
+            return;
+        }
         if (qp.rxToken != 0 && Wire.u32(frame, Wire.OFF_TOKEN) != qp.rxToken) {
             c.rxBadToken++; // off-path or stale: never reaches the transport
             return;

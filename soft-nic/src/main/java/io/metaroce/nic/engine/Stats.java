@@ -49,6 +49,7 @@ final class Stats {
                 .append(",\"rxUnknownQp\":").append(c.rxUnknownQp)
                 .append(",\"rxBadOpcode\":").append(c.rxBadOpcode)
                 .append(",\"rxBadToken\":").append(c.rxBadToken)
+                .append(",\"rxBadSource\":").append(c.rxBadSource)
                 .append('}');
     }
 

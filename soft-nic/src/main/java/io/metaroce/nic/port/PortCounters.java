@@ -13,6 +13,8 @@ public final class PortCounters {
     public long rxBadOpcode;
     /** RC packets whose connection token is not the receiving QP's (connection manager, spec 4). */
     public long rxBadToken;
+    /** RC packets from another address than the receiving QP's peer (spec, security section). */
+    public long rxBadSource;
     // Duty cycle (ports that count them; 0 otherwise): what a profile of the data path needs.
     /** Polls that found at least one frame (rxFrames / rxBatches = frames per RX batch). */
     public long rxBatches;
@@ -30,6 +32,7 @@ public final class PortCounters {
         return "rx " + rxFrames + " tx " + txFrames + " txErrors " + txErrors + " truncated "
                 + rxTruncated + " short " + rxShort + " badVersion " + rxBadVersion + " badCrc "
                 + rxBadCrc + " unknownQp " + rxUnknownQp + " badOpcode " + rxBadOpcode + " badToken " + rxBadToken
+                + " badSource " + rxBadSource
                 + " rxBatches " + rxBatches + " txBatches " + txBatches + " txKicks " + txKicks
                 + " txKicksBusy " + txKicksBusy + " rxKicks " + rxKicks;
     }

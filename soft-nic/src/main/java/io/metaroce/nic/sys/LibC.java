@@ -48,6 +48,9 @@ public final class LibC {
     public static final int EPOLL_CTL_ADD = 1;
     public static final int EPOLL_CTL_DEL = 2;
     public static final int EPOLLIN = 1;
+    public static final int O_RDWR = 2;
+    /** getsockopt: a pidfd of the Unix socket's peer as of connect (Linux 6.5). */
+    public static final int SO_PEERPIDFD = 77;
 
     /** struct iovec { void *base; size_t len; } */
     public static final StructLayout IOVEC =
@@ -101,6 +104,16 @@ public final class LibC {
     private static final MethodHandle EPOLL_WAIT =
             link("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
     private static final MethodHandle GETPID = link("getpid", JAVA_INT);
+    private static final MethodHandle OPEN = link("open", JAVA_INT, ADDRESS, JAVA_INT);
+    private static final MethodHandle PREADV =
+            link("preadv", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
+    private static final MethodHandle PWRITEV =
+            link("pwritev", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
+    private static final MethodHandle GETSOCKOPT =
+            link("getsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+    private static final MethodHandle PIDFD_OPEN = link("pidfd_open", JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle PIDFD_SEND_SIGNAL =
+            link("pidfd_send_signal", JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
 
     private LibC() {}
 
@@ -391,6 +404,81 @@ public final class LibC {
         MemorySegment cs = CAPTURE.get();
         try {
             return (int) GETPID.invokeExact(cs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** open(2) without O_CREAT; returns the fd. */
+    public static int open(String path, int flags) throws NativeException {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) OPEN.invokeExact(cs, arena.allocateFrom(path), flags);
+            if (fd < 0) {
+                throw new NativeException("open(" + path + ", 0x" + Integer.toHexString(flags) + ")", errno(cs));
+            }
+            return fd;
+        } catch (NativeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** preadv(2): bytes read or -errno. */
+    public static long preadv(int fd, MemorySegment iov, int count, long offset) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            long n = (long) PREADV.invokeExact(cs, fd, iov, count, offset);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** pwritev(2): bytes written or -errno. */
+    public static long pwritev(int fd, MemorySegment iov, int count, long offset) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            long n = (long) PWRITEV.invokeExact(cs, fd, iov, count, offset);
+            return n < 0 ? -errno(cs) : n;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** getsockopt(2) of an int-sized option: its value, or -errno. */
+    public static int getsockoptInt(int fd, int level, int name) {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(JAVA_INT);
+            MemorySegment len = arena.allocateFrom(JAVA_INT, 4);
+            int rc = (int) GETSOCKOPT.invokeExact(cs, fd, level, name, v, len);
+            return rc < 0 ? -errno(cs) : v.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** pidfd_open(2): the pidfd, or -errno. */
+    public static int pidfdOpen(int pid) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int fd = (int) PIDFD_OPEN.invokeExact(cs, pid, 0);
+            return fd < 0 ? -errno(cs) : fd;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * True while the process of {@code pidfd} has not been reaped (signal 0 reaches a zombie too):
+     * as long as this holds, its PID cannot have been given to another process.
+     */
+    public static boolean pidfdAlive(int pidfd) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            return (int) PIDFD_SEND_SIGNAL.invokeExact(cs, pidfd, 0, MemorySegment.NULL, 0) == 0;
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -25,12 +25,20 @@ public final class Cq {
      */
     public int reserved;
 
+    private final int slots;
+
     public Cq(int handle, MemorySegment mapping, int slotCount, CompChannel channel) {
         this.handle = handle;
+        this.slots = slotCount;
         this.mapping = mapping;
         this.channel = channel;
         ring.init(mapping, AbiConstants.MRCE_RING_KIND_CQ, AbiConstants.MRCE_CQE_SIZE, slotCount);
         this.producer = 0;
+    }
+
+    /** Entries the CQ was created with (what the owner's quota was charged). */
+    public int slots() {
+        return slots;
     }
 
     public boolean hasSpace() {

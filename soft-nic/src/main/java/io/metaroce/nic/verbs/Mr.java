@@ -3,11 +3,12 @@ package io.metaroce.nic.verbs;
 /**
  * A registered memory region: immutable once published in the {@link MrTable}, except for
  * {@link #revoke()}. {@code iova} is the address the keys are used with; {@code addr} where those
- * bytes live in process {@code pid}.
+ * bytes live in address space {@code pid} (a {@link io.metaroce.nic.dma.ProcessMemory} id).
  */
 public final class Mr {
     public final int handle;
     public final Pd pd;
+    /** The owner's address space: a {@link io.metaroce.nic.dma.ProcessMemory} id, not the OS PID. */
     public final int pid;
     public final long addr;
     public final long length;

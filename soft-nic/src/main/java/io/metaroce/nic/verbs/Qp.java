@@ -17,6 +17,7 @@ public final class Qp {
     public final int handle;
     public final int qpn;
     public final long sessionId;
+    /** The owner's address space: a {@link io.metaroce.nic.dma.ProcessMemory} id, not the OS PID. */
     public final int pid;
     public final Pd pd;
     public final Cq sendCq;

@@ -3,6 +3,7 @@ package io.metaroce.nic.verbs;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.sys.Errno;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.QpLifecycle;
 
 /**
  * ibv_modify_qp on the engine thread: the transition and mask rules come from
@@ -34,6 +35,10 @@ public final class QpModifier {
             case Ibv.QPS_RESET -> {
                 qp.state = Ibv.QPS_RESET;
                 dp.lifecycle.onReset(qp);
+                if (dp.lifecycle == QpLifecycle.NONE) {
+                    qp.rxToken = 0;
+                    qp.txToken = 0;
+                }
                 qp.requester.reset();
                 qp.responder.reset();
                 if (qp.ud != null) {
@@ -45,10 +50,16 @@ public final class QpModifier {
                 qp.state = Ibv.QPS_RTR;
                 if (qp.ud == null) {
                     dp.lifecycle.onRtr(qp);
+                    if (dp.lifecycle == QpLifecycle.NONE) {
+                        qp.rxToken = derivedToken(qp.qpn, qp.destQpNum, qp.rqPsn);
+                    }
                 }
             }
             case Ibv.QPS_RTS -> {
                 if (from == Ibv.QPS_RTR) {
+                    if (qp.ud == null && dp.lifecycle == QpLifecycle.NONE) {
+                        qp.txToken = derivedToken(qp.destQpNum, qp.qpn, qp.sqPsn);
+                    }
                     qp.requester.start(dp);
                     if (qp.ud != null) {
                         qp.ud.start();
@@ -60,6 +71,22 @@ public final class QpModifier {
             default -> qp.state = to;
         }
         return 0;
+    }
+
+    /**
+     * The connection token without a connection manager (docs/spec/transport.md, security): what
+     * QP {@code dstQpn} requires from QP {@code srcQpn} when its start PSN ({@code rq_psn}) is
+     * {@code psn}, which the sender knows as its {@code sq_psn}. Nonzero. Its secrets are the
+     * QPNs' random bits and the PSN the applications exchanged out of band.
+     */
+    public static int derivedToken(int dstQpn, int srcQpn, int psn) {
+        long x = 0x4d52434554304b4eL ^ ((long) dstQpn << 32) ^ (srcQpn & 0xffffffffL)
+                ^ ((psn & 0xffffffL) * 0x9e3779b97f4a7c15L);
+        x = (x ^ (x >>> 30)) * 0xbf58476d1ce4e5b9L;
+        x = (x ^ (x >>> 27)) * 0x94d049bb133111ebL;
+        x ^= x >>> 31;
+        int t = (int) x ^ (int) (x >>> 32);
+        return t == 0 ? 1 : t;
     }
 
     static int checkValues(int mask, QpAttrs a) {

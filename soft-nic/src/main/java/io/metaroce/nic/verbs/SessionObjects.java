@@ -7,7 +7,12 @@ import java.util.Map;
 /** Everything one provider connection made; guarded by its own monitor. */
 final class SessionObjects {
     final LocalSession session;
+    /** The PID from SO_PEERCRED, for logs and the admin view only. */
     final int pid;
+    /** The process's address space, bound at HELLO; null before. */
+    volatile io.metaroce.nic.dma.ProcessMemory memory;
+    /** {@link #memory}'s id: what the session's MRs, QPs and SRQs name their memory by. */
+    int space;
     boolean hello;
     boolean closed;
     int doorbellFd = -1;

@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
  */
 public final class Srq {
     public final int handle;
+    /** The owner's address space: a {@link io.metaroce.nic.dma.ProcessMemory} id, not the OS PID. */
     public final int pid;
     public final Pd pd;
     public final MemorySegment mapping;

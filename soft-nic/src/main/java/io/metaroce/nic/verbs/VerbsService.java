@@ -24,6 +24,7 @@ import io.metaroce.nic.abi.RegMrReqDescriptor;
 import io.metaroce.nic.abi.RegMrRespDescriptor;
 import io.metaroce.nic.abi.ReregMrReqDescriptor;
 import io.metaroce.nic.abi.SrqAttrDescriptor;
+import io.metaroce.nic.dma.ProcessMemory;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.sys.Errno;
 import io.metaroce.nic.sys.Inet4;
@@ -72,6 +73,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private final ConcurrentHashMap<Long, SessionObjects> sessions = new ConcurrentHashMap<>();
     private final short[] qpGeneration = new short[EngineAgent.MAX_QP];
     private final boolean[] qpIndexUsed = new boolean[EngineAgent.MAX_QP];
+    /** Draws QPNs' random bits (SecureRandom; a seeded one in tests, see identifierRandom). */
+    private java.util.Random random = new java.security.SecureRandom();
     // Device-wide object counts (guarded by this), checked against the limits.
     private int qpCount;
     private int mrCount;
@@ -81,6 +84,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private volatile boolean linkUp;
     /** The connection manager's rdma_cm-style service (ops 20..25); null when the manager is off. */
     private volatile io.metaroce.control.cm.ServiceTable services;
+    /** Ends a session the moment its process exits, whoever holds the socket then. */
+    private final ProcessWatcher watcher;
+    private volatile UserQuota quota = UserQuota.NONE;
+    /** Per uid: what its connections hold, indexed by UserQuota's kinds (guarded by itself). */
+    private final Map<Integer, long[]> usage = new java.util.HashMap<>();
 
     public VerbsService(EngineAgent engine, MrTable mrTable, NetInfo net, int udpPort, Limits limits) {
         this.engine = engine;
@@ -89,6 +97,60 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         this.udpPort = udpPort;
         this.limits = limits;
         this.linkUp = net.linkUp();
+        try {
+            ProcessMemory.warmUp();
+            this.watcher = new ProcessWatcher(this::processExited);
+        } catch (NativeException e) {
+            throw new IllegalStateException("cannot watch client processes: " + e.getMessage(), e);
+        }
+    }
+
+    /** Per-user quotas from now on (existing objects are kept). */
+    public void userQuota(UserQuota q) {
+        this.quota = q;
+    }
+
+    /**
+     * Takes {@code n} of {@code kind} from the session's user; false (nothing taken) when that
+     * would exceed the user's quota.
+     */
+    private boolean charge(SessionObjects s, int kind, long n) {
+        long limit = quota.limit(kind);
+        synchronized (usage) {
+            long[] u = usage.computeIfAbsent(s.session.uid(), k -> new long[4]);
+            if (limit > 0 && u[kind] + n > limit) {
+                return false;
+            }
+            u[kind] += n;
+            return true;
+        }
+    }
+
+    private void discharge(SessionObjects s, int kind, long n) {
+        synchronized (usage) {
+            long[] u = usage.get(s.session.uid());
+            if (u != null) {
+                u[kind] -= n;
+            }
+        }
+    }
+
+    /** Tests: QPNs from {@code r} instead of SecureRandom (null: sequential QPNs, as before). */
+    public synchronized void identifierRandom(java.util.Random r) {
+        this.random = r;
+    }
+
+    /** The watcher's callback: the session's process is gone, so is every access to its memory. */
+    private void processExited(long sessionId) {
+        SessionObjects s = sessions.get(sessionId);
+        if (s == null) {
+            return;
+        }
+        ProcessMemory m = s.memory;
+        if (m != null) {
+            m.revoke();
+        }
+        s.session.close("process " + s.pid + " exited: its registrations are revoked");
     }
 
     /** Serves the CM_* ops with {@code table} (null: they answer EOPNOTSUPP, as with --cm-port 0). */
@@ -195,6 +257,27 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     // ---- HELLO ----
 
+    /**
+     * Binds the session to its process: the pidfd the kernel recorded at connect
+     * ({@code SO_PEERPIDFD}; {@code pidfd_open} of the credentials' PID where the kernel lacks it),
+     * and that process's address space (see {@link ProcessMemory}).
+     */
+    private static ProcessMemory bindProcess(SessionObjects s) throws NativeException {
+        int sock = s.session.socketFd();
+        int pidFd = sock >= 0 ? LibC.getsockoptInt(sock, LibC.SOL_SOCKET, LibC.SO_PEERPIDFD) : -Errno.ENOSYS;
+        if (pidFd < 0) {
+            if (sock >= 0) {
+                LOG.warn("session {}: no SO_PEERPIDFD (errno {}), binding pid {} by number", s.session.id(),
+                        -pidFd, s.pid);
+            }
+            pidFd = LibC.pidfdOpen(s.pid);
+            if (pidFd < 0) {
+                throw new NativeException("pidfd_open(" + s.pid + ")", -pidFd);
+            }
+        }
+        return ProcessMemory.open(s.pid, pidFd);
+    }
+
     private void hello(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
         int version = p.getInt((int) HelloReqDescriptor.OFF_ABI_VERSION);
         if (version != MRCE_ABI_VERSION) {
@@ -205,7 +288,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_HELLO, seq, Errno.EEXIST);
             return;
         }
-        int doorbell = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
+        ProcessMemory memory = bindProcess(s);
+        int doorbell;
+        try {
+            doorbell = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
+        } catch (NativeException e) {
+            memory.close();
+            throw e;
+        }
         int async;
         try {
             // Blocking semaphore eventfd: ibv_get_async_event reads it once per event.
@@ -213,7 +303,15 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             engine.watch(doorbell);
         } catch (NativeException e) {
             LibC.close(doorbell);
+            memory.close();
             throw e;
+        }
+        s.memory = memory;
+        s.space = memory.id();
+        try {
+            watcher.watch(memory.pidFd(), s.session.id());
+        } catch (NativeException e) {
+            LOG.warn("session {} (pid {}): exit not watched: {}", s.session.id(), s.pid, e.getMessage());
         }
         s.doorbellFd = doorbell;
         s.asyncFd = async;
@@ -300,21 +398,32 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         long iova = p.getLong((int) RegMrReqDescriptor.OFF_IOVA);
         int err = checkMr(pd, access, addr, length, iova);
         if (err == 0) {
-            err = probe(s.pid, addr, length);
+            err = probe(s.space, addr, length);
         }
         if (err != 0) {
             fail(s, MRCE_OP_REG_MR, seq, err);
             return;
         }
+        if (!charge(s, UserQuota.MRS, 1)) {
+            fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
+            return;
+        }
+        if (!charge(s, UserQuota.MR_BYTES, length)) {
+            discharge(s, UserQuota.MRS, 1);
+            fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
+            return;
+        }
         Mr mr;
         synchronized (this) {
             mr = mrCount < limits.maxMr()
-                    ? mrTable.register(s.newHandle(), pd, s.pid, addr, length, iova, access) : null;
+                    ? mrTable.register(s.newHandle(), pd, s.space, addr, length, iova, access) : null;
             if (mr != null) {
                 mrCount++;
             }
         }
         if (mr == null) {
+            discharge(s, UserQuota.MRS, 1);
+            discharge(s, UserQuota.MR_BYTES, length);
             fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
             return;
         }
@@ -351,17 +460,17 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     /** Like ibv_reg_mr pinning pages: the first and last byte must be readable in the process. */
-    private static int probe(int pid, long addr, long length) {
+    private static int probe(int space, long addr, long length) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(1);
             MemorySegment local = arena.allocate(16, 8);
-            MemorySegment remote = arena.allocate(16, 8);
             local.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, buf.address());
             local.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 1L);
             for (long a : new long[] {addr, addr + length - 1}) {
-                remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, a);
-                remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 1L);
-                long n = LibC.processVmReadv(pid, local, 1, remote, 1);
+                long n = a < 0 ? -Errno.EFAULT : ProcessMemory.read(space, local, a);
+                if (n == -Errno.EIO) {
+                    return Errno.EFAULT; // /proc/pid/mem's word for an unmapped address
+                }
                 if (n < 0) {
                     return (int) -n;
                 }
@@ -380,6 +489,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             return;
         }
         releaseMr(mr);
+        discharge(s, UserQuota.MRS, 1);
+        discharge(s, UserQuota.MR_BYTES, mr.length);
         LocalSession session = s.session;
         // Answer only after the engine revoked it: no copy touches the region once dereg returns.
         Runnable revoke = () -> {
@@ -437,16 +548,24 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_CREATE_CQ, seq, Errno.EINVAL);
             return;
         }
+        int slots = pow2(cqe);
+        if (!charge(s, UserQuota.CQ_ENTRIES, slots)) {
+            fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
+            return;
+        }
         synchronized (this) {
             if (cqCount >= limits.maxCq()) {
+                discharge(s, UserQuota.CQ_ENTRIES, slots);
                 fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
                 return;
             }
             cqCount++;
         }
-        int slots = pow2(cqe);
         long size = (io.metaroce.nic.abi.RingFlyweight.byteSize(MRCE_CQE_SIZE, slots) + 4095) & ~4095L;
-        SharedMemory shm = SharedMemory.create("mrce-cq", size, () -> uncount(MRCE_OP_CREATE_CQ));
+        SharedMemory shm = SharedMemory.create("mrce-cq", size, () -> {
+            uncount(MRCE_OP_CREATE_CQ);
+            discharge(s, UserQuota.CQ_ENTRIES, slots);
+        });
         int fd = shm.fd();
         MemorySegment map = shm.map();
         Cq cq = new Cq(s.newHandle(), map, slots, ch);
@@ -463,7 +582,10 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     private void destroyCq(SessionObjects s, int seq, ByteBuffer p) {
-        destroyUnused(s, MRCE_OP_DESTROY_CQ, seq, p, s.cqs, cq -> cq.qpUsers, this::releaseCq);
+        destroyUnused(s, MRCE_OP_DESTROY_CQ, seq, p, s.cqs, cq -> cq.qpUsers, cq -> {
+            releaseCq(cq);
+            discharge(s, UserQuota.CQ_ENTRIES, cq.slots());
+        });
     }
 
     private void releaseCq(Cq cq) {
@@ -534,19 +656,27 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         int sendSlots = pow2(Math.max(1, sendWr));
         int recvSlots = pow2(Math.max(1, recvWr));
+        if (!charge(s, UserQuota.QPS, 1)) {
+            fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOMEM);
+            return;
+        }
         int qpn = allocateQpn();
         if (qpn < 0) {
+            discharge(s, UserQuota.QPS, 1);
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.ENOMEM);
             return;
         }
         long rqOffset = Qp.rqOffset(sendSlots);
         long size = Qp.mapSize(sendSlots, recvSlots);
-        SharedMemory shm = SharedMemory.create("mrce-qp", size, () -> freeQpn(qpn));
+        SharedMemory shm = SharedMemory.create("mrce-qp", size, () -> {
+            freeQpn(qpn);
+            discharge(s, UserQuota.QPS, 1);
+        });
         int fd = shm.fd();
         MemorySegment map = shm.map();
         int maxSendSge = Math.max(1, sendSge);
         int maxRecvSge = Math.max(1, recvSge);
-        Qp qp = new Qp(s.newHandle(), qpn, s.session.id(), s.pid, pd, sendCq, recvCq, type, sigAll,
+        Qp qp = new Qp(s.newHandle(), qpn, s.session.id(), s.space, pd, sendCq, recvCq, type, sigAll,
                 sendSlots, recvSlots, maxSendSge, maxRecvSge, inline, map, 0, (int) rqOffset,
                 net.mtu());
         qp.peerPort = udpPort;
@@ -557,6 +687,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             unmap(map);
             LibC.close(fd);
             freeQpn(qpn);
+            discharge(s, UserQuota.QPS, 1);
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.EAGAIN);
             return;
         }
@@ -596,10 +727,23 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         if (qpCount >= limits.maxQp()) {
             return -1;
         }
-        for (int i = 0; i < EngineAgent.MAX_QP; i++) {
+        // Unpredictable QPNs: a random free index and a random generation above it (1..0xfff,
+        // never the slot's previous one), so a QPN can be neither guessed nor reused at once.
+        // (No random: the first free index and the slot's next generation, for tests whose
+        // outcome depends on the QPNs, which pick the paths' entropies.)
+        int start = random != null ? random.nextInt(EngineAgent.MAX_QP) : 0;
+        for (int k = 0; k < EngineAgent.MAX_QP; k++) {
+            int i = (start + k) & (EngineAgent.MAX_QP - 1);
             if (!qpIndexUsed[i]) {
                 qpIndexUsed[i] = true;
-                int gen = (qpGeneration[i] % 0xfff) + 1;
+                int gen;
+                if (random == null) {
+                    gen = (qpGeneration[i] % 0xfff) + 1;
+                } else {
+                    do {
+                        gen = 1 + random.nextInt(0xfff);
+                    } while (gen == qpGeneration[i]);
+                }
                 qpGeneration[i] = (short) gen;
                 qpCount++;
                 return (gen << EngineAgent.QP_INDEX_BITS) | i;
@@ -657,6 +801,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             engine.removeQp(qp);
             synchronized (s) {
                 releaseQp(qp);
+                discharge(s, UserQuota.QPS, 1);
             }
             session.respond(MRCE_OP_DESTROY_QP, seq, 0, empty());
         };
@@ -702,9 +847,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             synchronized (s) {
                 for (Qp qp : qps) {
                     releaseQp(qp);
+                    discharge(s, UserQuota.QPS, 1);
                 }
                 for (Cq cq : s.cqs.values()) {
                     releaseCq(cq);
+                    discharge(s, UserQuota.CQ_ENTRIES, cq.slots());
                 }
                 s.cqs.clear();
                 for (Srq srq : s.srqs.values()) {
@@ -718,12 +865,17 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 for (Mr mr : s.mrs.values()) {
                     mr.revoke();
                     releaseMr(mr);
+                    discharge(s, UserQuota.MRS, 1);
+                    discharge(s, UserQuota.MR_BYTES, mr.length);
                 }
                 s.mrs.clear();
                 for (int i = 0; i < s.pds.size(); i++) {
                     uncount(MRCE_OP_ALLOC_PD);
                 }
                 s.pds.clear();
+                if (s.memory != null) {
+                    s.memory.close(); // on the engine thread: no copy is using the descriptor
+                }
                 if (s.doorbellFd >= 0) {
                     engine.unwatch(s.doorbellFd);
                     LibC.close(s.doorbellFd);
@@ -771,7 +923,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         int fd = shm.fd();
         MemorySegment map = shm.map();
         int sge = Math.max(1, maxSge);
-        Srq srq = new Srq(s.newHandle(), s.pid, pd, map, slots, sge);
+        Srq srq = new Srq(s.newHandle(), s.space, pd, map, slots, sge);
         srq.asyncEvents = s.events;
         srq.arm(limit);
         pd.users++;
@@ -910,15 +1062,20 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         long iova = move ? p.getLong((int) ReregMrReqDescriptor.OFF_IOVA) : old.iova;
         int err = checkMr(pd, access, addr, length, iova);
         if (err == 0 && move) {
-            err = probe(s.pid, addr, length);
+            err = probe(s.space, addr, length);
         }
         if (err != 0) {
             fail(s, MRCE_OP_REREG_MR, seq, err);
             return;
         }
+        if (!charge(s, UserQuota.MR_BYTES, length - old.length)) {
+            fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
+            return;
+        }
         // New keys first: if none is free the region stays as it was.
-        Mr mr = mrTable.register(handle, pd, s.pid, addr, length, iova, access);
+        Mr mr = mrTable.register(handle, pd, s.space, addr, length, iova, access);
         if (mr == null) {
+            discharge(s, UserQuota.MR_BYTES, length - old.length);
             fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
             return;
         }
@@ -995,6 +1152,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         for (SessionObjects s : new ArrayList<>(sessions.values())) {
             onSessionClosed(s.session);
         }
+        watcher.close();
     }
 
     /** A memfd of {@code size} bytes mapped shared: the rings handed to a provider with the fd. */

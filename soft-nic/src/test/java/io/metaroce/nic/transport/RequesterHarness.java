@@ -125,10 +125,16 @@ final class RequesterHarness implements AutoCloseable {
         posted++;
     }
 
+    /** The token the QP under test requires (derived without a connection manager). */
+    int token() {
+        return a.engine.qpByQpn(qpH.qpn()).rxToken;
+    }
+
     /** The peer sends a READ response for request {@code rsn}: {@code payload} at {@code offset}. */
     void readResponse(int rsn, int offset, int msgLen, byte[] payload) {
         MemorySegment f = peer.claim();
-        Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, rsn, qpH.qpn(), PEER_QPN, 0, 0, offset, msgLen, 0, 0, 0);
+        Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, rsn, qpH.qpn(), PEER_QPN, token(), 0, offset, msgLen, 0, 0,
+                0);
         MemorySegment.copy(MemorySegment.ofArray(payload), 0, f, Wire.HEADER_SIZE, payload.length);
         int len = Wire.HEADER_SIZE + payload.length;
         Wire.seal(new java.util.zip.CRC32C(), f, peer.claimedView(), len);
@@ -184,7 +190,7 @@ final class RequesterHarness implements AutoCloseable {
     void ack(int rwnd, int... reports) {
         MemorySegment f = peer.claim();
         int n = reports.length / 3;
-        Wire.header(f, Wire.OP_ACK, 0, 0, 0, cum, qpH.qpn(), PEER_QPN, 0, 0, 0, n, 0, 0, rwnd);
+        Wire.header(f, Wire.OP_ACK, 0, 0, 0, cum, qpH.qpn(), PEER_QPN, token(), 0, 0, n, 0, 0, rwnd);
         for (int w = 0; w < Wire.SACK_BYTES / 8; w++) {
             long bits = 0;
             for (int j = 0; j < 64; j++) {

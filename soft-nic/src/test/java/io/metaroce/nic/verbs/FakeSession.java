@@ -26,6 +26,8 @@ public final class FakeSession implements LocalSession {
     public final ConcurrentLinkedQueue<Response> responses = new ConcurrentLinkedQueue<>();
     public final List<MemorySegment> mappings = new ArrayList<>();
     public volatile String closedReason;
+    /** The connecting user (SO_PEERCRED uid). */
+    public volatile int uid;
 
     public FakeSession(long id, int pid) {
         this.id = id;
@@ -44,7 +46,7 @@ public final class FakeSession implements LocalSession {
 
     @Override
     public int uid() {
-        return 0;
+        return uid;
     }
 
     @Override

@@ -257,13 +257,10 @@ public final class CmServiceApp {
     }
 
     private static WorkCompletion awaitOne(CompletionQueue cq, WorkCompletions wcs) {
-        long deadline = System.nanoTime() + 30_000_000_000L;
-        while (System.nanoTime() < deadline) {
-            if (cq.poll(wcs, 1) == 1) {
-                return wcs.get(0).check();
-            }
+        WorkCompletion wc = cq.pollOne(wcs, java.time.Duration.ofSeconds(30));
+        if (wc == null) {
+            fail("no completion within 30 s");
         }
-        fail("no completion within 30 s");
-        return null;
+        return wc.check();
     }
 }

@@ -46,13 +46,11 @@ final class LoopbackPair implements AutoCloseable {
 
     /** Polls {@code cq} until one completion arrives (within 20 s) and returns it (unchecked). */
     static WorkCompletion awaitOne(CompletionQueue cq, WorkCompletions wcs) {
-        long deadline = System.nanoTime() + 20_000_000_000L;
-        while (cq.poll(wcs, 1) == 0) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("no completion within 20 s on " + cq.describe());
-            }
+        WorkCompletion wc = cq.pollOne(wcs, java.time.Duration.ofSeconds(20));
+        if (wc == null) {
+            throw new IllegalStateException("no completion within 20 s on " + cq.describe());
         }
-        return wcs.get(0);
+        return wc;
     }
 
     @Override

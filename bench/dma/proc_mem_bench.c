@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * proc_mem_bench - what copying through /proc/<pid>/mem (the daemon's DMA
+ * since sessions are bound to the process) costs against process_vm_writev/
+ * readv (before). A child maps 64 MiB; the parent copies 4 KiB pieces into
+ * it (writes) and out of it (reads), 64 pieces per batch:
+ *   vm      process_vm_writev/readv, 64 scattered iovecs per call (before)
+ *   mem-run pwritev/preadv, 64 local iovecs to one following remote range
+ *           per call (a message's packets: the usual case)
+ *   mem-one pwritev/preadv, one call per 4 KiB piece (scattered remote
+ *           ranges: the worst case)
+ * Build and run: cc -O2 -o /tmp/pmb bench/dma/proc_mem_bench.c && /tmp/pmb
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PIECE 4096
+#define BATCH 64
+#define AREA (64UL << 20)
+#define ROUNDS 4000
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+int main(void)
+{
+	char *area = mmap(NULL, AREA, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char *local = aligned_alloc(4096, PIECE * BATCH);
+	struct iovec liov[BATCH], riov[BATCH];
+	char path[64];
+	pid_t child;
+	int fd;
+
+	memset(area, 1, AREA); /* fault every page in before the fork */
+	memset(local, 7, PIECE * BATCH);
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)child);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	for (int dir = 0; dir < 2; dir++) {
+		const char *what = dir ? "read " : "write";
+
+		for (int mode = 0; mode < 3; mode++) {
+			double t0 = now();
+			long calls = 0;
+
+			for (int r = 0; r < ROUNDS; r++) {
+				size_t base = (size_t)(r % (AREA / (PIECE * BATCH))) *
+					      PIECE * BATCH;
+
+				for (int i = 0; i < BATCH; i++) {
+					liov[i].iov_base = local + i * PIECE;
+					liov[i].iov_len = PIECE;
+					/* reversed pieces: scattered, except for mem-run */
+					riov[i].iov_base = area + base +
+						(size_t)(BATCH - 1 - i) * PIECE;
+					riov[i].iov_len = PIECE;
+				}
+				if (mode == 0) {
+					ssize_t n = dir ? process_vm_readv(child, liov, BATCH, riov, BATCH, 0)
+							: process_vm_writev(child, liov, BATCH, riov, BATCH, 0);
+					calls++;
+					if (n != PIECE * BATCH)
+						return 2;
+				} else if (mode == 1) {
+					ssize_t n = dir ? preadv(fd, liov, BATCH, (off_t)(area + base))
+							: pwritev(fd, liov, BATCH, (off_t)(area + base));
+					calls++;
+					if (n != PIECE * BATCH)
+						return 3;
+				} else {
+					for (int i = 0; i < BATCH; i++) {
+						ssize_t n = dir ? preadv(fd, &liov[i], 1, (off_t)riov[i].iov_base)
+								: pwritev(fd, &liov[i], 1, (off_t)riov[i].iov_base);
+						calls++;
+						if (n != PIECE)
+							return 4;
+					}
+				}
+			}
+			double s = now() - t0;
+			double bytes = (double)ROUNDS * BATCH * PIECE;
+
+			printf("%s %-8s %6.2f GB/s  %7.0f ns per 4 KiB piece  %6.0f ns per call\n",
+			       what, mode == 0 ? "vm" : mode == 1 ? "mem-run" : "mem-one",
+			       bytes / s / 1e9, s * 1e9 / (ROUNDS * BATCH), s * 1e9 / calls);
+		}
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	return 0;
+}

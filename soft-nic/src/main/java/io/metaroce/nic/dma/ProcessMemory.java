@@ -1,0 +1,151 @@
+package io.metaroce.nic.dma;
+
+import io.metaroce.nic.sys.Errno;
+import io.metaroce.nic.sys.LibC;
+import io.metaroce.nic.sys.NativeException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * The address space of one application process, bound at session start so that no access can
+ * ever reach another process that later gets the same PID (or the same process after an exec):
+ *
+ * <ul>
+ *   <li>a pidfd of the process, from the control socket ({@code SO_PEERPIDFD}: the process that
+ *       connected, not whoever holds the number now), which the daemon watches for the exit;
+ *   <li>a descriptor of {@code /proc/<pid>/mem}, which stays tied to the address space it was
+ *       opened on: once that process exits or execs, every access through it fails. It is opened
+ *       while the pidfd shows the process not yet reaped, so the number named that process.
+ * </ul>
+ *
+ * <p>Objects (MRs, QPs, SRQs) name the space by {@link #id()}, a number never reused in this JVM;
+ * the engine resolves it with {@link #fd(int)} on every batch, lock-free and allocation-free, and
+ * gets -1 once the space was {@link #revoke() revoked}. The descriptor is closed by
+ * {@link #close()} on the thread that copies (the engine's), so a closed number cannot be reused
+ * under a copy in progress.
+ */
+public final class ProcessMemory {
+    /** Simultaneous address spaces; ids carry a generation above these bits. */
+    static final int SLOT_BITS = 12;
+    private static final int SLOTS = 1 << SLOT_BITS;
+    private static final AtomicReferenceArray<ProcessMemory> TABLE = new AtomicReferenceArray<>(SLOTS);
+    private static final AtomicInteger NEXT = new AtomicInteger(1);
+
+    private final int id;
+    private final int pid;
+    private final int memFd;
+    private final int pidFd;
+    private boolean closed;
+
+    private ProcessMemory(int id, int pid, int memFd, int pidFd) {
+        this.id = id;
+        this.pid = pid;
+        this.memFd = memFd;
+        this.pidFd = pidFd;
+    }
+
+    /**
+     * Binds process {@code pid} (as this daemon's /proc numbers it) whose pidfd is {@code pidFd}
+     * (this object owns it from now on, also on failure).
+     *
+     * @throws NativeException ESRCH when the process is gone, EACCES when the daemon may not
+     *     access its memory, ENOMEM when every slot is taken
+     */
+    public static ProcessMemory open(int pid, int pidFd) throws NativeException {
+        int memFd;
+        try {
+            memFd = LibC.open("/proc/" + pid + "/mem", LibC.O_RDWR | LibC.O_CLOEXEC);
+        } catch (NativeException e) {
+            LibC.close(pidFd);
+            throw e.errno() == Errno.ENOENT
+                    ? new NativeException("process " + pid + " exited before its session began", Errno.ESRCH) : e;
+        }
+        if (!LibC.pidfdAlive(pidFd)) {
+            // Reaped before the open ended: the number may already name someone else.
+            LibC.close(memFd);
+            LibC.close(pidFd);
+            throw new NativeException("process " + pid + " exited before its session began", Errno.ESRCH);
+        }
+        for (int attempt = 0; attempt < SLOTS; attempt++) {
+            int id = NEXT.getAndIncrement() & 0x7fffffff;
+            if (id == 0) {
+                continue;
+            }
+            ProcessMemory m = new ProcessMemory(id, pid, memFd, pidFd);
+            if (TABLE.compareAndSet(id & (SLOTS - 1), null, m)) {
+                return m;
+            }
+        }
+        LibC.close(memFd);
+        LibC.close(pidFd);
+        throw new NativeException("no free address-space slot for process " + pid, Errno.ENOMEM);
+    }
+
+    /**
+     * Binds this very process once and runs every call a session start and a copy make (pidfd,
+     * open, getsockopt, preadv, pwritev), so their first use, which links and compiles the native
+     * calls, happens at daemon start and not in a client's first HELLO (whose probe times out).
+     */
+    public static void warmUp() throws NativeException {
+        int self = LibC.getpid();
+        int pidFd = LibC.pidfdOpen(self);
+        if (pidFd < 0) {
+            throw new NativeException("pidfd_open(" + self + ")", -pidFd);
+        }
+        ProcessMemory m = open(self, pidFd);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment buf = arena.allocate(8, 8);
+            java.lang.foreign.MemorySegment iov = arena.allocate(16, 8);
+            iov.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, buf.address());
+            iov.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 8L);
+            read(m.id, iov, buf.address());
+            LibC.pwritev(m.memFd, iov, 0, buf.address());
+            LibC.getsockoptInt(-1, LibC.SOL_SOCKET, LibC.SO_PEERPIDFD); // EBADF: only the call
+        } finally {
+            m.close();
+        }
+    }
+
+    /** The /proc/pid/mem descriptor of space {@code id}, or -1 when it is unknown or revoked. */
+    public static int fd(int id) {
+        ProcessMemory m = TABLE.get(id & (SLOTS - 1));
+        return m != null && m.id == id ? m.memFd : -1;
+    }
+
+    public int id() {
+        return id;
+    }
+
+    public int pid() {
+        return pid;
+    }
+
+    /** The pidfd: readable once the process has exited. */
+    public int pidFd() {
+        return pidFd;
+    }
+
+    /** Any thread: from now on no new copy resolves this space (one in flight may finish). */
+    public void revoke() {
+        TABLE.compareAndSet(id & (SLOTS - 1), this, null);
+    }
+
+    /** Revokes and closes both descriptors; on the copying (engine) thread, or when none copies. */
+    public synchronized void close() {
+        revoke();
+        if (!closed) {
+            closed = true;
+            LibC.close(memFd);
+            LibC.close(pidFd);
+        }
+    }
+
+    /**
+     * Reads {@code length} bytes at {@code addr} of space {@code id} into {@code local}
+     * (control-path probes): bytes read, or -errno (ESRCH once revoked).
+     */
+    public static long read(int id, java.lang.foreign.MemorySegment iov, long addr) {
+        int fd = fd(id);
+        return fd < 0 ? -Errno.ESRCH : LibC.preadv(fd, iov, 1, addr);
+    }
+}
