@@ -170,7 +170,8 @@ class CmStateFuzzing {
         }
         return switch (type) {
             case 0 -> new CmMessage.Hello(d.consumeBoolean() ? CmCodec.VERSION : d.consumeInt(), d.consumeInt(),
-                    d.consumeBoolean() ? bootId : ++bootId, d.consumeInt(0, 65535), d.consumeInt(0, 65535));
+                    d.consumeBoolean() ? bootId : ++bootId, d.consumeInt(0, 65535), d.consumeInt(0, 65535),
+                    d.consumeBoolean() ? PEER_IP : d.consumeInt());
             case 1 -> new CmMessage.Connect(d.consumeInt(), endpoint(d, qpn, peerQpn));
             case 2 -> new CmMessage.Accept(d.consumeInt(0, 7), endpoint(d, qpn, peerQpn));
             case 3 -> new CmMessage.Reject(d.consumeInt(0, 7), qpn, peerQpn, d.consumeInt(0, 8));
@@ -272,7 +273,7 @@ class CmStateFuzzing {
         }
         decoder = new EmbeddedChannel(new CmCodec.Decoder());
         ByteBuf hello = Unpooled.buffer();
-        CmCodec.encode(new CmMessage.Hello(CmCodec.VERSION, 0, bootId, 4793, 500), hello);
+        CmCodec.encode(new CmMessage.Hello(CmCodec.VERSION, 0, bootId, 4793, 500, PEER_IP), hello);
         channel.writeInbound(hello);
         drain();
     }
