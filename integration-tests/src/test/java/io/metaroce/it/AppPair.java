@@ -31,11 +31,17 @@ final class AppPair {
     }
 
     private static int waitOrExplain(NetnsFabric f, Proc p, Proc other, Duration timeout) {
+        Integer exit = p.tryWait(timeout);
+        if (exit != null) {
+            return exit;
+        }
+        // The daemons' view (their QPs and paths) while the stuck side still runs, then kill it.
+        String diagnostics = f.diagnostics();
         try {
-            return p.waitFor(timeout);
+            return p.waitFor(Duration.ZERO);
         } catch (AssertionError e) {
             throw new AssertionError(e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output()
-                    + "\n" + f.diagnostics(), e);
+                    + "\n" + diagnostics, e);
         }
     }
 }

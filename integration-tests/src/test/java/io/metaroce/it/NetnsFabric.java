@@ -290,6 +290,14 @@ public abstract class NetnsFabric implements AutoCloseable {
         for (Daemon d : daemons) {
             sb.append("--- mrce-nicd in host ").append(d.host().name()).append(" (alive=").append(d.isAlive())
                     .append(", log ").append(d.log()).append("):\n").append(d.logTail(30)).append('\n');
+            if (d.isAlive()) {
+                // What the transport thinks at the moment of the failure: QPs and their paths.
+                for (String view : List.of("qps", "paths")) {
+                    Proc.Result r = exec(d.host(), Duration.ofSeconds(10), Env.bin("mrce-ctl").toString(), view);
+                    sb.append("--- mrce-ctl ").append(view).append(" in host ").append(d.host().name()).append(":\n")
+                            .append(r.output().strip()).append('\n');
+                }
+            }
         }
         return sb.toString();
     }
