@@ -36,7 +36,7 @@ final class AppPair {
             return exit;
         }
         // The daemons' view (their QPs and paths) while the stuck side still runs, then kill it.
-        String diagnostics = f.diagnostics();
+        String diagnostics = f.transportDiagnostics();
         try {
             return p.waitFor(Duration.ZERO);
         } catch (AssertionError e) {

@@ -1,5 +1,7 @@
 package io.metaroce.it;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -36,29 +38,73 @@ final class Integrity {
      * {@link Running#finish} waits for both.
      */
     static Running start(NetnsFabric f, int port, int messages, long seed, Duration timeout) {
+        return start(f, port, messages, seed, timeout, -1);
+    }
+
+    /**
+     * {@link #start} with the client paused after {@code pauseAt} completed messages
+     * ({@code mrce_integrity -P}) until {@link Running#resume()}: a fault applied while it waits
+     * meets the rest of the run, however fast the machine.
+     */
+    static Running startPaused(NetnsFabric f, int port, int messages, int pauseAt, long seed, Duration timeout) {
+        return start(f, port, messages, seed, timeout, pauseAt);
+    }
+
+    private static Running start(NetnsFabric f, int port, int messages, long seed, Duration timeout, int pauseAt) {
         if (!Files.isExecutable(binary())) {
             throw new AssertionError(binary() + " is missing: provider-c's make builds it");
         }
         List<String> cmd = new ArrayList<>(List.of(binary().toString(), "-d", "mrce0", "-g", "0",
                 "-p", Integer.toString(port), "-n", Integer.toString(messages), "-S", Long.toString(seed),
                 "-t", Long.toString(timeout.toSeconds())));
+        Path goFile = null;
         Proc server = f.startApp(f.b(), "mrce_integrity-server", cmd);
         try {
             f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
             List<String> clientCmd = new ArrayList<>(cmd);
+            if (pauseAt >= 0) {
+                goFile = Files.createTempDirectory("mrceit-integrity-").resolve("go");
+                clientCmd.addAll(List.of("-P", pauseAt + ":" + goFile));
+            }
             clientCmd.add(f.appServerAddr());
-            return new Running(f, server, f.startApp(f.a(), "mrce_integrity-client", clientCmd), timeout);
+            return new Running(f, server, f.startApp(f.a(), "mrce_integrity-client", clientCmd), timeout, goFile);
+        } catch (IOException e) {
+            server.close();
+            throw new UncheckedIOException(e);
         } catch (RuntimeException | Error e) {
             server.close();
             throw e;
         }
     }
 
-    /** A pair started by {@link #start}. */
-    record Running(NetnsFabric fabric, Proc server, Proc client, Duration timeout) implements AutoCloseable {
+    /** mrce_integrity's line when a client started with {@code -P N:FILE} waits for FILE. */
+    private static final Pattern PAUSED = Pattern.compile("(?m)^mrce_integrity: PAUSED after \\d+ messages$");
+
+    /** A pair started by {@link #start} or {@link #startPaused} ({@code goFile} null: not paused). */
+    record Running(NetnsFabric fabric, Proc server, Proc client, Duration timeout, Path goFile)
+            implements AutoCloseable {
 
         boolean clientAlive() {
             return client.isAlive();
+        }
+
+        /** Waits until the client says it paused; fails with both outputs if it died instead. */
+        void awaitPaused(Duration within) {
+            boolean paused = Wait.until(within, () -> PAUSED.matcher(client.output()).find() || !client.isAlive());
+            if (!paused || !client.isAlive()) {
+                throw new AssertionError("mrce_integrity's client did not pause (alive=" + client.isAlive()
+                        + ")\n--- client:\n" + client.output() + "\n--- server:\n" + server.output() + "\n"
+                        + fabric.diagnostics());
+            }
+        }
+
+        /** Lets a paused client go on. */
+        void resume() {
+            try {
+                Files.writeString(goFile, "go\n");
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create " + goFile, e);
+            }
         }
 
         /**
@@ -78,6 +124,14 @@ final class Integrity {
         public void close() {
             client.close();
             server.close();
+            if (goFile != null) {
+                try {
+                    Files.deleteIfExists(goFile);
+                    Files.deleteIfExists(goFile.getParent());
+                } catch (IOException e) {
+                    // a leftover empty temp directory; nothing to fail for
+                }
+            }
         }
     }
 

@@ -290,13 +290,25 @@ public abstract class NetnsFabric implements AutoCloseable {
         for (Daemon d : daemons) {
             sb.append("--- mrce-nicd in host ").append(d.host().name()).append(" (alive=").append(d.isAlive())
                     .append(", log ").append(d.log()).append("):\n").append(d.logTail(30)).append('\n');
-            if (d.isAlive()) {
-                // What the transport thinks at the moment of the failure: QPs and their paths.
-                for (String view : List.of("qps", "paths")) {
-                    Proc.Result r = exec(d.host(), Duration.ofSeconds(10), Env.bin("mrce-ctl").toString(), view);
-                    sb.append("--- mrce-ctl ").append(view).append(" in host ").append(d.host().name()).append(":\n")
-                            .append(r.output().strip()).append('\n');
-                }
+        }
+        return sb.toString();
+    }
+
+    /**
+     * {@link #diagnostics()} plus what each live daemon's transport thinks now (mrce-ctl qps and
+     * paths): for an application that is stuck, taken while it still runs. A few seconds each
+     * (a JVM per view): call it on a failure, never to build an assertion's description.
+     */
+    public String transportDiagnostics() {
+        StringBuilder sb = new StringBuilder(diagnostics());
+        for (Daemon d : daemons) {
+            if (!d.isAlive()) {
+                continue;
+            }
+            for (String view : List.of("qps", "paths")) {
+                Proc.Result r = exec(d.host(), Duration.ofSeconds(10), Env.bin("mrce-ctl").toString(), view);
+                sb.append("--- mrce-ctl ").append(view).append(" in host ").append(d.host().name()).append(":\n")
+                        .append(r.output().strip()).append('\n');
             }
         }
         return sb.toString();
