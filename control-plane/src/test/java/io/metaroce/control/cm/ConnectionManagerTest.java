@@ -166,6 +166,9 @@ class ConnectionManagerTest {
         db.rtr.put(20, ep(20, 10, 2));
         a.connect(B, ep(10, 20, 1)).get(5, TimeUnit.SECONDS);
         b.close();
+        // Until A sees the old connection closed, a CONNECT goes to the old instance and fails
+        // with it when the new one says HELLO (spec 5): wait for that, the restart is what is tested.
+        assertThat(waitFor(() -> !a.peerConnected(B))).as("A saw the old instance's connection close").isTrue();
         FakeDaemon db2 = new FakeDaemon();
         db2.exists.put(21, true);
         db2.rtr.put(21, ep(21, 11, 3));
