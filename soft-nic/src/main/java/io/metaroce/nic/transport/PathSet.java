@@ -99,6 +99,26 @@ final class PathSet {
         return best;
     }
 
+    /**
+     * The path for a tail-loss probe of a packet of {@code from}: the ACTIVE path other than
+     * {@code from} whose deliveries were reported most recently (the one most likely to carry it
+     * now), whatever its window (a probe is one packet); {@code from} itself when no other has
+     * delivered anything yet.
+     */
+    int freshest(int from) {
+        int best = -1;
+        for (int i = 0; i < count; i++) {
+            Path p = paths[i];
+            if (i == from || p.state != Path.ACTIVE || p.ringFull() || p.lastDeliveryNs == Long.MIN_VALUE) {
+                continue;
+            }
+            if (best < 0 || p.lastDeliveryNs - paths[best].lastDeliveryNs > 0) {
+                best = i;
+            }
+        }
+        return best < 0 ? from : best;
+    }
+
     /** The entropy of the next live path in rotation (re-requests spread over the paths). */
     int nextLiveEntropy() {
         for (int k = 0; k < count; k++) {

@@ -369,6 +369,7 @@ public final class RcRequester {
         p.txTimeNs[r] = nowNs;
         p.txSeq[r] = ++txSeq;
         p.crossLost[r] = false;
+        p.tlpAway[r] = false;
         p.txBytes[r] = len;
         p.inflightBytes += len;
         p.packetsSent++;
@@ -958,6 +959,7 @@ public final class RcRequester {
             if (bytes == Path.PROBE_LEN) {
                 if (psn == highest) {
                     p.probesOk++;
+                    p.lastDeliveryNs = nowNs;
                     lastDeliveredSeq = Math.max(lastDeliveredSeq, p.txSeq[e]);
                 } else {
                     p.probesOk = 0;
@@ -986,6 +988,9 @@ public final class RcRequester {
         p.lastProgressNs = nowNs;
         p.tlpSent = false;
         p.deliveredBytes += delivered;
+        if (delivered > 0) {
+            p.lastDeliveryNs = nowNs;
+        }
         if (reorderSlackNs > 0 && (reorderCleanPackets += deliveredPackets) >= REORDER_DECAY_PACKETS) {
             reorderCleanPackets = 0;
             reorderSlackNs /= 2;
@@ -1136,6 +1141,12 @@ public final class RcRequester {
      */
     private boolean overdue(Datapath dp, Path p, int psn, long nowNs) {
         int e = psn & Path.RING_MASK;
+        if (p.tlpAway[e] && p.txBytes[e] != Path.PROBE_LEN && acked(p.txRsn[e])) {
+            // Its tail-loss probe went on another path and arrived, this copy is still
+            // unreported: the path's RTO judges it and blames the path (something sent after it
+            // arrived); a slow path's report may still come before that.
+            return false;
+        }
         return lastDeliveredSeq > p.txSeq[e]
                 && nowNs - p.txTimeNs[e] > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs + reorderSlackNs;
     }
@@ -1219,17 +1230,51 @@ public final class RcRequester {
             int rsn = p.txRsn[e];
             int slot = rsn & MASK;
             if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
+                // On the same path when something sent after this path's oldest packet already
+                // arrived, or another path still awaits a report (either is the evidence of the
+                // cross-path rule and of the RTO's blame). With neither, as in a ping-pong whose one
+                // message went into a black hole, nothing could ever tell whether this path is at
+                // fault: the probe goes on the path that delivered most recently, so that if it
+                // arrives the request is done at once and this path's RTO blames it; if that copy
+                // is lost too, the peer may be the one stalled, and nothing is blamed.
+                boolean evidence = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK] || othersAwaitReports(p);
+                int q = evidence ? p.id : pathSet.freshest(p.id);
                 long keep = p.lastProgressNs;
-                sendOnPath(dp, rsn, p.id, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
-                p.lastProgressNs = keep;
+                sendOnPath(dp, rsn, q, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
+                if (q == p.id) {
+                    p.lastProgressNs = keep;
+                } else {
+                    p.tlpAway[e] = true;
+                }
                 p.tlps++;
-                p.retransmitsSent++;
+                paths[q].retransmitsSent++;
                 dp.counters.dataRetransmits++;
                 dp.counters.tlps++;
                 return 1;
             }
         }
         return 0;
+    }
+
+    /**
+     * Whether a live path other than {@code p} carries a request the peer has not acknowledged
+     * yet (its report will be evidence for or against {@code p}); probes and copies of requests
+     * already acknowledged do not count. Scans the paths' rings: tail-loss probes only.
+     */
+    private boolean othersAwaitReports(Path p) {
+        for (int i = 0; i < pathSet.count; i++) {
+            Path x = paths[i];
+            if (x == p || x.state == Path.DEAD || x.inflightBytes == 0) {
+                continue;
+            }
+            for (int psn = x.una; psn != x.nextPsn; psn++) {
+                int e = psn & Path.RING_MASK;
+                if (x.txBytes[e] != Path.PROBE_LEN && !acked(x.txRsn[e])) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private int pathTimeout(Datapath dp, Path p, long nowNs) {
@@ -1288,6 +1333,7 @@ public final class RcRequester {
         p.txTimeNs[e] = nowNs;
         p.txSeq[e] = ++txSeq;
         p.crossLost[e] = false;
+        p.tlpAway[e] = false;
         p.txBytes[e] = Path.PROBE_LEN;
         p.probesSent++;
         dp.counters.probesTx++;
