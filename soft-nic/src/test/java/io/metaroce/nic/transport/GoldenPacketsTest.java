@@ -2,13 +2,18 @@ package io.metaroce.nic.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -197,6 +202,34 @@ class GoldenPacketsTest {
         for (Map.Entry<String, String> g : GOLDEN.entrySet()) {
             assertThat(HexFormat.of().formatHex(build(g.getKey()))).as(g.getKey()).isEqualTo(g.getValue());
         }
+    }
+
+    /**
+     * The hex blocks of docs/spec/transport.md section 16, in order: the spec prints exactly these
+     * packets (a block is the lines "OFFSET  hex hex hex hex" between code fences).
+     */
+    @Test
+    void theSpecPrintsTheseGoldenPackets() throws IOException {
+        String spec = Files.readString(Path.of("..", "docs", "spec", "transport.md"));
+        String section = spec.substring(spec.indexOf("## 16. Golden packets"), spec.indexOf("## 17."));
+        List<String> blocks = new ArrayList<>();
+        StringBuilder hex = null;
+        for (String line : section.split("\n")) {
+            if (line.equals("```")) {
+                if (hex != null) {
+                    blocks.add(hex.toString());
+                    hex = null;
+                } else {
+                    hex = new StringBuilder();
+                }
+            } else if (hex != null) {
+                String[] words = line.trim().split("\\s+");
+                for (int i = 1; i < words.length; i++) {
+                    hex.append(words[i]);
+                }
+            }
+        }
+        assertThat(blocks).containsExactlyElementsOf(GOLDEN.values());
     }
 
     @Test
