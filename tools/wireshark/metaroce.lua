@@ -114,6 +114,7 @@ local e = {
 p.experts = e
 
 p.prefs.verify_crc = Pref.bool("Verify CRC32C", true, "Check each packet's CRC32C (spec section 12)")
+p.prefs.port = Pref.uint("Data port", DATA_PORT, "UDP port of the daemons' data path (mrce-nicd --udp-port)")
 
 -- CRC-32C, reflected polynomial 0x82F63B78, init and final XOR 0xFFFFFFFF (spec section 12)
 local CRC_TABLE = {}
@@ -355,7 +356,16 @@ function p.dissector(tvb, pinfo, tree)
     return len
 end
 
-DissectorTable.get("udp.port"):add(DATA_PORT, p)
+local registered_port = DATA_PORT
+DissectorTable.get("udp.port"):add(registered_port, p)
+
+function p.prefs_changed()
+    if p.prefs.port ~= registered_port then
+        DissectorTable.get("udp.port"):remove(registered_port, p)
+        registered_port = p.prefs.port
+        DissectorTable.get("udp.port"):add(registered_port, p)
+    end
+end
 
 ---------------------------------------------------------------------------------------------------
 -- Connection manager (TCP)
@@ -599,4 +609,14 @@ function cm.dissector(tvb, pinfo, tree)
     return tvb:len()
 end
 
-DissectorTable.get("tcp.port"):add(CM_PORT, cm)
+cm.prefs.port = Pref.uint("Connection-manager port", CM_PORT, "TCP port of the connection manager (mrce-nicd --cm-port)")
+local registered_cm_port = CM_PORT
+DissectorTable.get("tcp.port"):add(registered_cm_port, cm)
+
+function cm.prefs_changed()
+    if cm.prefs.port ~= registered_cm_port then
+        DissectorTable.get("tcp.port"):remove(registered_cm_port, cm)
+        registered_cm_port = cm.prefs.port
+        DissectorTable.get("tcp.port"):add(registered_cm_port, cm)
+    end
+end
