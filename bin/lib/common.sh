@@ -13,9 +13,9 @@ MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 
 # Debian packages the build and the tests need.
 # docker.io and debootstrap: the container tests' engine and their node image
-# (docker/build-image).
+# (docker/build-image). tshark and tcpdump: WiresharkDissectorIT (tools/wireshark).
 MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libclang-rt-14-dev libbpf-dev
-	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io debootstrap)
+	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io debootstrap tshark tcpdump)
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
 mrce_die() { mrce_say "$*"; exit 1; }

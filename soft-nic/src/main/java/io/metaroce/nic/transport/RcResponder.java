@@ -680,8 +680,10 @@ public final class RcResponder {
                 return; // still being answered
             }
         }
-        if (jobTail - jobHead >= JOBS) {
-            return; // busy: the requester asks again
+        // Re-requests leave room for the READs max_dest_rd_atomic admits (spec T-5.13): busy,
+        // the requester asks again.
+        if (jobTail - jobHead >= JOBS - Math.max(0, qp.maxDestRdAtomic - originalJobs)) {
+            return;
         }
         int syndrome = queueRead(dp, rsn, Wire.u32(frame, Wire.OFF_RKEY), Wire.u64(frame, Wire.OFF_VA),
                 offset, Wire.u32(frame, Wire.OFF_IMM), Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL,
