@@ -117,6 +117,12 @@ public final class RcRequester {
      */
     private long reorderSlackNs;
     private int reorderCleanPackets;
+    /** Probe budget (spec 10): the daemon epoch this QP last probed in, its probes in it, its credit (1/1024 probes). */
+    private long probeEpoch = Long.MIN_VALUE;
+    private int probesInEpoch;
+    private int probeCredit;
+    /** Where the next scan for due probes starts (so every path gets its turn under the budget). */
+    private int probeCursor;
 
     public RcRequester(Qp qp) {
         this.qp = qp;
@@ -156,7 +162,10 @@ public final class RcRequester {
         java.util.Arrays.fill(slotOrp, false);
         trackers.clear();
         long initialCwnd = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
-        pathSet.start(qp.qpn, pathCount(dp), baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
+        probeEpoch = Long.MIN_VALUE;
+        probeCredit = 0;
+        probeCursor = 0;
+        pathSet.start(qp.qpn, pathCount(dp), dp.entropyPorts, baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
     }
 
     /** Paths of a QP on this datapath (the baseline has one). */
@@ -1093,7 +1102,7 @@ public final class RcRequester {
         p.state = Path.DEAD;
         p.generation++;
         p.replacements++;
-        p.entropy = entropy(qp.qpn, p.id, pathSet.count, p.generation);
+        p.entropy = pathSet.redraw(p, nowNs);
         p.probesOk = 0;
         p.failedAtNs = nowNs;
         p.nextProbeNs = nowNs;
@@ -1103,16 +1112,14 @@ public final class RcRequester {
         dp.counters.pathRetirements++;
     }
 
-    /** Per path: tail-loss probe, RTO, and probes of retired paths. */
+    /** Per path: probes of SUSPECT and retired paths (within the budget), tail-loss probe, RTO. */
     private int pathTimers(Datapath dp, long nowNs) {
-        int work = 0;
+        int work = probes(dp, nowNs);
+        // A DEAD path's probe waits at least twice the slowest live path's srtt: its own RTO is
+        // from before it died, and a probe queued behind the QP's own data is late, not lost.
+        long liveSrtt = -1; // computed when a DEAD path needs it
         for (int i = 0; i < pathSet.count; i++) {
             Path p = paths[i];
-            if (p.state != Path.ACTIVE && !p.hasInflight() && nowNs - p.nextProbeNs >= 0) {
-                sendProbe(dp, p, nowNs);
-                p.nextProbeNs = nowNs + Math.max(p.srttNs, 1_000_000L);
-                work++;
-            }
             if (!p.hasInflight()) {
                 continue;
             }
@@ -1123,7 +1130,10 @@ public final class RcRequester {
                     continue;
                 }
             }
-            if (idle >= p.rtoNs) {
+            if (p.state == Path.DEAD && idle >= p.rtoNs && liveSrtt < 0) {
+                liveSrtt = pathSet.largestLiveSrtt();
+            }
+            if (idle >= (p.state == Path.DEAD ? Math.max(p.rtoNs, 2 * liveSrtt) : p.rtoNs)) {
                 work += pathTimeout(dp, p, nowNs);
             } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs, dp.tlpMinNs)) {
                 p.tlpSent = true;
@@ -1286,10 +1296,12 @@ public final class RcRequester {
         // host) stalled and every path times out in turn: no path is to blame, none is demoted.
         boolean blame = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK]
                 || p.state == Path.SUSPECT && !pathSet.othersInflight(p);
+        boolean probeLost = false;
         for (int psn = p.una; psn != p.nextPsn; psn++) {
             int e = psn & Path.RING_MASK;
             if (p.txBytes[e] == Path.PROBE_LEN) {
                 p.probesOk = 0;
+                probeLost = true;
                 continue;
             }
             p.losses++;
@@ -1311,8 +1323,76 @@ public final class RcRequester {
         PathCongestion.halve(p, minWindowBytes(), nowNs);
         if (p.state != Path.DEAD && blame) {
             demote(dp, p, nowNs);
+        } else if (p.state == Path.DEAD && probeLost) {
+            redrawDead(dp, p, nowNs);
         }
         return 1;
+    }
+
+    /**
+     * Probes the idle SUSPECT and DEAD paths that are due (one per probe interval each), in
+     * rotation from where the last scan stopped, as far as the probe budget allows (spec 10).
+     */
+    private int probes(Datapath dp, long nowNs) {
+        int n = pathSet.count;
+        int work = 0;
+        int last = -1;
+        for (int k = 0; k < n; k++) {
+            int i = probeCursor + k;
+            if (i >= n) {
+                i -= n;
+            }
+            Path p = paths[i];
+            if (p.state == Path.ACTIVE || p.hasInflight() || nowNs - p.nextProbeNs < 0) {
+                continue;
+            }
+            if (!probeBudget(dp, nowNs)) {
+                break;
+            }
+            sendProbe(dp, p, nowNs);
+            p.nextProbeNs = nowNs + Math.max(p.srttNs, PROBE_INTERVAL_MIN_NS);
+            work++;
+            last = i;
+        }
+        if (last >= 0) {
+            probeCursor = last + 1 == n ? 0 : last + 1;
+        }
+        return work;
+    }
+
+    /** Smallest interval between two probes of one path. */
+    static final long PROBE_INTERVAL_MIN_NS = 1_000_000L;
+
+    /**
+     * Takes one probe from the budget (spec 10): per epoch at most {@link Datapath#probesPerQp} for
+     * this QP and {@link Datapath#probesPerDaemon} for the daemon; a QP that wants to probe earns
+     * per epoch an equal part of the daemon's budget among the QPs that wanted to in the last one.
+     */
+    private boolean probeBudget(Datapath dp, long nowNs) {
+        dp.probeEpoch(nowNs);
+        if (probeEpoch != dp.probeEpoch) {
+            probeEpoch = dp.probeEpoch;
+            probesInEpoch = 0;
+            dp.probersInEpoch++;
+            int share = (int) Math.min(1 << 30, (dp.probesPerDaemon * 1024L) / Math.max(1, dp.probersLastEpoch));
+            probeCredit = (int) Math.min(dp.probesPerQp * 1024L, (long) probeCredit + share);
+        }
+        if (probeCredit < 1024 || probesInEpoch >= dp.probesPerQp || dp.probesInEpoch >= dp.probesPerDaemon) {
+            return false;
+        }
+        probeCredit -= 1024;
+        probesInEpoch++;
+        dp.probesInEpoch++;
+        return true;
+    }
+
+    /** A DEAD path whose probe was lost leaves its entropy for a redrawn one (spec 10). */
+    private void redrawDead(Datapath dp, Path p, long nowNs) {
+        p.entropy = pathSet.redraw(p, nowNs);
+        p.generation++;
+        p.replacements++;
+        p.probesOk = 0; // the next probe, under the new entropy, keeps the probe interval
+        dp.counters.entropyRedraws++;
     }
 
     private void sendProbe(Datapath dp, Path p, long nowNs) {

@@ -207,12 +207,18 @@ public final class RcResponder {
         }
     }
 
-    /** A PROBE on a retired path: track it and answer at once. */
+    /** A PROBE (of a SUSPECT or retired path): track it and answer at once, on its own entropy. */
     public void onProbe(Datapath dp, MemorySegment frame, int ecn) {
         if (!qp.canReceive()) {
             return;
         }
         dp.counters.probesRx++;
+        if (newsCount > 0) {
+            // Reports owed to other paths leave first, on their own entropies: the probe's answer
+            // rides its own route (spec 10), and if that route is dead it must take no other
+            // path's report down with it.
+            owe(dp, true);
+        }
         trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
                 Wire.u16(frame, Wire.OFF_REPLY_ENTROPY), ecn);
         owe(dp, true);
