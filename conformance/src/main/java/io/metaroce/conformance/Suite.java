@@ -24,6 +24,8 @@ final class Suite {
     static final int MTU = 1024;
     static final int MIN_RNR_TIMER = 12;
     static final int REGION = 16384;
+    /** The path id of the PROBEs that wait for the target to know the suite's token. */
+    static final int SYNC_PATH = 200;
     // ibv_wc values
     static final int WC_SUCCESS = 0, WC_LOC_LEN_ERR = 1;
     static final int WC_RDMA_WRITE = 1, WC_RECV = 128;
@@ -145,7 +147,29 @@ final class Suite {
         check(theirs != null, "CM §3: no CONNECT from the target within 10 s after its QP " + tq + " reached RTR");
         Rc c = new Rc(tq, sq, myToken, rsn0, trsn0, theirs);
         open.add(c);
+        syncToken(c);
         return c;
+    }
+
+    /**
+     * Waits until the target knows the suite's token: its responder answers with token 0 until
+     * it has the suite's ACCEPT (CM §4), so PROBEs on a path of their own are sent until an ACK
+     * with the suite's token answers one (T §5: a PROBE is acknowledged at once).
+     */
+    void syncToken(Rc c) throws IOException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            Packet p = c.pkt(Packet.OP_PROBE, SYNC_PATH, 0);
+            p.rsn = 0;
+            wire.send(0, p);
+            Packet a = wire.receive(100, x -> x.dstQpn == c.sq && x.opcode == Packet.OP_ACK && x.token == c.myToken
+                    && x.reportOf(SYNC_PATH) != null);
+            if (a != null) {
+                wire.forget();
+                return;
+            }
+        }
+        throw new AssertionError("CM §4, T §5: no ACK with the suite's token answered a PROBE within 10 s");
     }
 
     void closeAll() {
@@ -344,6 +368,9 @@ final class Suite {
             check(!a.sack(0), "T §6: SACK bit 0 is always 0");
             for (int i = 0; i < a.reportCount(); i++) {
                 int[] rep = a.report(i);
+                if (rep[0] == SYNC_PATH) {
+                    continue;
+                }
                 check(rep[0] < 4, "T §6: a report for path " + rep[0] + " that carried nothing");
                 check(rep[3] <= 1, "T §6: path " + rep[0] + " reported at PSN " + rep[3] + " beyond those sent");
                 check(rep[2] == 0, "T §6: gap losses " + rep[2] + " on path " + rep[0] + " without a gap");

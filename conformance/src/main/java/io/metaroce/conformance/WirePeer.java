@@ -28,6 +28,8 @@ final class WirePeer implements AutoCloseable {
     final InetAddress local;
     final int dataPort;
     private final List<Frame> log = new ArrayList<>();
+    /** Packets received that no wait matched yet, oldest first: a later wait may want them. */
+    private final List<Packet> backlog = new ArrayList<>();
 
     WirePeer(InetAddress local, int dataPort, InetSocketAddress target) throws IOException {
         this.local = local;
@@ -57,6 +59,11 @@ final class WirePeer implements AutoCloseable {
 
     /** The next datagram from the target that decodes and matches, within timeoutMs; else null. */
     Packet receive(long timeoutMs, Predicate<Packet> match) throws IOException {
+        for (int i = 0; i < backlog.size(); i++) {
+            if (match.test(backlog.get(i))) {
+                return backlog.remove(i);
+            }
+        }
         long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
         byte[] b = new byte[65536];
         while (true) {
@@ -78,12 +85,16 @@ final class WirePeer implements AutoCloseable {
             if (p != null && match.test(p)) {
                 return p;
             }
+            if (p != null) {
+                backlog.add(p);
+            }
         }
     }
 
     /** Everything that arrives within {@code ms} (a quiet period). */
     List<Packet> drain(long ms) throws IOException {
-        List<Packet> got = new ArrayList<>();
+        List<Packet> got = new ArrayList<>(backlog);
+        backlog.clear();
         long deadline = System.nanoTime() + ms * 1_000_000L;
         while (true) {
             long left = (deadline - System.nanoTime()) / 1_000_000L;
@@ -107,7 +118,14 @@ final class WirePeer implements AutoCloseable {
         return new ArrayList<>(log.subList(Math.min(from, log.size()), log.size()));
     }
 
+    /** Forgets the packets no wait has taken. */
+    synchronized void forget() {
+        backlog.clear();
+    }
+
+    /** Starts a case: forgets unmatched packets of earlier ones; returns the log position. */
     synchronized int mark() {
+        backlog.clear();
         return log.size();
     }
 

@@ -388,7 +388,8 @@ public final class RcRequester {
                 retxHead++;
                 continue;
             }
-            int pi = pathSet.pick(slotLen[slot], slotPath[slot]);
+            int pi = ConformanceBreak.RETRANSMIT_SAME_PATH ? slotPath[slot]
+                    : pathSet.pick(slotLen[slot], slotPath[slot]);
             if (pi < 0) {
                 break;
             }

@@ -179,7 +179,7 @@ public final class RcResponder {
         int h = highest[path];
         boolean gap = false;
         int d = psn - h;
-        if (d > 1) {
+        if (d > 1 && !ConformanceBreak.GAP_UNREPORTED) {
             gapLosses[path] = (int) Math.min(0xffff, (long) gapLosses[path] + d - 1);
             dp.counters.gapsDetected++;
             gap = true;
@@ -333,7 +333,7 @@ public final class RcResponder {
         }
         int psn = Wire.u32(frame, Wire.OFF_RSN);
         int d = psn - ePsn;
-        if (d < 0 || (d < W && got[psn & M])) {
+        if (d < 0 || (d < W && got[psn & M] && !ConformanceBreak.PLACE_DUPLICATE_TWICE)) {
             dp.counters.duplicates++;
             if (Wire.isRequest(opcode)) {
                 onResend(dp, frame, length, opcode, psn); // lost responses: answer again
