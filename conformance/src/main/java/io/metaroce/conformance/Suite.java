@@ -19,7 +19,8 @@ import java.util.Map;
  * connection manager; the target's QP is made by the target agent.
  */
 final class Suite {
-    static final int WAIT_MS = 2000;
+    /** How long a reply may take before the case fails (generous: CI machines are loaded). */
+    static final int WAIT_MS = 5000;
     static final int QUIET_MS = 300;
     static final int MTU = 1024;
     static final int MIN_RNR_TIMER = 12;
@@ -337,11 +338,12 @@ final class Suite {
         Packet p = c.write(2, 1, r + 64, 0, 64, pattern(64, 5));
         long t0 = System.nanoTime();
         wire.send(2, p);
-        Packet a = await(c, Packet.OP_ACK, 1000, x -> x.reportOf(2) != null && x.reportOf(2)[3] == 3);
-        check(a != null, "T §5 rule 1: no ACK reporting path 2 at PSN 3 within 1 s of the gap");
+        // Nothing else is sent: an ACK that waited for a later packet would never come.
+        Packet a = await(c, Packet.OP_ACK, WAIT_MS, x -> x.reportOf(2) != null && x.reportOf(2)[3] == 3);
+        check(a != null, "T §5 rule 1: no ACK reporting path 2 at PSN 3 after the gap");
         check(a.reportOf(2)[2] == 2, "T §5 rule 1, §6: gap losses " + a.reportOf(2)[2] + " reported for 2 lost PSNs");
         check(a.rsn == c.rsn0 + 2, "T §6: cumulative RSN " + (a.rsn - c.rsn0) + ", want 2");
-        check(System.nanoTime() - t0 < 1_000_000_000L, "T §5 rule 1: the gap's ACK was late");
+        check(System.nanoTime() - t0 < WAIT_MS * 1_000_000L, "T §5 rule 1: the gap's ACK was late");
     }
 
     void pathReports() throws Exception {
@@ -395,6 +397,7 @@ final class Suite {
         check(ack != null, "T §6: no ACK with SACK bit 1");
         wire.send(0, c.write(0, 1, r, 0, 64, b)); // same RSN, other bytes: a duplicate
         ack = await(c, Packet.OP_ACK, WAIT_MS, x -> x.reportOf(0) != null && x.reportOf(0)[3] == 1);
+        expectMemory(r, a, "T §5 rule 2 (a duplicate within the window was placed again)");
         check(ack != null, "T §5 rule 2: a duplicate owes an ACK (none reported path 0 at PSN 1)");
         wire.send(0, c.write(0, 0, r + 128, 0, 64, pattern(64, 8)));
         ackUpTo(c, 2);
@@ -433,8 +436,8 @@ final class Suite {
         Packet p = c.pkt(Packet.OP_PROBE, 9, 0);
         p.rsn = 0;
         wire.send(1, p);
-        Packet a = await(c, Packet.OP_ACK, 1000, x -> x.reportOf(9) != null);
-        check(a != null, "T §5: a PROBE is acknowledged at once (no ACK reporting path 9 within 1 s)");
+        Packet a = await(c, Packet.OP_ACK, WAIT_MS, x -> x.reportOf(9) != null);
+        check(a != null, "T §5: a PROBE is acknowledged at once (no ACK reporting path 9)");
         check(a.reportOf(9)[3] == 0, "T §5 rule 1: path 9 reported at PSN " + a.reportOf(9)[3]);
         check(a.rsn == c.rsn0, "T §6: a PROBE moved the cumulative RSN");
     }
@@ -678,6 +681,10 @@ final class Suite {
                 re = p;
             } else {
                 highest.merge(p.pathId, p.psn, Math::max);
+                if (tlp) { // a tail-loss probe beat the report (T §8): report its loss too
+                    ack.payload = Packet.ackPayload(new int[0], new int[][] {{p.pathId, 0, 0, p.psn}});
+                    wire.send(0, ack);
+                }
             }
         }
         check(re != null, "T §8: the RSN the report resolved lost was not resent (flag RETRANSMIT)");
