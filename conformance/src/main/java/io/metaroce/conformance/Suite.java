@@ -29,7 +29,7 @@ final class Suite {
     static final int SYNC_PATH = 200;
     // ibv_wc values
     static final int WC_SUCCESS = 0, WC_LOC_LEN_ERR = 1;
-    static final int WC_RDMA_WRITE = 1, WC_RECV = 128;
+    static final int WC_RDMA_WRITE = 1, WC_RDMA_READ = 2, WC_RECV = 128, WC_RECV_RDMA_WITH_IMM = 129;
 
     /** A case body. */
     interface Body {
@@ -233,6 +233,9 @@ final class Suite {
         l.add(new Case("rc.write.out-of-order", "T §4 out-of-order placement, §6 SACK bitmap", Suite::writeOutOfOrder));
         l.add(new Case("rc.send.out-of-order", "T §4, §5 rules 3 and 6: SEND placed by offset, completed once whole",
                 Suite::sendOutOfOrder));
+        l.add(new Case("rc.write-imm.completes-receive", "T §4, §5 rules 3 and 6: WRITE_IMM placed by va, "
+                + "completes a receive with IBV_WC_RECV_RDMA_WITH_IMM, byte_len, the immediate",
+                Suite::writeImm));
         l.add(new Case("rc.gap.acked-at-once", "T §3 path PSN, §5 rule 1 (gap: count, acknowledge immediately), §6 "
                 + "path report", Suite::gapAckedAtOnce));
         l.add(new Case("rc.ack.path-reports", "T §6: ACK layout, one report per path with news, highest PSN",
@@ -267,12 +270,17 @@ final class Suite {
                 + "replay the kept original", Suite::atomicReplay));
         l.add(new Case("rc.requester.retransmit-other-path", "T §6 requester on a path report, §8: a lost RSN is "
                 + "resent on another path with that path's next PSN, flag RETRANSMIT", Suite::retransmitOtherPath));
+        l.add(new Case("rc.requester.read-rerequests-missing-range", "T §8a: READ responses land by offset; a "
+                + "missing one is re-requested alone (flag RESEND, offset and length of the range)",
+                Suite::readRerequest));
         l.add(new Case("ud.qkey-and-grh", "T §13: Q_Key checked silently; GRH, byte_len, src_qp of a UD receive",
                 Suite::udQkeyGrh));
         l.add(new Case("cm.hello-and-endpoint", "CM §1, §2, §3: HELLO fields, the CONNECT endpoint of the target's QP",
                 Suite::cmHelloEndpoint));
         l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
                 Suite::cmConnectNoQp));
+        l.add(new Case("cm.disconnect-on-destroy", "CM §5: a destroyed QP's daemon sends DISCONNECT DESTROYED "
+                + "with the token its QP announced", Suite::cmDisconnect));
         l.add(new Case("cm.ping-pong", "CM §5: PING answered by PONG with its sequence", Suite::cmPingPong));
         l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type is a protocol error, the connection closes",
                 Suite::cmBadFrame));
@@ -327,6 +335,27 @@ final class Suite {
         check(wc.wrId() == 77 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RECV && wc.byteLen() == data.length
                 && wc.srcQp() == c.sq, "T §5 rule 6: completion " + wc);
         expectMemory(r, data, "T §4 SEND placement");
+    }
+
+    void writeImm() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        agent.recv(c.tq, 66, r + 8192, 16);
+        byte[] data = pattern(2 * MTU, 20);
+        int imm = 0x12345678;
+        for (int k : new int[] {1, 0}) {
+            Packet p = c.write(k, k, r, k * MTU, data.length, Arrays.copyOfRange(data, k * MTU, (k + 1) * MTU));
+            p.opcode = Packet.OP_WRITE_IMM;
+            p.imm = imm;
+            wire.send(k, p);
+        }
+        ackUpTo(c, 2);
+        AgentClient.Completion wc = completion("T §5 rule 6");
+        check(wc.wrId() == 66 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RECV_RDMA_WITH_IMM
+                && wc.byteLen() == data.length, "T §5 rule 6: WRITE_IMM completion " + wc);
+        check(wc.imm() == imm || wc.imm() == Integer.reverseBytes(imm), "T §5 rule 6: immediate " + wc.imm());
+        expectMemory(r, data, "T §4 WRITE_IMM placement");
+        expectMemory(r + 8192, new byte[16], "T §5 rule 3 (WRITE_IMM wrote into the receive's buffer)");
     }
 
     void gapAckedAtOnce() throws Exception {
@@ -702,6 +731,59 @@ final class Suite {
                 "T §8: the WRITE completes after its RSN is acknowledged: " + wc);
     }
 
+    Packet response(Rc c, int rsn, int offset, int msgLen, byte[] payload) {
+        Packet p = new Packet();
+        p.opcode = Packet.OP_READ_RESP;
+        p.rsn = rsn;
+        p.dstQpn = c.tq;
+        p.srcQpn = c.sq;
+        p.token = c.token;
+        p.offset = offset;
+        p.msgLen = msgLen;
+        p.payload = payload;
+        return p;
+    }
+
+    void readRerequest() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        int len = 3000;
+        byte[] data = pattern(len, 21);
+        agent.post(c.tq, 6, "READ", r, len, 0x20000, 0x4321);
+        Packet req = await(c, Packet.OP_READ_REQ, WAIT_MS, x -> (x.flags & Packet.FLAG_RESEND) == 0);
+        check(req != null, "T §8a: the target's READ_REQ never came");
+        check(req.rsn == c.trsn0 && req.offset == 0 && req.imm == len && req.msgLen == len && req.va == 0x20000
+                && req.rkey == 0x4321, "T §2, §8a: READ_REQ fields " + req);
+        int unit = req.unit;
+        check(unit > 0 && unit < len, "T §2a: response unit " + unit + " (the case needs 3000 bytes to span units)");
+        Packet ack = new Packet();
+        ack.opcode = Packet.OP_ACK;
+        ack.rsn = c.trsn0 + 1;
+        ack.dstQpn = c.tq;
+        ack.srcQpn = c.sq;
+        ack.token = c.token;
+        ack.rwnd = 256;
+        ack.msgLen = 1;
+        ack.payload = Packet.ackPayload(new int[0], new int[][] {{req.pathId, 0, 0, req.psn}});
+        wire.send(0, ack);
+        for (int off = 0; off < len; off += unit) {
+            if (off != unit) { // the second response is "lost"
+                wire.send(1, response(c, req.rsn, off, len, Arrays.copyOfRange(data, off, Math.min(len, off + unit))));
+            }
+        }
+        Packet re = await(c, Packet.OP_READ_REQ, WAIT_MS, x -> (x.flags & Packet.FLAG_RESEND) != 0);
+        check(re != null, "T §8a: the missing range [" + unit + ", " + 2 * unit + ") was not re-requested (RESEND)");
+        int want = Math.min(unit, len - unit);
+        check(re.rsn == req.rsn && re.offset == unit && re.imm == want && re.pathId == 0 && re.psn == 0,
+                "T §8a: the re-request names offset " + re.offset + " length " + re.imm + " path " + re.pathId
+                        + " PSN " + re.psn + " (want " + unit + ", " + want + ", 0, 0): " + re);
+        wire.send(1, response(c, req.rsn, unit, len, Arrays.copyOfRange(data, unit, unit + want)));
+        AgentClient.Completion wc = completion("T §8 completion");
+        check(wc.wrId() == 6 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RDMA_READ && wc.byteLen() == len,
+                "T §8: READ completion " + wc);
+        expectMemory(r, data, "T §8a (READ responses placed by offset)");
+    }
+
     void udQkeyGrh() throws Exception {
         int qkey = 0x11112222;
         int uq = agent.createUd(qkey);
@@ -780,6 +862,19 @@ final class Suite {
         ByteBuffer b = ByteBuffer.wrap(f.payload());
         check(f.payload().length == 16 && b.getInt(0) == 0x77 && b.getShort(12) == 1,
                 "CM §2, §3: REJECT request id / reason (want 0x77, NO_QP 1): " + HexFormat.of().formatHex(f.payload()));
+    }
+
+    void cmDisconnect() throws Exception {
+        Rc c = openRc();
+        int mark = cm.receivedCount();
+        agent.destroy(c.tq);
+        CmPeer.Frame f = cm.awaitFrame(mark, CmPeer.DISCONNECT, WAIT_MS);
+        check(f != null, "CM §5: no DISCONNECT after the target's QP was destroyed");
+        ByteBuffer b = ByteBuffer.wrap(f.payload());
+        check(f.payload().length == 24, "CM §2: DISCONNECT of " + f.payload().length + " bytes, want 24");
+        check(b.getInt(0) == c.tq && b.getInt(4) == c.sq && b.getShort(8) == 4 && b.getInt(12) == c.token
+                && (b.getInt(16) & ~1) == 0, "CM §2, §5: DISCONNECT qpn/peer/reason DESTROYED (4)/token/flags: "
+                        + HexFormat.of().formatHex(f.payload()));
     }
 
     void cmPingPong() throws Exception {
