@@ -108,6 +108,7 @@ class ConformanceIT {
         "place-duplicate-twice, rc.duplicate.dropped",
         "gap-unreported, rc.gap.acked-at-once",
         "retransmit-same-path, rc.requester.retransmit-other-path",
+        "resend-whole-read, rc.read.resend-range",
     })
     void suiteCatchesEachBrokenRule(String rule, String caseId) throws IOException {
         Run r = runSuite("break-" + rule, Map.of("MRCE_NICD_JAVA_OPTS", "-Dmetaroce.conformance.break=" + rule),

@@ -12,7 +12,8 @@ public final class ConformanceBreak {
     public static final String PROPERTY = "metaroce.conformance.break";
     /** The names a test may set, one at a time. */
     public static final List<String> NAMES =
-            List.of("ignore-token", "ignore-crc", "place-duplicate-twice", "gap-unreported", "retransmit-same-path");
+            List.of("ignore-token", "ignore-crc", "place-duplicate-twice", "gap-unreported", "retransmit-same-path",
+                    "resend-whole-read");
     static final String NAME = System.getProperty(PROPERTY, "");
 
     /** §2, connection-manager.md §4: a packet with another QP's token is processed anyway. */
@@ -25,6 +26,9 @@ public final class ConformanceBreak {
     public static final boolean GAP_UNREPORTED = NAME.equals("gap-unreported");
     /** §8: a lost RSN is resent on the path it was lost on. */
     public static final boolean RETRANSMIT_SAME_PATH = NAME.equals("retransmit-same-path");
+
+    /** §5 rule 9: a re-request of a READ range is answered with the whole READ again. */
+    public static final boolean RESEND_WHOLE_READ = NAME.equals("resend-whole-read");
 
     private ConformanceBreak() {}
 

@@ -683,9 +683,10 @@ public final class RcResponder {
         if (jobTail - jobHead >= JOBS) {
             return; // busy: the requester asks again
         }
+        boolean whole = ConformanceBreak.RESEND_WHOLE_READ;
         int syndrome = queueRead(dp, rsn, Wire.u32(frame, Wire.OFF_RKEY), Wire.u64(frame, Wire.OFF_VA),
-                offset, Wire.u32(frame, Wire.OFF_IMM), Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL,
-                Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
+                whole ? 0 : offset, Wire.u32(frame, whole ? Wire.OFF_MSG_LEN : Wire.OFF_IMM),
+                Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL, Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
         if (syndrome != 0) {
             fail(dp, rsn, syndrome);
         }
