@@ -116,6 +116,8 @@ final class CmPeer implements AutoCloseable {
     private final Thread acceptor;
     private final Thread heartbeat;
     private volatile boolean closing;
+    /** While set, the suite's manager sends nothing: no PING, no PONG (a dead peer, CM §5). */
+    volatile boolean silent;
     private long pingSeq;
 
     CmPeer(InetAddress local, int cmPort) throws IOException {
@@ -170,7 +172,7 @@ final class CmPeer implements AutoCloseable {
                 return;
             }
             for (Conn c : conns) {
-                if (c.hello != null) {
+                if (c.hello != null && !silent) {
                     try {
                         c.send(PING, 0, ByteBuffer.allocate(8).putLong(++pingSeq).array());
                     } catch (IOException ignored) {
@@ -189,7 +191,11 @@ final class CmPeer implements AutoCloseable {
         ByteBuffer b = ByteBuffer.wrap(f.payload());
         switch (f.type()) {
             case HELLO -> f.conn().hello = f.payload();
-            case PING -> f.conn().send(PONG, 0, f.payload());
+            case PING -> {
+                if (!silent) {
+                    f.conn().send(PONG, 0, f.payload());
+                }
+            }
             case CONNECT -> {
                 int requestId = b.getInt();
                 Endpoint theirs = Endpoint.decode(b);

@@ -28,7 +28,7 @@ final class Suite {
     /** The path id of the PROBEs that wait for the target to know the suite's token. */
     static final int SYNC_PATH = 200;
     // ibv_wc values
-    static final int WC_SUCCESS = 0, WC_LOC_LEN_ERR = 1;
+    static final int WC_SUCCESS = 0, WC_LOC_LEN_ERR = 1, WC_WR_FLUSH_ERR = 5;
     static final int WC_RDMA_WRITE = 1, WC_RDMA_READ = 2, WC_RECV = 128, WC_RECV_RDMA_WITH_IMM = 129;
 
     /** A case body. */
@@ -133,6 +133,11 @@ final class Suite {
 
     /** Sets up an RC connection: agent QP, the suite's endpoint registered, the target's CONNECT awaited. */
     Rc openRc() throws Exception {
+        return openRc(true);
+    }
+
+    /** {@link #openRc()}; unregistered, the suite's manager answers the target's CONNECT with REJECT NO_QP. */
+    Rc openRc(boolean register) throws Exception {
         int tq = agent.createRc();
         int sq = qpn24();
         int myToken = random.nextInt() | 1;
@@ -142,13 +147,17 @@ final class Suite {
         for (int i = 0; i < ent.length; i++) {
             ent[i] = wire.entropy(i);
         }
-        cm.register(new CmPeer.Endpoint(sq, tq, MTU, 256, trsn0, myToken, 1500, ent));
+        if (register) {
+            cm.register(new CmPeer.Endpoint(sq, tq, MTU, 256, trsn0, myToken, 1500, ent));
+        }
         agent.connect(tq, wire.local.getHostAddress(), sq, rsn0, trsn0, MTU, 16, MIN_RNR_TIMER);
         CmPeer.Endpoint theirs = cm.awaitConnect(sq, 10_000);
         check(theirs != null, "CM §3: no CONNECT from the target within 10 s after its QP " + tq + " reached RTR");
         Rc c = new Rc(tq, sq, myToken, rsn0, trsn0, theirs);
         open.add(c);
-        syncToken(c);
+        if (register) {
+            syncToken(c);
+        }
         return c;
     }
 
@@ -277,10 +286,15 @@ final class Suite {
                 Suite::udQkeyGrh));
         l.add(new Case("cm.hello-and-endpoint", "CM §1, §2, §3: HELLO fields, the CONNECT endpoint of the target's QP",
                 Suite::cmHelloEndpoint));
-        l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
-                Suite::cmConnectNoQp));
         l.add(new Case("cm.disconnect-on-destroy", "CM §5: a destroyed QP's daemon sends DISCONNECT DESTROYED "
                 + "with the token its QP announced", Suite::cmDisconnect));
+        l.add(new Case("cm.reject-fails-qp", "CM §3: a REJECT fails the request: the QP goes to the error "
+                + "state (its receives flushed)", Suite::cmRejectFailsQp));
+        // before the cases that dial connections of their own (see docs/conformance.md, findings)
+        l.add(new Case("cm.peer-timeout", "CM §5: a peer silent for the peer timeout (at least two heartbeats) is "
+                + "lost: its QPs go to the error state, their work requests flushed", Suite::cmPeerTimeout));
+        l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
+                Suite::cmConnectNoQp));
         l.add(new Case("cm.ping-pong", "CM §5: PING answered by PONG with its sequence", Suite::cmPingPong));
         l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type is a protocol error, the connection closes",
                 Suite::cmBadFrame));
@@ -875,6 +889,39 @@ final class Suite {
         check(b.getInt(0) == c.tq && b.getInt(4) == c.sq && b.getShort(8) == 4 && b.getInt(12) == c.token
                 && (b.getInt(16) & ~1) == 0, "CM §2, §5: DISCONNECT qpn/peer/reason DESTROYED (4)/token/flags: "
                         + HexFormat.of().formatHex(f.payload()));
+    }
+
+    void cmRejectFailsQp() throws Exception {
+        Rc c = openRc(false);
+        long r = region();
+        agent.recv(c.tq, 33, r, 64);
+        AgentClient.Completion wc = completion("CM §3");
+        check(wc.wrId() == 33 && wc.status() == WC_WR_FLUSH_ERR,
+                "CM §3, §5: after REJECT the QP's receive completes " + wc + ", want IBV_WC_WR_FLUSH_ERR (5)");
+    }
+
+    void cmPeerTimeout() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        CmPeer.Frame connect = cm.awaitFrame(0, CmPeer.CONNECT, 0);
+        int heartbeatMs = connect == null || connect.conn().hello == null ? 0
+                : ByteBuffer.wrap(connect.conn().hello).getShort(22) & 0xffff;
+        agent.recv(c.tq, 44, r, 64);
+        check(agent.poll(QUIET_MS) == null, "CM §5: the receive completed while the suite was alive");
+        cm.silent = true;
+        long t0 = System.nanoTime();
+        try {
+            AgentClient.Completion wc = agent.poll(30_000);
+            long ms = (System.nanoTime() - t0) / 1_000_000L;
+            check(wc != null, "CM §5: the QP of a peer silent for 30 s is still alive");
+            check(wc.wrId() == 44 && wc.status() == WC_WR_FLUSH_ERR,
+                    "CM §5: the lost peer's QP flushed its receive with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5)");
+            long floor = 2L * heartbeatMs - CmPeer.HEARTBEAT_MS;
+            check(ms >= floor, "CM §5: the peer was declared lost after " + ms + " ms of silence, under two of its "
+                    + heartbeatMs + " ms heartbeats");
+        } finally {
+            cm.silent = false;
+        }
     }
 
     void cmPingPong() throws Exception {
