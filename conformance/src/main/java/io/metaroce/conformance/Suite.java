@@ -816,6 +816,17 @@ final class Suite {
         AgentClient.Completion none = agent.poll(QUIET_MS);
         check(none == null, "T §13: a UD packet with a wrong Q_Key completed a receive: " + none);
         p.token = qkey;
+        p.msgLen = data.length + 1;
+        wire.send(0, p);
+        none = agent.poll(QUIET_MS);
+        check(none == null, "T §13: a UD packet whose message length is not its payload's completed: " + none);
+        long unknown = agent.counter("rxUnknownQp");
+        p.msgLen = data.length;
+        p.dstQpn = uq ^ 0x400000;
+        wire.send(0, p);
+        check(agent.poll(QUIET_MS) == null, "T §13: a UD packet to no UD QP completed a receive");
+        check(agent.counter("rxUnknownQp") > unknown, "T §13: a UD packet to no UD QP was not counted (rxUnknownQp)");
+        p.dstQpn = uq;
         wire.send(0, p);
         AgentClient.Completion wc = completion("T §13");
         check(wc.wrId() == 55 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RECV && wc.byteLen() == 40 + 64
