@@ -282,6 +282,10 @@ final class Suite {
         l.add(new Case("rc.requester.read-rerequests-missing-range", "T §8a: READ responses land by offset; a "
                 + "missing one is re-requested alone (flag RESEND, offset and length of the range)",
                 Suite::readRerequest));
+        l.add(new Case("rc.requester.receive-window", "T §7: the requester keeps nxt - una below the receive window "
+                + "of the latest ACK", Suite::receiveWindow));
+        l.add(new Case("rc.requester.rnr-wait", "T §6 NAK table, RNR: the requester sends nothing for the timer's "
+                + "delay, then resends", Suite::rnrWait));
         l.add(new Case("ud.qkey-and-grh", "T §13: Q_Key checked silently; GRH, byte_len, src_qp of a UD receive",
                 Suite::udQkeyGrh));
         l.add(new Case("cm.hello-and-endpoint", "CM §1, §2, §3: HELLO fields, the CONNECT endpoint of the target's QP",
@@ -796,6 +800,92 @@ final class Suite {
         check(wc.wrId() == 6 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RDMA_READ && wc.byteLen() == len,
                 "T §8: READ completion " + wc);
         expectMemory(r, data, "T §8a (READ responses placed by offset)");
+    }
+
+    /** An ACK from the suite (as responder) to the target's requester: cumulative RSN trsn0 + k. */
+    Packet ackTo(Rc c, int k, int rwnd, Packet reported) {
+        Packet ack = new Packet();
+        ack.opcode = Packet.OP_ACK;
+        ack.rsn = c.trsn0 + k;
+        ack.dstQpn = c.tq;
+        ack.srcQpn = c.sq;
+        ack.token = c.token;
+        ack.rwnd = rwnd;
+        ack.msgLen = reported == null ? 0 : 1;
+        ack.payload = Packet.ackPayload(new int[0],
+                reported == null ? new int[0][] : new int[][] {{reported.pathId, 0, 0, reported.psn}});
+        return ack;
+    }
+
+    /** The target's first transmission of RSN trsn0 + k (a request-stream packet), or null. */
+    Packet transmission(Rc c, int k, long ms) throws IOException {
+        return await(c, Packet.OP_WRITE, ms, x -> x.rsn == c.trsn0 + k);
+    }
+
+    void receiveWindow() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        agent.post(c.tq, 1, "WRITE", r, 64, 0x30000, 0x99);
+        Packet p = transmission(c, 0, WAIT_MS);
+        check(p != null, "T §4: the target's first WRITE never came");
+        wire.send(0, ackTo(c, 1, 1, p));
+        check(completion("T §8").status() == WC_SUCCESS, "T §8: the first WRITE failed");
+        for (int i = 2; i <= 4; i++) {
+            agent.post(c.tq, i, "WRITE", r, 64, 0x30000 + 64 * i, 0x99);
+        }
+        for (int k = 1; k <= 2; k++) {
+            p = transmission(c, k, WAIT_MS);
+            check(p != null, "T §7: RSN trsn0+" + k + " never came with a window of 1 and nothing outstanding");
+            int next = k + 1;
+            Packet early = wire.receive(QUIET_MS, x -> x.dstQpn == c.sq && x.opcode == Packet.OP_WRITE
+                    && x.rsn - (c.trsn0 + next) >= 0);
+            check(early == null, "T §7: RSN trsn0+" + next + " sent while trsn0+" + k
+                    + " was outstanding and the window was 1");
+            wire.send(0, ackTo(c, next, next == 3 ? 256 : 1, p));
+        }
+        p = transmission(c, 3, WAIT_MS);
+        check(p != null, "T §7: RSN trsn0+3 never came once the window was 256");
+        wire.send(0, ackTo(c, 4, 256, p));
+        for (int i = 2; i <= 4; i++) {
+            AgentClient.Completion wc = completion("T §8");
+            check(wc.wrId() == i && wc.status() == WC_SUCCESS, "T §8: completion " + wc + ", want WRITE " + i);
+        }
+    }
+
+    void rnrWait() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        int code = 26;
+        long delayNs = 81_920_000L;
+        agent.post(c.tq, 9, "SEND", r, 64, 0, 0);
+        Packet p = await(c, Packet.OP_SEND, WAIT_MS, x -> x.rsn == c.trsn0);
+        check(p != null, "T §4: the target's SEND never came");
+        Packet nak = ackTo(c, 0, 256, null);
+        nak.opcode = Packet.OP_NAK;
+        nak.rsn = c.trsn0;
+        nak.imm = Packet.NAK_RNR;
+        nak.offset = code;
+        nak.msgLen = c.trsn0;
+        nak.payload = new byte[0];
+        wire.send(0, nak);
+        long t0 = System.nanoTime();
+        Packet again = null;
+        while (again == null && System.nanoTime() - t0 < WAIT_MS * 1_000_000L) {
+            Packet x = await(c, Packet.OP_SEND, WAIT_MS, y -> y.rsn == c.trsn0);
+            if (x == null) {
+                break;
+            }
+            if (System.nanoTime() - t0 > 2_000_000L) { // not one already in flight when the NAK left
+                again = x;
+            }
+        }
+        long waitedNs = System.nanoTime() - t0;
+        check(again != null, "T §6: the SEND refused with RNR was never resent");
+        check(waitedNs >= delayNs, "T §6: resent " + waitedNs / 1000 + " us after NAK RNR with timer code " + code
+                + " (" + delayNs / 1000 + " us)");
+        wire.send(0, ackTo(c, 1, 256, again));
+        AgentClient.Completion wc = completion("T §8");
+        check(wc.wrId() == 9 && wc.status() == WC_SUCCESS, "T §6: the SEND completes once acknowledged: " + wc);
     }
 
     void udQkeyGrh() throws Exception {

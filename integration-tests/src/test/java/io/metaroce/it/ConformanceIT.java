@@ -109,6 +109,8 @@ class ConformanceIT {
         "gap-unreported, rc.gap.acked-at-once",
         "retransmit-same-path, rc.requester.retransmit-other-path",
         "resend-whole-read, rc.read.resend-range",
+        "ignore-rwnd, rc.requester.receive-window",
+        "ignore-rnr-timer, rc.requester.rnr-wait",
     })
     void suiteCatchesEachBrokenRule(String rule, String caseId) throws IOException {
         Run r = runSuite("break-" + rule, Map.of("MRCE_NICD_JAVA_OPTS", "-Dmetaroce.conformance.break=" + rule),

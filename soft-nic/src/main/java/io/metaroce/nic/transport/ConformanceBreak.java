@@ -13,7 +13,7 @@ public final class ConformanceBreak {
     /** The names a test may set, one at a time. */
     public static final List<String> NAMES =
             List.of("ignore-token", "ignore-crc", "place-duplicate-twice", "gap-unreported", "retransmit-same-path",
-                    "resend-whole-read");
+                    "resend-whole-read", "ignore-rwnd", "ignore-rnr-timer");
     static final String NAME = System.getProperty(PROPERTY, "");
 
     /** §2, connection-manager.md §4: a packet with another QP's token is processed anyway. */
@@ -29,6 +29,11 @@ public final class ConformanceBreak {
 
     /** §5 rule 9: a re-request of a READ range is answered with the whole READ again. */
     public static final boolean RESEND_WHOLE_READ = NAME.equals("resend-whole-read");
+
+    /** §7: the requester sends past the receive window the responder advertised. */
+    public static final boolean IGNORE_RWND = NAME.equals("ignore-rwnd");
+    /** §6 (NAK RNR): the requester resends at once instead of waiting the RNR timer. */
+    public static final boolean IGNORE_RNR_TIMER = NAME.equals("ignore-rnr-timer");
 
     private ConformanceBreak() {}
 
