@@ -290,6 +290,10 @@ public final class NicDaemon implements Callable<Integer> {
                     AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
                     MetricsEndpoint metrics = metricsPort == null ? null
                             : new MetricsEndpoint(new InetSocketAddress(metricsAddr, metricsPort), admin::stats)) {
+                String conformanceBreak = io.metaroce.nic.transport.ConformanceBreak.describe();
+                if (conformanceBreak != null) {
+                    LOG.warn(conformanceBreak);
+                }
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
                         VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
                         socketPath);

@@ -398,7 +398,8 @@ public final class RcRequester {
                 retxHead++;
                 continue;
             }
-            int pi = pathSet.pick(slotLen[slot], slotPath[slot]);
+            int pi = ConformanceBreak.RETRANSMIT_SAME_PATH ? slotPath[slot]
+                    : pathSet.pick(slotLen[slot], slotPath[slot]);
             if (pi < 0) {
                 break;
             }
@@ -445,7 +446,8 @@ public final class RcRequester {
     }
 
     private int transmit(Datapath dp, long nowNs) {
-        int window = Math.min(baseline ? WINDOW : qpWindow.window(), Math.max(1, rwnd));
+        int window = Math.min(baseline ? WINDOW : qpWindow.window(),
+                Math.max(1, ConformanceBreak.IGNORE_RWND ? WINDOW : rwnd));
         if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
@@ -1488,7 +1490,7 @@ public final class RcRequester {
             }
             rnrWait = true;
             timerArmed = true;
-            deadlineNs = nowNs + rnrDelayNs(rnrTimer);
+            deadlineNs = nowNs + (ConformanceBreak.IGNORE_RNR_TIMER ? 0 : rnrDelayNs(rnrTimer));
         } else {
             fail(wr, syndrome);
         }

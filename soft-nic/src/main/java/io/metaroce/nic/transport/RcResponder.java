@@ -179,7 +179,7 @@ public final class RcResponder {
         int h = highest[path];
         boolean gap = false;
         int d = psn - h;
-        if (d > 1) {
+        if (d > 1 && !ConformanceBreak.GAP_UNREPORTED) {
             gapLosses[path] = (int) Math.min(0xffff, (long) gapLosses[path] + d - 1);
             dp.counters.gapsDetected++;
             gap = true;
@@ -339,7 +339,7 @@ public final class RcResponder {
         }
         int psn = Wire.u32(frame, Wire.OFF_RSN);
         int d = psn - ePsn;
-        if (d < 0 || (d < W && got[psn & M])) {
+        if (d < 0 || (d < W && got[psn & M] && !ConformanceBreak.PLACE_DUPLICATE_TWICE)) {
             dp.counters.duplicates++;
             if (Wire.isRequest(opcode)) {
                 onResend(dp, frame, length, opcode, psn); // lost responses: answer again
@@ -691,9 +691,10 @@ public final class RcResponder {
         if (jobTail - jobHead >= JOBS - Math.max(0, qp.maxDestRdAtomic - originalJobs)) {
             return;
         }
+        boolean whole = ConformanceBreak.RESEND_WHOLE_READ;
         int syndrome = queueRead(dp, rsn, Wire.u32(frame, Wire.OFF_RKEY), Wire.u64(frame, Wire.OFF_VA),
-                offset, Wire.u32(frame, Wire.OFF_IMM), Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL,
-                Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
+                whole ? 0 : offset, Wire.u32(frame, whole ? Wire.OFF_MSG_LEN : Wire.OFF_IMM),
+                Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL, Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
         if (syndrome != 0) {
             fail(dp, rsn, syndrome);
         }
