@@ -107,6 +107,18 @@ public final class CompletionPoller implements AutoCloseable {
         return f;
     }
 
+    /**
+     * Completes the future of {@code wrId} exceptionally with {@code cause} and forgets it (a
+     * completion that arrives for it later counts as unmatched): for an owner that destroyed the
+     * queue pair of the request, whose flush may never reach this CQ.
+     *
+     * @return whether a future was pending for it
+     */
+    public boolean fail(long wrId, Throwable cause) {
+        CompletableFuture<WorkCompletion.Snapshot> f = pending.remove(wrId);
+        return f != null && f.completeExceptionally(cause);
+    }
+
     /** Requests registered and not yet completed. */
     public int pendingCount() {
         return pending.size();
@@ -150,6 +162,7 @@ public final class CompletionPoller implements AutoCloseable {
         } else if (s.isSuccess()) {
             f.complete(s);
         } else {
+            CompletionErrorEvent.emit(s, cq);
             f.completeExceptionally(new WorkCompletionException(s.wrId(), s.status(), s.opcode(), s.qpNum(),
                     s.vendorErr()));
         }

@@ -59,6 +59,15 @@ public final class DaemonConnectionService implements ConnectionService {
     }
 
     /**
+     * The daemon of this network namespace; {@link #connect} waits at most {@code connectTimeout}
+     * (whole milliseconds, at least 1) for the peer application's answer; the default backlog.
+     */
+    public DaemonConnectionService(Duration connectTimeout) throws IOException {
+        this(DaemonControl.defaultSocketPath(), (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeout.toMillis())),
+                0);
+    }
+
+    /**
      * @param socket the daemon's control socket
      * @param connectTimeoutMs how long {@link #connect} waits for the peer application's answer (0: the daemon's
      *     {@code --cm-connect-timeout-ms}, 10 s by default)

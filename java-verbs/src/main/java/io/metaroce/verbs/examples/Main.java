@@ -23,6 +23,8 @@ public final class Main {
             case "rc-pingpong" -> new RcPingPong(System.out, System.err).run(rest);
             case "write-bw" -> new WriteBw(System.out, System.err).run(rest);
             case "devices" -> devices();
+            case "rpc-server" -> io.metaroce.verbs.examples.rpc.RpcExample.server(rest);
+            case "rpc-client" -> io.metaroce.verbs.examples.rpc.RpcExample.client(rest);
             default -> {
                 usage();
                 yield 2;
@@ -36,6 +38,8 @@ public final class Main {
         System.err.println("usage: jverbs EXAMPLE [options] [server]");
         System.err.println("  rc-pingpong   ibv_rc_pingpong in Java (same options and output; interoperates with it)");
         System.err.println("  write-bw      RDMA WRITE bandwidth between two jverbs");
+        System.err.println("  rpc-server    request/response over endpoints: -d dev -p service [-n requests, then exit]");
+        System.err.println("  rpc-client    -d dev -p service -t threads -c calls-per-thread -e endpoints -w window [--jfr] server");
         System.err.println("  devices       the devices, their first port, and where the verbs bind");
     }
 

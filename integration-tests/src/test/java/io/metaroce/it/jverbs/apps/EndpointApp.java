@@ -1,0 +1,251 @@
+package io.metaroce.it.jverbs.apps;
+
+import io.metaroce.verbs.AccessFlag;
+import io.metaroce.verbs.endpoint.Disconnect;
+import io.metaroce.verbs.endpoint.Endpoint;
+import io.metaroce.verbs.endpoint.EndpointClosedException;
+import io.metaroce.verbs.endpoint.EndpointGroup;
+import io.metaroce.verbs.endpoint.EndpointListener;
+import io.metaroce.verbs.endpoint.EndpointOptions;
+import io.metaroce.verbs.cm.ConnectOptions;
+import java.net.InetSocketAddress;
+import java.net.SocketException;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Endpoints between two hosts, for JverbsEndpointIT. Modes:
+ *
+ * <pre>
+ *   echo-server SERVICE          accept one endpoint (64 KiB exposed), echo every message, then print how it ended
+ *   echo-client HOST SERVICE N   connect; check the private data and the remote buffer; N messages echoed and
+ *                                checked; close while a virtual thread waits in receive(): it fails, local
+ *   hold-server SERVICE          accept one endpoint and never answer (the test kills it)
+ *   dead-peer-client HOST SERVICE  connect; 4 receives and a send pending; print READY; expect every future to
+ *                                fail once the peer is killed, and print how long that took
+ *   accept-timeout SERVICE       accept(200 ms) times out; then a close wakes a virtual thread in accept()
+ * </pre>
+ */
+public final class EndpointApp {
+    static final String HELLO = "hello from the endpoint client";
+    static final String WELCOME = "welcome from the endpoint server";
+    static final int EXPOSED = 65536;
+
+    private EndpointApp() {}
+
+    static void say(String s) {
+        System.out.println(s);
+        System.out.flush();
+    }
+
+    static void fail(String why) {
+        say("FAIL " + why);
+        System.exit(1);
+    }
+
+    static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    static EndpointOptions options() {
+        // ack timeout 12 (about 17 ms), 3 retries: a dead path fails within a fraction of a second
+        return EndpointOptions.defaults().withDepths(8, 8).withMessageSize(4096)
+                .withRc(ConnectOptions.RcParameters.DEFAULTS.withTimeout(12).withRetries(3, 7))
+                .withExposed(EXPOSED, EnumSet.of(AccessFlag.REMOTE_READ, AccessFlag.REMOTE_WRITE))
+                .withTimeout(Duration.ofSeconds(30));
+    }
+
+    static byte[] message(int i) {
+        byte[] b = new byte[1 + (i * 37) % 4096];
+        for (int j = 0; j < b.length; j++) {
+            b[j] = (byte) (i * 13 + j * 5 + 1);
+        }
+        return b;
+    }
+
+    public static void main(String[] args) throws Exception {
+        switch (args[0]) {
+            case "echo-server" -> echoServer(Integer.parseInt(args[1]));
+            case "echo-client" -> echoClient(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+            case "hold-server" -> holdServer(Integer.parseInt(args[1]));
+            case "dead-peer-client" -> deadPeerClient(args[1], Integer.parseInt(args[2]));
+            case "accept-timeout" -> acceptTimeout(Integer.parseInt(args[1]));
+            default -> fail("unknown mode " + args[0]);
+        }
+        System.exit(0);
+    }
+
+    static void echoServer(int service) throws Exception {
+        try (EndpointGroup g = EndpointGroup.open("mrce0");
+                EndpointListener l = g.bind(service, options().withPrivateData(ascii(WELCOME)))) {
+            say("LISTENING");
+            try (Endpoint ep = l.accept(Duration.ofSeconds(60))) {
+                say("ACCEPTED private=" + new String(ep.peerPrivateData(), StandardCharsets.US_ASCII) + " remote="
+                        + ep.remoteBuffer().length());
+                int n = 0;
+                try {
+                    while (true) {
+                        byte[] m = ep.receive().get(60, TimeUnit.SECONDS);
+                        ep.send(m).get(60, TimeUnit.SECONDS);
+                        n++;
+                    }
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof EndpointClosedException c) || c.isLocal()) {
+                        fail("the receive ended with " + e.getCause());
+                    }
+                }
+                Disconnect d = ep.disconnected().get(10, TimeUnit.SECONDS);
+                say("OK echoed=" + n + " DISCONNECTED local=" + d.local() + " reason=" + d.reason());
+            }
+        }
+    }
+
+    static void echoClient(String host, int service, int n) throws Exception {
+        try (EndpointGroup g = EndpointGroup.open("mrce0")) {
+            Endpoint ep = g.connect(new InetSocketAddress(host, service), options().withPrivateData(ascii(HELLO)));
+            String priv = new String(ep.peerPrivateData(), StandardCharsets.US_ASCII);
+            if (!priv.equals(WELCOME)) {
+                fail("private data " + priv);
+            }
+            if (ep.remoteBuffer().length() != EXPOSED || ep.remoteBuffer().rkey() == 0 || ep.peerRecvDepth() != 8) {
+                fail("remote buffer " + ep.remoteBuffer() + ", depth " + ep.peerRecvDepth());
+            }
+            // keep up to 8 in flight (the server's receive depth), check each echo in order
+            List<byte[]> sent = new ArrayList<>();
+            long bytes = 0;
+            int got = 0;
+            for (int i = 0; i < n; i++) {
+                if (i - got >= 8) {
+                    byte[] e = ep.receive().get(60, TimeUnit.SECONDS);
+                    if (!Arrays.equals(e, sent.get(got))) {
+                        fail("echo " + got + " differs");
+                    }
+                    got++;
+                }
+                byte[] m = message(i);
+                sent.add(m);
+                bytes += m.length;
+                ep.send(m);
+            }
+            while (got < n) {
+                byte[] e = ep.receive().get(60, TimeUnit.SECONDS);
+                if (!Arrays.equals(e, sent.get(got))) {
+                    fail("echo " + got + " differs");
+                }
+                got++;
+            }
+            // a virtual thread waits for a message that never comes; closing the endpoint fails it (local)
+            AtomicReference<Throwable> end = new AtomicReference<>();
+            CompletableFuture<byte[]> pending = ep.receive();
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                try {
+                    pending.get();
+                    end.set(new AssertionError("a message arrived"));
+                } catch (Throwable t) {
+                    end.set(t);
+                }
+            });
+            ep.close();
+            waiter.join();
+            if (!(end.get() instanceof ExecutionException ee && ee.getCause() instanceof EndpointClosedException c
+                    && c.isLocal())) {
+                fail("the pending receive ended with " + end.get());
+            }
+            try {
+                ep.send(new byte[1]);
+                fail("a send after close did not throw");
+            } catch (EndpointClosedException expected) {
+                // ok
+            }
+            Disconnect d = ep.disconnected().getNow(null);
+            if (d == null || !d.local()) {
+                fail("disconnected() " + d);
+            }
+            say("OK messages=" + n + " bytes=" + bytes + " closeFailedPendingReceive=true");
+        }
+    }
+
+    static void holdServer(int service) throws Exception {
+        try (EndpointGroup g = EndpointGroup.open("mrce0");
+                EndpointListener l = g.bind(service, options())) {
+            say("LISTENING");
+            Endpoint ep = l.accept(Duration.ofSeconds(60));
+            say("HOLDING " + ep);
+            ep.disconnected().get(); // until killed
+        }
+    }
+
+    static void deadPeerClient(String host, int service) throws Exception {
+        try (EndpointGroup g = EndpointGroup.open("mrce0")) {
+            Endpoint ep = g.connect(new InetSocketAddress(host, service), options());
+            List<CompletableFuture<byte[]>> recvs = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                recvs.add(ep.receive());
+            }
+            ep.send(message(1)).get(30, TimeUnit.SECONDS); // the peer's receive took it
+            say("READY");
+            long t0 = System.nanoTime();
+            CompletableFuture<Disconnect> d = ep.disconnected();
+            Disconnect why = d.get(60, TimeUnit.SECONDS);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            for (CompletableFuture<byte[]> r : recvs) {
+                try {
+                    r.get(10, TimeUnit.SECONDS);
+                    fail("a receive completed");
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof EndpointClosedException c) || c.isLocal()) {
+                        fail("a receive ended with " + e.getCause());
+                    }
+                }
+            }
+            try {
+                ep.send(message(2));
+                fail("a send after the peer's death did not throw");
+            } catch (EndpointClosedException expected) {
+                // ok
+            }
+            say("DEAD ms=" + ms + " local=" + why.local() + " reason=" + why.reason());
+            ep.close();
+        }
+    }
+
+    static void acceptTimeout(int service) throws Exception {
+        try (EndpointGroup g = EndpointGroup.open("mrce0")) {
+            EndpointListener l = g.bind(service, options());
+            try {
+                l.accept(Duration.ofMillis(200));
+                fail("accept returned");
+            } catch (SocketTimeoutException expected) {
+                say("TIMED OUT " + expected.getMessage());
+            }
+            AtomicReference<Throwable> end = new AtomicReference<>();
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                try {
+                    l.accept();
+                    end.set(new AssertionError("accept returned"));
+                } catch (Throwable t) {
+                    end.set(t);
+                }
+            });
+            // close once the virtual thread is parked in accept (its state says so; no sleep)
+            while (waiter.getState() != Thread.State.WAITING && waiter.getState() != Thread.State.TIMED_WAITING) {
+                Thread.onSpinWait();
+            }
+            l.close();
+            waiter.join();
+            if (!(end.get() instanceof SocketException)) {
+                fail("accept ended with " + end.get());
+            }
+            say("OK closeWokeAccept " + end.get().getMessage());
+        }
+    }
+}
