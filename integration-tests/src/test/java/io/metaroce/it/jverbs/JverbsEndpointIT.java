@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
+import io.metaroce.it.Sh;
 import io.metaroce.it.Wait;
 import io.metaroce.it.jverbs.apps.EndpointApp;
 import java.time.Duration;
@@ -11,6 +12,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -21,6 +25,7 @@ import org.junit.jupiter.api.Timeout;
  * threads over a pool of endpoints, every response checked, with no jdk.VirtualThreadPinned event.
  */
 @Timeout(600)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class JverbsEndpointIT {
 
     private static JverbsFabric fabric;
@@ -86,6 +91,37 @@ class JverbsEndpointIT {
                 System.out.println("JverbsEndpointIT: the futures failed " + ms + " ms after READY: " + client.output());
                 // the daemon's disconnect grace (1 s) plus the QP's retry budget, with margin for 2 busy cores
                 assertThat(ms).as(client.output()).isLessThan(10_000);
+            }
+        }
+    }
+
+    /** Last: it takes the link down (and up again) under the daemons. */
+    @Test
+    @Order(100)
+    void aBlackholedPeerFailsThePendingFuturesWhenTheRetriesRunOut() throws Exception {
+        java.nio.file.Path marker = java.nio.file.Files.createTempFile("jverbs-peer-gone", ".marker");
+        java.nio.file.Files.delete(marker);
+        try (Proc server = fabric.start(fabric.b, "hold-server-2",
+                JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7205"))) {
+            awaitLine(server, "LISTENING");
+            try (Proc client = fabric.start(fabric.a, "dead-peer-client-2",
+                    JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b.addr(), "7205",
+                            marker.toString()))) {
+                awaitLine(client, "READY");
+                // the peer host drops off the fabric: nothing announces it, only the client's send retries notice
+                Sh.check("ip", "-n", fabric.b.ns(), "link", "set", fabric.b.ifname(), "down");
+                try {
+                    java.nio.file.Files.createFile(marker);
+                    int ce = client.waitFor(Duration.ofSeconds(120));
+                    assertThat(ce).as(ctx(server, client)).isZero();
+                } finally {
+                    Sh.check("ip", "-n", fabric.b.ns(), "link", "set", fabric.b.ifname(), "up");
+                    java.nio.file.Files.deleteIfExists(marker);
+                }
+                Matcher m = Pattern.compile("DEAD ms=(\\d+) local=false").matcher(client.output());
+                assertThat(m.find()).as(ctx(server, client)).isTrue();
+                System.out.println("JverbsEndpointIT: blackholed peer: " + client.output());
+                assertThat(Long.parseLong(m.group(1))).as(client.output()).isLessThan(10_000);
             }
         }
     }

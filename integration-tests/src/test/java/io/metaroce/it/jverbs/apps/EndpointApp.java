@@ -77,7 +77,8 @@ public final class EndpointApp {
             case "echo-server" -> echoServer(Integer.parseInt(args[1]));
             case "echo-client" -> echoClient(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
             case "hold-server" -> holdServer(Integer.parseInt(args[1]));
-            case "dead-peer-client" -> deadPeerClient(args[1], Integer.parseInt(args[2]));
+            case "dead-peer-client" -> deadPeerClient(args[1], Integer.parseInt(args[2]),
+                    args.length > 3 ? java.nio.file.Path.of(args[3]) : null);
             case "accept-timeout" -> acceptTimeout(Integer.parseInt(args[1]));
             default -> fail("unknown mode " + args[0]);
         }
@@ -184,7 +185,11 @@ public final class EndpointApp {
         }
     }
 
-    static void deadPeerClient(String host, int service) throws Exception {
+    /**
+     * With {@code goneMarker}, waits after READY until the test creates that file (the peer is
+     * off the fabric by then), then sends: that send's retries are what notice the silent peer.
+     */
+    static void deadPeerClient(String host, int service, java.nio.file.Path goneMarker) throws Exception {
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
             Endpoint ep = g.connect(new InetSocketAddress(host, service), options());
             List<CompletableFuture<byte[]>> recvs = new ArrayList<>();
@@ -194,6 +199,14 @@ public final class EndpointApp {
             ep.send(message(1)).get(30, TimeUnit.SECONDS); // the peer's receive took it
             say("READY");
             long t0 = System.nanoTime();
+            CompletableFuture<Void> late = null;
+            if (goneMarker != null) {
+                while (!java.nio.file.Files.exists(goneMarker) && ep.isOpen()) {
+                    Thread.onSpinWait();
+                }
+                t0 = System.nanoTime();
+                late = ep.send(message(3));
+            }
             CompletableFuture<Disconnect> d = ep.disconnected();
             Disconnect why = d.get(60, TimeUnit.SECONDS);
             long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -212,6 +225,9 @@ public final class EndpointApp {
                 fail("a send after the peer's death did not throw");
             } catch (EndpointClosedException expected) {
                 // ok
+            }
+            if (late != null && !late.isCompletedExceptionally()) {
+                fail("the send in flight did not fail: " + late);
             }
             say("DEAD ms=" + ms + " local=" + why.local() + " reason=" + why.reason());
             ep.close();
