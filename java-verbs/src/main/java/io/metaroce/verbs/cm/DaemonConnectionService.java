@@ -46,6 +46,8 @@ import java.util.Arrays;
  *
  * A GID left zero (no GID index in the options) is replaced on the other side by the IPv4-mapped
  * GID of the sender's daemon address.
+ *
+ * <p><b>Thread safety:</b> immutable, thread-safe: each listen and connect opens its own daemon connection; a listener is safe to share (concurrent {@code next} calls each take a request), a request is answered once.
  */
 public final class DaemonConnectionService implements ConnectionService {
 

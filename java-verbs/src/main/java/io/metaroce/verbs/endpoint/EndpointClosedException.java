@@ -5,6 +5,8 @@ package io.metaroce.verbs.endpoint;
  * peer went away, its daemon or the path died, or a work request failed, which in RC moves the
  * queue pair to the error state). Futures of the endpoint complete exceptionally with it; calls
  * on a closed endpoint throw it. {@link #getCause()} holds what broke the connection, if known.
+ *
+ * <p>Immutable once thrown; safe to hand to another thread.
  */
 public final class EndpointClosedException extends IllegalStateException {
     private static final long serialVersionUID = 1L;

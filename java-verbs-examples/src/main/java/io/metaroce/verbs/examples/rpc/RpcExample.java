@@ -25,6 +25,8 @@ import jdk.jfr.consumer.RecordingFile;
  * number) over a pool of {@code -e} endpoints with {@code -w} credits each, checks every response
  * byte and prints {@code OK calls=N bytes=B bad=0 ...}. With {@code --jfr} it records
  * {@code jdk.VirtualThreadPinned} (threshold 0) during the calls and prints {@code pinned=N}.
+ *
+ * <p><b>Thread safety:</b> the entry points are meant to be run once per process, from main.
  */
 public final class RpcExample {
 
