@@ -1,6 +1,7 @@
 package io.metaroce.verbs.endpoint;
 
 import io.metaroce.verbs.AsyncEvent;
+import io.metaroce.verbs.CompletionChannel;
 import io.metaroce.verbs.CompletionPoller;
 import io.metaroce.verbs.CompletionQueue;
 import io.metaroce.verbs.Context;
@@ -19,7 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Endpoints that share a device context, a protection domain, one completion queue and one
+ * Endpoints that share a device context, a protection domain, one completion queue (with a
+ * completion channel of its own, on which the idle poller sleeps) and one
  * {@link CompletionPoller} thread, and a virtual thread that delivers the context's async
  * events (a QP error ends its endpoint). Connections are set up through the MetaRoCE daemons'
  * rdma_cm-style service ({@link DaemonConnectionService}): {@link #connect} on the active side,
@@ -44,6 +46,7 @@ public final class EndpointGroup implements AutoCloseable {
 
     final Context context;
     final ProtectionDomain pd;
+    final CompletionChannel channel;
     final CompletionQueue cq;
     final CompletionPoller poller;
     private final int cqEntries;
@@ -53,9 +56,11 @@ public final class EndpointGroup implements AutoCloseable {
     private final Thread events;
     private volatile boolean closed;
 
-    private EndpointGroup(Context context, ProtectionDomain pd, CompletionQueue cq, CompletionPoller poller) {
+    private EndpointGroup(Context context, ProtectionDomain pd, CompletionChannel channel, CompletionQueue cq,
+            CompletionPoller poller) {
         this.context = context;
         this.pd = pd;
+        this.channel = channel;
         this.cq = cq;
         this.poller = poller;
         this.cqEntries = cq.capacity();
@@ -71,15 +76,17 @@ public final class EndpointGroup implements AutoCloseable {
     public static EndpointGroup open(String device, int cqEntries) {
         Context ctx = Device.open(device);
         ProtectionDomain pd = null;
+        CompletionChannel ch = null;
         CompletionQueue cq = null;
         try {
             pd = ctx.allocateProtectionDomain();
-            cq = ctx.createCompletionQueue(cqEntries);
-            EndpointGroup g = new EndpointGroup(ctx, pd, cq, CompletionPoller.start(cq));
+            ch = ctx.createCompletionChannel(); // the poller sleeps on it when idle
+            cq = ctx.createCompletionQueue(cqEntries, ch, 0);
+            EndpointGroup g = new EndpointGroup(ctx, pd, ch, cq, CompletionPoller.start(cq));
             g.events.start();
             return g;
         } catch (RuntimeException e) {
-            for (AutoCloseable c : new AutoCloseable[] {cq, pd, ctx}) {
+            for (AutoCloseable c : new AutoCloseable[] {cq, ch, pd, ctx}) {
                 try {
                     if (c != null) {
                         c.close();
@@ -238,6 +245,7 @@ public final class EndpointGroup implements AutoCloseable {
         }
         poller.close();
         cq.close();
+        channel.close();
         pd.close();
         context.close(); // wakes the async-event thread
         try {
