@@ -181,13 +181,15 @@ public final class CompletionPoller implements AutoCloseable {
 
     private void complete(WorkCompletion wc) {
         WorkCompletion.Snapshot s = wc.snapshot();
+        if (!s.isSuccess()) {
+            CompletionErrorEvent.emit(s, cq); // also for requests whose future was failed or forgotten before
+        }
         CompletableFuture<WorkCompletion.Snapshot> f = pending.remove(s.wrId());
         if (f == null) {
             unmatched.incrementAndGet();
         } else if (s.isSuccess()) {
             f.complete(s);
         } else {
-            CompletionErrorEvent.emit(s, cq);
             f.completeExceptionally(new WorkCompletionException(s.wrId(), s.status(), s.opcode(), s.qpNum(),
                     s.vendorErr()));
         }

@@ -66,7 +66,8 @@ class JverbsEndpointIT {
                 int se = server.waitFor(Duration.ofSeconds(60));
                 assertThat(ce).as(ctx(server, client)).isZero();
                 assertThat(se).as(ctx(server, client)).isZero();
-                assertThat(client.output()).contains("OK messages=500").contains("closeFailedPendingReceive=true");
+                assertThat(client.output()).contains("OK messages=500").contains("closeFailedPendingReceive=true")
+                        .contains("jfrConnect=1 jfrDisconnect=1");
                 assertThat(server.output()).as(ctx(server, client))
                         .contains("ACCEPTED private=hello from the endpoint client remote=65536")
                         .contains("OK echoed=500 DISCONNECTED local=false");

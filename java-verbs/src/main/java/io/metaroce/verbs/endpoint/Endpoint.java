@@ -88,6 +88,14 @@ public final class Endpoint implements AutoCloseable {
     private final AtomicReference<EndpointClosedException> ended = new AtomicReference<>();
     private final AtomicBoolean closing = new AtomicBoolean();
 
+    private final java.util.concurrent.atomic.LongAdder sentMessages = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder sentBytes = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder receivedMessages = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder receivedBytes = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder writes = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder reads = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder failed = new java.util.concurrent.atomic.LongAdder();
+
     private volatile QpEndpoint local;
     private volatile QpEndpoint remote;
     private volatile RemoteBuffer remoteBuffer = RemoteBuffer.NONE;
@@ -247,6 +255,19 @@ public final class Endpoint implements AutoCloseable {
         return ended.get() == null;
     }
 
+    /**
+     * The endpoint's counters: messages and bytes sent (acknowledged) and received, RDMA WRITEs
+     * and READs completed, requests that completed with an error. Immutable, thread-safe.
+     */
+    public record Stats(long sentMessages, long sentBytes, long receivedMessages, long receivedBytes, long writes,
+            long reads, long failedRequests) {}
+
+    /** A snapshot of the counters (each read on its own: not one atomic cut across them). */
+    public Stats stats() {
+        return new Stats(sentMessages.sum(), sentBytes.sum(), receivedMessages.sum(), receivedBytes.sum(), writes.sum(),
+                reads.sum(), failed.sum());
+    }
+
     /** Requests in flight (sends, WRITEs, READs and the posted receives). */
     public int inflightCount() {
         return inflight.size();
@@ -295,7 +316,11 @@ public final class Endpoint implements AutoCloseable {
             MemorySegment.copy(message, 0, b.segment(), 0, len);
             SendWorkRequest wr = sendWrs[b.index()].wrId(group.nextWrId()).send()
                     .sge(sendPool.region(), b.offset(), len).signaled(true);
-            return post(wr, b, wc -> null);
+            return post(wr, b, wc -> {
+                sentMessages.increment();
+                sentBytes.add(len);
+                return null;
+            });
         } catch (RuntimeException e) {
             giveBuffer(b);
             throw closedOr(e);
@@ -355,7 +380,10 @@ public final class Endpoint implements AutoCloseable {
             RemoteBuffer rb = remoteBuffer;
             SendWorkRequest wr = sendWrs[b.index()].wrId(group.nextWrId()).rdmaWrite(rb.address() + offset, rb.rkey())
                     .sge(sendPool.region(), b.offset(), len).signaled(true);
-            return post(wr, b, wc -> null);
+            return post(wr, b, wc -> {
+                writes.increment();
+                return null;
+            });
         } catch (RuntimeException e) {
             giveBuffer(b);
             throw closedOr(e);
@@ -373,6 +401,7 @@ public final class Endpoint implements AutoCloseable {
             SendWorkRequest wr = sendWrs[b.index()].wrId(group.nextWrId()).rdmaRead(rb.address() + offset, rb.rkey())
                     .sge(sendPool.region(), b.offset(), length).signaled(true);
             return post(wr, b, wc -> {
+                reads.increment();
                 byte[] out = new byte[length];
                 MemorySegment.copy(b.segment(), JAVA_BYTE, 0, out, 0, length);
                 return out;
@@ -463,6 +492,7 @@ public final class Endpoint implements AutoCloseable {
                 if (ex != null) {
                     Throwable cause = unwrap(ex);
                     if (!(cause instanceof EndpointClosedException)) {
+                        failed.increment();
                         broke("a " + WorkCompletion.opcodeName(wr.opcode()) + " failed: " + cause.getMessage(), cause);
                     }
                     throw endedWith(cause);
@@ -503,11 +533,14 @@ public final class Endpoint implements AutoCloseable {
         if (ex != null) {
             Throwable cause = unwrap(ex);
             if (!(cause instanceof EndpointClosedException)) {
+                failed.increment();
                 broke("a receive failed: " + cause.getMessage(), cause);
             }
             return;
         }
         byte[] m = new byte[wc.byteLength()];
+        receivedMessages.increment();
+        receivedBytes.add(m.length);
         try {
             MemorySegment.copy(recvBuffers[i].segment(), JAVA_BYTE, 0, m, 0, m.length);
         } catch (RuntimeException e) {

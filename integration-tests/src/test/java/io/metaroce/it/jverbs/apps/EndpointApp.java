@@ -110,7 +110,33 @@ public final class EndpointApp {
         }
     }
 
+    /** A JFR recording of the binding's events. */
+    static jdk.jfr.Recording recordVerbsEvents() {
+        jdk.jfr.Recording r = new jdk.jfr.Recording();
+        r.enable("io.metaroce.verbs.Connect");
+        r.enable("io.metaroce.verbs.Disconnect");
+        r.enable("io.metaroce.verbs.CompletionError");
+        r.start();
+        return r;
+    }
+
+    /** The recorded events of type {@code name}. */
+    static List<jdk.jfr.consumer.RecordedEvent> events(jdk.jfr.Recording r, String name) throws Exception {
+        if (r.getState() == jdk.jfr.RecordingState.RUNNING) {
+            r.stop();
+        }
+        java.nio.file.Path f = java.nio.file.Files.createTempFile("endpoint-events", ".jfr");
+        try {
+            r.dump(f);
+            return jdk.jfr.consumer.RecordingFile.readAllEvents(f).stream()
+                    .filter(e -> e.getEventType().getName().equals(name)).toList();
+        } finally {
+            java.nio.file.Files.deleteIfExists(f);
+        }
+    }
+
     static void echoClient(String host, int service, int n) throws Exception {
+        jdk.jfr.Recording rec = recordVerbsEvents();
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
             Endpoint ep = g.connect(new InetSocketAddress(host, service), options().withPrivateData(ascii(HELLO)));
             String priv = new String(ep.peerPrivateData(), StandardCharsets.US_ASCII);
@@ -122,6 +148,7 @@ public final class EndpointApp {
             }
             // keep up to 8 in flight (the server's receive depth), check each echo in order
             List<byte[]> sent = new ArrayList<>();
+            List<CompletableFuture<Void>> sends = new ArrayList<>();
             long bytes = 0;
             int got = 0;
             for (int i = 0; i < n; i++) {
@@ -135,7 +162,7 @@ public final class EndpointApp {
                 byte[] m = message(i);
                 sent.add(m);
                 bytes += m.length;
-                ep.send(m);
+                sends.add(ep.send(m));
             }
             while (got < n) {
                 byte[] e = ep.receive().get(60, TimeUnit.SECONDS);
@@ -143,6 +170,12 @@ public final class EndpointApp {
                     fail("echo " + got + " differs");
                 }
                 got++;
+            }
+            CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+            Endpoint.Stats st = ep.stats(); // every send acknowledged, every echo taken
+            if (st.sentMessages() != n || st.receivedMessages() != n || st.sentBytes() != bytes
+                    || st.receivedBytes() != bytes || st.failedRequests() != 0) {
+                fail("counters " + st + " after " + n + " messages of " + bytes + " bytes");
             }
             // a virtual thread waits for a message that never comes; closing the endpoint fails it (local)
             AtomicReference<Throwable> end = new AtomicReference<>();
@@ -171,7 +204,16 @@ public final class EndpointApp {
             if (d == null || !d.local()) {
                 fail("disconnected() " + d);
             }
-            say("OK messages=" + n + " bytes=" + bytes + " closeFailedPendingReceive=true");
+            List<jdk.jfr.consumer.RecordedEvent> connects = events(rec, "io.metaroce.verbs.Connect");
+            List<jdk.jfr.consumer.RecordedEvent> disconnects = events(rec, "io.metaroce.verbs.Disconnect");
+            if (connects.size() != 1 || connects.get(0).getString("error") != null
+                    || connects.get(0).getInt("remoteQpn") != ep.remoteEndpoint().qpn()) {
+                fail("JFR Connect events " + connects);
+            }
+            if (disconnects.size() != 1 || !disconnects.get(0).getBoolean("local")) {
+                fail("JFR Disconnect events " + disconnects);
+            }
+            say("OK messages=" + n + " bytes=" + bytes + " closeFailedPendingReceive=true jfrConnect=1 jfrDisconnect=1");
         }
     }
 
@@ -190,6 +232,7 @@ public final class EndpointApp {
      * off the fabric by then), then sends: that send's retries are what notice the silent peer.
      */
     static void deadPeerClient(String host, int service, java.nio.file.Path goneMarker) throws Exception {
+        jdk.jfr.Recording rec = recordVerbsEvents();
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
             Endpoint ep = g.connect(new InetSocketAddress(host, service), options());
             List<CompletableFuture<byte[]>> recvs = new ArrayList<>();
@@ -229,7 +272,18 @@ public final class EndpointApp {
             if (late != null && !late.isCompletedExceptionally()) {
                 fail("the send in flight did not fail: " + late);
             }
-            say("DEAD ms=" + ms + " local=" + why.local() + " reason=" + why.reason());
+            // the failed send (retries exhausted) is recorded before its future fails; after a
+            // QP_FATAL event the flushes may still be on their way, so only the disconnect is sure
+            List<jdk.jfr.consumer.RecordedEvent> errors = events(rec, "io.metaroce.verbs.CompletionError");
+            if (goneMarker != null && errors.isEmpty()) {
+                fail("no JFR CompletionError event for the failed requests");
+            }
+            List<jdk.jfr.consumer.RecordedEvent> ends = events(rec, "io.metaroce.verbs.Disconnect");
+            if (ends.size() != 1 || ends.get(0).getBoolean("local")) {
+                fail("JFR Disconnect events " + ends);
+            }
+            say("DEAD ms=" + ms + " local=" + why.local() + " jfrCompletionErrors=" + errors.size() + " reason="
+                    + why.reason());
             ep.close();
         }
     }
