@@ -70,6 +70,7 @@ class JverbsEndpointIT {
                         .contains("jfrConnect=1 jfrDisconnect=1");
                 assertThat(server.output()).as(ctx(server, client))
                         .contains("ACCEPTED private=hello from the endpoint client remote=65536")
+                        .contains("EXPOSED holds the client's RDMA WRITE")
                         .contains("OK echoed=500 DISCONNECTED local=false");
             }
         }

@@ -39,6 +39,8 @@ public final class EndpointApp {
     static final String HELLO = "hello from the endpoint client";
     static final String WELCOME = "welcome from the endpoint server";
     static final int EXPOSED = 65536;
+    static final int RW_OFFSET = 1000;
+    static final int RW_SEED = 4011; // message(4011): 1 + 4011 * 37 % 4096 = 952 bytes
 
     private EndpointApp() {}
 
@@ -105,6 +107,10 @@ public final class EndpointApp {
                     }
                 }
                 Disconnect d = ep.disconnected().get(10, TimeUnit.SECONDS);
+                byte[] pattern = message(RW_SEED);
+                byte[] landed = ep.exposedRegion().segment().asSlice(RW_OFFSET, pattern.length)
+                        .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                say("EXPOSED " + (Arrays.equals(landed, pattern) ? "holds the client's RDMA WRITE" : "differs"));
                 say("OK echoed=" + n + " DISCONNECTED local=" + d.local() + " reason=" + d.reason());
             }
         }
@@ -145,6 +151,19 @@ public final class EndpointApp {
             }
             if (ep.remoteBuffer().length() != EXPOSED || ep.remoteBuffer().rkey() == 0 || ep.peerRecvDepth() != 8) {
                 fail("remote buffer " + ep.remoteBuffer() + ", depth " + ep.peerRecvDepth());
+            }
+            // one-sided: RDMA WRITE into the server's exposed region, READ it back
+            byte[] pattern = message(RW_SEED);
+            ep.write(RW_OFFSET, java.lang.foreign.MemorySegment.ofArray(pattern)).get(30, TimeUnit.SECONDS);
+            byte[] back = ep.read(RW_OFFSET, pattern.length).get(30, TimeUnit.SECONDS);
+            if (!Arrays.equals(back, pattern)) {
+                fail("RDMA READ did not return what RDMA WRITE wrote");
+            }
+            try {
+                ep.read(EXPOSED - 10, 11);
+                fail("a READ past the peer's buffer was not refused");
+            } catch (IndexOutOfBoundsException expected) {
+                // ok
             }
             // keep up to 8 in flight (the server's receive depth), check each echo in order
             List<byte[]> sent = new ArrayList<>();
