@@ -77,6 +77,24 @@ class JverbsEndpointIT {
     }
 
     @Test
+    void closingAnEndpointUnder64BusyVirtualThreadsEndsThemWithExceptionsNeverACrash() {
+        try (Proc server = fabric.start(fabric.b, "echo-server-2",
+                JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7206"))) {
+            awaitLine(server, "LISTENING");
+            try (Proc client = fabric.start(fabric.a, "close-during-use",
+                    JverbsFabric.javaApp(EndpointApp.class, "close-during-use", fabric.b.addr(), "7206"))) {
+                int ce = client.waitFor(Duration.ofSeconds(120));
+                int se = server.waitFor(Duration.ofSeconds(60));
+                assertThat(ce).as(ctx(server, client)).isZero();
+                assertThat(se).as(ctx(server, client)).isZero();
+                assertThat(client.output()).as(ctx(server, client)).contains("OK closedUnder=64");
+                assertThat(server.output()).contains("DISCONNECTED local=false");
+                System.out.println("JverbsEndpointIT: " + client.output().strip());
+            }
+        }
+    }
+
+    @Test
     void aKilledPeerFailsThePendingFutures() {
         try (Proc server = fabric.start(fabric.b, "hold-server",
                 JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7202"))) {

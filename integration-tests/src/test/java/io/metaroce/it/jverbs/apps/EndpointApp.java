@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *   dead-peer-client HOST SERVICE  connect; 4 receives and a send pending; print READY; expect every future to
  *                                fail once the peer is killed, and print how long that took
  *   accept-timeout SERVICE       accept(200 ms) times out; then a close wakes a virtual thread in accept()
+ *   close-during-use HOST SERVICE  64 virtual threads send and receive while the endpoint is closed under them
  * </pre>
  */
 public final class EndpointApp {
@@ -82,6 +83,7 @@ public final class EndpointApp {
             case "dead-peer-client" -> deadPeerClient(args[1], Integer.parseInt(args[2]),
                     args.length > 3 ? java.nio.file.Path.of(args[3]) : null);
             case "accept-timeout" -> acceptTimeout(Integer.parseInt(args[1]));
+            case "close-during-use" -> closeDuringUse(args[1], Integer.parseInt(args[2]));
             default -> fail("unknown mode " + args[0]);
         }
         System.exit(0);
@@ -304,6 +306,52 @@ public final class EndpointApp {
             say("DEAD ms=" + ms + " local=" + why.local() + " jfrCompletionErrors=" + errors.size() + " reason="
                     + why.reason());
             ep.close();
+        }
+    }
+
+    static void closeDuringUse(String host, int service) throws Exception {
+        try (EndpointGroup g = EndpointGroup.open("mrce0")) {
+            Endpoint ep = g.connect(new InetSocketAddress(host, service), options());
+            int threads = 64;
+            java.util.concurrent.ConcurrentHashMap<String, java.util.concurrent.atomic.AtomicInteger> ends =
+                    new java.util.concurrent.ConcurrentHashMap<>();
+            java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(threads);
+            for (int t = 0; t < threads; t++) {
+                int id = t;
+                Thread.ofVirtual().start(() -> {
+                    String end;
+                    try {
+                        for (int i = 0; ; i++) {
+                            ep.send(message(id * 1000 + i)); // parks while 8 sends are in flight
+                            if (i % 4 == 0) {
+                                ep.receive().get(); // an echo (any: 64 threads share the stream)
+                            }
+                        }
+                    } catch (EndpointClosedException e) {
+                        end = "EndpointClosedException";
+                    } catch (ExecutionException e) {
+                        end = e.getCause() instanceof EndpointClosedException ? "EndpointClosedException"
+                                : "other: " + e.getCause();
+                    } catch (IllegalStateException e) {
+                        end = "IllegalStateException";
+                    } catch (Throwable e) {
+                        end = "other: " + e;
+                    }
+                    ends.computeIfAbsent(end, k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+                    done.countDown();
+                });
+            }
+            while (ep.stats().sentMessages() < 500) { // a point the test controls: 500 messages acknowledged
+                Thread.onSpinWait();
+            }
+            ep.close();
+            if (!done.await(60, TimeUnit.SECONDS)) {
+                fail("threads still running after the close: " + done.getCount());
+            }
+            if (ends.keySet().stream().anyMatch(k -> k.startsWith("other"))) {
+                fail("threads ended with " + ends);
+            }
+            say("OK closedUnder=" + threads + " sent=" + ep.stats().sentMessages() + " ends=" + new java.util.TreeMap<>(ends));
         }
     }
 
