@@ -452,7 +452,9 @@ public final class ConnectionManager implements AutoCloseable {
         p.lastHeardNs = System.nanoTime();
         switch (m) {
             case CmMessage.Hello h -> {
-                if (h.version() != CmCodec.VERSION) {
+                // Each side announces the highest version it speaks; the connection speaks the
+                // lower of the two (CM-2.6): a newer peer speaks ours, an older one is refused.
+                if (h.version() < CmCodec.VERSION) {
                     throw new CmProtocolException("version " + h.version() + " (we speak " + CmCodec.VERSION + ")");
                 }
                 // A peer is the daemon serving the address it announces; its connections come from
