@@ -160,6 +160,11 @@ static uint32_t random32(void)
 	return v;
 }
 
+static uint16_t ephemeral_port(void)
+{
+	return (uint16_t)(32768 + random32() % (60999 - 32768 + 1));
+}
+
 static struct rc_id *rc(struct rdma_cm_id *id)
 {
 	return (struct rc_id *)id;
@@ -472,15 +477,12 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (ret)
 		return fail(ret);
 	memcpy(&r->id.route.addr.src_sin, sin, sizeof(*sin));
+	if (!sin->sin_port) /* the kernel picks the port at bind time: rdma_get_src_port tells it */
+		r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
 	if (sin->sin_addr.s_addr != htonl(INADDR_ANY))
 		set_device(r); /* a wildcard bind leaves verbs NULL, as the kernel does */
 	r->st = RC_BOUND;
 	return 0;
-}
-
-static uint16_t ephemeral_port(void)
-{
-	return (uint16_t)(32768 + random32() % (60999 - 32768 + 1));
 }
 
 EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
@@ -654,8 +656,9 @@ static void watch_end(void *ctx, int status, const void *resp, uint32_t len)
 	DBG("id %p: the peer's watch connect ended: %s\n", (void *)r, strerror(status));
 	pthread_mutex_lock(&g_lock);
 	if (!r->destroying && r->st == RC_CONNECTED && status != EIO) {
+		/* the QP stays as it is (the application may be destroying it),
+		 * as with librdmacm: rdma_disconnect moves it to ERR */
 		r->st = RC_DISCONNECTED;
-		qp_to_err(r);
 		watch_drop(r);
 		ev_post(r, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	}
@@ -798,6 +801,8 @@ EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	if (!pd || pd->context != r->id.verbs)
 		return fail(EINVAL);
 	attr = *qp_init_attr;
+	if (!attr.qp_type)
+		attr.qp_type = r->id.qp_type; /* rdma_create_ep callers often leave it 0 */
 	if (!attr.srq)
 		attr.srq = r->id.srq;
 	if (!attr.send_cq || !attr.recv_cq) {
@@ -1102,6 +1107,7 @@ EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		if (ret != EADDRINUSE || port)
 			break;
 	}
+	DBG("id %p: listen on service 0x%x: %s\n", (void *)r, req.service_id, strerror(ret));
 	if (ret)
 		return fail(ret);
 	pthread_mutex_lock(&g_lock);
@@ -1192,6 +1198,8 @@ static void on_connect(void *ctx, int status, const void *resp, uint32_t len)
 	uint32_t plen;
 	int ret;
 
+	DBG("id %p: connect answered: %s, result %u\n", (void *)r, strerror(status),
+	    status || len < sizeof(a) ? 0 : ((const struct mrce_cm_connect_resp *)resp)->result);
 	pthread_mutex_lock(&g_lock);
 	if (r->destroying || r->st != RC_CONNECTING || status == EIO) {
 		pthread_mutex_unlock(&g_lock);
@@ -1301,6 +1309,8 @@ EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 	memcpy(req.private_data, &h, sizeof(h));
 	if (plen)
 		memcpy(req.private_data + sizeof(h), p->private_data, plen);
+	DBG("id %p: connect to service 0x%x at %s\n", (void *)r, req.service_id,
+	    inet_ntoa(r->id.route.addr.dst_sin.sin_addr));
 	pthread_mutex_lock(&g_lock);
 	r->st = RC_CONNECTING;
 	ret = rc_conn_send(r->conn, MRCE_OP_CM_CONNECT, &req, sizeof(req), on_connect, r);
@@ -1335,7 +1345,6 @@ static void on_accept(void *ctx, int status, const void *resp, uint32_t len)
 	} else if (status) {
 		r->st = RC_DONE;
 		watch_drop(r);
-		qp_to_err(r);
 		ev_post(r, RDMA_CM_EVENT_CONNECT_ERROR, -status, NULL, 0);
 	} else {
 		r->st = RC_CONNECTED;
@@ -1648,8 +1657,11 @@ EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, str
 		ret = rdma_bind_addr(cid, res->ai_src_addr);
 		if (!ret && qp_init_attr) {
 			rc(cid)->ep_attr = malloc(sizeof(*qp_init_attr));
-			if (rc(cid)->ep_attr)
+			if (rc(cid)->ep_attr) {
 				*rc(cid)->ep_attr = *qp_init_attr;
+				if (res->ai_qp_type)
+					rc(cid)->ep_attr->qp_type = res->ai_qp_type;
+			}
 			else
 				ret = fail(ENOMEM);
 		}
