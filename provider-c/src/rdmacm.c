@@ -134,15 +134,26 @@ static int device(void)
 	return g_ctx ? 0 : ENODEV;
 }
 
-static int g_debug = -1;
+static FILE *g_dbg;
+static pthread_once_t g_dbg_once = PTHREAD_ONCE_INIT;
 
-/* MRCE_RDMACM_DEBUG=1: what the library does, on stderr */
+/* MRCE_RDMACM_DEBUG=1: what the library does, on stderr; =PATH: appended to that file */
+static void dbg_open(void)
+{
+	const char *v = getenv("MRCE_RDMACM_DEBUG");
+
+	if (!v || !*v || !strcmp(v, "0"))
+		return;
+	g_dbg = strcmp(v, "1") ? fopen(v, "ae") : stderr;
+	if (g_dbg)
+		setvbuf(g_dbg, NULL, _IOLBF, 0);
+}
+
 #define DBG(...)                                                              \
 	do {                                                                  \
-		if (g_debug < 0)                                              \
-			g_debug = getenv("MRCE_RDMACM_DEBUG") != NULL;        \
-		if (g_debug)                                                  \
-			fprintf(stderr, "metaroce rdmacm: " __VA_ARGS__);     \
+		pthread_once(&g_dbg_once, dbg_open);                          \
+		if (g_dbg)                                                    \
+			fprintf(g_dbg, "metaroce rdmacm: " __VA_ARGS__);      \
 	} while (0)
 
 static int fail(int err)
