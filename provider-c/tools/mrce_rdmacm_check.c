@@ -9,8 +9,9 @@
  *   client ADDR PORT [hold]
  *                        connect with private data "hello"; print every event
  *                        with its status and private data; with hold, stay
- *                        connected until killed, else disconnect and wait for
- *                        DISCONNECTED
+ *                        connected until killed or the next event (the test
+ *                        kills the peer or the daemon), else disconnect and
+ *                        wait for DISCONNECTED
  * Every line is "EVENT <name> status <n> pdata <text>" or a failure; exit 0
  * when the sequence was as expected for the mode, 1 otherwise.
  */
@@ -45,8 +46,8 @@ static struct rdma_cm_event *next_event(void)
 			break;
 		if (errno != EAGAIN)
 			die("rdma_get_cm_event");
-		if (poll(&p, 1, 60000) != 1) {
-			printf("FAIL no event within 60 s\n");
+		if (poll(&p, 1, 120000) != 1) {
+			printf("FAIL no event within 120 s\n");
 			exit(1);
 		}
 	}
@@ -164,9 +165,15 @@ static int client(const char *addr, int port, bool hold)
 		return 0; /* the test checks the event, its status and private data */
 	}
 	if (hold) {
+		/* until the test kills us, or the next event (DEVICE_REMOVAL, DISCONNECTED) */
 		printf("HOLDING\n");
 		fflush(stdout);
-		pause();
+		ev = next_event();
+		rdma_ack_cm_event(ev);
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		printf("DONE\n");
+		return 0;
 	}
 	if (rdma_disconnect(id))
 		die("rdma_disconnect");

@@ -2,6 +2,8 @@ package io.metaroce.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -317,6 +319,82 @@ class RdmaCmIT {
             assertThat(exit).as(s.output()).isZero();
             assertThat(s.output()).containsSubsequence("EVENT RDMA_CM_EVENT_ESTABLISHED",
                     "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+        }
+    }
+
+    @Test
+    void localDaemonKilledIsDeviceRemovalAndPeerDisconnected() {
+        // a fabric of its own: its daemon in A is killed
+        try (TwoHostFabric f = TwoHostFabric.direct("RdmaCmIT-daemonkill", 1500)) {
+            List<Daemon> daemons = f.startDaemons();
+            String port = port();
+            Path dbg = f.logDir().resolve("check-daemonkill-rdmacm-debug.log");
+            Proc s = f.startApp(f.b(), "check-daemonkill-server", debug(dbg, check("server", port, "accept")));
+            try (s) {
+                boolean up = Wait.until(Duration.ofSeconds(30), () -> s.output().contains("LISTENING") || !s.isAlive());
+                assertThat(up && s.isAlive()).as(s.output()).isTrue();
+                Proc c = f.startApp(f.a(), "check-daemonkill-client", check("client", f.b().addr(), port, "hold"));
+                try (c) {
+                    boolean holding = Wait.until(Duration.ofSeconds(30),
+                            () -> c.output().contains("HOLDING") || !c.isAlive());
+                    assertThat(holding && c.isAlive()).as("client holding: %s", c.output()).isTrue();
+                    daemons.get(0).proc().kill();
+                    int exit = c.waitFor(Duration.ofSeconds(60));
+                    assertThat(exit).as(c.output()).isZero();
+                    assertThat(c.output()).containsSubsequence("HOLDING", "EVENT RDMA_CM_EVENT_DEVICE_REMOVAL", "DONE");
+                }
+                // B's daemon loses A's (the connection manager's peer timeout): the watch ends
+                int exit = s.waitFor(Duration.ofSeconds(60));
+                assertThat(exit).as(s.output()).isZero();
+                assertThat(s.output()).containsSubsequence("EVENT RDMA_CM_EVENT_ESTABLISHED",
+                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+            }
+        }
+    }
+
+    // ---- churn: 1000 connect/disconnect cycles leave nothing in either daemon
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private static JsonNode objects(NetnsFabric.Host h) {
+        Proc.Result r = fabric.exec(h, Duration.ofSeconds(30), Env.bin("mrce-ctl").toString(), "objects", "--json");
+        assertThat(r.ok()).as("mrce-ctl objects: " + r.output()).isTrue();
+        try {
+            return JSON.readTree(r.output());
+        } catch (IOException e) {
+            throw new AssertionError("not JSON: " + r.output(), e);
+        }
+    }
+
+    @Test
+    void thousandCmtimeCyclesLeaveNothingBehind() {
+        List<NetnsFabric.Host> hosts = List.of(fabric.a(), fabric.b());
+        long[] fdsBefore = new long[2];
+        for (int k = 0; k < 2; k++) {
+            fdsBefore[k] = objects(hosts.get(k)).path("daemon").path("openFds").asLong();
+        }
+        String port = port();
+        Proc server = startServer("cmtime-churn", List.of("cmtime", "-c", "250", "-p", port));
+        try (server) {
+            for (int round = 0; round < 4; round++) {
+                Proc.Result c = fabric.runApp(fabric.a(), "cmtime-churn-client", RUN_TIMEOUT,
+                        List.of("cmtime", "-s", serverAddr(), "-c", "250", "-p", port));
+                assertThat(c.exit()).as("round %d: %s\n--- server:\n%s", round, c.output(), server.output()).isZero();
+                assertThat(c.output()).containsPattern("(?m)^connect\\s+:");
+            }
+            server.stop(Duration.ofSeconds(10));
+        }
+        for (int k = 0; k < 2; k++) {
+            NetnsFabric.Host h = hosts.get(k);
+            boolean none = Wait.until(Duration.ofSeconds(30), () -> objects(h).path("sessions").asInt() == 0);
+            JsonNode o = objects(h);
+            assertThat(none).as("daemon of %s reclaimed every session: %s", h.name(), o).isTrue();
+            assertThat(o.path("totals").path("qps").asInt()).as(h.name() + " QPs").isZero();
+            assertThat(o.path("totals").path("cqs").asInt()).as(h.name() + " CQs").isZero();
+            assertThat(o.path("totals").path("pds").asInt()).as(h.name() + " PDs").isZero();
+            // a few fds of the daemon's own may come and go (logs, timers)
+            assertThat(o.path("daemon").path("openFds").asLong()).as(h.name() + " daemon fds")
+                    .isLessThanOrEqualTo(fdsBefore[k] + 8);
         }
     }
 }
