@@ -1774,3 +1774,41 @@ EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 		res = n;
 	}
 }
+
+/*
+ * rsockets (librdmacm's socket API over rdma_cm) are not served: librdmacm's
+ * own implementation reaches into its private id structures and would crash
+ * on ours. Each function fails with ENOSYS and says so once, rather than
+ * letting rstream or riostream crash.
+ */
+static void rs_unserved(void)
+{
+	static int said;
+
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "metaroce rdmacm: rsockets are not served by MetaRoCE's "
+			"rdma_cm (provider-c/README.md, \"rdma_cm\")\n");
+	errno = ENOSYS;
+}
+
+#define RS_INT(name)                          \
+	EXPORT int name(void);                \
+	int name(void)                        \
+	{                                     \
+		rs_unserved();                \
+		return -1;                    \
+	}
+#define RS_LONG(name)                         \
+	EXPORT long name(void);               \
+	long name(void)                       \
+	{                                     \
+		rs_unserved();                \
+		return -1;                    \
+	}
+
+RS_INT(rsocket) RS_INT(rbind) RS_INT(rlisten) RS_INT(raccept) RS_INT(rconnect)
+RS_INT(rshutdown) RS_INT(rclose) RS_INT(rpoll) RS_INT(rselect) RS_INT(rgetpeername)
+RS_INT(rgetsockname) RS_INT(rsetsockopt) RS_INT(rgetsockopt) RS_INT(rfcntl) RS_INT(riounmap)
+RS_LONG(rrecv) RS_LONG(rrecvfrom) RS_LONG(rrecvmsg) RS_LONG(rsend) RS_LONG(rsendto)
+RS_LONG(rsendmsg) RS_LONG(rread) RS_LONG(rreadv) RS_LONG(rwrite) RS_LONG(rwritev)
+RS_LONG(riomap) RS_LONG(riowrite)

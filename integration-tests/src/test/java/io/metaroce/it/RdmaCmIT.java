@@ -27,8 +27,10 @@ import org.junit.jupiter.api.Timeout;
  * {@code rdma_server}/{@code rdma_client} and {@code cmtime}; perftest with {@code -R};
  * {@code qperf -cm1}; and the error paths with the provider's {@code mrce_rdmacm_check} (no
  * listener, a reject with private data, the peer killed after ESTABLISHED, no daemon at the
- * address). A server counts as listening once the library reports the daemon's answer to its
- * CM_LISTEN (in the file {@code MRCE_RDMACM_DEBUG=FILE} names), so no test waits on the clock.
+ * address), the local daemon killed (DEVICE_REMOVAL), 1000 cmtime cycles leaving nothing in
+ * either daemon, and rsockets refused cleanly. A server counts as listening once the library
+ * reports the daemon's answer to its CM_LISTEN (in the file {@code MRCE_RDMACM_DEBUG=FILE} names),
+ * so no test waits on the clock.
  * rping runs under {@code stdbuf -oL}: its stderr lines would otherwise cut its buffered stdout.
  */
 @Timeout(900)
@@ -251,6 +253,14 @@ class RdmaCmIT {
             assertThat(c.output()).as(context).containsPattern("bw\\s+=\\s+[1-9][0-9.]*\\s+[KMG]B/sec")
                     .containsPattern("latency\\s+=\\s+[1-9][0-9.]*\\s+[mun]?s");
         }
+    }
+
+    @Test
+    void rsocketsFailCleanly() {
+        // rsockets are not served: rstream must say so and exit, not crash in librdmacm's internals
+        Proc.Result c = fabric.runApp(fabric.a(), "rstream", RUN_TIMEOUT, List.of("rstream", "-s", serverAddr()));
+        assertThat(c.exit()).as(c.output()).isNotIn(0, 134, 139);
+        assertThat(c.output()).contains("rsockets are not served", "Function not implemented");
     }
 
     // ---- error paths (mrce_rdmacm_check)
