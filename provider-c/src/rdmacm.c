@@ -29,6 +29,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -83,9 +84,11 @@ struct rc_id {
 	uint8_t resp_res, init_depth, retry, rnr_retry;
 	struct ibv_sa_path_rec path;
 	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep on a passive id: for rdma_get_request */
+	unsigned int events_out; /* handed out by rdma_get_cm_event, not acked yet */
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_acked = PTHREAD_COND_INITIALIZER; /* an event was acked */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct ibv_context *g_ctx;
 static struct ibv_pd *g_pd;
@@ -305,26 +308,45 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 	struct rc_chan *c = (struct rc_chan *)channel;
 	struct rc_event *e;
 	uint64_t v;
+	int fd, fl;
 
 	if (!c || !event)
 		return fail(EINVAL);
 	for (;;) {
-		if (read(c->ch.fd, &v, sizeof(v)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1; /* EAGAIN on a non-blocking channel */
-		}
+		/*
+		 * Take the count and the event together under the lock (the count
+		 * is then at least 1: no blocking), so that an event dropped by
+		 * rdma_destroy_id or moved by rdma_migrate_id meanwhile never
+		 * leaves us reading a channel the application has destroyed.
+		 */
 		pthread_mutex_lock(&g_lock);
 		e = c->head;
 		if (e) {
+			if (read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
+				(void)0; /* the count is ours: it cannot be 0 */
 			c->head = e->next;
 			if (!c->head)
 				c->tail = NULL;
+			((struct rc_id *)e->ev.id)->events_out++;
 		}
+		fd = c->ch.fd;
 		pthread_mutex_unlock(&g_lock);
 		if (e) {
 			*event = &e->ev;
 			return 0;
+		}
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return -1;
+		if (fl & O_NONBLOCK)
+			return fail(EAGAIN);
+		{
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -1;
+			if (p.revents & POLLNVAL)
+				return fail(EBADF);
 		}
 	}
 }
@@ -333,6 +355,10 @@ EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
 	if (!event)
 		return fail(EINVAL);
+	pthread_mutex_lock(&g_lock);
+	((struct rc_id *)event->id)->events_out--;
+	pthread_cond_broadcast(&g_acked);
+	pthread_mutex_unlock(&g_lock);
 	free(event);
 	return 0;
 }
@@ -1492,7 +1518,14 @@ EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 
 	if (!r)
 		return fail(EINVAL);
+	if (r->id.event) {
+		rdma_ack_cm_event(r->id.event);
+		r->id.event = NULL;
+	}
 	pthread_mutex_lock(&g_lock);
+	/* as librdmacm: wait until every event handed out for the id is acked */
+	while (r->events_out)
+		pthread_cond_wait(&g_acked, &g_lock);
 	r->destroying = true;
 	e = ev_take(r->id.channel, r, false);
 	if (r->st == RC_LISTEN)
@@ -1533,8 +1566,6 @@ EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		rc_conn_forget(r->conn, r);
 		rc_conn_put(r->conn); /* the daemon drops our listens and connects: the peer learns */
 	}
-	if (r->id.event)
-		rdma_ack_cm_event(r->id.event);
 	if (r->sync)
 		rdma_destroy_event_channel(r->id.channel);
 	free(r->ep_attr);
