@@ -303,6 +303,13 @@ static struct rc_event *ev_take(struct rdma_event_channel *channel, struct rc_id
 	return taken;
 }
 
+/* The id an event counts against until acked: a request's listener, as in librdmacm. */
+static struct rc_id *ev_owner(struct rdma_cm_event *ev)
+{
+	return (struct rc_id *)(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && ev->listen_id ?
+				ev->listen_id : ev->id);
+}
+
 EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct rc_chan *c = (struct rc_chan *)channel;
@@ -327,7 +334,7 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 			c->head = e->next;
 			if (!c->head)
 				c->tail = NULL;
-			((struct rc_id *)e->ev.id)->events_out++;
+			ev_owner(&e->ev)->events_out++;
 		}
 		fd = c->ch.fd;
 		pthread_mutex_unlock(&g_lock);
@@ -356,7 +363,7 @@ EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	if (!event)
 		return fail(EINVAL);
 	pthread_mutex_lock(&g_lock);
-	((struct rc_id *)event->id)->events_out--;
+	ev_owner(event)->events_out--;
 	pthread_cond_broadcast(&g_acked);
 	pthread_mutex_unlock(&g_lock);
 	free(event);
