@@ -534,7 +534,6 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 {
 	struct rc_id *r = rc(id);
 	struct sockaddr_in dst, local = { .sin_family = AF_INET };
-	socklen_t len = sizeof(local);
 	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
 	int ret, s, status = 0;
 
@@ -557,30 +556,29 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 			return fail(ret);
 		memcpy(&r->id.route.addr.src_sin, sin, sizeof(*sin));
 	}
-	/* the kernel's routes choose the source address */
+	/*
+	 * The source is always mrce0's address (the daemon binds every socket
+	 * toward a peer to it): the kernel's routes must reach the destination
+	 * from there, as a UDP socket bound to it and connected finds out.
+	 */
 	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -1;
-	local.sin_addr = r->id.route.addr.src_sin.sin_addr;
-	if (local.sin_addr.s_addr && bind(s, (struct sockaddr *)&local, sizeof(local)))
+	local.sin_addr.s_addr = g_ip;
+	if (bind(s, (struct sockaddr *)&local, sizeof(local)))
 		status = -errno;
 	if (!status) {
 		struct sockaddr_in probe = dst;
 
 		if (!probe.sin_port)
 			probe.sin_port = htons(9);
-		if (connect(s, (struct sockaddr *)&probe, sizeof(probe)) ||
-		    getsockname(s, (struct sockaddr *)&local, &len))
+		if (connect(s, (struct sockaddr *)&probe, sizeof(probe)))
 			status = -errno;
 	}
 	close(s);
-	if (!status && local.sin_addr.s_addr != g_ip) {
-		fprintf(stderr, "metaroce rdmacm: the route to %s leaves from %s, not from "
-			"mrce0's address %s: this rdma_cm serves only mrce0\n",
-			ip_str(dst.sin_addr.s_addr, a), ip_str(local.sin_addr.s_addr, b),
-			ip_str(g_ip, a));
-		status = -ENODEV;
-	}
+	if (status)
+		fprintf(stderr, "metaroce rdmacm: no route to %s from mrce0's address %s: %s\n",
+			ip_str(dst.sin_addr.s_addr, a), ip_str(g_ip, b), strerror(-status));
 	pthread_mutex_lock(&g_lock);
 	if (status) {
 		ev_post(r, RDMA_CM_EVENT_ADDR_ERROR, status, NULL, 0);

@@ -290,6 +290,14 @@ class RdmaCmIT {
     }
 
     @Test
+    void noRouteIsAddrError() {
+        // 203.0.113.0/24 (TEST-NET-3): no route from A's address in its namespace
+        Proc.Result c = fabric.runApp(fabric.a(), "check-noroute", RUN_TIMEOUT, check("client", "203.0.113.9", port()));
+        assertThat(c.exit()).as(c.output()).isZero();
+        assertThat(c.output()).contains("EVENT RDMA_CM_EVENT_ADDR_ERROR status -101 ", "no route to 203.0.113.9");
+    }
+
+    @Test
     void rejectCarriesPrivateData() {
         String port = port();
         Run r = run("check-reject", check("server", port, "reject"), check("client", serverAddr(), port))
