@@ -23,6 +23,13 @@
 
 #define MRCE_PORT 1
 /*
+ * GID table slots of the port (gid_tbl_len): room for every address of the
+ * interface, as a NIC's table has more slots than addresses.
+ */
+#define MRCE_GID_TBL_LEN 16
+/* libibverbs-internal: enum ibv_gid_type_sysfs, not in the public headers. */
+#define MRCE_GID_TYPE_SYSFS_ROCE_V2 1
+/*
  * How long ibv_get_device_list waits for a daemon that accepted the connection
  * to answer HELLO. A missing or dead daemon fails at once (ENOENT,
  * ECONNREFUSED); a live one may be slow to answer its first HELLO (cold JIT
@@ -40,9 +47,47 @@ struct mrce_conn {
 	pthread_mutex_t lock;  /* one request/response at a time */
 };
 
+/*
+ * rdma-core's struct verbs_device and struct verbs_device_ops (libibverbs/
+ * driver.h of rdma-core 44, private to rdma-core and not installed by
+ * Debian), field for field. Every device libibverbs lists is one, and code
+ * that probes a device (middleware, debuggers) may read these fields past
+ * struct ibv_device: ours are valid memory with honest values. The pointers
+ * we have no use for are NULL; sysfs is NULL because no kernel device stands
+ * behind mrce0.
+ */
+struct mrce_list_node {
+	struct mrce_list_node *next, *prev;
+};
+
+struct mrce_verbs_device_ops {
+	const char *name;
+	uint32_t match_min_abi_version;
+	uint32_t match_max_abi_version;
+	const void *match_table;
+	const void **static_providers;
+	bool (*match_device)(void *sysfs_dev);
+	struct verbs_context *(*alloc_context)(struct ibv_device *device,
+					       int cmd_fd, void *private_data);
+	struct verbs_context *(*import_context)(struct ibv_device *device,
+						int cmd_fd);
+	void *(*alloc_device)(void *sysfs_dev);
+	void (*uninit_device)(void *device);
+};
+
+struct mrce_verbs_device {
+	struct ibv_device device; /* must be first */
+	const struct mrce_verbs_device_ops *ops;
+	int refcount;             /* atomic_int in rdma-core */
+	struct mrce_list_node entry;
+	void *sysfs;              /* struct verbs_sysfs_dev *: none here */
+	uint64_t core_support;
+};
+
 struct mrce_device {
-	struct ibv_device ibv_dev;
-	struct mrce_hello_resp hello; /* from the latest probe */
+	struct mrce_verbs_device vdev;   /* what libibverbs' own devices are */
+	struct mrce_hello_resp hello;    /* from the latest probe */
+	bool listed;                     /* a device list has shown mrce0 */
 };
 
 struct mrce_cq;
@@ -218,7 +263,7 @@ extern struct mrce_device mrce_dev;
 
 static inline bool is_mrce_dev(const struct ibv_device *dev)
 {
-	return dev == &mrce_dev.ibv_dev;
+	return dev == &mrce_dev.vdev.device;
 }
 
 static inline bool is_mrce_ctx(const struct ibv_context *ctx)
@@ -241,6 +286,13 @@ int mrce_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
 ssize_t mrce_query_gid_table(struct ibv_context *ctx,
 			     struct ibv_gid_entry *entries, size_t max,
 			     size_t entry_size);
+int mrce_query_gid_type(struct ibv_context *ctx, uint8_t port,
+			unsigned int index, int *type);
+struct ifaddrs;
+unsigned int mrce_gid_table_build(const uint8_t gid0[16],
+				  const struct ifaddrs *ifa_list,
+				  const char *ifname, union ibv_gid *tbl,
+				  unsigned int max);
 int mrce_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
 		    __be16 *pkey);
 int mrce_query_device_ex(struct ibv_context *ctx,

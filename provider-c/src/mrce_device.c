@@ -3,9 +3,12 @@
  * mrce_device.c - device list, open/close and the query verbs. Everything a
  * query returns comes from the daemon's HELLO response.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +17,20 @@
 
 #include "mrce.h"
 
-struct mrce_device mrce_dev;
+static const struct mrce_verbs_device_ops mrce_dev_ops = {
+	.name = "metaroce",
+	.match_min_abi_version = MRCE_ABI_VERSION,
+	.match_max_abi_version = MRCE_ABI_VERSION,
+};
+
+/* One reference (never freed), an empty list node pointing at itself. */
+struct mrce_device mrce_dev = {
+	.vdev = {
+		.ops = &mrce_dev_ops,
+		.refcount = 1,
+		.entry = { &mrce_dev.vdev.entry, &mrce_dev.vdev.entry },
+	},
+};
 static pthread_mutex_t mrce_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A device list as the app sees it, with the real list kept in front. */
@@ -44,7 +60,7 @@ static int mrce_probe(struct mrce_hello_resp *hello)
 
 static void mrce_fill_device(const struct mrce_hello_resp *hello)
 {
-	struct ibv_device *dev = &mrce_dev.ibv_dev;
+	struct ibv_device *dev = &mrce_dev.vdev.device;
 	const char *name = hello->dev_name[0] ? hello->dev_name : "mrce0";
 
 	mrce_dev.hello = *hello;
@@ -56,6 +72,7 @@ static void mrce_fill_device(const struct mrce_hello_resp *hello)
 		 "/sys/class/infiniband_verbs/uverbs_%.15s", name);
 	snprintf(dev->ibdev_path, sizeof(dev->ibdev_path),
 		 "/sys/class/infiniband/%.15s", name);
+	mrce_dev.listed = true;
 }
 
 struct ibv_device **mrce_wrap_device_list(struct ibv_device **real,
@@ -85,7 +102,7 @@ struct ibv_device **mrce_wrap_device_list(struct ibv_device **real,
 		pthread_mutex_lock(&mrce_dev_lock);
 		mrce_fill_device(&hello);
 		pthread_mutex_unlock(&mrce_dev_lock);
-		list->devs[n++] = &mrce_dev.ibv_dev;
+		list->devs[n++] = &mrce_dev.vdev.device;
 	}
 	if (num_devices)
 		*num_devices = n;
@@ -198,7 +215,7 @@ struct ibv_context *mrce_open_device(struct ibv_device *dev)
 	ctx->vctx.create_qp_ex = mrce_create_qp_ex;
 	ctx->vctx.create_cq_ex = mrce_create_cq_ex;
 	ctx->vctx.create_srq_ex = mrce_create_srq_ex;
-	ctx->vctx.context.device = &mrce_dev.ibv_dev;
+	ctx->vctx.context.device = &mrce_dev.vdev.device;
 	ctx->vctx.context.ops = mrce_ctx_ops;
 	ctx->vctx.context.cmd_fd = ctx->conn.fd;
 	ctx->vctx.context.async_fd = fds[1];
@@ -221,7 +238,7 @@ int mrce_close_device(struct ibv_context *ibctx)
 
 	if (ctx->debug)
 		fprintf(stderr, "metaroce: %s: doorbells=%llu\n",
-			mrce_dev.ibv_dev.name,
+			mrce_dev.vdev.device.name,
 			(unsigned long long)__atomic_load_n(&ctx->doorbells,
 							    __ATOMIC_RELAXED));
 	/* Closing the connection makes the daemon destroy what is left. */
@@ -308,7 +325,7 @@ int mrce_query_port(struct ibv_context *ibctx, uint8_t port,
 	attr.state = h->link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	attr.max_mtu = (enum ibv_mtu)h->max_mtu;
 	attr.active_mtu = (enum ibv_mtu)h->active_mtu;
-	attr.gid_tbl_len = 1;
+	attr.gid_tbl_len = MRCE_GID_TBL_LEN;
 	attr.port_cap_flags = 0;
 	attr.max_msg_sz = 0x80000000u;
 	attr.pkey_tbl_len = 1;
@@ -320,44 +337,166 @@ int mrce_query_port(struct ibv_context *ibctx, uint8_t port,
 	return 0;
 }
 
+/*
+ * The GID table of a RoCE NIC: the kernel fills it from the addresses of the
+ * netdev, each IPv4 address as ::ffff:a.b.c.d and each IPv6 address as it
+ * is. Ours: index 0 is the daemon's address from HELLO (the one its
+ * transport uses, so `-g 0` / `-x 0` keep working), then every other address
+ * of the served interface in the order getifaddrs lists them, IPv4-mapped
+ * first. Read at each query, so the table follows addresses added and
+ * removed at run time. Returns the number of entries filled (at most max).
+ */
+unsigned int mrce_gid_table_build(const uint8_t gid0[16],
+				  const struct ifaddrs *ifa_list,
+				  const char *ifname, union ibv_gid *tbl,
+				  unsigned int max)
+{
+	const struct ifaddrs *ifa;
+	unsigned int n = 0, i;
+	int pass;
+
+	if (!max)
+		return 0;
+	memcpy(tbl[n++].raw, gid0, 16);
+	for (pass = 0; pass < 2; pass++) {
+		for (ifa = ifa_list; ifa && n < max; ifa = ifa->ifa_next) {
+			union ibv_gid g;
+			bool dup = false;
+
+			if (!ifa->ifa_addr || !ifa->ifa_name ||
+			    strcmp(ifa->ifa_name, ifname) != 0)
+				continue;
+			memset(&g, 0, sizeof(g));
+			if (pass == 0 && ifa->ifa_addr->sa_family == AF_INET) {
+				const struct sockaddr_in *sin =
+					(const struct sockaddr_in *)ifa->ifa_addr;
+
+				g.raw[10] = 0xff;
+				g.raw[11] = 0xff;
+				memcpy(&g.raw[12], &sin->sin_addr, 4);
+			} else if (pass == 1 &&
+				   ifa->ifa_addr->sa_family == AF_INET6) {
+				const struct sockaddr_in6 *sin6 =
+					(const struct sockaddr_in6 *)ifa->ifa_addr;
+
+				memcpy(g.raw, &sin6->sin6_addr, 16);
+			} else {
+				continue;
+			}
+			for (i = 0; i < n && !dup; i++)
+				dup = memcmp(tbl[i].raw, g.raw, 16) == 0;
+			if (!dup)
+				tbl[n++] = g;
+		}
+	}
+	return n;
+}
+
+/* The live table of this context's device; 1 entry when getifaddrs fails. */
+static unsigned int mrce_gid_table(struct ibv_context *ibctx,
+				   union ibv_gid tbl[MRCE_GID_TBL_LEN])
+{
+	const struct mrce_hello_resp *h = &to_mctx(ibctx)->hello;
+	struct ifaddrs *ifa = NULL;
+	unsigned int n;
+
+	if (getifaddrs(&ifa) != 0)
+		ifa = NULL;
+	n = mrce_gid_table_build(h->gid, ifa, h->ifname, tbl,
+				 MRCE_GID_TBL_LEN);
+	if (ifa)
+		freeifaddrs(ifa);
+	return n;
+}
+
+/* Empty entries read as the zero GID, as libibverbs gives them. */
 int mrce_query_gid(struct ibv_context *ibctx, uint8_t port, int index,
 		   union ibv_gid *gid)
 {
-	if (port != MRCE_PORT || index != 0)
+	union ibv_gid tbl[MRCE_GID_TBL_LEN];
+	unsigned int n;
+
+	if (port != MRCE_PORT || index < 0 || index >= MRCE_GID_TBL_LEN)
 		return EINVAL;
-	memcpy(gid->raw, to_mctx(ibctx)->hello.gid, sizeof(gid->raw));
+	if (index == 0) {
+		memcpy(gid->raw, to_mctx(ibctx)->hello.gid, sizeof(gid->raw));
+		return 0;
+	}
+	n = mrce_gid_table(ibctx, tbl);
+	if ((unsigned int)index < n)
+		*gid = tbl[index];
+	else
+		memset(gid, 0, sizeof(*gid));
 	return 0;
 }
 
+static void mrce_gid_entry(struct ibv_context *ibctx, const union ibv_gid *g,
+			   uint32_t index, struct ibv_gid_entry *entry)
+{
+	memset(entry, 0, sizeof(*entry));
+	entry->gid = *g;
+	entry->gid_index = index;
+	entry->port_num = MRCE_PORT;
+	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = if_nametoindex(to_mctx(ibctx)->hello.ifname);
+}
+
+/* An empty entry is ENODATA, as rdma-core's. */
 int mrce_query_gid_ex(struct ibv_context *ibctx, uint32_t port,
 		      uint32_t index, struct ibv_gid_entry *out,
 		      size_t entry_size)
 {
-	const struct mrce_hello_resp *h = &to_mctx(ibctx)->hello;
+	union ibv_gid tbl[MRCE_GID_TBL_LEN];
 	struct ibv_gid_entry entry;
+	unsigned int n;
 
-	if (port != MRCE_PORT || index != 0 || entry_size < sizeof(entry))
+	if (port != MRCE_PORT || index >= MRCE_GID_TBL_LEN ||
+	    entry_size < sizeof(entry))
 		return EINVAL;
-	memset(&entry, 0, sizeof(entry));
-	memcpy(entry.gid.raw, h->gid, sizeof(entry.gid.raw));
-	entry.gid_index = 0;
-	entry.port_num = MRCE_PORT;
-	entry.gid_type = IBV_GID_TYPE_ROCE_V2;
-	entry.ndev_ifindex = if_nametoindex(h->ifname);
+	n = mrce_gid_table(ibctx, tbl);
+	if (index >= n)
+		return ENODATA;
+	mrce_gid_entry(ibctx, &tbl[index], index, &entry);
 	memcpy(out, &entry, sizeof(entry));
 	return 0;
 }
 
+/* The valid entries, packed; fewer slots than entries is EINVAL. */
 ssize_t mrce_query_gid_table(struct ibv_context *ibctx,
 			     struct ibv_gid_entry *entries, size_t max,
 			     size_t entry_size)
 {
-	int ret;
+	union ibv_gid tbl[MRCE_GID_TBL_LEN];
+	unsigned int n, i;
 
-	if (max < 1)
+	if (entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
-	ret = mrce_query_gid_ex(ibctx, MRCE_PORT, 0, entries, entry_size);
-	return ret ? -ret : 1;
+	n = mrce_gid_table(ibctx, tbl);
+	if (max < n)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		struct ibv_gid_entry e;
+
+		mrce_gid_entry(ibctx, &tbl[i], i, &e);
+		memcpy((char *)entries + i * entry_size, &e, sizeof(e));
+	}
+	return n;
+}
+
+/*
+ * libibverbs' ibv_query_gid_type: every entry is RoCE v2; an empty one reads
+ * as IB/RoCE v1 (0), as libibverbs answers for an empty slot.
+ */
+int mrce_query_gid_type(struct ibv_context *ibctx, uint8_t port,
+			unsigned int index, int *type)
+{
+	union ibv_gid tbl[MRCE_GID_TBL_LEN];
+
+	if (port != MRCE_PORT || index >= MRCE_GID_TBL_LEN)
+		return EINVAL;
+	*type = index < mrce_gid_table(ibctx, tbl) ?
+			MRCE_GID_TYPE_SYSFS_ROCE_V2 : 0;
+	return 0;
 }
 
 int mrce_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,

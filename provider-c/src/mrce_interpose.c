@@ -28,8 +28,6 @@
 #define MRCE_PRIVATE_VER "IBVERBS_PRIVATE_34"
 #endif
 
-/* libibverbs-internal: enum ibv_gid_type_sysfs, not in the public headers. */
-#define MRCE_GID_TYPE_SYSFS_ROCE_V2 1
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 		       unsigned int index, int *type);
 
@@ -322,14 +320,16 @@ EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 			      unsigned int index, int *type)
 {
+	int ret;
+
 	if (!is_mrce_ctx(context))
 		return REAL(ibv_query_gid_type, -1, context, port_num, index,
 			    type);
-	if (port_num != MRCE_PORT || index != 0) {
-		errno = EINVAL;
+	ret = mrce_query_gid_type(context, port_num, index, type);
+	if (ret) {
+		errno = ret;
 		return -1;
 	}
-	*type = MRCE_GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }
 

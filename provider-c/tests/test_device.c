@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of what middleware probes on the device, without a daemon:
+ * the verbs_device layout of rdma-core 44 behind mrce0's struct ibv_device,
+ * the GID table (built from a made-up address list, and live from the
+ * addresses of `lo` through the query verbs), and the device file that
+ * stat()/access() answer for (mrce_devfile.c) from a socket made here.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "mrce.h"
+
+bool mrce_devfile_match(const char *path);
+
+static int failures;
+
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
+				__LINE__, #cond);                          \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+static void mapped(union ibv_gid *g, const char *ip)
+{
+	memset(g, 0, sizeof(*g));
+	g->raw[10] = 0xff;
+	g->raw[11] = 0xff;
+	inet_pton(AF_INET, ip, &g->raw[12]);
+}
+
+/* rdma-core 44's struct verbs_device on LP64, offsets as its driver.h has them. */
+static void test_verbs_device_layout(void)
+{
+	CHECK(sizeof(struct ibv_device) == 664);
+	CHECK(offsetof(struct mrce_verbs_device, device) == 0);
+	CHECK(offsetof(struct mrce_verbs_device, ops) == 664);
+	CHECK(offsetof(struct mrce_verbs_device, refcount) == 672);
+	CHECK(offsetof(struct mrce_verbs_device, entry) == 680);
+	CHECK(offsetof(struct mrce_verbs_device, sysfs) == 696);
+	CHECK(offsetof(struct mrce_verbs_device, core_support) == 704);
+	CHECK(sizeof(struct mrce_verbs_device) == 712);
+	CHECK(offsetof(struct mrce_verbs_device_ops, alloc_context) == 40);
+	CHECK(sizeof(struct mrce_verbs_device_ops) == 72);
+	/* What a probe finds past struct ibv_device of mrce0. */
+	CHECK((void *)&mrce_dev == (void *)&mrce_dev.vdev.device);
+	CHECK(mrce_dev.vdev.ops && strcmp(mrce_dev.vdev.ops->name, "metaroce") == 0);
+	CHECK(mrce_dev.vdev.ops->match_min_abi_version == MRCE_ABI_VERSION);
+	CHECK(mrce_dev.vdev.refcount == 1);
+	CHECK(mrce_dev.vdev.entry.next == &mrce_dev.vdev.entry);
+	CHECK(mrce_dev.vdev.entry.prev == &mrce_dev.vdev.entry);
+	CHECK(mrce_dev.vdev.sysfs == NULL);
+	CHECK(mrce_dev.vdev.ops->alloc_context == NULL);
+}
+
+static struct ifaddrs *ifa_new(struct ifaddrs *next, const char *name,
+			       int family, const char *ip)
+{
+	struct ifaddrs *ifa = calloc(1, sizeof(*ifa));
+
+	ifa->ifa_next = next;
+	ifa->ifa_name = (char *)name;
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = calloc(1, sizeof(*sin));
+
+		sin->sin_family = AF_INET;
+		inet_pton(AF_INET, ip, &sin->sin_addr);
+		ifa->ifa_addr = (struct sockaddr *)sin;
+	} else if (family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = calloc(1, sizeof(*sin6));
+
+		sin6->sin6_family = AF_INET6;
+		inet_pton(AF_INET6, ip, &sin6->sin6_addr);
+		ifa->ifa_addr = (struct sockaddr *)sin6;
+	} else if (family == AF_PACKET) {
+		struct sockaddr *sa = calloc(1, sizeof(struct sockaddr_storage));
+
+		sa->sa_family = AF_PACKET;
+		ifa->ifa_addr = sa;
+	}
+	return ifa;
+}
+
+static void ifa_free(struct ifaddrs *ifa)
+{
+	while (ifa) {
+		struct ifaddrs *next = ifa->ifa_next;
+
+		free(ifa->ifa_addr);
+		free(ifa);
+		ifa = next;
+	}
+}
+
+/* Index 0 the daemon's address, then IPv4-mapped, then IPv6; no duplicates. */
+static void test_gid_table_build(void)
+{
+	struct ifaddrs *l = NULL;
+	union ibv_gid tbl[MRCE_GID_TBL_LEN], want;
+	unsigned int n;
+
+	/* getifaddrs' order is reversed here: the list is built from the end. */
+	l = ifa_new(l, "eth1", AF_INET, "10.0.0.1");
+	l = ifa_new(l, "eth0", AF_INET6, "2001:db8::5");
+	l = ifa_new(l, "eth0", AF_INET, "198.18.0.9");
+	l = ifa_new(l, "eth0", AF_INET6, "fe80::1");
+	l = ifa_new(l, "eth0", AF_INET, "198.18.0.1");   /* = gid 0 */
+	l = ifa_new(l, "eth0", AF_PACKET, NULL);
+	l = ifa_new(l, "eth0", -1, NULL);                /* no address */
+	mapped(&want, "198.18.0.1");
+
+	n = mrce_gid_table_build(want.raw, l, "eth0", tbl, MRCE_GID_TBL_LEN);
+	CHECK(n == 4);
+	CHECK(memcmp(tbl[0].raw, want.raw, 16) == 0);
+	mapped(&want, "198.18.0.9");
+	CHECK(memcmp(tbl[1].raw, want.raw, 16) == 0);
+	inet_pton(AF_INET6, "fe80::1", want.raw);
+	CHECK(memcmp(tbl[2].raw, want.raw, 16) == 0);
+	inet_pton(AF_INET6, "2001:db8::5", want.raw);
+	CHECK(memcmp(tbl[3].raw, want.raw, 16) == 0);
+
+	/* Fewer slots: the first ones, index 0 always. */
+	mapped(&want, "198.18.0.1");
+	CHECK(mrce_gid_table_build(want.raw, l, "eth0", tbl, 2) == 2);
+	mapped(&want, "198.18.0.9");
+	CHECK(memcmp(tbl[1].raw, want.raw, 16) == 0);
+	mapped(&want, "198.18.0.1");
+	CHECK(mrce_gid_table_build(want.raw, l, "eth0", tbl, 0) == 0);
+
+	/* gid 0 that the interface does not have (--addr elsewhere): kept first. */
+	mapped(&want, "198.18.7.7");
+	n = mrce_gid_table_build(want.raw, l, "eth0", tbl, MRCE_GID_TBL_LEN);
+	CHECK(n == 5);
+	CHECK(memcmp(tbl[0].raw, want.raw, 16) == 0);
+	/* An interface without addresses, or no list at all: gid 0 only. */
+	CHECK(mrce_gid_table_build(want.raw, l, "eth9", tbl, 4) == 1);
+	CHECK(mrce_gid_table_build(want.raw, NULL, "eth0", tbl, 4) == 1);
+	ifa_free(l);
+}
+
+/* The query verbs on a context that serves `lo`, read live with getifaddrs. */
+static void test_gid_queries(void)
+{
+	struct mrce_context *ctx = calloc(1, sizeof(*ctx));
+	struct ibv_context *ib = &ctx->vctx.context;
+	struct ibv_gid_entry ents[MRCE_GID_TBL_LEN], e;
+	struct ibv_port_attr pa;
+	union ibv_gid g, want, expect[MRCE_GID_TBL_LEN];
+	struct ifaddrs *ifa = NULL;
+	unsigned int n, i;
+	int type = -1;
+	ssize_t got;
+
+	ib->device = &mrce_dev.vdev.device;
+	strcpy(ctx->hello.ifname, "lo");
+	mapped(&want, "198.18.0.2");
+	memcpy(ctx->hello.gid, want.raw, 16);
+	if (getifaddrs(&ifa))
+		ifa = NULL;
+	n = mrce_gid_table_build(want.raw, ifa, "lo", expect, MRCE_GID_TBL_LEN);
+	if (ifa)
+		freeifaddrs(ifa);
+	CHECK(n >= 1);
+
+	CHECK(mrce_query_port(ib, MRCE_PORT, &pa, sizeof(pa)) == 0);
+	CHECK(pa.gid_tbl_len == MRCE_GID_TBL_LEN);
+
+	CHECK(mrce_query_gid(ib, MRCE_PORT, 0, &g) == 0);
+	CHECK(memcmp(g.raw, want.raw, 16) == 0);
+	for (i = 1; i < n; i++) {
+		CHECK(mrce_query_gid(ib, MRCE_PORT, (int)i, &g) == 0);
+		CHECK(memcmp(g.raw, expect[i].raw, 16) == 0);
+	}
+	/* An empty slot reads as the zero GID; past the table is EINVAL. */
+	memset(&g, 0xaa, sizeof(g));
+	CHECK(mrce_query_gid(ib, MRCE_PORT, MRCE_GID_TBL_LEN - 1, &g) == 0);
+	memset(&want, 0, sizeof(want));
+	CHECK(n == MRCE_GID_TBL_LEN || memcmp(g.raw, want.raw, 16) == 0);
+	CHECK(mrce_query_gid(ib, MRCE_PORT, MRCE_GID_TBL_LEN, &g) == EINVAL);
+	CHECK(mrce_query_gid(ib, MRCE_PORT, -1, &g) == EINVAL);
+	CHECK(mrce_query_gid(ib, 2, 0, &g) == EINVAL);
+
+	/* Every entry RoCE v2 on port 1 with the netdev's ifindex. */
+	for (i = 0; i < n; i++) {
+		CHECK(mrce_query_gid_ex(ib, MRCE_PORT, i, &e, sizeof(e)) == 0);
+		CHECK(memcmp(e.gid.raw, expect[i].raw, 16) == 0);
+		CHECK(e.gid_index == i && e.port_num == MRCE_PORT);
+		CHECK(e.gid_type == IBV_GID_TYPE_ROCE_V2);
+		CHECK(e.ndev_ifindex == 1); /* lo */
+		CHECK(mrce_query_gid_type(ib, MRCE_PORT, i, &type) == 0);
+		CHECK(type == MRCE_GID_TYPE_SYSFS_ROCE_V2);
+	}
+	if (n < MRCE_GID_TBL_LEN) {
+		CHECK(mrce_query_gid_ex(ib, MRCE_PORT, n, &e, sizeof(e)) ==
+		      ENODATA);
+		CHECK(mrce_query_gid_type(ib, MRCE_PORT, n, &type) == 0);
+		CHECK(type == 0);
+	}
+	CHECK(mrce_query_gid_ex(ib, MRCE_PORT, MRCE_GID_TBL_LEN, &e,
+				sizeof(e)) == EINVAL);
+	CHECK(mrce_query_gid_ex(ib, MRCE_PORT, 0, &e, sizeof(e) - 1) == EINVAL);
+	CHECK(mrce_query_gid_type(ib, MRCE_PORT, MRCE_GID_TBL_LEN, &type) ==
+	      EINVAL);
+
+	/* The whole table, packed; too few slots is -EINVAL. */
+	got = mrce_query_gid_table(ib, ents, MRCE_GID_TBL_LEN, sizeof(ents[0]));
+	CHECK(got == (ssize_t)n);
+	for (i = 0; i < n && got > 0; i++) {
+		CHECK(memcmp(ents[i].gid.raw, expect[i].raw, 16) == 0);
+		CHECK(ents[i].gid_index == i);
+		CHECK(ents[i].gid_type == IBV_GID_TYPE_ROCE_V2);
+	}
+	CHECK(mrce_query_gid_table(ib, ents, n - 1, sizeof(ents[0])) ==
+	      -EINVAL);
+	free(ctx);
+	printf("gid table of lo: %u entries\n", n);
+}
+
+/* stat()/access() on mrce0's device file answer for the daemon socket. */
+static void test_devfile(void)
+{
+	char dir[] = "/tmp/mrce-test-devfile-XXXXXX";
+	char sock[64];
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st, sst;
+	int fd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(sock, sizeof(sock), "%s/nicd.sock", dir);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	CHECK(bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0);
+	CHECK(chmod(sock, 0660) == 0);
+	setenv("METAROCE_SOCK", sock, 1);
+	snprintf(mrce_dev.vdev.device.dev_name,
+		 sizeof(mrce_dev.vdev.device.dev_name), "uverbs_mrce0");
+
+	/* Not listed yet: nothing is answered for the path. */
+	mrce_dev.listed = false;
+	CHECK(!mrce_devfile_match("/dev/infiniband/uverbs_mrce0"));
+	errno = 0;
+	CHECK(stat("/dev/infiniband/uverbs_mrce0", &st) == -1 &&
+	      errno == ENOENT);
+
+	mrce_dev.listed = true;
+	CHECK(mrce_devfile_match("/dev/infiniband/uverbs_mrce0"));
+	CHECK(!mrce_devfile_match("/dev/infiniband/uverbs_mrce00"));
+	CHECK(!mrce_devfile_match("/dev/infiniband/uverbs_mrce"));
+	CHECK(!mrce_devfile_match("/dev/uverbs_mrce0"));
+	CHECK(!mrce_devfile_match("/dev/infiniband/uverbs0"));
+	CHECK(!mrce_devfile_match(NULL));
+
+	CHECK(stat(sock, &sst) == 0 && S_ISSOCK(sst.st_mode));
+	CHECK(stat("/dev/infiniband/uverbs_mrce0", &st) == 0);
+	CHECK(S_ISCHR(st.st_mode));
+	CHECK((st.st_mode & 07777) == 0660);
+	CHECK(st.st_rdev == 0 && st.st_size == 0);
+	CHECK(st.st_uid == sst.st_uid && st.st_ino == sst.st_ino);
+	CHECK(access("/dev/infiniband/uverbs_mrce0", R_OK | W_OK) == 0);
+
+	/* Other paths pass through untouched. */
+	CHECK(stat("/", &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK(access("/", R_OK) == 0);
+	errno = 0;
+	CHECK(access("/dev/infiniband/uverbs_nothing", R_OK) == -1 &&
+	      errno == ENOENT);
+
+	/* The socket gone: the device file is gone too. */
+	close(fd);
+	unlink(sock);
+	errno = 0;
+	CHECK(stat("/dev/infiniband/uverbs_mrce0", &st) == -1 &&
+	      errno == ENOENT);
+	CHECK(access("/dev/infiniband/uverbs_mrce0", F_OK) == -1);
+	rmdir(dir);
+	unsetenv("METAROCE_SOCK");
+	mrce_dev.listed = false;
+}
+
+int main(void)
+{
+	test_verbs_device_layout();
+	test_gid_table_build();
+	test_gid_queries();
+	test_devfile();
+	if (failures) {
+		fprintf(stderr, "test_device: %d checks failed\n", failures);
+		return 1;
+	}
+	printf("test_device: OK\n");
+	return 0;
+}
