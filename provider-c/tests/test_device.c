@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "mrce.h"
 
 bool mrce_devfile_match(const char *path);
+int mrce_sysfs_gid_attr(const char *path, unsigned int *index);
 
 static int failures;
 
@@ -289,12 +291,81 @@ static void test_devfile(void)
 	mrce_dev.listed = false;
 }
 
+static int read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	return (int)n;
+}
+
+/* open() of the GID attribute files: the kernel's text for a RoCE v2 entry. */
+static void test_sysfs_gid_attrs(void)
+{
+	const char *types = "/sys/class/infiniband/mrce0/ports/1/gid_attrs/types/";
+	char path[128], buf[64];
+	unsigned int idx = 99;
+	int fd;
+
+	snprintf(mrce_dev.vdev.device.name, sizeof(mrce_dev.vdev.device.name),
+		 "mrce0");
+	strcpy(mrce_dev.hello.ifname, "lo");
+	mapped((union ibv_gid *)mrce_dev.hello.gid, "198.18.0.2");
+	mrce_dev.listed = true;
+
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce0/ports/1/gid_attrs/types/3", &idx) == 1 && idx == 3);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce0/ports/1/gid_attrs/ndevs/15", &idx) == 2 && idx == 15);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce0/ports/1/gid_attrs/ndevs/16", &idx) == 0);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce0/ports/1/gid_attrs/types/", &idx) == 0);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce0/ports/1/gid_attrs/types/1x", &idx) == 0);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce0/ports/2/gid_attrs/types/0", &idx) == 0);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce00/ports/1/gid_attrs/types/0", &idx) == 0);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/0", &idx) == 0);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce0/ports/1/gids/0", &idx) == 0);
+
+	snprintf(path, sizeof(path), "%s0", types);
+	CHECK(read_file(path, buf, sizeof(buf)) == 8 && strcmp(buf, "RoCE v2\n") == 0);
+	CHECK(read_file("/sys/class/infiniband/mrce0/ports/1/gid_attrs/ndevs/0", buf, sizeof(buf)) == 3 &&
+	      strcmp(buf, "lo\n") == 0);
+	/* The last slot is empty unless lo has 15 addresses. */
+	snprintf(path, sizeof(path), "%s15", types);
+	CHECK(read_file(path, buf, sizeof(buf)) == -EINVAL);
+	/* Read-only, as sysfs. */
+	snprintf(path, sizeof(path), "%s0", types);
+	errno = 0;
+	fd = open(path, O_RDWR);
+	CHECK(fd == -1 && errno == EACCES);
+	/* Not listed: the path is the file system's again. */
+	mrce_dev.listed = false;
+	CHECK(read_file(path, buf, sizeof(buf)) == -ENOENT);
+	/* Other files, with and without O_CREAT's mode. */
+	CHECK(read_file("/proc/self/stat", buf, sizeof(buf)) > 0);
+	snprintf(path, sizeof(path), "/tmp/mrce-test-open-%d", (int)getpid());
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0640);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		struct stat st;
+
+		CHECK(fstat(fd, &st) == 0 && (st.st_mode & 0777) == (0640 & ~umask(022)));
+		close(fd);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	test_verbs_device_layout();
 	test_gid_table_build();
 	test_gid_queries();
 	test_devfile();
+	test_sysfs_gid_attrs();
 	if (failures) {
 		fprintf(stderr, "test_device: %d checks failed\n", failures);
 		return 1;
