@@ -1,0 +1,222 @@
+package io.metaroce.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Unmodified middleware on mrce0 across the two namespaces (each host with its own mrce-nicd),
+ * under bin/mrce-run: UCX (Debian's {@code ucx-utils}) finds mrce0 ({@code ucx_info -d} lists it
+ * with {@code rc_verbs} and {@code ud_verbs}) and runs {@code ucx_perftest} between the hosts
+ * with {@code UCX_NET_DEVICES=mrce0:1} and {@code UCX_TLS} limited to one verbs transport (so a
+ * run that could not use mrce0 fails instead of falling back to tcp); libfabric's verbs provider
+ * ({@code libfabric-bin}) lists mrce0 and runs {@code fi_pingpong -c} (its data checks) over
+ * datagram and RDM endpoints. And the GID table as middleware reads it: {@code ibv_devinfo -v}
+ * shows every address of the interface as a RoCE v2 GID, index 0 the daemon's, following
+ * addresses added and removed at run time.
+ */
+@Timeout(900)
+class MiddlewareIT {
+
+    private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
+    private static final AtomicInteger PORT = new AtomicInteger(19400);
+    private static final int ITERS = 500;
+    /** ucx_perftest's summary: iterations, overhead 50%/avg/overall, MB/s avg/overall, msg/s avg/overall. */
+    private static final Pattern UCX_FINAL = Pattern.compile(
+            "(?m)^Final:\\s+(\\d+)\\s+(\\S+)\\s+(\\S+)\\s+(\\S+)\\s+(\\S+)\\s+(\\S+)\\s+(\\S+)\\s+(\\S+)\\s*$");
+    /** fi_pingpong's row: bytes #sent =#ack total time MB/sec usec/xfer Mxfers/sec. */
+    private static final Pattern FI_ROW = Pattern.compile(
+            "(?m)^(\\S+)\\s+(\\d+)\\s+=(\\d+)\\s+\\S+\\s+[0-9.]+s\\s+([0-9.]+)\\s+([0-9.]+)\\s+[0-9.]+\\s*$");
+    private static final Pattern GID_LINE = Pattern.compile("GID\\[\\s*(\\d+)\\]:\\s+(\\S+), (RoCE v\\d)");
+    private static TwoHostFabric fabric;
+
+    @BeforeAll
+    static void fabric() {
+        Env.assumeNamespaces();
+        fabric = TwoHostFabric.direct("MiddlewareIT", 1500);
+        fabric.startDaemons();
+    }
+
+    @AfterAll
+    static void teardown() {
+        if (fabric != null) {
+            fabric.close();
+        }
+    }
+
+    private static void assumeTool(String tool, String pkg) {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin", tool)),
+                tool + " is missing: install Debian's " + pkg + " (bin/lib/common.sh lists it)");
+    }
+
+    /** What both sides printed, and how they ended. */
+    record Run(String name, int serverExit, int clientExit, String server, String client) {
+        String context() {
+            return name + "\n--- server:\n" + server + "\n--- client:\n" + client + "\n" + fabric.diagnostics();
+        }
+
+        Run assertExitedCleanly() {
+            assertThat(clientExit).as("client exit of %s", context()).isZero();
+            assertThat(serverExit).as("server exit of %s", context()).isZero();
+            return this;
+        }
+    }
+
+    /** SERVER in B, then CLIENT (with B's address appended) in A once B listens on tcp PORT. */
+    private static Run run(String name, int port, List<String> server, List<String> client) {
+        Proc s = fabric.startApp(fabric.b(), name + "-server", server);
+        Proc c;
+        try {
+            fabric.awaitTcpListening(fabric.b(), port, s, Duration.ofSeconds(30));
+            List<String> cmd = new ArrayList<>(client);
+            cmd.add(fabric.appServerAddr());
+            c = fabric.startApp(fabric.a(), name + "-client", cmd);
+        } catch (RuntimeException | Error e) {
+            s.close();
+            throw e;
+        }
+        try (s; c) {
+            AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
+            return new Run(name, exits.server(), exits.client(), s.output(), c.output());
+        }
+    }
+
+    // ---- UCX
+
+    @Test
+    void ucxInfoListsMrce0WithVerbsTransports() {
+        assumeTool("ucx_info", "ucx-utils");
+        Proc.Result r = fabric.runApp(fabric.a(), "ucx_info", RUN_TIMEOUT, List.of("ucx_info", "-d"));
+        assertThat(r.exit()).as("ucx_info -d:\n%s", r.output()).isZero();
+        String out = r.output();
+        int md = out.indexOf("# Memory domain: mrce0");
+        assertThat(md).as("mrce0's memory domain in ucx_info -d:\n%s", out).isNotNegative();
+        int next = out.indexOf("# Memory domain:", md + 1);
+        String block = next < 0 ? out.substring(md) : out.substring(md, next);
+        for (String tl : List.of("rc_verbs", "ud_verbs")) {
+            assertThat(block).as("%s on mrce0:1 in:\n%s", tl, block)
+                    .containsPattern("Transport: " + tl + "\\s+#\\s+Device: mrce0:1");
+        }
+    }
+
+    private static void ucxPerftest(String tls, String test, int size) {
+        int port = PORT.getAndIncrement();
+        List<String> env = List.of("env", "UCX_NET_DEVICES=mrce0:1", "UCX_TLS=" + tls + ",self");
+        List<String> server = new ArrayList<>(env);
+        server.addAll(List.of("ucx_perftest", "-p", Integer.toString(port)));
+        List<String> client = new ArrayList<>(server);
+        client.addAll(List.of("-t", test, "-n", Integer.toString(ITERS), "-s", Integer.toString(size)));
+        Run r = run("ucx_perftest-" + tls + "-" + test, port, server, client).assertExitedCleanly();
+        Matcher m = UCX_FINAL.matcher(r.client());
+        assertThat(m.find()).as("a Final: line; %s", r.context()).isTrue();
+        assertThat(Integer.parseInt(m.group(1))).as("iterations; %s", r.context()).isEqualTo(ITERS);
+        assertThat(Double.parseDouble(m.group(6))).as("overall MB/s; %s", r.context()).isPositive();
+        assertThat(Double.parseDouble(m.group(8))).as("overall msg/s; %s", r.context()).isPositive();
+    }
+
+    @Test
+    void ucxPerftestOverRcVerbs() {
+        assumeTool("ucx_perftest", "ucx-utils");
+        for (String test : List.of("tag_bw", "tag_lat", "ucp_put_bw", "ucp_get", "stream_bw")) {
+            ucxPerftest("rc_v", test, 4096);
+        }
+    }
+
+    @Test
+    void ucxPerftestOverUdVerbs() {
+        assumeTool("ucx_perftest", "ucx-utils");
+        for (String test : List.of("tag_bw", "tag_lat", "ucp_put_bw", "stream_bw")) {
+            ucxPerftest("ud_v", test, 4096);
+        }
+    }
+
+    // ---- libfabric
+
+    @Test
+    void fiInfoListsMrce0() {
+        assumeTool("fi_info", "libfabric-bin");
+        Proc.Result r = fabric.runApp(fabric.a(), "fi_info", RUN_TIMEOUT, List.of("fi_info", "-p", "verbs"));
+        assertThat(r.exit()).as("fi_info -p verbs:\n%s", r.output()).isZero();
+        assertThat(r.output()).as("fi_info -p verbs")
+                .containsPattern("domain: mrce0\\s+version: \\S+\\s+type: FI_EP_MSG")
+                .containsPattern("domain: mrce0-dgram\\s+version: \\S+\\s+type: FI_EP_DGRAM");
+    }
+
+    private static void fiPingPong(String epType, int size, int iters) {
+        int port = PORT.getAndIncrement();
+        List<String> cmd = List.of("fi_pingpong", "-p", "verbs", "-e", epType, "-c", "-I", Integer.toString(iters),
+                "-S", Integer.toString(size), "-B", Integer.toString(port));
+        List<String> client = List.of("fi_pingpong", "-p", "verbs", "-e", epType, "-c", "-I",
+                Integer.toString(iters), "-S", Integer.toString(size), "-P", Integer.toString(port));
+        Run r = run("fi_pingpong-" + epType, port, cmd, client).assertExitedCleanly();
+        for (String side : List.of(r.client(), r.server())) {
+            Matcher m = FI_ROW.matcher(side);
+            assertThat(m.find()).as("a result row; %s", r.context()).isTrue();
+            assertThat(Integer.parseInt(m.group(2))).as("sent; %s", r.context()).isEqualTo(iters);
+            assertThat(Integer.parseInt(m.group(3))).as("acknowledged; %s", r.context()).isEqualTo(iters);
+            assertThat(Double.parseDouble(m.group(4))).as("MB/sec; %s", r.context()).isPositive();
+        }
+    }
+
+    @Test
+    void fiPingPongDatagramAndRdmWithDataChecks() {
+        assumeTool("fi_pingpong", "libfabric-bin");
+        fiPingPong("dgram", 1024, 200);
+        fiPingPong("rdm", 4096, 200);
+    }
+
+    // ---- the GID table
+
+    private static List<String[]> gids(NetnsFabric.Host h) {
+        Proc.Result r = fabric.runApp(h, "ibv_devinfo", RUN_TIMEOUT, List.of("ibv_devinfo", "-v", "-d", "mrce0"));
+        assertThat(r.exit()).as("ibv_devinfo -v:\n%s", r.output()).isZero();
+        assertThat(r.output()).contains("gid_tbl_len:\t\t16");
+        List<String[]> out = new ArrayList<>();
+        Matcher m = GID_LINE.matcher(r.output());
+        while (m.find()) {
+            assertThat(Integer.parseInt(m.group(1))).as("GIDs packed from 0:\n%s", r.output())
+                    .isEqualTo(out.size());
+            out.add(new String[] {m.group(2), m.group(3)});
+        }
+        return out;
+    }
+
+    @Test
+    void gidTableFollowsTheInterfaceAddresses() {
+        NetnsFabric.Host a = fabric.a();
+        List<String[]> before = gids(a);
+        assertThat(before).as("GIDs of A").hasSize(1);
+        assertThat(before.get(0)).containsExactly("::ffff:" + a.addr(), "RoCE v2");
+        try {
+            fabric.exec(a, Sh.DEFAULT_TIMEOUT, "sysctl", "-qw", "net.ipv6.conf." + a.ifname() + ".disable_ipv6=0");
+            Sh.check("ip", "-n", a.ns(), "addr", "add", "198.18.0.11/24", "dev", a.ifname());
+            Sh.check("ip", "-n", a.ns(), "addr", "add", "2001:db8:16::11/64", "dev", a.ifname(), "nodad");
+            List<String[]> with = gids(a);
+            List<String> addrs = with.stream().map(g -> g[0]).toList();
+            assertThat(with.get(0)).as("index 0 stays the daemon's address: %s", addrs)
+                    .containsExactly("::ffff:" + a.addr(), "RoCE v2");
+            assertThat(addrs).as("GIDs of A").contains("::ffff:198.18.0.11", "2001:db8:16::11");
+            assertThat(addrs.indexOf("::ffff:198.18.0.11")).as("IPv4 before IPv6: %s", addrs)
+                    .isLessThan(addrs.indexOf("2001:db8:16::11"));
+            assertThat(with).allSatisfy(g -> assertThat(g[1]).isEqualTo("RoCE v2"));
+        } finally {
+            Sh.run(Sh.DEFAULT_TIMEOUT, List.of("ip", "-n", a.ns(), "addr", "del", "198.18.0.11/24", "dev", a.ifname()));
+            Sh.run(Sh.DEFAULT_TIMEOUT,
+                    List.of("ip", "-n", a.ns(), "addr", "del", "2001:db8:16::11/64", "dev", a.ifname()));
+            fabric.exec(a, Sh.DEFAULT_TIMEOUT, "sysctl", "-qw", "net.ipv6.conf." + a.ifname() + ".disable_ipv6=1");
+        }
+        assertThat(gids(a)).as("GIDs of A after the addresses went").hasSize(1);
+    }
+}
