@@ -492,6 +492,15 @@ static int check_sin(const struct sockaddr *addr)
 	return 0;
 }
 
+/*
+ * A loopback address that is not the one mrce0 serves (a daemon may serve
+ * 127.0.0.x with --addr: that one is mrce0's like any other).
+ */
+static bool is_loopback(uint32_t ip)
+{
+	return (ntohl(ip) >> 24) == 127 && ip != g_ip;
+}
+
 /* An IPv4 address the id may use: the served one, or the wildcard. */
 static int check_local(uint32_t ip)
 {
@@ -502,6 +511,15 @@ static int check_local(uint32_t ip)
 	fprintf(stderr, "metaroce rdmacm: %s is not the address of mrce0 (%s): "
 		"this rdma_cm serves only the interface of the MetaRoCE daemon\n",
 		ip_str(ip, a), ip_str(g_ip, b));
+	return EADDRNOTAVAIL;
+}
+
+/* An id bound to a loopback address has no device to listen or connect on. */
+static int loopback_refused(const char *what)
+{
+	fprintf(stderr, "metaroce rdmacm: cannot %s on an id bound to a loopback "
+		"address: mrce0 carries no loopback traffic (bind mrce0's address "
+		"or the wildcard)\n", what);
 	return EADDRNOTAVAIL;
 }
 
@@ -516,15 +534,23 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	ret = check_sin(addr);
 	if (!ret)
 		ret = device();
-	if (!ret)
+	/*
+	 * A loopback address (not mrce0's own) is accepted as the kernel
+	 * accepts it, but it attaches no device (verbs NULL): middleware binds 127.0.0.1 once to
+	 * find a default source (libfabric's verbs provider). mrce0 carries no
+	 * loopback traffic, so listening or resolving from it is refused.
+	 */
+	if (!ret && !is_loopback(sin->sin_addr.s_addr))
 		ret = check_local(sin->sin_addr.s_addr);
 	if (ret)
 		return fail(ret);
 	memcpy(&r->id.route.addr.src_sin, sin, sizeof(*sin));
 	if (!sin->sin_port) /* the kernel picks the port at bind time: rdma_get_src_port tells it */
 		r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
-	if (sin->sin_addr.s_addr != htonl(INADDR_ANY))
-		set_device(r); /* a wildcard bind leaves verbs NULL, as the kernel does */
+	/* A wildcard (or loopback) bind leaves verbs NULL, as the kernel does for a wildcard. */
+	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
+	    !is_loopback(sin->sin_addr.s_addr))
+		set_device(r);
 	r->st = RC_BOUND;
 	return 0;
 }
@@ -540,6 +566,9 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	(void)timeout_ms;
 	if (!r || (r->st != RC_IDLE && r->st != RC_BOUND))
 		return fail(EINVAL);
+	if (r->st == RC_BOUND && (!src_addr || src_addr->sa_family == AF_UNSPEC) &&
+	    is_loopback(r->id.route.addr.src_sin.sin_addr.s_addr))
+		return fail(loopback_refused("resolve an address"));
 	ret = check_sin(dst_addr);
 	if (!ret && src_addr && src_addr->sa_family != AF_UNSPEC)
 		ret = check_sin(src_addr);
@@ -1131,6 +1160,8 @@ EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	}
 	if (r->st != RC_BOUND)
 		return fail(EINVAL);
+	if (is_loopback(r->id.route.addr.src_sin.sin_addr.s_addr))
+		return fail(loopback_refused("listen"));
 	ret = device();
 	if (!ret)
 		ret = own_conn(r);
@@ -1753,6 +1784,45 @@ struct rc_ai {
 	struct sockaddr_in src, dst;
 };
 
+/*
+ * No node and no service: the addresses come from the hints (as librdmacm
+ * does; libfabric's verbs provider asks this way with a source address).
+ */
+static int addrinfo_from_hints(const struct rdma_addrinfo *hints,
+			       struct rdma_addrinfo **res)
+{
+	struct rc_ai *r;
+
+	if (!hints || (!hints->ai_src_addr && !hints->ai_dst_addr))
+		return fail(EINVAL);
+	if ((hints->ai_src_addr && (hints->ai_src_addr->sa_family != AF_INET ||
+				    hints->ai_src_len < sizeof(r->src))) ||
+	    (hints->ai_dst_addr && (hints->ai_dst_addr->sa_family != AF_INET ||
+				    hints->ai_dst_len < sizeof(r->dst))))
+		return fail(EAFNOSUPPORT);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return fail(ENOMEM);
+	r->ai.ai_flags = hints->ai_flags;
+	r->ai.ai_family = AF_INET;
+	r->ai.ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type :
+		hints->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+	r->ai.ai_port_space = hints->ai_port_space ? hints->ai_port_space :
+		r->ai.ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	if (hints->ai_src_addr) {
+		memcpy(&r->src, hints->ai_src_addr, sizeof(r->src));
+		r->ai.ai_src_addr = (struct sockaddr *)&r->src;
+		r->ai.ai_src_len = sizeof(r->src);
+	}
+	if (hints->ai_dst_addr) {
+		memcpy(&r->dst, hints->ai_dst_addr, sizeof(r->dst));
+		r->ai.ai_dst_addr = (struct sockaddr *)&r->dst;
+		r->ai.ai_dst_len = sizeof(r->dst);
+	}
+	*res = &r->ai;
+	return 0;
+}
+
 EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			    const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
@@ -1760,10 +1830,12 @@ EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct rc_ai *r;
 	int ret, flags = hints ? hints->ai_flags : 0;
 
-	if (!res || (!node && !service))
+	if (!res)
 		return fail(EINVAL);
 	if (hints && hints->ai_family && hints->ai_family != AF_INET)
 		return fail(EAFNOSUPPORT);
+	if (!node && !service)
+		return addrinfo_from_hints(hints, res);
 	if (flags & RAI_PASSIVE)
 		h.ai_flags |= AI_PASSIVE;
 	if (flags & RAI_NUMERICHOST)

@@ -3,7 +3,8 @@
  * Daemon-free unit tests of libmetaroce-rdmacm.so (src/rdmacm.c, included so
  * that its event queue can be driven directly): event channels (a count per
  * event, EAGAIN when non-blocking, order), rdma_migrate_id, events dropped by
- * rdma_destroy_id, argument checks, rdma_getaddrinfo, rdma_init_qp_attr,
+ * rdma_destroy_id, argument checks, rdma_getaddrinfo (also from hints alone),
+ * a loopback bind (accepted without a device, no listen or resolve from it), rdma_init_qp_attr,
  * rdma_event_str, and the clear failure without an mrce0 device.
  */
 #include "../src/rdmacm.c"
@@ -131,6 +132,76 @@ static void test_getaddrinfo(void)
 	CHECK(rdma_getaddrinfo("::1", "9", &hints, &res) == -1 && errno == EAFNOSUPPORT);
 }
 
+/* No node, no service: the addresses of the hints (libfabric asks this way). */
+static void test_getaddrinfo_from_hints(void)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_port = htons(5),
+				   .sin_addr.s_addr = htonl(0xc6120001) };
+	struct sockaddr_in6 six = { .sin6_family = AF_INET6 };
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE,
+				       .ai_src_addr = (struct sockaddr *)&src,
+				       .ai_src_len = sizeof(src) }, *res;
+	const struct sockaddr_in *sin;
+
+	CHECK(rdma_getaddrinfo(NULL, NULL, &hints, &res) == 0);
+	sin = (const struct sockaddr_in *)res->ai_src_addr;
+	CHECK(sin && sin->sin_addr.s_addr == src.sin_addr.s_addr && ntohs(sin->sin_port) == 5);
+	CHECK(!res->ai_dst_addr && res->ai_flags == RAI_PASSIVE);
+	CHECK(res->ai_port_space == RDMA_PS_TCP && res->ai_qp_type == IBV_QPT_RC);
+	rdma_freeaddrinfo(res);
+
+	hints = (struct rdma_addrinfo){ .ai_dst_addr = (struct sockaddr *)&src,
+					.ai_dst_len = sizeof(src), .ai_port_space = RDMA_PS_UDP };
+	CHECK(rdma_getaddrinfo(NULL, NULL, &hints, &res) == 0);
+	CHECK(res->ai_dst_addr && !res->ai_src_addr && res->ai_qp_type == IBV_QPT_UD);
+	rdma_freeaddrinfo(res);
+
+	hints = (struct rdma_addrinfo){ 0 };
+	CHECK(rdma_getaddrinfo(NULL, NULL, &hints, &res) == -1 && errno == EINVAL);
+	CHECK(rdma_getaddrinfo(NULL, NULL, NULL, &res) == -1 && errno == EINVAL);
+	hints = (struct rdma_addrinfo){ .ai_src_addr = (struct sockaddr *)&six,
+					.ai_src_len = sizeof(six) };
+	CHECK(rdma_getaddrinfo(NULL, NULL, &hints, &res) == -1 && errno == EAFNOSUPPORT);
+}
+
+/*
+ * A loopback bind is accepted without a device (as the kernel accepts it);
+ * listening or resolving from it is refused. Needs a device: a stand-in
+ * context pointer (never dereferenced on these paths) and mrce0's address.
+ */
+static void test_loopback_bind(void)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in other = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x0a000001) };
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(9),
+				   .sin_addr.s_addr = htonl(0xc6120002) };
+	struct ibv_context *saved_ctx = g_ctx;
+	uint32_t saved_ip = g_ip;
+	struct ibv_context stand_in;
+	struct rdma_cm_id *id;
+
+	g_ctx = &stand_in;
+	g_ip = htonl(0xc6120001);
+	CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&lo) == 0);
+	CHECK(id->verbs == NULL && rdma_get_src_port(id) != 0);
+	CHECK(rdma_listen(id, 1) == -1 && errno == EADDRNOTAVAIL);
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 100) == -1 &&
+	      errno == EADDRNOTAVAIL);
+	CHECK(rdma_destroy_id(id) == 0);
+	/* Any other address that is not mrce0's stays refused. */
+	CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&other) == -1 && errno == EADDRNOTAVAIL);
+	CHECK(rdma_destroy_id(id) == 0);
+	/* A daemon serving 127.0.0.1 (--addr): that address is mrce0's, with the device. */
+	g_ip = htonl(INADDR_LOOPBACK);
+	CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&lo) == 0 && id->verbs == &stand_in);
+	CHECK(rdma_destroy_id(id) == 0);
+	g_ctx = saved_ctx;
+	g_ip = saved_ip;
+}
+
 static void test_qp_attr(void)
 {
 	struct rdma_cm_id *id;
@@ -175,6 +246,8 @@ int main(void)
 	test_channel();
 	test_arguments();
 	test_getaddrinfo();
+	test_getaddrinfo_from_hints();
+	test_loopback_bind();
 	test_qp_attr();
 	CHECK(!strcmp(rdma_event_str(RDMA_CM_EVENT_DISCONNECTED), "RDMA_CM_EVENT_DISCONNECTED"));
 	CHECK(!strcmp(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT"));
