@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Timeout;
  * under bin/mrce-run: UCX (Debian's {@code ucx-utils}) finds mrce0 ({@code ucx_info -d} lists it
  * with {@code rc_verbs} and {@code ud_verbs}) and runs {@code ucx_perftest} between the hosts
  * with {@code UCX_NET_DEVICES=mrce0:1} and {@code UCX_TLS} limited to one verbs transport (so a
- * run that could not use mrce0 fails instead of falling back to tcp); libfabric's verbs provider
+ * run that could not use mrce0 fails instead of falling back to tcp), also with 1 % loss on the
+ * link; libfabric's verbs provider
  * ({@code libfabric-bin}) lists mrce0 and runs {@code fi_pingpong -c} (its data checks) over
  * datagram, MSG (rdma_cm) and RDM (ofi_rxm) endpoints. And the GID table as middleware reads it: {@code ibv_devinfo -v}
  * shows every address of the interface as a RoCE v2 GID, index 0 the daemon's, following
@@ -139,6 +140,20 @@ class MiddlewareIT {
         assumeTool("ucx_perftest", "ucx-utils");
         for (String test : List.of("tag_bw", "tag_lat", "ucp_put_bw", "stream_bw")) {
             ucxPerftest("ud_v", test, 4096);
+        }
+    }
+
+    /** The same runs with 1 % of MetaRoCE's packets dropped in each direction of the link. */
+    @Test
+    void ucxPerftestWithOnePercentLoss() {
+        assumeTool("ucx_perftest", "ucx-utils");
+        try {
+            fabric.dropOnLink(TwoHostFabric.Loss.PCT_1);
+            ucxPerftest("rc_v", "tag_bw", 65536);
+            ucxPerftest("rc_v", "tag_lat", 4096);
+            ucxPerftest("ud_v", "tag_bw", 4096);
+        } finally {
+            fabric.clearDrops();
         }
     }
 
