@@ -99,6 +99,15 @@ struct mrce_context {
 	struct mrce_conn conn;
 	struct mrce_hello_resp hello;
 	int doorbell_fd;
+	/*
+	 * Async events: the daemon's eventfd (HELLO's, made non-blocking), and
+	 * when the provider could open one, a netlink socket that hears the
+	 * interface's address changes (IBV_EVENT_GID_CHANGE). context.async_fd is
+	 * then an epoll fd over both, so an app that polls it wakes for either.
+	 */
+	int async_efd;
+	int nl_fd;
+	bool nl_on;
 	uint64_t doorbells;   /* doorbell writes, printed with METAROCE_DEBUG=1 */
 	bool debug;
 	bool fatal_reported;  /* IBV_EVENT_DEVICE_FATAL was delivered */
@@ -299,6 +308,8 @@ int mrce_query_device_ex(struct ibv_context *ctx,
 			 const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
 int mrce_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev);
+bool mrce_nl_addr_change(const void *buf, size_t len, int ifindex);
+void mrce_async_fds_init(struct mrce_context *ctx, int efd);
 void mrce_ack_async_event(struct ibv_async_event *ev);
 bool mrce_translate_async_event(struct mrce_context *ctx,
 				const struct mrce_async_event *in,

@@ -7,12 +7,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "mrce.h"
@@ -218,7 +222,7 @@ struct ibv_context *mrce_open_device(struct ibv_device *dev)
 	ctx->vctx.context.device = &mrce_dev.vdev.device;
 	ctx->vctx.context.ops = mrce_ctx_ops;
 	ctx->vctx.context.cmd_fd = ctx->conn.fd;
-	ctx->vctx.context.async_fd = fds[1];
+	mrce_async_fds_init(ctx, fds[1]);
 	ctx->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -244,7 +248,11 @@ int mrce_close_device(struct ibv_context *ibctx)
 	/* Closing the connection makes the daemon destroy what is left. */
 	mrce_conn_close(&ctx->conn);
 	close(ctx->doorbell_fd);
-	close(ibctx->async_fd);
+	if (ctx->nl_on) {
+		close(ctx->nl_fd);
+		close(ibctx->async_fd); /* the epoll fd */
+	}
+	close(ctx->async_efd);
 	pthread_mutex_destroy(&ctx->obj_lock);
 	pthread_mutex_destroy(&ibctx->mutex);
 	free(ctx);
@@ -607,6 +615,94 @@ bool mrce_translate_async_event(struct mrce_context *ctx,
 	return found;
 }
 
+/*
+ * The interface's addresses are the GID table, so an address added to it or
+ * removed from it is a GID change. A netlink socket in the app's network
+ * namespace (the daemon's) hears RTM_NEWADDR/RTM_DELADDR; async_fd becomes
+ * an epoll fd over it and the daemon's eventfd. Without netlink (a sandbox
+ * refusing the socket) async_fd is the eventfd and no GID_CHANGE comes.
+ */
+void mrce_async_fds_init(struct mrce_context *ctx, int efd)
+{
+	struct sockaddr_nl sa = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	int flags, nl, ep;
+
+	ctx->async_efd = efd;
+	ctx->vctx.context.async_fd = efd;
+	ctx->nl_on = false;
+	/* Non-blocking: another thread may take the count between poll and read. */
+	flags = fcntl(efd, F_GETFL);
+	if (flags >= 0)
+		fcntl(efd, F_SETFL, flags | O_NONBLOCK);
+	nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    NETLINK_ROUTE);
+	if (nl < 0)
+		return;
+	if (bind(nl, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		goto err_nl;
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		goto err_nl;
+	ev.data.fd = efd;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) != 0)
+		goto err_ep;
+	ev.data.fd = nl;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, nl, &ev) != 0)
+		goto err_ep;
+	ctx->nl_fd = nl;
+	ctx->nl_on = true;
+	ctx->vctx.context.async_fd = ep;
+	return;
+
+err_ep:
+	close(ep);
+err_nl:
+	close(nl);
+}
+
+/* True when BUF (netlink messages) adds or removes an address of IFINDEX. */
+bool mrce_nl_addr_change(const void *buf, size_t len, int ifindex)
+{
+	const struct nlmsghdr *nh;
+	unsigned int left = (unsigned int)len;
+
+	for (nh = buf; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
+		const struct ifaddrmsg *ifa;
+
+		if (nh->nlmsg_type != RTM_NEWADDR &&
+		    nh->nlmsg_type != RTM_DELADDR)
+			continue;
+		if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+			continue;
+		ifa = NLMSG_DATA(nh);
+		if ((int)ifa->ifa_index == ifindex)
+			return true;
+	}
+	return false;
+}
+
+/* Reads every queued netlink message; true if one changed our interface. */
+static bool mrce_nl_drain(struct mrce_context *ctx)
+{
+	int ifindex = (int)if_nametoindex(ctx->hello.ifname);
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	bool changed = false;
+	ssize_t n;
+
+	while ((n = recv(ctx->nl_fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		if (ifindex && mrce_nl_addr_change(buf, (size_t)n, ifindex))
+			changed = true;
+	}
+	/* ENOBUFS: messages were lost; the table may have changed. */
+	if (n < 0 && errno == ENOBUFS)
+		changed = true;
+	return changed;
+}
+
 static int mrce_deliver_fatal(struct mrce_context *ctx,
 			      struct ibv_async_event *ev)
 {
@@ -620,9 +716,10 @@ static int mrce_deliver_fatal(struct mrce_context *ctx,
 int mrce_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *ev)
 {
 	struct mrce_context *ctx = to_mctx(ibctx);
-	struct pollfd pfd[2] = {
-		{ .fd = ibctx->async_fd, .events = POLLIN },
+	struct pollfd pfd[3] = {
+		{ .fd = ctx->async_efd, .events = POLLIN },
 		{ .fd = ctx->conn.fd, .events = POLLRDHUP },
+		{ .fd = ctx->nl_on ? ctx->nl_fd : -1, .events = POLLIN },
 	};
 	int flags = fcntl(ibctx->async_fd, F_GETFL);
 	bool nonblock = flags >= 0 && (flags & O_NONBLOCK);
@@ -637,13 +734,19 @@ int mrce_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *ev)
 	for (;;) {
 		if (__atomic_load_n(&ctx->conn.dead, __ATOMIC_ACQUIRE))
 			return mrce_deliver_fatal(ctx, ev);
-		ret = poll(pfd, 2, nonblock ? 0 : -1);
+		ret = poll(pfd, 3, nonblock ? 0 : -1);
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret < 0)
 			return -1;
+		if ((pfd[2].revents & POLLIN) && mrce_nl_drain(ctx)) {
+			memset(ev, 0, sizeof(*ev));
+			ev->event_type = IBV_EVENT_GID_CHANGE;
+			ev->element.port_num = MRCE_PORT;
+			return 0;
+		}
 		if (pfd[0].revents & POLLIN) {
-			if (read(ibctx->async_fd, &one, sizeof(one)) !=
+			if (read(ctx->async_efd, &one, sizeof(one)) !=
 			    sizeof(one)) {
 				if (errno == EAGAIN && !nonblock)
 					continue; /* another thread took it */

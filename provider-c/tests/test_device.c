@@ -10,10 +10,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -359,6 +364,125 @@ static void test_sysfs_gid_attrs(void)
 	}
 }
 
+/* One RTM_* message about interface IFINDEX at BUF; returns its length. */
+static size_t nl_msg(void *buf, uint16_t type, int ifindex)
+{
+	struct nlmsghdr *nh = buf;
+	struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+
+	memset(buf, 0, NLMSG_SPACE(sizeof(*ifa)));
+	nh->nlmsg_len = NLMSG_LENGTH(sizeof(*ifa));
+	nh->nlmsg_type = type;
+	ifa->ifa_family = AF_INET;
+	ifa->ifa_index = (unsigned int)ifindex;
+	return NLMSG_SPACE(sizeof(*ifa));
+}
+
+static void test_nl_parse(void)
+{
+	char buf[256] __attribute__((aligned(4)));
+	size_t n;
+
+	n = nl_msg(buf, RTM_NEWADDR, 7);
+	CHECK(mrce_nl_addr_change(buf, n, 7));
+	CHECK(!mrce_nl_addr_change(buf, n, 8));
+	n = nl_msg(buf, RTM_DELADDR, 7);
+	CHECK(mrce_nl_addr_change(buf, n, 7));
+	n = nl_msg(buf, RTM_NEWLINK, 7);
+	CHECK(!mrce_nl_addr_change(buf, n, 7));
+	/* Two messages: the second one is ours. */
+	n = nl_msg(buf, RTM_NEWADDR, 3);
+	n += nl_msg(buf + n, RTM_DELADDR, 7);
+	CHECK(mrce_nl_addr_change(buf, n, 7));
+	/* Truncated: nothing is read past the buffer. */
+	n = nl_msg(buf, RTM_NEWADDR, 7);
+	CHECK(!mrce_nl_addr_change(buf, NLMSG_LENGTH(sizeof(struct ifaddrmsg)) - 1, 7));
+	((struct nlmsghdr *)buf)->nlmsg_len = NLMSG_LENGTH(1);
+	CHECK(!mrce_nl_addr_change(buf, n, 7));
+}
+
+/*
+ * ibv_get_async_event's GID_CHANGE: the netlink socket replaced by a datagram
+ * socketpair carrying made-up messages about `lo` (ifindex 1) and others.
+ */
+static void test_gid_change_event(void)
+{
+	struct mrce_context *ctx = calloc(1, sizeof(*ctx));
+	struct ibv_context *ib = &ctx->vctx.context;
+	struct ibv_async_event ev;
+	int conn[2], nl[2];
+	char buf[64] __attribute__((aligned(4)));
+	size_t n;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, conn) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_DGRAM, 0, nl) == 0);
+	ib->device = &mrce_dev.vdev.device;
+	strcpy(ctx->hello.ifname, "lo");
+	ctx->conn.fd = conn[0];
+	pthread_mutex_init(&ctx->conn.lock, NULL);
+	pthread_mutex_init(&ctx->obj_lock, NULL);
+	ctx->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK);
+	ib->async_fd = ctx->async_efd; /* non-blocking: EAGAIN when nothing */
+	ctx->nl_fd = nl[0];
+	ctx->nl_on = true;
+
+	errno = 0;
+	CHECK(mrce_get_async_event(ib, &ev) == -1 && errno == EAGAIN);
+	n = nl_msg(buf, RTM_NEWADDR, (int)if_nametoindex("lo"));
+	CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+	CHECK(mrce_get_async_event(ib, &ev) == 0);
+	CHECK(ev.event_type == IBV_EVENT_GID_CHANGE && ev.element.port_num == MRCE_PORT);
+	errno = 0;
+	CHECK(mrce_get_async_event(ib, &ev) == -1 && errno == EAGAIN);
+	/* Two changes read together are one event; another interface's none. */
+	n = nl_msg(buf, RTM_DELADDR, (int)if_nametoindex("lo"));
+	CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+	CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+	CHECK(mrce_get_async_event(ib, &ev) == 0 && ev.event_type == IBV_EVENT_GID_CHANGE);
+	errno = 0;
+	CHECK(mrce_get_async_event(ib, &ev) == -1 && errno == EAGAIN);
+	n = nl_msg(buf, RTM_NEWADDR, 4242);
+	CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+	errno = 0;
+	CHECK(mrce_get_async_event(ib, &ev) == -1 && errno == EAGAIN);
+	close(conn[0]);
+	close(conn[1]);
+	close(nl[0]);
+	close(nl[1]);
+	close(ctx->async_efd);
+	free(ctx);
+}
+
+/* The real set-up: async_fd an epoll fd over the eventfd and a netlink socket. */
+static void test_async_fds_init(void)
+{
+	struct mrce_context *ctx = calloc(1, sizeof(*ctx));
+	struct pollfd p;
+	uint64_t one = 1;
+	int efd = eventfd(0, EFD_SEMAPHORE);
+
+	mrce_async_fds_init(ctx, efd);
+	CHECK(ctx->async_efd == efd);
+	CHECK(fcntl(efd, F_GETFL) & O_NONBLOCK);
+	if (!ctx->nl_on) {
+		printf("test_device: no netlink socket here: GID_CHANGE untested live\n");
+		CHECK(ctx->vctx.context.async_fd == efd);
+		close(efd);
+		free(ctx);
+		return;
+	}
+	CHECK(ctx->vctx.context.async_fd != efd);
+	p = (struct pollfd){ .fd = ctx->vctx.context.async_fd, .events = POLLIN };
+	CHECK(poll(&p, 1, 0) == 0);
+	/* The daemon's eventfd written: the app's async_fd is readable. */
+	CHECK(write(efd, &one, sizeof(one)) == sizeof(one));
+	CHECK(poll(&p, 1, 0) == 1 && (p.revents & POLLIN));
+	close(ctx->nl_fd);
+	close(ctx->vctx.context.async_fd);
+	close(efd);
+	free(ctx);
+}
+
 int main(void)
 {
 	test_verbs_device_layout();
@@ -366,6 +490,9 @@ int main(void)
 	test_gid_queries();
 	test_devfile();
 	test_sysfs_gid_attrs();
+	test_nl_parse();
+	test_gid_change_event();
+	test_async_fds_init();
 	if (failures) {
 		fprintf(stderr, "test_device: %d checks failed\n", failures);
 		return 1;

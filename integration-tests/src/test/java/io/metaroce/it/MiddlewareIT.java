@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Timeout;
  * ({@code libfabric-bin}) lists mrce0 and runs {@code fi_pingpong -c} (its data checks) over
  * datagram, MSG (rdma_cm) and RDM (ofi_rxm) endpoints. And the GID table as middleware reads it: {@code ibv_devinfo -v}
  * shows every address of the interface as a RoCE v2 GID, index 0 the daemon's, following
- * addresses added and removed at run time.
+ * addresses added and removed at run time, and {@code ibv_asyncwatch} sees IBV_EVENT_GID_CHANGE.
  */
 @Timeout(900)
 class MiddlewareIT {
@@ -236,6 +236,26 @@ class MiddlewareIT {
         List<String[]> before = gids(a);
         assertThat(before).as("GIDs of A").hasSize(1);
         assertThat(before.get(0)).containsExactly("::ffff:" + a.addr(), "RoCE v2");
+        // rdma-core's ibv_asyncwatch prints each async event: GID_CHANGE for each address change.
+        Proc watch = fabric.startApp(a, "ibv_asyncwatch", List.of("stdbuf", "-oL", "ibv_asyncwatch", "-d", "mrce0"));
+        try (watch) {
+            assertThat(Wait.until(Duration.ofSeconds(20),
+                    () -> watch.output().contains("async event FD") || !watch.isAlive()))
+                    .as("ibv_asyncwatch opened mrce0: %s", watch.output()).isTrue();
+            assertThat(watch.isAlive()).as("ibv_asyncwatch: %s", watch.output()).isTrue();
+            addAndRemoveAddresses(a);
+            assertThat(Wait.until(Duration.ofSeconds(20), () -> countGidChanges(watch.output()) >= 2))
+                    .as("GID_CHANGE events for the addresses added and removed: %s", watch.output()).isTrue();
+            assertThat(watch.output()).as("ibv_asyncwatch").contains("IBV_EVENT_GID_CHANGE (18), port 1");
+        }
+        assertThat(gids(a)).as("GIDs of A after the addresses went").hasSize(1);
+    }
+
+    private static int countGidChanges(String out) {
+        return out.split("IBV_EVENT_GID_CHANGE", -1).length - 1;
+    }
+
+    private static void addAndRemoveAddresses(NetnsFabric.Host a) {
         try {
             fabric.exec(a, Sh.DEFAULT_TIMEOUT, "sysctl", "-qw", "net.ipv6.conf." + a.ifname() + ".disable_ipv6=0");
             Sh.check("ip", "-n", a.ns(), "addr", "add", "198.18.0.11/24", "dev", a.ifname());
@@ -254,6 +274,5 @@ class MiddlewareIT {
                     List.of("ip", "-n", a.ns(), "addr", "del", "2001:db8:16::11/64", "dev", a.ifname()));
             fabric.exec(a, Sh.DEFAULT_TIMEOUT, "sysctl", "-qw", "net.ipv6.conf." + a.ifname() + ".disable_ipv6=1");
         }
-        assertThat(gids(a)).as("GIDs of A after the addresses went").hasSize(1);
     }
 }
