@@ -309,6 +309,7 @@ int mrce_query_device_ex(struct ibv_context *ctx,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
 int mrce_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev);
 bool mrce_nl_addr_change(const void *buf, size_t len, int ifindex);
+int mrce_nl_filter(int fd, int ifindex);
 void mrce_async_fds_init(struct mrce_context *ctx, int efd);
 void mrce_ack_async_event(struct ibv_async_event *ev);
 bool mrce_translate_async_event(struct mrce_context *ctx,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -629,7 +630,7 @@ void mrce_async_fds_init(struct mrce_context *ctx, int efd)
 		.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
 	};
 	struct epoll_event ev = { .events = EPOLLIN };
-	int flags, nl, ep;
+	int flags, nl, ep, ifindex;
 
 	ctx->async_efd = efd;
 	ctx->vctx.context.async_fd = efd;
@@ -644,6 +645,9 @@ void mrce_async_fds_init(struct mrce_context *ctx, int efd)
 		return;
 	if (bind(nl, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 		goto err_nl;
+	ifindex = (int)if_nametoindex(ctx->hello.ifname);
+	if (ifindex)
+		mrce_nl_filter(nl, ifindex); /* best effort: drain checks too */
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
 		goto err_nl;
@@ -662,6 +666,35 @@ err_ep:
 	close(ep);
 err_nl:
 	close(nl);
+}
+
+/*
+ * A socket filter that keeps only RTM_NEWADDR/RTM_DELADDR about IFINDEX, so
+ * address changes of other interfaces never make async_fd readable. (Classic
+ * BPF loads are big-endian: the host-order fields compare with htons/htonl.)
+ * The kernel sends one message per address notification; mrce_nl_drain
+ * still checks every message it reads.
+ */
+int mrce_nl_filter(int fd, int ifindex)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_H | BPF_ABS,
+			 offsetof(struct nlmsghdr, nlmsg_type)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htons(RTM_NEWADDR), 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htons(RTM_DELADDR), 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 NLMSG_LENGTH(0) + offsetof(struct ifaddrmsg, ifa_index)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl((uint32_t)ifindex), 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = {
+		.len = sizeof(code) / sizeof(code[0]),
+		.filter = code,
+	};
+
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+			  sizeof(prog));
 }
 
 /* True when BUF (netlink messages) adds or removes an address of IFINDEX. */

@@ -445,6 +445,28 @@ static void test_gid_change_event(void)
 	CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
 	errno = 0;
 	CHECK(mrce_get_async_event(ib, &ev) == -1 && errno == EAGAIN);
+
+	/* The socket filter keeps other interfaces' messages from waking anyone. */
+	{
+		struct pollfd p = { .fd = nl[0], .events = POLLIN };
+		int lo = (int)if_nametoindex("lo");
+
+		CHECK(mrce_nl_filter(nl[0], lo) == 0);
+		n = nl_msg(buf, RTM_NEWADDR, 4242);
+		CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+		n = nl_msg(buf, RTM_NEWLINK, lo);
+		CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+		CHECK(poll(&p, 1, 0) == 0);
+		n = nl_msg(buf, RTM_DELADDR, lo);
+		CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+		CHECK(poll(&p, 1, 0) == 1);
+		CHECK(mrce_get_async_event(ib, &ev) == 0 && ev.event_type == IBV_EVENT_GID_CHANGE);
+		n = nl_msg(buf, RTM_NEWADDR, lo);
+		CHECK(send(nl[1], buf, n, 0) == (ssize_t)n);
+		CHECK(mrce_get_async_event(ib, &ev) == 0 && ev.event_type == IBV_EVENT_GID_CHANGE);
+		errno = 0;
+		CHECK(mrce_get_async_event(ib, &ev) == -1 && errno == EAGAIN);
+	}
 	close(conn[0]);
 	close(conn[1]);
 	close(nl[0]);
