@@ -16,10 +16,11 @@ MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 # docker.io and debootstrap: the container tests' engine and their node image
 # (docker/build-image). tshark and tcpdump: WiresharkDissectorIT (tools/wireshark).
 # librdmacm-dev, rdmacm-utils and qperf: libmetaroce-rdmacm.so and RdmaCmIT.
-# ucx-utils and libfabric-bin: MiddlewareIT (ucx_info, ucx_perftest, fi_info, fi_pingpong).
+# ucx-utils, libfabric-bin, openmpi-bin, netpipe-openmpi, python3-mpi4py: MiddlewareIT (ucx_info,
+# ucx_perftest, fi_info, fi_pingpong, mpirun with NetPIPE and an mpi4py allreduce).
 MRCE_DEB_PACKAGES=(libibverbs-dev librdmacm-dev rdmacm-utils qperf ibverbs-utils rdma-core perftest clang llvm
 	libclang-rt-14-dev libbpf-dev libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io
-	debootstrap tshark tcpdump ucx-utils libfabric-bin)
+	debootstrap tshark tcpdump ucx-utils libfabric-bin openmpi-bin netpipe-openmpi python3-mpi4py)
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
 mrce_die() { mrce_say "$*"; exit 1; }

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Timeout;
  * with {@code rc_verbs} and {@code ud_verbs}) and runs {@code ucx_perftest} between the hosts
  * with {@code UCX_NET_DEVICES=mrce0:1} and {@code UCX_TLS} limited to one verbs transport (so a
  * run that could not use mrce0 fails instead of falling back to tcp), also with 1 % loss on the
- * link; libfabric's verbs provider
+ * link; Open MPI ({@code openmpi-bin}, {@code --mca pml ucx}) runs NetPIPE and an mpi4py
+ * allreduce with one rank per host over UCX on mrce0; libfabric's verbs provider
  * ({@code libfabric-bin}) lists mrce0 and runs {@code fi_pingpong -c} (its data checks) over
  * datagram, MSG (rdma_cm) and RDM (ofi_rxm) endpoints. And the GID table as middleware reads it: {@code ibv_devinfo -v}
  * shows every address of the interface as a RoCE v2 GID, index 0 the daemon's, following
@@ -154,6 +155,89 @@ class MiddlewareIT {
             ucxPerftest("ud_v", "tag_bw", 4096);
         } finally {
             fabric.clearDrops();
+        }
+    }
+
+    // ---- Open MPI over UCX
+
+    /** NetPIPE's row: "N: BYTES bytes TIMES times --> MBPS Mbps in USEC usec". */
+    private static final Pattern NETPIPE_ROW = Pattern.compile(
+            "(?m)^\\s*\\d+:\\s+(\\d+) bytes\\s+(\\d+) times -->\\s+([0-9.]+) Mbps in\\s+([0-9.]+) usec");
+    private static final String ALLREDUCE_PY = """
+            from mpi4py import MPI
+            import array
+            comm = MPI.COMM_WORLD
+            r, n = comm.Get_rank(), comm.Get_size()
+            N = 1 << 16
+            send = array.array('q', [(r + 1) * i for i in range(N)])
+            recv = array.array('q', [0] * N)
+            comm.Allreduce([send, MPI.INT64_T], [recv, MPI.INT64_T], op=MPI.SUM)
+            k = n * (n + 1) // 2
+            bad = sum(1 for i in range(N) if recv[i] != k * i)
+            print(f"rank {r} of {n} allreduce {N} int64 bad={bad} sum={sum(recv)}", flush=True)
+            """;
+
+    /**
+     * mpirun in A with one rank per host: the hostfile names the two namespaces and the rsh agent
+     * enters the one it is asked for (both count as remote hosts, so both get an orted). The ranks
+     * get the provider by LD_PRELOAD, {@code --mca pml ucx} and UCX limited to rc_verbs on mrce0:
+     * without mrce0 the job cannot start (no tcp to fall back to).
+     */
+    private static Proc.Result mpirun(String name, List<String> program) throws Exception {
+        Path dir = fabric.logDir();
+        Path agent = dir.resolve("netns-rsh");
+        Files.writeString(agent, "#!/bin/sh\n# mpirun's rsh agent: the host is a network namespace\n"
+                + "host=$1; shift\nexec ip netns exec \"$host\" /bin/sh -c \"$*\"\n");
+        assertThat(agent.toFile().setExecutable(true)).isTrue();
+        Path hosts = dir.resolve("mpi-hosts");
+        Files.writeString(hosts, fabric.a().ns() + " slots=1\n" + fabric.b().ns() + " slots=1\n");
+        String preload = Env.nativeDir().resolve("libmetaroce.so") + ":"
+                + Env.nativeDir().resolve("libmetaroce-rdmacm.so");
+        List<String> cmd = new ArrayList<>(List.of("mpirun", "--allow-run-as-root", "--hostfile", hosts.toString(),
+                "-np", "2", "--map-by", "node", "--mca", "plm_rsh_agent", agent.toString(), "--mca", "routed",
+                "direct", "--mca", "oob_tcp_if_include", "198.18.0.0/24", "--mca", "pml", "ucx", "--mca", "btl",
+                "self", "--mca", "osc", "^ucx", "-x", "UCX_NET_DEVICES=mrce0:1", "-x", "UCX_TLS=rc_v,self", "-x",
+                "LD_PRELOAD=" + preload));
+        cmd.addAll(program);
+        Proc p = fabric.start(fabric.a(), name, cmd);
+        try (p) {
+            int exit = p.waitFor(RUN_TIMEOUT);
+            return new Proc.Result(exit, p.output());
+        }
+    }
+
+    @Test
+    void openMpiOverUcxOnMrce0() throws Exception {
+        assumeTool("mpirun", "openmpi-bin");
+        assumeTool("NPopenmpi", "netpipe-openmpi");
+        assumeTrue(Files.isDirectory(Path.of("/usr/lib/python3/dist-packages/mpi4py")),
+                "mpi4py is missing: install Debian's python3-mpi4py (bin/lib/common.sh lists it)");
+        Proc.Result np = mpirun("netpipe", List.of("NPopenmpi", "-u", "65536"));
+        String ctx = np.output() + "\n" + fabric.diagnostics();
+        assertThat(np.exit()).as("mpirun NPopenmpi: %s", ctx).isZero();
+        Matcher m = NETPIPE_ROW.matcher(np.output());
+        long largest = 0;
+        int rows = 0;
+        while (m.find()) {
+            rows++;
+            long bytes = Long.parseLong(m.group(1));
+            largest = Math.max(largest, bytes);
+            assertThat(Double.parseDouble(m.group(4))).as("usec of %s bytes; %s", bytes, ctx).isPositive();
+            if (bytes >= 1024) { // NetPIPE prints 0.00 Mbps for the smallest sizes
+                assertThat(Double.parseDouble(m.group(3))).as("Mbps of %s bytes; %s", bytes, ctx).isPositive();
+            }
+        }
+        assertThat(rows).as("NetPIPE rows; %s", ctx).isGreaterThan(10);
+        assertThat(largest).as("largest size; %s", ctx).isGreaterThanOrEqualTo(65536);
+
+        Path py = fabric.logDir().resolve("allreduce.py");
+        Files.writeString(py, ALLREDUCE_PY);
+        Proc.Result ar = mpirun("allreduce", List.of("/usr/bin/python3", py.toString()));
+        assertThat(ar.exit()).as("mpirun allreduce: %s", ar.output()).isZero();
+        // sum over i < 2^16 of (1 + 2) * i
+        for (int rank = 0; rank < 2; rank++) {
+            assertThat(ar.output()).as("allreduce of rank %d", rank)
+                    .contains("rank " + rank + " of 2 allreduce 65536 int64 bad=0 sum=6442352640");
         }
     }
 
