@@ -19,6 +19,7 @@ import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.UserQuota;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.verbs.CmBridge;
+import io.metaroce.control.cm.CmAuth;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.engine.StatsWriter;
@@ -121,6 +122,15 @@ public final class NicDaemon implements Callable<Integer> {
             description = "connection manager TCP port, the same on every daemon (default 4792; 0 turns the manager"
                     + " and connection tokens off)")
     int cmPort;
+
+    @Option(names = "--cm-secret-file", paramLabel = "PATH",
+            description = "cluster secret shared by every daemon (16..4096 bytes, owned by root, mode 0600): peer"
+                    + " daemons must prove it (HMAC-SHA256) before the connection manager reads anything else, and"
+                    + " tokens cross the wire masked with it; without it the manager is not authenticated")
+    Path cmSecretFile;
+
+    /** The secret read from --cm-secret-file, checked before anything starts. */
+    private byte[] cmSecret;
 
     @Option(names = "--cm-heartbeat-ms", defaultValue = "500", description = "keepalive interval to peer daemons (default 500)")
     int cmHeartbeatMs;
@@ -232,6 +242,18 @@ public final class NicDaemon implements Callable<Integer> {
                     + " --cm-peer-timeout-ms at least two heartbeats, --cm-connect-timeout-ms at least 1");
             return 2;
         }
+        if (cmSecretFile != null) {
+            if (cmPort == 0) {
+                System.err.println("mrce-nicd: --cm-secret-file needs the connection manager (--cm-port is 0)");
+                return 2;
+            }
+            try {
+                cmSecret = CmAuth.loadSecret(cmSecretFile);
+            } catch (java.io.IOException e) {
+                System.err.println("mrce-nicd: --cm-secret-file: " + e.getMessage());
+                return 2;
+            }
+        }
                 if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
             System.err.println("mrce-nicd: --metrics-port must be 0..65535");
             return 2;
@@ -271,7 +293,7 @@ public final class NicDaemon implements Callable<Integer> {
             engine.datapath().ccSlackMinNs = ccSlackUs * 1000;
             CmBridge cm = cmPort == 0 ? null : CmBridge.start(engine, net.ipv4(),
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
-                    cmDisconnectGraceMs);
+                    cmDisconnectGraceMs, cmSecret);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
             verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe));
             ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
@@ -292,7 +314,8 @@ public final class NicDaemon implements Callable<Integer> {
                         socketPath);
                 LOG.info("connection manager: {}", cm == null ? "off (--cm-port 0): no connection tokens"
                         : "tcp port " + cmPort + ", heartbeat " + cmHeartbeatMs + " ms, peer timeout " + cmPeerTimeoutMs
-                                + " ms");
+                                + " ms, " + (cmSecret == null ? "NOT authenticated (no --cm-secret-file)"
+                                        : "peers authenticated with the cluster secret " + cmSecretFile));
                 LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
                         + " cc slack {} us", transport, "baseline".equals(transport) ? 1 : paths, entropyPorts,
                         rtoMinUs, tlpMinUs, ccSlackUs);
