@@ -86,6 +86,20 @@ public final class NicDaemon implements Callable<Integer> {
             description = "CQ entries one user may hold (0: no limit)")
     long userMaxCqe;
 
+    @Option(names = "--user-max-conn", defaultValue = "0",
+            description = "control connections (verbs contexts) one user may hold open (0: no limit); each carries"
+                    + " at most 64 outstanding rdma_cm-style connects")
+    long userMaxConn;
+
+    @Option(names = "--user-max-pd", defaultValue = "0", description = "PDs one user may hold (0: no limit)")
+    long userMaxPd;
+
+    @Option(names = "--user-max-cq", defaultValue = "0", description = "CQs one user may hold (0: no limit)")
+    long userMaxCq;
+
+    @Option(names = "--user-max-srq", defaultValue = "0", description = "SRQs one user may hold (0: no limit)")
+    long userMaxSrq;
+
     /** --sock-mode as a permission string, checked in {@link #call()}. */
     private String socketPerms;
 
@@ -211,7 +225,8 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: unknown --transport " + transport + " (metaroce or baseline)");
             return 2;
         }
-        if (userMaxQp < 0 || userMaxMr < 0 || userMaxMrBytes < 0 || userMaxCqe < 0) {
+        if (userMaxQp < 0 || userMaxMr < 0 || userMaxMrBytes < 0 || userMaxCqe < 0 || userMaxConn < 0 || userMaxPd < 0
+                || userMaxCq < 0 || userMaxSrq < 0) {
             System.err.println("mrce-nicd: --user-max-* must be 0 (no limit) or more");
             return 2;
         }
@@ -295,7 +310,8 @@ public final class NicDaemon implements Callable<Integer> {
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
                     cmDisconnectGraceMs, cmSecret);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
-            verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe));
+            verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe, userMaxConn, userMaxPd,
+                    userMaxCq, userMaxSrq));
             ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
             if (services != null) {
                 cm.manager().serviceHandler(services);
