@@ -36,7 +36,9 @@ import org.slf4j.LoggerFactory;
  * pair of daemons, opened on demand, carrying HELLO, the CONNECT / ACCEPT / REJECT handshake of
  * each RC QP, DISCONNECT when a QP goes away, and PING/PONG keepalives. A peer that sends nothing
  * for {@link Config#peerTimeoutMs} or comes back with another boot id is lost: the daemon fails
- * every QP connected to it ({@link Listener#onPeerLost}).
+ * every QP connected to it ({@link Listener#onPeerLost}). With a cluster secret each connection
+ * first proves it on both sides (AUTH_CHALLENGE / AUTH_PROOF, {@link CmAuth}) and carries its
+ * tokens masked (section 7).
  *
  * <p>All state lives on one event loop; the public methods may be called from any thread.
  */
