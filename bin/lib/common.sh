@@ -13,9 +13,9 @@ MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 
 # Debian packages the build and the tests need.
 # docker.io and debootstrap: the container tests' engine and their node image
-# (docker/build-image).
+# (docker/build-image). tshark and tcpdump: WiresharkDissectorIT (tools/wireshark).
 MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libclang-rt-14-dev libbpf-dev
-	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io debootstrap)
+	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io debootstrap tshark tcpdump)
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
 mrce_die() { mrce_say "$*"; exit 1; }
@@ -58,7 +58,7 @@ mrce_build_is_fresh() {
 	[[ -f "$MRCE_BUILD_STAMP" && -f "$MRCE_PROVIDER_LIB" && -d "$MRCE_NICD_LIB" &&
 		-f "$MRCE_NICD_CLASSES/io/metaroce/nic/NicDaemon.class" ]] || return 1
 	local newer
-	newer="$(cd "$MRCE_ROOT" && find pom.xml provider-c control-plane soft-nic java-verbs integration-tests \
+	newer="$(cd "$MRCE_ROOT" && find pom.xml provider-c control-plane soft-nic java-verbs conformance integration-tests \
 		\( -name target -o -name build -o -name .git \) -prune -o \
 		-type f -newer "$MRCE_BUILD_STAMP" -print -quit 2>/dev/null)"
 	[[ -z "$newer" ]]

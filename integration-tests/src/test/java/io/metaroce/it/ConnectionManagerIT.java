@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Timeout;
  *   <li>the remote daemon restarted: new connections work at once;
  *   <li>the peer QP destroyed (its process killed): the local QP fails after the grace period, so
  *       an application waiting for messages ends with an error instead of waiting forever;
- *   <li>daemons with one cluster secret ({@code --cm-secret-file}, section 7) connect QPs; a daemon
+ *   <li>daemons with one cluster secret ({@code --cm-secret-file}, section 8) connect QPs; a daemon
  *       restarted with another secret is refused at both ends and its QPs fail.
  * </ul>
  */

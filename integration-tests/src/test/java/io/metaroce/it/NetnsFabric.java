@@ -138,10 +138,15 @@ public abstract class NetnsFabric implements AutoCloseable {
 
     /** Starts mrce-nicd on the host's interface with the default socket path; does not wait. */
     Daemon startDaemon(Host h, String... extraArgs) {
+        return startDaemon(h, Map.of(), extraArgs);
+    }
+
+    /** {@link #startDaemon(Host, String...)} with environment variables (e.g. MRCE_NICD_JAVA_OPTS). */
+    Daemon startDaemon(Host h, Map<String, String> env, String... extraArgs) {
         List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", h.ns(),
                 Env.bin("mrce-nicd").toString(), "--ifname", h.ifname()));
         cmd.addAll(List.of(extraArgs));
-        Proc p = Proc.start("mrce-nicd@" + h.name(), logFile("nicd-" + h.name()), Map.of(), cmd);
+        Proc p = Proc.start("mrce-nicd@" + h.name(), logFile("nicd-" + h.name()), env, cmd);
         procs.add(p);
         Daemon d = new Daemon(h, p, defaultSocket(h));
         daemons.add(d);

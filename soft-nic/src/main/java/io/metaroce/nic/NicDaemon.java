@@ -12,6 +12,7 @@ import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.port.xdp.AfXdpPort;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.Datapath;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.MrTable;
@@ -107,7 +108,8 @@ public final class NicDaemon implements Callable<Integer> {
             description = "metaroce (multipath, default) or baseline (one path, go-back-N: classic RoCE)")
     String transport;
 
-    @Option(names = "--paths", defaultValue = "8", description = "paths per RC QP, 1..256 (default 8)")
+    @Option(names = "--paths", defaultValue = "" + Datapath.DEFAULT_PATHS,
+            description = "paths per RC QP, 1..256 (default " + Datapath.DEFAULT_PATHS + ": all links of a 4-link ECMP fabric in use with probability 0.999996, of an 8-link one 0.987)")
     int paths;
 
     @Option(names = "--entropy-ports", defaultValue = "64",
@@ -301,6 +303,7 @@ public final class NicDaemon implements Callable<Integer> {
                                 "xdp".equals(portKind) ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
                 EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr() + REREG_SPARE_KEYS))) {
             engine.datapath().paths = paths;
+            engine.datapath().entropyPorts = Math.max(1, entropyPorts);
             engine.datapath().baseline = "baseline".equals(transport);
             engine.datapath().rtoMinNs = rtoMinUs * 1000;
             engine.datapath().rtoInitialNs = Math.max(engine.datapath().rtoInitialNs, 2 * rtoMinUs * 1000);
@@ -325,6 +328,10 @@ public final class NicDaemon implements Callable<Integer> {
                     AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
                     MetricsEndpoint metrics = metricsPort == null ? null
                             : new MetricsEndpoint(new InetSocketAddress(metricsAddr, metricsPort), admin::stats)) {
+                String conformanceBreak = io.metaroce.nic.transport.ConformanceBreak.describe();
+                if (conformanceBreak != null) {
+                    LOG.warn(conformanceBreak);
+                }
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
                         VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
                         socketPath);

@@ -17,7 +17,7 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * The cluster secret and what is derived from it (docs/spec/connection-manager.md section 7):
+ * The cluster secret and what is derived from it (docs/spec/connection-manager.md section 8):
  * each side of a connection proves it holds the secret with an HMAC-SHA256 over its HELLO, its own
  * nonce and the peer's fresh nonce ({@link CmMessage.AuthProof}); both nonces key a session that
  * masks the tokens carried in CONNECT, ACCEPT and DISCONNECT. Event loop only (the {@link Mac}s

@@ -12,7 +12,9 @@ import java.util.List;
  * whole frame, header included), {@code u8 type}, {@code u8 flags = 0}, then the type's payload,
  * big-endian. A frame of a wrong length for its type, an unknown type, a nonzero flags byte or a
  * field out of range is a protocol error: the decoder throws {@link CmProtocolException} and the
- * connection is closed.
+ * connection is closed. Types {@link #FIRST_IGNORABLE_TYPE}..255 are reserved for extensions a
+ * receiver that does not know them skips (connection-manager.md section 2.3, CM-2.9): they decode
+ * to nothing.
  */
 public final class CmCodec {
     public static final int HEADER = 4;
@@ -28,6 +30,8 @@ public final class CmCodec {
     static final int SVC_REQUEST_FIXED = 4 + 4 + 4 + 4 + 16 + 2 + 2;
     static final int SVC_REPLY_FIXED = 4 + 4 + 4 + 16 + 2 + 2;
     private static final int QPN_MASK = 0xffffff;
+    /** Unknown types from here on are skipped, not a protocol error (extensions, CM-2.9). */
+    public static final int FIRST_IGNORABLE_TYPE = 64;
 
     private CmCodec() {}
 
@@ -84,6 +88,22 @@ public final class CmCodec {
      * @throws CmProtocolException on anything malformed
      */
     public static CmMessage decode(ByteBuf in, int len) {
+        CmMessage m = decodeOrSkip(in, len);
+        if (m == null) {
+            throw new CmProtocolException("ignorable type " + in.getUnsignedByte(in.readerIndex() - len + 2));
+        }
+        return m;
+    }
+
+    /**
+     * As {@link #decode}, but a frame of an unknown type at or above {@link #FIRST_IGNORABLE_TYPE}
+     * (a well-formed frame whatever its flags) is skipped and gives {@code null}.
+     */
+    public static CmMessage decodeOrSkip(ByteBuf in, int len) {
+        if (len >= HEADER && len <= MAX_FRAME && in.getUnsignedByte(in.readerIndex() + 2) >= FIRST_IGNORABLE_TYPE) {
+            in.skipBytes(len);
+            return null;
+        }
         if (len < HEADER || len > MAX_FRAME) {
             throw new CmProtocolException("frame length " + len + " out of range");
         }
@@ -281,7 +301,10 @@ public final class CmCodec {
                     return;
                 }
                 try {
-                    out.add(CmCodec.decode(in, len));
+                    CmMessage m = CmCodec.decodeOrSkip(in, len);
+                    if (m != null) {
+                        out.add(m);
+                    }
                 } catch (CmProtocolException e) {
                     failed = true;
                     in.skipBytes(in.readableBytes());

@@ -18,11 +18,11 @@ public sealed interface CmMessage {
     int TYPE_SVC_REJECT = 10;
     int TYPE_SVC_READY = 11;
     int TYPE_SVC_CANCEL = 12;
-    /** Authentication with the cluster secret (connection-manager.md section 7), far from the others. */
+    /** Authentication with the cluster secret (connection-manager.md section 8), far from the others. */
     int TYPE_AUTH_CHALLENGE = 32;
     int TYPE_AUTH_PROOF = 33;
 
-    /** HELLO capability: the sender holds a cluster secret and authenticates (section 7). */
+    /** HELLO capability: the sender holds a cluster secret and authenticates (section 8). */
     int CAP_AUTH = 1;
 
     /** Most private-data bytes a service message carries. */
@@ -284,7 +284,7 @@ public sealed interface CmMessage {
         }
     }
 
-    /** The sender's fresh random nonce for this connection (section 7). */
+    /** The sender's fresh random nonce for this connection (section 8). */
     record AuthChallenge(byte[] nonce) implements CmMessage {
         public static final int NONCE_BYTES = 16;
 
@@ -320,7 +320,7 @@ public sealed interface CmMessage {
         }
     }
 
-    /** HMAC-SHA256 over the sender's HELLO and both nonces, keyed with the cluster secret (section 7). */
+    /** HMAC-SHA256 over the sender's HELLO and both nonces, keyed with the cluster secret (section 8). */
     record AuthProof(byte[] mac) implements CmMessage {
         public static final int MAC_BYTES = 32;
 

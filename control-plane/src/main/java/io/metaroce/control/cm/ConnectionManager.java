@@ -38,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * for {@link Config#peerTimeoutMs} or comes back with another boot id is lost: the daemon fails
  * every QP connected to it ({@link Listener#onPeerLost}). With a cluster secret each connection
  * first proves it on both sides (AUTH_CHALLENGE / AUTH_PROOF, {@link CmAuth}) and carries its
- * tokens masked (section 7).
+ * tokens masked (section 8).
  *
  * <p>All state lives on one event loop; the public methods may be called from any thread.
  */
@@ -128,7 +128,7 @@ public final class ConnectionManager implements AutoCloseable {
     private final EventLoop loop;
     private final Channel server;
     private final Map<Integer, Peer> peers = new HashMap<>();
-    /** The cluster secret's handshake (section 7); null: connections are not authenticated. */
+    /** The cluster secret's handshake (section 8); null: connections are not authenticated. */
     private final CmAuth auth;
     private final java.util.concurrent.atomic.AtomicLong authRefusals = new java.util.concurrent.atomic.AtomicLong();
     private long lastRefusalLogNs = System.nanoTime() - TimeUnit.SECONDS.toNanos(2);
@@ -155,7 +155,7 @@ public final class ConnectionManager implements AutoCloseable {
     /**
      * As {@link #start(int, Config, Listener)}, with a cluster secret ({@link CmAuth#loadSecret}):
      * every connection must then prove it holds the same secret before anything else is read from
-     * it (section 7). Null: no authentication, with a warning in the log.
+     * it (section 8). Null: no authentication, with a warning in the log.
      */
     public static ConnectionManager start(int localIp, Config config, Listener listener, byte[] secret)
             throws IOException {
@@ -488,7 +488,9 @@ public final class ConnectionManager implements AutoCloseable {
         p.lastHeardNs = System.nanoTime();
         switch (m) {
             case CmMessage.Hello h -> {
-                if (h.version() != CmCodec.VERSION) {
+                // Each side announces the highest version it speaks; the connection speaks the
+                // lower of the two (CM-2.6): a newer peer speaks ours, an older one is refused.
+                if (h.version() < CmCodec.VERSION) {
                     throw new CmProtocolException("version " + h.version() + " (we speak " + CmCodec.VERSION + ")");
                 }
                 // A peer is the daemon serving the address it announces; its connections come from
@@ -778,12 +780,15 @@ public final class ConnectionManager implements AutoCloseable {
     private final class Handler extends io.netty.channel.ChannelDuplexHandler {
         private int ip;
         private final boolean dialer;
-        // With a cluster secret (section 7): this connection's handshake, then its session.
+        // With a cluster secret (section 8): this connection's handshake, then its session.
         private CmMessage.Hello ownHello;
         private byte[] ownNonce;
         private CmMessage.Hello peerHello;
         private byte[] peerNonce;
         private CmAuth.Session session;
+        // Without one: the peer's HELLO asked for a secret (it will refuse us), and whether we refused it.
+        private boolean peerRequiresAuth;
+        private boolean refusedHere;
 
         Handler(int dialedIp) {
             this.ip = dialedIp;
@@ -805,8 +810,7 @@ public final class ConnectionManager implements AutoCloseable {
                     config.heartbeatMs(), localIp);
             ctx.write(ownHello);
             if (auth != null) {
-                ownNonce = auth.nonce();
-                ctx.write(new CmMessage.AuthChallenge(ownNonce));
+                ownNonce = auth.nonce(); // sent once the peer's HELLO shows the extension (CM-2.8)
                 ctx.executor().schedule(() -> {
                     if (session == null && ctx.channel().isActive()) {
                         refuse(ctx, "no authentication within " + config.connectTimeoutMs() + " ms");
@@ -824,11 +828,13 @@ public final class ConnectionManager implements AutoCloseable {
             } else if (!ctx.channel().isActive()) {
                 return; // refused or failed: the rest of what it sent is ignored
             } else if (auth == null) {
-                if (m instanceof CmMessage.Hello h && (h.capabilities() & CmMessage.CAP_AUTH) != 0) {
+                // The AUTH bit is not in force without our own (CM-2.7): the peer refuses us, not we it.
+                if (m instanceof CmMessage.AuthChallenge || m instanceof CmMessage.AuthProof) {
                     refuse(ctx, "it requires a cluster secret and this daemon has none (--cm-secret-file)");
-                } else if (m instanceof CmMessage.AuthChallenge || m instanceof CmMessage.AuthProof) {
-                    refuse(ctx, "authentication message, and this daemon has no cluster secret");
                 } else {
+                    if (m instanceof CmMessage.Hello h && (h.capabilities() & CmMessage.CAP_AUTH) != 0) {
+                        peerRequiresAuth = true;
+                    }
                     onMessage(ctx.channel(), ip, m);
                 }
             } else if (session != null) {
@@ -841,7 +847,7 @@ public final class ConnectionManager implements AutoCloseable {
             }
         }
 
-        /** The handshake of section 7: HELLO, AUTH_CHALLENGE, AUTH_PROOF from the peer, in that order. */
+        /** The handshake of section 8: HELLO, AUTH_CHALLENGE, AUTH_PROOF from the peer, in that order. */
         private void authenticate(ChannelHandlerContext ctx, CmMessage m) {
             switch (m) {
                 case CmMessage.Hello h when peerHello == null -> {
@@ -850,6 +856,7 @@ public final class ConnectionManager implements AutoCloseable {
                         return;
                     }
                     peerHello = h;
+                    ctx.writeAndFlush(new CmMessage.AuthChallenge(ownNonce));
                 }
                 case CmMessage.AuthChallenge c when peerHello != null && peerNonce == null -> {
                     byte[] n = c.nonce();
@@ -878,6 +885,7 @@ public final class ConnectionManager implements AutoCloseable {
 
         /** Closes a connection that failed authentication: logged with the reason and counted. */
         private void refuse(ChannelHandlerContext ctx, String why) {
+            refusedHere = true;
             authRefusals.incrementAndGet();
             // a misconfigured peer redials every heartbeat: one warning a second at most
             long now = System.nanoTime();
@@ -902,6 +910,10 @@ public final class ConnectionManager implements AutoCloseable {
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
+            if (peerRequiresAuth && !refusedHere) {
+                refuse(ctx, "it requires a cluster secret and this daemon has none (--cm-secret-file); it closed"
+                        + " the connection");
+            }
             Peer p = peers.get(ip);
             if (p != null && p.channel == ctx.channel()) {
                 p.channel = null;

@@ -82,9 +82,22 @@ class CmCodecTest {
     }
 
     @Test
+    void framesOfIgnorableTypesAreSkipped() {
+        EmbeddedChannel in = new EmbeddedChannel(new CmCodec.Decoder());
+        ByteBuf b = frame(CmCodec.FIRST_IGNORABLE_TYPE, 0);
+        b.writeBytes(frame(255, 40).setByte(3, 0x80));
+        CmCodec.encode(new CmMessage.Ping(5), b);
+        in.writeInbound(b);
+        assertThat((Object) in.readInbound()).isEqualTo(new CmMessage.Ping(5));
+        assertThat((Object) in.readInbound()).isNull();
+        assertThat(in.finish()).isFalse();
+    }
+
+    @Test
     void malformedFramesAreProtocolErrors() {
         assertBad(frame(CmMessage.TYPE_PING, 7), "payload");                    // short ping
-        assertBad(frame(99, 8), "unknown type");
+        assertBad(frame(13, 8), "unknown type");
+        assertBad(frame(63, 8), "unknown type");
         ByteBuf flags = frame(CmMessage.TYPE_PING, 8);
         flags.setByte(3, 1);
         assertBad(flags, "flags");

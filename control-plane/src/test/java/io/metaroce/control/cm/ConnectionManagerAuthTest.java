@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The connection manager with a cluster secret (connection-manager.md section 7): managers with the
+ * The connection manager with a cluster secret (connection-manager.md section 8): managers with the
  * same secret connect and carry tokens masked; a peer with another secret or none, and a replayed
  * handshake, are refused (connection closed, reason logged, counted); a restart still works.
  */
@@ -130,19 +130,25 @@ class ConnectionManagerAuthTest {
     private record Attempt(byte[] sent, boolean ponged) {}
 
     /**
-     * Connects from B to A and sends {@code script(aNonce)}'s frames, then a PING; reads until A's
-     * PONG or the end of the stream.
+     * Connects from B to A and sends {@code hello}; on A's challenge sends {@code rest(aNonce)}'s
+     * frames, then a PING; reads until A's PONG or the end of the stream.
      */
-    private static Attempt attempt(int port, java.util.function.Function<byte[], byte[]> script) throws IOException {
+    private static Attempt attempt(int port, CmMessage.Hello ours, java.util.function.Function<byte[], byte[]> rest)
+            throws IOException {
         try (Socket s = new Socket()) {
             s.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), 0));
             s.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port), 5000);
             s.setSoTimeout(5000);
+            s.getOutputStream().write(frames(ours));
             DataInputStream in = new DataInputStream(s.getInputStream());
             CmMessage.Hello hello = (CmMessage.Hello) read(in);
             assertThat(hello.capabilities() & CmMessage.CAP_AUTH).isEqualTo(CmMessage.CAP_AUTH);
-            byte[] aNonce = ((CmMessage.AuthChallenge) read(in)).nonce();
-            byte[] sent = script.apply(aNonce);
+            CmMessage challenge = read(in);
+            if (challenge == null) {
+                return new Attempt(frames(ours), false); // refused at our HELLO
+            }
+            byte[] aNonce = ((CmMessage.AuthChallenge) challenge).nonce();
+            byte[] sent = rest.apply(aNonce);
             s.getOutputStream().write(sent);
             s.getOutputStream().write(frames(new CmMessage.Ping(99)));
             for (CmMessage m; (m = read(in)) != null; ) {
@@ -191,13 +197,13 @@ class ConnectionManagerAuthTest {
         byte[] bNonce = peer.nonce();
         CmMessage.Hello hello = new CmMessage.Hello(CmCodec.VERSION, CmMessage.CAP_AUTH, 0xb001, 0, 50, B);
         // A genuine daemon at B: its proof covers A's nonce of this connection.
-        Attempt genuine = attempt(port, aNonce -> frames(hello, new CmMessage.AuthChallenge(bNonce),
+        Attempt genuine = attempt(port, hello, aNonce -> frames(new CmMessage.AuthChallenge(bNonce),
                 new CmMessage.AuthProof(peer.proof(true, hello, bNonce, aNonce))));
         assertThat(genuine.ponged()).as("A took the genuine handshake").isTrue();
         assertThat(a.authRefusals()).isZero();
 
         // The same bytes again: A's nonce is new, the proof does not cover it.
-        Attempt replay = attempt(port, aNonce -> genuine.sent());
+        Attempt replay = attempt(port, hello, aNonce -> genuine.sent());
         assertThat(replay.ponged()).as("A answered a replayed handshake").isFalse();
         assertThat(a.authRefusals()).isEqualTo(1);
 
@@ -205,16 +211,16 @@ class ConnectionManagerAuthTest {
         byte[] recordedProof = java.util.Arrays.copyOfRange(genuine.sent(), genuine.sent().length
                 - CmMessage.AuthProof.MAC_BYTES, genuine.sent().length);
         CmMessage.Hello restarted = new CmMessage.Hello(CmCodec.VERSION, CmMessage.CAP_AUTH, 0xb002, 0, 50, B);
-        Attempt fake = attempt(port, aNonce -> frames(restarted, new CmMessage.AuthChallenge(bNonce),
+        Attempt fake = attempt(port, restarted, aNonce -> frames(new CmMessage.AuthChallenge(bNonce),
                 new CmMessage.AuthProof(recordedProof)));
         assertThat(fake.ponged()).isFalse();
         assertThat(a.authRefusals()).isEqualTo(2);
         assertThat(da.events.poll()).as("no peer loss, no restart").isNull();
 
         // A message before the proof, and a HELLO without the capability: refused too.
-        assertThat(attempt(port, aNonce -> frames(hello, new CmMessage.AuthChallenge(bNonce), new CmMessage.Ping(1)))
+        assertThat(attempt(port, hello, aNonce -> frames(new CmMessage.AuthChallenge(bNonce), new CmMessage.Ping(1)))
                 .ponged()).isFalse();
-        assertThat(attempt(port, aNonce -> frames(new CmMessage.Hello(CmCodec.VERSION, 0, 0xb001, 0, 50, B)))
+        assertThat(attempt(port, new CmMessage.Hello(CmCodec.VERSION, 0, 0xb001, 0, 50, B), aNonce -> new byte[0])
                 .ponged()).isFalse();
         assertThat(a.authRefusals()).isEqualTo(4);
         assertThat(da.events.poll()).isNull();

@@ -5,6 +5,7 @@ import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.PortCounters;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
+import io.metaroce.nic.transport.ConformanceBreak;
 import io.metaroce.nic.transport.Datapath;
 import io.metaroce.nic.transport.UdTransport;
 import io.metaroce.nic.transport.UdWire;
@@ -234,7 +235,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             c.rxBadVersion++;
             return;
         }
-        if (Wire.crc(dp.crc, view, length) != Wire.u32(frame, Wire.OFF_CRC)) {
+        if (Wire.crc(dp.crc, view, length) != Wire.u32(frame, Wire.OFF_CRC) && !ConformanceBreak.IGNORE_CRC) {
             c.rxBadCrc++;
             return;
         }
@@ -257,7 +258,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             c.rxBadSource++; // only the QP's peer speaks on its connection
             return;
         }
-        if (qp.rxToken != 0 && Wire.u32(frame, Wire.OFF_TOKEN) != qp.rxToken) {
+        if (qp.rxToken != 0 && Wire.u32(frame, Wire.OFF_TOKEN) != qp.rxToken && !ConformanceBreak.IGNORE_TOKEN) {
             c.rxBadToken++; // off-path or stale: never reaches the transport
             return;
         }

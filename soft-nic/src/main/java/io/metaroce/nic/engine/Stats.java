@@ -31,6 +31,8 @@ final class Stats {
                 .append(",\"gapsDetected\":").append(c.gapsDetected)
                 .append(",\"crossPathLosses\":").append(c.crossPathLosses)
                 .append(",\"spuriousLosses\":").append(c.spuriousLosses)
+                .append(",\"opportunisticRetransmits\":").append(c.opportunisticRetransmits)
+                .append(",\"entropyRedraws\":").append(c.entropyRedraws)
                 .append(",\"sequenceNaksTx\":").append(c.sequenceNaksTx)
                 .append(",\"ecnMarksRx\":").append(c.ecnMarksRx)
                 .append('}');

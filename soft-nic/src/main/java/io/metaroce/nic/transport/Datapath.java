@@ -51,8 +51,45 @@ public final class Datapath implements AutoCloseable {
      * path was reported delivered and it is older than srtt + this many rttvar of its own path.
      */
     public int lossDetectVarFactor = 4;
-    /** Paths per RC QP (1..256); the baseline transport always uses one. */
+    /**
+     * Paths per RC QP (1..256); the baseline transport always uses one. 8 for the in-process tests
+     * that do not choose; the daemon sets --paths (default {@link #DEFAULT_PATHS}).
+     */
     public int paths = 8;
+    /**
+     * Paths per RC QP by default: 48 reach every link of a 4-link fabric with probability
+     * 0.999996 and of an 8-link one with 0.987, ECMP modelled as a uniform random choice per path
+     * (spec 10, {@link PathSet#coverage}); 48 of the 64 default entropy ports leave 16 unused
+     * ones for the redraws of retired paths.
+     */
+    public static final int DEFAULT_PATHS = 48;
+    /**
+     * Source ports the port spreads entropies over (the daemon's --entropy-ports; 0: the entropy
+     * itself is the route key, as on the SimFabric). Redraws of retired paths pick among these.
+     */
+    public int entropyPorts;
+    /** Probe budget (spec 10): probes a QP, and the whole daemon, may send per epoch. */
+    public static final int PROBES_PER_QP = 16;
+    public static final int PROBES_PER_DAEMON = 64;
+    public static final long PROBE_EPOCH_NS = 1_000_000L;
+    public int probesPerQp = PROBES_PER_QP;
+    public int probesPerDaemon = PROBES_PER_DAEMON;
+    /** The current probe epoch ({@code now / PROBE_EPOCH_NS}), probes sent in it, QPs that wanted to. */
+    long probeEpoch = Long.MIN_VALUE;
+    int probesInEpoch;
+    int probersInEpoch;
+    int probersLastEpoch;
+
+    /** Starts a new probe epoch when {@code nowNs} has left the current one. */
+    void probeEpoch(long nowNs) {
+        long e = Math.floorDiv(nowNs, PROBE_EPOCH_NS);
+        if (e != probeEpoch) {
+            probersLastEpoch = e == probeEpoch + 1 ? probersInEpoch : 0;
+            probeEpoch = e;
+            probesInEpoch = 0;
+            probersInEpoch = 0;
+        }
+    }
     /** Baseline (classic RoCE stand-in): one path, cumulative ACKs, go-back-N, fixed RTO. */
     public boolean baseline;
     /** The connection manager's view of QP life (NONE: no manager, no tokens). */

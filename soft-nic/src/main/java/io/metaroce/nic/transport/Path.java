@@ -31,6 +31,11 @@ public final class Path {
     final int[] txBytes = new int[RING];
     /** The transmission was resolved lost by cross-path detection (a later report of it proves it was not). */
     final boolean[] crossLost = new boolean[RING];
+    /**
+     * The transmission's tail-loss probe went out on another path: when that copy is acknowledged
+     * and this one is still unreported, this path lost it (evidence against the path, spec 8).
+     */
+    final boolean[] tlpAway = new boolean[RING];
     public long inflightBytes;
     public long cwndBytes;
     public long srttNs;
@@ -40,6 +45,8 @@ public final class Path {
     long rtoNs;
     /** When the path last resolved something, or started having packets in flight. */
     long lastProgressNs;
+    /** When a report last said something sent on this path arrived (a packet or a probe). */
+    long lastDeliveryNs = Long.MIN_VALUE;
     boolean tlpSent;
     long lastDecreaseNs;
     /** Bytes per second acknowledged over the last smoothed RTT, EWMA. */
@@ -84,6 +91,7 @@ public final class Path {
         rttvarNs = 0;
         minRttNs = Long.MAX_VALUE;
         lastRttNs = 0;
+        lastDeliveryNs = Long.MIN_VALUE;
         rtoNs = rtoInitialNs;
         tlpSent = false;
         lastDecreaseNs = Long.MIN_VALUE / 2;

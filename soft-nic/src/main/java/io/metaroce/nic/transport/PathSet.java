@@ -15,8 +15,28 @@ final class PathSet {
     /** Rotates re-requests over the live paths' entropies. */
     private int resendRotor;
 
-    /** Entering RTS: {@code n} fresh paths of QP {@code qpn}, each with its first entropy. */
-    void start(int qpn, int n, long initialCwnd, long rtoInitialNs) {
+    /** How long a retired source-port class is avoided by redraws (spec 10). */
+    static final long RETIRED_MEMORY_NS = 1_000_000_000L;
+    /** Candidates one redraw looks at per pass at most (bounds its work with 65536 classes). */
+    private static final int REDRAW_TRIES = 1024;
+    /**
+     * Source-port classes: the entropy picks socket {@code entropy mod classes} (the daemon's
+     * --entropy-ports), or 65536 when the entropy itself is the route key (no pool: the SimFabric).
+     */
+    private int classes = 65536;
+    /** The redraw walk: a permutation of the classes, {@code next, next + stride, ...} mod classes. */
+    private int walkNext;
+    private int walkStride = 1;
+    /** Classes retired within {@link #RETIRED_MEMORY_NS} (bit {@code class mod 1024}). */
+    private final long[] retired = new long[16];
+    private long retiredSinceNs;
+    private boolean retiredAny;
+
+    /**
+     * Entering RTS: {@code n} fresh paths of QP {@code qpn}, each with its first entropy; {@code pool}
+     * source ports (0: the entropy is the route key itself).
+     */
+    void start(int qpn, int n, int pool, long initialCwnd, long rtoInitialNs) {
         count = n;
         for (int i = 0; i < n; i++) {
             if (paths[i] == null) {
@@ -25,6 +45,104 @@ final class PathSet {
             paths[i].reset(entropy(qpn, i, n, 0), initialCwnd, rtoInitialNs);
         }
         rrCursor = 0;
+        classes = pool <= 0 || pool > 65536 ? 65536 : pool;
+        int seed = ((qpn * 0x9e3779b1) >>> 16) & 0xffff;
+        // a per-QP walk: starts after the first entropies, stride coprime with the class count
+        walkNext = (seed + n) % classes;
+        int stride = (((qpn * 0x85ebca6b) >>> 8) % classes) | 1;
+        while (gcd(stride, classes) != 1) {
+            stride++;
+        }
+        walkStride = stride % classes == 0 ? 1 : stride;
+        java.util.Arrays.fill(retired, 0);
+        retiredAny = false;
+    }
+
+    private static int gcd(int a, int b) {
+        while (b != 0) {
+            int t = a % b;
+            a = b;
+            b = t;
+        }
+        return a;
+    }
+
+    private int classOf(int entropy) {
+        return (entropy & 0xffff) % classes;
+    }
+
+    private boolean isRetired(int c) {
+        return (retired[(c & 1023) >>> 6] & (1L << c)) != 0;
+    }
+
+    /**
+     * A new entropy for {@code p}, which leaves its current one (retired, or a DEAD path whose probe
+     * was lost): the next class of the QP's walk that was not retired within
+     * {@link #RETIRED_MEMORY_NS} and that no other path of the QP uses; failing that, one not
+     * retired; failing that (every class retired), the walk forgets and takes the next (spec 10).
+     */
+    int redraw(Path p, long nowNs) {
+        if (retiredAny && nowNs - retiredSinceNs > RETIRED_MEMORY_NS) {
+            java.util.Arrays.fill(retired, 0);
+            retiredAny = false;
+        }
+        if (!retiredAny) {
+            retiredSinceNs = nowNs;
+            retiredAny = true;
+        }
+        int old = classOf(p.entropy);
+        retired[(old & 1023) >>> 6] |= 1L << old;
+        int tries = Math.min(classes, REDRAW_TRIES);
+        for (int pass = 0; pass < 2; pass++) {
+            for (int k = 0; k < tries; k++) {
+                int c = walkNext;
+                walkNext = (int) ((walkNext + (long) walkStride) % classes);
+                if (isRetired(c) || pass == 0 && usedByOther(p, c)) {
+                    continue;
+                }
+                return c;
+            }
+        }
+        java.util.Arrays.fill(retired, 0);
+        retired[(old & 1023) >>> 6] |= 1L << old;
+        retiredSinceNs = nowNs;
+        int c = walkNext;
+        walkNext = (int) ((walkNext + (long) walkStride) % classes);
+        return c == old && classes > 1 ? redrawNext() : c;
+    }
+
+    private int redrawNext() {
+        int c = walkNext;
+        walkNext = (int) ((walkNext + (long) walkStride) % classes);
+        return c;
+    }
+
+    private boolean usedByOther(Path p, int c) {
+        for (int i = 0; i < count; i++) {
+            if (paths[i] != p && classOf(paths[i].entropy) == c) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The probability that {@code paths} paths use all {@code links} links when ECMP sends each
+     * path down a link chosen uniformly at random (inclusion-exclusion: the sum over j of
+     * (-1)^j C(links, j) (1 - j / links)^paths). Spec 10 chooses the default path count by it.
+     */
+    static double coverage(int links, int paths) {
+        if (links <= 0 || paths < 0) {
+            throw new IllegalArgumentException("links " + links + ", paths " + paths);
+        }
+        double sum = 0;
+        double binom = 1;
+        for (int j = 0; j <= links; j++) {
+            double term = binom * Math.pow(1 - (double) j / links, paths);
+            sum += (j & 1) == 0 ? term : -term;
+            binom = binom * (links - j) / (j + 1);
+        }
+        return Math.max(0, Math.min(1, sum));
     }
 
     /** The entropy (UDP source port class) of path {@code id} of QP {@code qpn} after {@code generation} retirements. */
@@ -99,6 +217,26 @@ final class PathSet {
         return best;
     }
 
+    /**
+     * The path for a tail-loss probe of a packet of {@code from}: the ACTIVE path other than
+     * {@code from} whose deliveries were reported most recently (the one most likely to carry it
+     * now), whatever its window (a probe is one packet); {@code from} itself when no other has
+     * delivered anything yet.
+     */
+    int freshest(int from) {
+        int best = -1;
+        for (int i = 0; i < count; i++) {
+            Path p = paths[i];
+            if (i == from || p.state != Path.ACTIVE || p.ringFull() || p.lastDeliveryNs == Long.MIN_VALUE) {
+                continue;
+            }
+            if (best < 0 || p.lastDeliveryNs - paths[best].lastDeliveryNs > 0) {
+                best = i;
+            }
+        }
+        return best < 0 ? from : best;
+    }
+
     /** The entropy of the next live path in rotation (re-requests spread over the paths). */
     int nextLiveEntropy() {
         for (int k = 0; k < count; k++) {
@@ -110,6 +248,17 @@ final class PathSet {
             }
         }
         return paths[0].entropy;
+    }
+
+    /** The largest srtt of a path that is not DEAD (0 when none has one). */
+    long largestLiveSrtt() {
+        long t = 0;
+        for (int i = 0; i < count; i++) {
+            if (paths[i].state != Path.DEAD) {
+                t = Math.max(t, paths[i].srttNs);
+            }
+        }
+        return t;
     }
 
     /** Whether a live path other than {@code p} has packets in flight. */

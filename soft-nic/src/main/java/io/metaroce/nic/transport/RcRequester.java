@@ -117,6 +117,12 @@ public final class RcRequester {
      */
     private long reorderSlackNs;
     private int reorderCleanPackets;
+    /** Probe budget (spec 10): the daemon epoch this QP last probed in, its probes in it, its credit (1/1024 probes). */
+    private long probeEpoch = Long.MIN_VALUE;
+    private int probesInEpoch;
+    private int probeCredit;
+    /** Where the next scan for due probes starts (so every path gets its turn under the budget). */
+    private int probeCursor;
 
     public RcRequester(Qp qp) {
         this.qp = qp;
@@ -156,7 +162,10 @@ public final class RcRequester {
         java.util.Arrays.fill(slotOrp, false);
         trackers.clear();
         long initialCwnd = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
-        pathSet.start(qp.qpn, pathCount(dp), baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
+        probeEpoch = Long.MIN_VALUE;
+        probeCredit = 0;
+        probeCursor = 0;
+        pathSet.start(qp.qpn, pathCount(dp), dp.entropyPorts, baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
     }
 
     /** Paths of a QP on this datapath (the baseline has one). */
@@ -369,6 +378,7 @@ public final class RcRequester {
         p.txTimeNs[r] = nowNs;
         p.txSeq[r] = ++txSeq;
         p.crossLost[r] = false;
+        p.tlpAway[r] = false;
         p.txBytes[r] = len;
         p.inflightBytes += len;
         p.packetsSent++;
@@ -388,7 +398,8 @@ public final class RcRequester {
                 retxHead++;
                 continue;
             }
-            int pi = pathSet.pick(slotLen[slot], slotPath[slot]);
+            int pi = ConformanceBreak.RETRANSMIT_SAME_PATH ? slotPath[slot]
+                    : pathSet.pick(slotLen[slot], slotPath[slot]);
             if (pi < 0) {
                 break;
             }
@@ -435,7 +446,8 @@ public final class RcRequester {
     }
 
     private int transmit(Datapath dp, long nowNs) {
-        int window = Math.min(baseline ? WINDOW : qpWindow.window(), Math.max(1, rwnd));
+        int window = Math.min(baseline ? WINDOW : qpWindow.window(),
+                Math.max(1, ConformanceBreak.IGNORE_RWND ? WINDOW : rwnd));
         if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
@@ -958,6 +970,7 @@ public final class RcRequester {
             if (bytes == Path.PROBE_LEN) {
                 if (psn == highest) {
                     p.probesOk++;
+                    p.lastDeliveryNs = nowNs;
                     lastDeliveredSeq = Math.max(lastDeliveredSeq, p.txSeq[e]);
                 } else {
                     p.probesOk = 0;
@@ -986,6 +999,9 @@ public final class RcRequester {
         p.lastProgressNs = nowNs;
         p.tlpSent = false;
         p.deliveredBytes += delivered;
+        if (delivered > 0) {
+            p.lastDeliveryNs = nowNs;
+        }
         if (reorderSlackNs > 0 && (reorderCleanPackets += deliveredPackets) >= REORDER_DECAY_PACKETS) {
             reorderCleanPackets = 0;
             reorderSlackNs /= 2;
@@ -1088,7 +1104,7 @@ public final class RcRequester {
         p.state = Path.DEAD;
         p.generation++;
         p.replacements++;
-        p.entropy = entropy(qp.qpn, p.id, pathSet.count, p.generation);
+        p.entropy = pathSet.redraw(p, nowNs);
         p.probesOk = 0;
         p.failedAtNs = nowNs;
         p.nextProbeNs = nowNs;
@@ -1098,16 +1114,14 @@ public final class RcRequester {
         dp.counters.pathRetirements++;
     }
 
-    /** Per path: tail-loss probe, RTO, and probes of retired paths. */
+    /** Per path: probes of SUSPECT and retired paths (within the budget), tail-loss probe, RTO. */
     private int pathTimers(Datapath dp, long nowNs) {
-        int work = 0;
+        int work = probes(dp, nowNs);
+        // A DEAD path's probe waits at least twice the slowest live path's srtt: its own RTO is
+        // from before it died, and a probe queued behind the QP's own data is late, not lost.
+        long liveSrtt = -1; // computed when a DEAD path needs it
         for (int i = 0; i < pathSet.count; i++) {
             Path p = paths[i];
-            if (p.state != Path.ACTIVE && !p.hasInflight() && nowNs - p.nextProbeNs >= 0) {
-                sendProbe(dp, p, nowNs);
-                p.nextProbeNs = nowNs + Math.max(p.srttNs, 1_000_000L);
-                work++;
-            }
             if (!p.hasInflight()) {
                 continue;
             }
@@ -1118,7 +1132,10 @@ public final class RcRequester {
                     continue;
                 }
             }
-            if (idle >= p.rtoNs) {
+            if (p.state == Path.DEAD && idle >= p.rtoNs && liveSrtt < 0) {
+                liveSrtt = pathSet.largestLiveSrtt();
+            }
+            if (idle >= (p.state == Path.DEAD ? Math.max(p.rtoNs, 2 * liveSrtt) : p.rtoNs)) {
                 work += pathTimeout(dp, p, nowNs);
             } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs, dp.tlpMinNs)) {
                 p.tlpSent = true;
@@ -1136,6 +1153,12 @@ public final class RcRequester {
      */
     private boolean overdue(Datapath dp, Path p, int psn, long nowNs) {
         int e = psn & Path.RING_MASK;
+        if (p.tlpAway[e] && p.txBytes[e] != Path.PROBE_LEN && acked(p.txRsn[e])) {
+            // Its tail-loss probe went on another path and arrived, this copy is still
+            // unreported: the path's RTO judges it and blames the path (something sent after it
+            // arrived); a slow path's report may still come before that.
+            return false;
+        }
         return lastDeliveredSeq > p.txSeq[e]
                 && nowNs - p.txTimeNs[e] > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs + reorderSlackNs;
     }
@@ -1219,17 +1242,51 @@ public final class RcRequester {
             int rsn = p.txRsn[e];
             int slot = rsn & MASK;
             if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
+                // On the same path when something sent after this path's oldest packet already
+                // arrived, or another path still awaits a report (either is the evidence of the
+                // cross-path rule and of the RTO's blame). With neither, as in a ping-pong whose one
+                // message went into a black hole, nothing could ever tell whether this path is at
+                // fault: the probe goes on the path that delivered most recently, so that if it
+                // arrives the request is done at once and this path's RTO blames it; if that copy
+                // is lost too, the peer may be the one stalled, and nothing is blamed.
+                boolean evidence = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK] || othersAwaitReports(p);
+                int q = evidence ? p.id : pathSet.freshest(p.id);
                 long keep = p.lastProgressNs;
-                sendOnPath(dp, rsn, p.id, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
-                p.lastProgressNs = keep;
+                sendOnPath(dp, rsn, q, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
+                if (q == p.id) {
+                    p.lastProgressNs = keep;
+                } else {
+                    p.tlpAway[e] = true;
+                }
                 p.tlps++;
-                p.retransmitsSent++;
+                paths[q].retransmitsSent++;
                 dp.counters.dataRetransmits++;
                 dp.counters.tlps++;
                 return 1;
             }
         }
         return 0;
+    }
+
+    /**
+     * Whether a live path other than {@code p} carries a request the peer has not acknowledged
+     * yet (its report will be evidence for or against {@code p}); probes and copies of requests
+     * already acknowledged do not count. Scans the paths' rings: tail-loss probes only.
+     */
+    private boolean othersAwaitReports(Path p) {
+        for (int i = 0; i < pathSet.count; i++) {
+            Path x = paths[i];
+            if (x == p || x.state == Path.DEAD || x.inflightBytes == 0) {
+                continue;
+            }
+            for (int psn = x.una; psn != x.nextPsn; psn++) {
+                int e = psn & Path.RING_MASK;
+                if (x.txBytes[e] != Path.PROBE_LEN && !acked(x.txRsn[e])) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private int pathTimeout(Datapath dp, Path p, long nowNs) {
@@ -1241,10 +1298,12 @@ public final class RcRequester {
         // host) stalled and every path times out in turn: no path is to blame, none is demoted.
         boolean blame = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK]
                 || p.state == Path.SUSPECT && !pathSet.othersInflight(p);
+        boolean probeLost = false;
         for (int psn = p.una; psn != p.nextPsn; psn++) {
             int e = psn & Path.RING_MASK;
             if (p.txBytes[e] == Path.PROBE_LEN) {
                 p.probesOk = 0;
+                probeLost = true;
                 continue;
             }
             p.losses++;
@@ -1266,8 +1325,76 @@ public final class RcRequester {
         PathCongestion.halve(p, minWindowBytes(), nowNs);
         if (p.state != Path.DEAD && blame) {
             demote(dp, p, nowNs);
+        } else if (p.state == Path.DEAD && probeLost) {
+            redrawDead(dp, p, nowNs);
         }
         return 1;
+    }
+
+    /**
+     * Probes the idle SUSPECT and DEAD paths that are due (one per probe interval each), in
+     * rotation from where the last scan stopped, as far as the probe budget allows (spec 10).
+     */
+    private int probes(Datapath dp, long nowNs) {
+        int n = pathSet.count;
+        int work = 0;
+        int last = -1;
+        for (int k = 0; k < n; k++) {
+            int i = probeCursor + k;
+            if (i >= n) {
+                i -= n;
+            }
+            Path p = paths[i];
+            if (p.state == Path.ACTIVE || p.hasInflight() || nowNs - p.nextProbeNs < 0) {
+                continue;
+            }
+            if (!probeBudget(dp, nowNs)) {
+                break;
+            }
+            sendProbe(dp, p, nowNs);
+            p.nextProbeNs = nowNs + Math.max(p.srttNs, PROBE_INTERVAL_MIN_NS);
+            work++;
+            last = i;
+        }
+        if (last >= 0) {
+            probeCursor = last + 1 == n ? 0 : last + 1;
+        }
+        return work;
+    }
+
+    /** Smallest interval between two probes of one path. */
+    static final long PROBE_INTERVAL_MIN_NS = 1_000_000L;
+
+    /**
+     * Takes one probe from the budget (spec 10): per epoch at most {@link Datapath#probesPerQp} for
+     * this QP and {@link Datapath#probesPerDaemon} for the daemon; a QP that wants to probe earns
+     * per epoch an equal part of the daemon's budget among the QPs that wanted to in the last one.
+     */
+    private boolean probeBudget(Datapath dp, long nowNs) {
+        dp.probeEpoch(nowNs);
+        if (probeEpoch != dp.probeEpoch) {
+            probeEpoch = dp.probeEpoch;
+            probesInEpoch = 0;
+            dp.probersInEpoch++;
+            int share = (int) Math.min(1 << 30, (dp.probesPerDaemon * 1024L) / Math.max(1, dp.probersLastEpoch));
+            probeCredit = (int) Math.min(dp.probesPerQp * 1024L, (long) probeCredit + share);
+        }
+        if (probeCredit < 1024 || probesInEpoch >= dp.probesPerQp || dp.probesInEpoch >= dp.probesPerDaemon) {
+            return false;
+        }
+        probeCredit -= 1024;
+        probesInEpoch++;
+        dp.probesInEpoch++;
+        return true;
+    }
+
+    /** A DEAD path whose probe was lost leaves its entropy for a redrawn one (spec 10). */
+    private void redrawDead(Datapath dp, Path p, long nowNs) {
+        p.entropy = pathSet.redraw(p, nowNs);
+        p.generation++;
+        p.replacements++;
+        p.probesOk = 0; // the next probe, under the new entropy, keeps the probe interval
+        dp.counters.entropyRedraws++;
     }
 
     private void sendProbe(Datapath dp, Path p, long nowNs) {
@@ -1288,6 +1415,7 @@ public final class RcRequester {
         p.txTimeNs[e] = nowNs;
         p.txSeq[e] = ++txSeq;
         p.crossLost[e] = false;
+        p.tlpAway[e] = false;
         p.txBytes[e] = Path.PROBE_LEN;
         p.probesSent++;
         dp.counters.probesTx++;
@@ -1362,7 +1490,7 @@ public final class RcRequester {
             }
             rnrWait = true;
             timerArmed = true;
-            deadlineNs = nowNs + rnrDelayNs(rnrTimer);
+            deadlineNs = nowNs + (ConformanceBreak.IGNORE_RNR_TIMER ? 0 : rnrDelayNs(rnrTimer));
         } else {
             fail(wr, syndrome);
         }

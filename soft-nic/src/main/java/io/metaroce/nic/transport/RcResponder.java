@@ -179,7 +179,7 @@ public final class RcResponder {
         int h = highest[path];
         boolean gap = false;
         int d = psn - h;
-        if (d > 1) {
+        if (d > 1 && !ConformanceBreak.GAP_UNREPORTED) {
             gapLosses[path] = (int) Math.min(0xffff, (long) gapLosses[path] + d - 1);
             dp.counters.gapsDetected++;
             gap = true;
@@ -207,12 +207,18 @@ public final class RcResponder {
         }
     }
 
-    /** A PROBE on a retired path: track it and answer at once. */
+    /** A PROBE (of a SUSPECT or retired path): track it and answer at once, on its own entropy. */
     public void onProbe(Datapath dp, MemorySegment frame, int ecn) {
         if (!qp.canReceive()) {
             return;
         }
         dp.counters.probesRx++;
+        if (newsCount > 0) {
+            // Reports owed to other paths leave first, on their own entropies: the probe's answer
+            // rides its own route (spec 10), and if that route is dead it must take no other
+            // path's report down with it.
+            owe(dp, true);
+        }
         trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
                 Wire.u16(frame, Wire.OFF_REPLY_ENTROPY), ecn);
         owe(dp, true);
@@ -333,7 +339,7 @@ public final class RcResponder {
         }
         int psn = Wire.u32(frame, Wire.OFF_RSN);
         int d = psn - ePsn;
-        if (d < 0 || (d < W && got[psn & M])) {
+        if (d < 0 || (d < W && got[psn & M] && !ConformanceBreak.PLACE_DUPLICATE_TWICE)) {
             dp.counters.duplicates++;
             if (Wire.isRequest(opcode)) {
                 onResend(dp, frame, length, opcode, psn); // lost responses: answer again
@@ -680,12 +686,15 @@ public final class RcResponder {
                 return; // still being answered
             }
         }
-        if (jobTail - jobHead >= JOBS) {
-            return; // busy: the requester asks again
+        // Re-requests leave room for the READs max_dest_rd_atomic admits (spec T-5.13): busy,
+        // the requester asks again.
+        if (jobTail - jobHead >= JOBS - Math.max(0, qp.maxDestRdAtomic - originalJobs)) {
+            return;
         }
+        boolean whole = ConformanceBreak.RESEND_WHOLE_READ;
         int syndrome = queueRead(dp, rsn, Wire.u32(frame, Wire.OFF_RKEY), Wire.u64(frame, Wire.OFF_VA),
-                offset, Wire.u32(frame, Wire.OFF_IMM), Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL,
-                Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
+                whole ? 0 : offset, Wire.u32(frame, whole ? Wire.OFF_MSG_LEN : Wire.OFF_IMM),
+                Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL, Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
         if (syndrome != 0) {
             fail(dp, rsn, syndrome);
         }

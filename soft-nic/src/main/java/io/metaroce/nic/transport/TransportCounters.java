@@ -27,6 +27,8 @@ public final class TransportCounters {
     public long spuriousLosses;
     /** Requester: packets stuck on a slow path sent again on a fast one (spec 10a rule 4). */
     public long opportunisticRetransmits;
+    /** Requester: entropies of DEAD paths redrawn after a lost probe (spec 10; retirements draw one too). */
+    public long entropyRedraws;
     public long sequenceNaksTx;
     /** Data and probe packets received with an ECN CE mark. */
     public long ecnMarksRx;
@@ -51,7 +53,7 @@ public final class TransportCounters {
                 + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps
                 + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected
                 + " crossPathLosses " + crossPathLosses + " spuriousLosses " + spuriousLosses
-                + " opportunisticRetransmits " + opportunisticRetransmits
+                + " opportunisticRetransmits " + opportunisticRetransmits + " entropyRedraws " + entropyRedraws
                 + " ecnMarksRx " + ecnMarksRx
                 + " responsesRx " + responsesRx + " resendsTx " + resendsTx + " responseTimeouts "
                 + responseTimeouts + " responsesTx " + responsesTx + " atomicsExecuted " + atomicsExecuted

@@ -61,9 +61,10 @@ class PathRepairTest {
             h.ackPlaced(data(out), RcRequester.WINDOW);
             List<Pkt> later = run(h, 30, p -> p.path() != 1);
             assertThat(p1.state).isEqualTo(Path.DEAD);
-            assertThat(p1.generation).isEqualTo(1);
-            assertThat(p1.replacements).isEqualTo(1);
-            assertThat(p1.entropy).as("entropy (seed + id + N * generation)").isEqualTo((entropy0 + 4) & 0xffff);
+            // retired once; each unanswered probe since redrew its entropy (spec 10)
+            assertThat(p1.generation).isEqualTo(1 + h.dp().counters.entropyRedraws);
+            assertThat(p1.replacements).isEqualTo(p1.generation);
+            assertThat(p1.entropy).as("a redrawn entropy, not the retired one").isNotEqualTo(entropy0);
             for (int i = 0; i < 4; i++) {
                 if (i != 1) {
                     assertThat(h.path(i).entropy).isNotEqualTo(p1.entropy);

@@ -33,6 +33,10 @@ final class SimStream {
         long delayNs = 10_000;
         long queueBytes = 256 * 1024;
         int paths = 32;
+        /** Source ports the entropies map to (Datapath.entropyPorts; 0: the entropy is the route key). */
+        int entropyPorts;
+        /** How the fabric picks a frame's link (default: entropy mod links, no collisions). */
+        LinkSelector selector = LinkSelector.ENTROPY_MOD;
         int mtu = Ibv.MTU_4096;
         /** Message lengths are uniform in [minBytes, maxBytes]. */
         int minBytes = 64 * 1024;
@@ -57,7 +61,7 @@ final class SimStream {
     /** What a run delivered: goodput over the measured interval, messages checked, counters. */
     record Result(long measuredBytes, double goodputBps, long messagesChecked, long bytesChecked,
             long elapsedNs, long retransmits, long opportunistic, long timeouts, long retirements,
-            boolean failed, String note) {
+            boolean failed, String note, long dataTx, long probes, long redraws, long work) {
         double gbps() {
             return goodputBps / 1e9;
         }
@@ -88,7 +92,7 @@ final class SimStream {
         int slot = c.maxBytes;
         try (SimFabric fabric = new SimFabric(c.seed, c.links, clock, SimFabric.DEFAULT_MAX_FRAME, 16384, 2);
                 Arena arena = Arena.ofShared()) {
-            fabric.selector(LinkSelector.ENTROPY_MOD);
+            fabric.selector(c.selector);
             fabric.forEachLink(l -> l.delayNs(c.delayNs).rateBitsPerSec(c.rateBitsPerSec)
                     .queueBytes(c.queueBytes));
             TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock);
@@ -96,6 +100,8 @@ final class SimStream {
             try {
                 a.engine.datapath().paths = c.paths;
                 b.engine.datapath().paths = c.paths;
+                a.engine.datapath().entropyPorts = c.entropyPorts;
+                b.engine.datapath().entropyPorts = c.entropyPorts;
                 if (c.daemonTimers) {
                     for (TestNode n : new TestNode[] {a, b}) {
                         n.engine.datapath().rtoMinNs = 10_000_000L;
@@ -174,6 +180,7 @@ final class SimStream {
         boolean failed = false;
         String note = "";
         TransportCounters tc = a.engine.datapath().counters;
+        long work = 0;
         while (clock.nowNs() < end && clock.nowNs() - start < c.limitNs && recvsDone < c.messages) {
             while (!failed && recvsPosted - recvsDone < c.recvSlots && recvsPosted < c.messages) {
                 addr[0] = recvBuf.address() + (recvsPosted % c.recvSlots) * recvStride + 32;
@@ -199,8 +206,8 @@ final class SimStream {
             if (DUMP && (now - start) % 5_000_000L == 0) {
                 dump(a.engine.qpByQpn(qpA.qpn()).requester, now - start, tc, measured);
             }
-            a.pump();
-            b.pump();
+            work += a.pump();
+            work += b.pump();
             for (TestNode.Cqe e : a.poll(cqA.ring())) {
                 if (e.wrId() != sendsDone) {
                     throw new AssertionError("send completion out of order: " + e.wrId() + " for " + sendsDone);
@@ -258,6 +265,7 @@ final class SimStream {
             note = "only " + recvsDone + " of " + c.messages + " messages in " + elapsed / 1000 + " us";
         }
         return new Result(measured, measured * 8e9 / measuredNs, recvsDone, checkedBytes, elapsed,
-                tc.dataRetransmits, tc.opportunisticRetransmits, tc.timeouts, tc.pathRetirements, failed, note);
+                tc.dataRetransmits, tc.opportunisticRetransmits, tc.timeouts, tc.pathRetirements, failed, note,
+                tc.dataTx, tc.probesTx, tc.entropyRedraws, work);
     }
 }

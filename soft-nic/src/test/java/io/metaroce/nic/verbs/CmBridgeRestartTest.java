@@ -69,7 +69,7 @@ class CmBridgeRestartTest {
         restart(null);
     }
 
-    /** The same with both daemons authenticating with a cluster secret (connection-manager.md section 7). */
+    /** The same with both daemons authenticating with a cluster secret (connection-manager.md section 8). */
     @Test
     void theSameWithAClusterSecret() throws Exception {
         restart("a cluster secret of 32 bytes ....".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
