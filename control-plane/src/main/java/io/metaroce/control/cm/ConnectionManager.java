@@ -440,7 +440,9 @@ public final class ConnectionManager implements AutoCloseable {
         }
     }
 
-    private void lost(Peer p, String why) {
+    private void lost(Peer p, String reason) {
+        // a peer that came back with another secret (or none) is silent to us: say so
+        String why = p.refused == null ? reason : reason + " (its connection was refused: " + p.refused + ")";
         LOG.warn("peer daemon {} lost: {}", ip(p.ip), why);
         p.helloSeen = false;
         p.bootId = 0;
