@@ -35,7 +35,7 @@
  *  +---------------+--------+------+-----------+-----------+---- ... --+
  *  64  producer (u32) .......................................  (line 1)
  *  128 consumer (u32) .......................................  (line 2)
- *  192 flags (u32) | arm (u32) | notify_count (u32) ..........  (line 3)
+ *  192 flags (u32) | arm (u32) | notify_count (u32) | notify_seq (u32)  (line 3)
  *  256 slot[0], slot[1], ... slot[slot_count - 1]
  *
  * flags (SQ/RQ): MRCE_RING_NEED_WAKEUP is set by the daemon before it goes
@@ -48,7 +48,12 @@
  *   it exchanges arm to 0, increments notify_count and writes 1 to the CQ's
  *   completion-channel eventfd (an EFD_SEMAPHORE eventfd). ibv_get_cq_event
  *   reads that eventfd and returns a CQ of the channel whose notify_count
- *   differs from the count the provider last saw.
+ *   differs from the count the provider last saw; of several, the one whose
+ *   notify_seq is oldest. notify_seq: the channel's notification number
+ *   (counted per channel by the daemon) of the CQ's latest notification,
+ *   written before notify_count, so that events leave a channel shared by
+ *   several CQs in the order the daemon raised them, as a hardware event
+ *   queue delivers them.
  * ------------------------------------------------------------------------ */
 #define MRCE_RING_MAGIC 0x474e524du /* "MRNG" little-endian */
 #define MRCE_RING_VERSION 1
@@ -75,7 +80,8 @@ struct mrce_ring_header {
 	uint32_t flags;                 /* 192 */
 	uint32_t arm;                   /* 196 */
 	uint32_t notify_count;          /* 200 */
-	uint8_t pad3[52];               /* 204 */
+	uint32_t notify_seq;            /* 204 */
+	uint8_t pad3[48];               /* 208 */
 };                                      /* 256: slots start here */
 #define MRCE_RING_SLOTS_OFF 256
 

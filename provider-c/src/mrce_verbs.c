@@ -384,23 +384,35 @@ int mrce_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-/* The channel's CQ with a notification not yet turned into an event. */
+/*
+ * The channel's CQ with a notification not yet turned into an event; of
+ * several, the one notified first (oldest notify_seq), so that events leave a
+ * channel shared by several CQs in the order the daemon raised them.
+ */
 static struct mrce_cq *mrce_chan_take_event(struct mrce_comp_channel *chan)
 {
-	struct mrce_cq *cq;
+	struct mrce_cq *cq, *oldest = NULL;
+	uint32_t oldest_seq = 0;
 
 	pthread_mutex_lock(&chan->lock);
 	for (cq = chan->cqs; cq; cq = cq->next_in_chan) {
 		uint32_t n = __atomic_load_n(&cq->ring.hdr->notify_count,
 					     __ATOMIC_ACQUIRE);
+		uint32_t seq;
 
-		if (n != cq->seen_notify) {
-			cq->seen_notify++;
-			break;
+		if (n == cq->seen_notify)
+			continue;
+		seq = __atomic_load_n(&cq->ring.hdr->notify_seq,
+				      __ATOMIC_RELAXED);
+		if (!oldest || (int32_t)(seq - oldest_seq) < 0) {
+			oldest = cq;
+			oldest_seq = seq;
 		}
 	}
+	if (oldest)
+		oldest->seen_notify++;
 	pthread_mutex_unlock(&chan->lock);
-	return cq;
+	return oldest;
 }
 
 int mrce_get_cq_event(struct ibv_comp_channel *ibchan, struct ibv_cq **cq_out,

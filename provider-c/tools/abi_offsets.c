@@ -18,7 +18,7 @@ int main(void)
 	F(mrce_ring_header, kind); F(mrce_ring_header, slot_size);
 	F(mrce_ring_header, slot_count); F(mrce_ring_header, producer);
 	F(mrce_ring_header, consumer); F(mrce_ring_header, flags);
-	F(mrce_ring_header, arm); F(mrce_ring_header, notify_count);
+	F(mrce_ring_header, arm); F(mrce_ring_header, notify_count); F(mrce_ring_header, notify_seq);
 	SZ(mrce_ring_header);
 
 	F(mrce_sge, addr); F(mrce_sge, length); F(mrce_sge, lkey); SZ(mrce_sge);

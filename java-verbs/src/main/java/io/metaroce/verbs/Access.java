@@ -4,6 +4,8 @@ package io.metaroce.verbs;
  * Memory region and QP access flags ({@code enum ibv_access_flags}) as {@code int} bits; combine
  * with {@code |}. {@link AccessFlag} names the same bits for {@link java.util.EnumSet}s; every
  * method that takes these ints has an overload taking a {@code Set<AccessFlag>}.
+ *
+ * <p>Constants only; thread-safe.
  */
 public final class Access {
     private Access() {}

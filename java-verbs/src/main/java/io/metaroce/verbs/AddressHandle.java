@@ -12,6 +12,8 @@ import java.util.Objects;
 /**
  * An address handle ({@code struct ibv_ah}): the path to a UD peer, named in each UD send
  * ({@link SendWorkRequest#ud}). Created by {@link ProtectionDomain#createAddressHandle}.
+ *
+ * <p><b>Thread safety:</b> safe to share; posts that use it hold it for the call, and a concurrent close waits for them or makes them throw IllegalStateException.
  */
 public final class AddressHandle extends VerbsObject {
 

@@ -25,7 +25,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>wr_ids must be unique among the requests in flight on this CQ. Futures complete on the
  * poller thread: use the {@code *Async} stages for work that takes time. When idle, the thread
  * spins, then yields, then parks for up to {@link #MAX_IDLE_PARK_NS}; a new registration wakes
- * it. Closing the poller (or its CQ failing) completes the futures still pending exceptionally
+ * it. A CQ made with a completion channel of its own ({@link #start(CompletionQueue)} uses it;
+ * no other CQ may use that channel) is instead armed when idle and the thread sleeps on the
+ * channel (at most {@link #MAX_IDLE_PARK_NS} at a time), so a completion wakes it at once. Closing the poller (or its CQ failing) completes the futures still pending exceptionally
  * with an IllegalStateException. This path allocates (a future and a snapshot per request); the
  * raw {@link CompletionQueue#poll} stays allocation-free.
  *
@@ -107,6 +109,18 @@ public final class CompletionPoller implements AutoCloseable {
         return f;
     }
 
+    /**
+     * Completes the future of {@code wrId} exceptionally with {@code cause} and forgets it (a
+     * completion that arrives for it later counts as unmatched): for an owner that destroyed the
+     * queue pair of the request, whose flush may never reach this CQ.
+     *
+     * @return whether a future was pending for it
+     */
+    public boolean fail(long wrId, Throwable cause) {
+        CompletableFuture<WorkCompletion.Snapshot> f = pending.remove(wrId);
+        return f != null && f.completeExceptionally(cause);
+    }
+
     /** Requests registered and not yet completed. */
     public int pendingCount() {
         return pending.size();
@@ -118,6 +132,7 @@ public final class CompletionPoller implements AutoCloseable {
     }
 
     private void run(int batch) {
+        CompletionChannel channel = cq.channel();
         int idle = 0;
         try (WorkCompletions wcs = new WorkCompletions(batch)) {
             while (running) {
@@ -131,6 +146,8 @@ public final class CompletionPoller implements AutoCloseable {
                     Thread.onSpinWait();
                 } else if (idle < 400) {
                     Thread.yield();
+                } else if (channel != null) {
+                    sleepOnChannel(channel, wcs);
                 } else {
                     LockSupport.parkNanos(this, Math.min(MAX_IDLE_PARK_NS, 1000L << Math.min(10, idle - 400)));
                 }
@@ -142,8 +159,31 @@ public final class CompletionPoller implements AutoCloseable {
         failPending();
     }
 
+    /** Arms the CQ, polls once more (a completion may have come before the arm), then waits for its event. */
+    private void sleepOnChannel(CompletionChannel channel, WorkCompletions wcs) {
+        cq.requestNotify(false);
+        int n = cq.poll(wcs);
+        for (int i = 0; i < n; i++) {
+            complete(wcs.get(i));
+        }
+        if (n > 0 || !running) {
+            return;
+        }
+        try {
+            CompletionQueue got = channel.await(java.time.Duration.ofNanos(MAX_IDLE_PARK_NS));
+            if (got != null) {
+                got.ackEvents();
+            }
+        } catch (InterruptedException e) {
+            // close() interrupts nothing; a stray interrupt just ends this wait
+        }
+    }
+
     private void complete(WorkCompletion wc) {
         WorkCompletion.Snapshot s = wc.snapshot();
+        if (!s.isSuccess()) {
+            CompletionErrorEvent.emit(s, cq); // also for requests whose future was failed or forgotten before
+        }
         CompletableFuture<WorkCompletion.Snapshot> f = pending.remove(s.wrId());
         if (f == null) {
             unmatched.incrementAndGet();

@@ -14,6 +14,8 @@ import java.util.List;
  * An RDMA device as listed by {@code ibv_get_device_list}: a name (e.g. {@code mrce0},
  * {@code mlx5_0}) and a node GUID. A {@code Device} is a plain value; {@link #open()} looks the
  * device up again by name and opens a {@link Context} on it.
+ *
+ * <p>Immutable, thread-safe (the static methods may be called from any thread).
  */
 public record Device(String name, long nodeGuid) {
 

@@ -3,6 +3,8 @@ package io.metaroce.verbs;
 /**
  * What {@code ibv_query_device} reports (the limits applications size their objects by).
  *
+ * <p>Immutable, thread-safe.
+ *
  * @param firmwareVersion {@code fw_ver}
  * @param nodeGuid the node GUID (host order)
  * @param vendorId the vendor id

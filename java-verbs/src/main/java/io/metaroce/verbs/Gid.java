@@ -10,6 +10,8 @@ import java.util.HexFormat;
 /**
  * A 16-byte GID ({@code union ibv_gid}), in network byte order as the verbs hold it. On RoCEv2
  * (and MetaRoCE) an IPv4 address appears IPv4-mapped: {@code ::ffff:198.18.0.1}.
+ *
+ * <p>Immutable, thread-safe.
  */
 public final class Gid {
 

@@ -1,6 +1,10 @@
 package io.metaroce.verbs;
 
-/** Path MTUs ({@code enum ibv_mtu}). */
+/**
+ * Path MTUs ({@code enum ibv_mtu}).
+ *
+ * <p>Immutable, thread-safe.
+ */
 public enum Mtu {
     MTU_256(256, Abi.IBV_MTU_256),
     MTU_512(512, Abi.IBV_MTU_512),

@@ -3,6 +3,8 @@ package io.metaroce.verbs;
 /**
  * What {@code ibv_query_port} reports about a port (the fields applications use).
  *
+ * <p>Immutable, thread-safe.
+ *
  * @param state {@code enum ibv_port_state} (4 = ACTIVE)
  * @param maxMtu largest path MTU the port supports
  * @param activeMtu the port's current MTU

@@ -2,7 +2,11 @@ package io.metaroce.verbs;
 
 import java.util.Optional;
 
-/** Facts about the binding itself. */
+/**
+ * Facts about the binding itself.
+ *
+ * <p>Stateless; thread-safe.
+ */
 public final class Verbs {
 
     private Verbs() {}

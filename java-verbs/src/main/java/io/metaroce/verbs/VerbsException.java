@@ -4,6 +4,8 @@ package io.metaroce.verbs;
  * A verb failed. The message names the verb (the C function, e.g. {@code ibv_modify_qp} or
  * {@code ibv_post_send}) and its error number with the system's text, e.g.
  * {@code "ibv_create_qp failed: Invalid argument (errno 22)"}.
+ *
+ * <p>Immutable once thrown; safe to hand to another thread.
  */
 public class VerbsException extends RuntimeException {
 

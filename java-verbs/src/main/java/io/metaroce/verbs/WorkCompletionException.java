@@ -4,6 +4,8 @@ package io.metaroce.verbs;
  * A work request completed with an error status ({@link WorkCompletion#check()}), e.g.
  * {@code "work request 7 (RDMA_WRITE on QP 0x000012) completed with status REM_ACCESS_ERR (10):
  * remote access error"}.
+ *
+ * <p>Immutable once thrown; safe to hand to another thread.
  */
 public class WorkCompletionException extends RuntimeException {
 

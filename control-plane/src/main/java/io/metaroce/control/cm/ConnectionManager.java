@@ -447,10 +447,15 @@ public final class ConnectionManager implements AutoCloseable {
         p.helloSeen = false;
         p.bootId = 0;
         p.failAll(new CmRejectedException(CmMessage.REASON_ERROR, "peer daemon " + ip(p.ip) + " lost: " + why));
-        if (p.channel != null) {
-            p.channel.close();
-            p.channel = null;
+        Channel c = p.channel;
+        p.channel = null;
+        if (c != null) {
+            c.close();
         }
+        for (Channel other : new ArrayList<>(p.helloChannels)) {
+            other.close();
+        }
+        p.helloChannels.clear();
         listener.onPeerLost(p.ip, why);
     }
 
@@ -507,6 +512,7 @@ public final class ConnectionManager implements AutoCloseable {
                 // Several connections to one peer can exist (both dialed at once): each is read;
                 // the newest carries what we send.
                 p.channel = ch;
+                p.helloChannels.add(ch);
                 p.bootId = h.bootId();
                 p.helloSeen = true;
                 p.flush();
@@ -619,6 +625,11 @@ public final class ConnectionManager implements AutoCloseable {
     private final class Peer {
         final int ip;
         Channel channel;
+        /**
+         * Every connection with this peer that said HELLO, oldest first; {@link #channel} is the
+         * newest. When it closes, the newest one left carries what we send.
+         */
+        final List<Channel> helloChannels = new ArrayList<>(2);
         /** The connection we dialed, while it waits for the peer's HELLO. */
         Channel dialed;
         boolean helloSeen;
@@ -917,10 +928,22 @@ public final class ConnectionManager implements AutoCloseable {
                         + " the connection");
             }
             Peer p = peers.get(ip);
-            if (p != null && p.channel == ctx.channel()) {
-                p.channel = null;
-                // A peer that closed its connection is given until the peer timeout to come back with
-                // the same boot id; the tick redials it.
+            if (p != null) {
+                p.helloChannels.remove(ctx.channel());
+                if (p.channel == ctx.channel()) {
+                    // Another connection with the peer that said HELLO (both dialed at once) carries
+                    // on; with none, the peer is given until the peer timeout to come back with
+                    // the same boot id, and the tick redials it.
+                    p.channel = null;
+                    for (Channel c : p.helloChannels) {
+                        if (c.isActive()) {
+                            p.channel = c;
+                        }
+                    }
+                    if (p.channel != null) {
+                        p.flush();
+                    }
+                }
             }
             ctx.fireChannelInactive();
         }

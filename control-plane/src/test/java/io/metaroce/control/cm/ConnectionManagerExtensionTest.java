@@ -137,4 +137,45 @@ class ConnectionManagerExtensionTest {
             assertThat(got.length).as("A's HELLO, then the end of the stream").isEqualTo(CmCodec.HELLO_SIZE);
         }
     }
+
+    private static Socket raw(int port) throws IOException {
+        Socket s = new Socket();
+        s.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), 0));
+        s.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port), 5000);
+        s.setSoTimeout(5000);
+        return s;
+    }
+
+    /** The next PING A sends on {@code s} (other frames are skipped). */
+    private static CmMessage.Ping nextPing(Socket s) throws IOException {
+        for (;;) {
+            byte[] f = readFrame(s.getInputStream());
+            if (CmCodec.decode(Unpooled.wrappedBuffer(f), f.length) instanceof CmMessage.Ping p) {
+                return p;
+            }
+        }
+    }
+
+    @Test
+    void whenTheNewestConnectionWithAPeerClosesAnOlderOneCarriesOn() throws Exception {
+        // CM section 1: several connections with one peer may exist; the newest carries what A
+        // sends, and when it closes, another one still open takes over (A once waited for a
+        // redial instead, and a CONNECT queued meanwhile timed out; found by the conformance suite).
+        int port = portFreeOnBoth();
+        a = ConnectionManager.start(A, new ConnectionManager.Config(port, 100, 30_000, 2000), new Quiet());
+        try (Socket older = raw(port); Socket newer = raw(port)) {
+            older.getOutputStream().write(hello(CmCodec.VERSION, 0));
+            assertThat(readFrame(older.getInputStream())[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
+            newer.getOutputStream().write(hello(CmCodec.VERSION, 0));
+            assertThat(readFrame(newer.getInputStream())[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
+            long onNewer = nextPing(newer).sequence();
+            newer.close();
+            // A's heartbeats go on, on the older connection, after the one seen on the newer.
+            long onOlder;
+            do {
+                onOlder = nextPing(older).sequence();
+            } while (onOlder <= onNewer);
+            assertThat(onOlder).isGreaterThan(onNewer);
+        }
+    }
 }

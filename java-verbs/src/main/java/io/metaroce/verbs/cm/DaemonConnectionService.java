@@ -46,6 +46,8 @@ import java.util.Arrays;
  *
  * A GID left zero (no GID index in the options) is replaced on the other side by the IPv4-mapped
  * GID of the sender's daemon address.
+ *
+ * <p><b>Thread safety:</b> immutable, thread-safe: each listen and connect opens its own daemon connection; a listener is safe to share (concurrent {@code next} calls each take a request), a request is answered once.
  */
 public final class DaemonConnectionService implements ConnectionService {
 
@@ -56,6 +58,15 @@ public final class DaemonConnectionService implements ConnectionService {
     /** The daemon of this network namespace; the daemon's connect timeout; the default backlog. */
     public DaemonConnectionService() throws IOException {
         this(DaemonControl.defaultSocketPath(), 0, 0);
+    }
+
+    /**
+     * The daemon of this network namespace; {@link #connect} waits at most {@code connectTimeout}
+     * (whole milliseconds, at least 1) for the peer application's answer; the default backlog.
+     */
+    public DaemonConnectionService(Duration connectTimeout) throws IOException {
+        this(DaemonControl.defaultSocketPath(), (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeout.toMillis())),
+                0);
     }
 
     /**

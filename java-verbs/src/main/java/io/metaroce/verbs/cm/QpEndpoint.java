@@ -9,6 +9,8 @@ import java.util.Arrays;
  * GID. {@link #toWire()} is ibv_rc_pingpong's text form {@code "LLLL:QQQQQQ:PPPPPP:GGGG...G"}
  * ({@code "%04x:%06x:%06x:%s"}, the GID as 32 hex digits) sent as a 52-byte NUL-terminated
  * message, so Java and C peers interoperate.
+ *
+ * <p>Immutable, thread-safe.
  */
 public record QpEndpoint(int lid, int qpn, int psn, Gid gid) {
 

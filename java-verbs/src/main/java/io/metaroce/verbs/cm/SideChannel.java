@@ -23,6 +23,8 @@ import java.util.function.UnaryOperator;
  *
  * The server accepts one connection on the port (SO_REUSEADDR, any address) and then stops
  * listening, as the C program does.
+ *
+ * <p><b>Thread safety:</b> one exchange per instance, driven by one thread; the static helpers are stateless.
  */
 public final class SideChannel {
 

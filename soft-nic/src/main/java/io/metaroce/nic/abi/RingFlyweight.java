@@ -116,6 +116,11 @@ public final class RingFlyweight {
         return (int) INT.getAcquire(segment, RingHeaderDescriptor.OFF_NOTIFY_COUNT);
     }
 
+    /** The channel's number of this CQ's latest notification (written before notify_count). */
+    public void notifySeq(int seq) {
+        INT.setRelease(segment, RingHeaderDescriptor.OFF_NOTIFY_SEQ, seq);
+    }
+
     /** Only the daemon writes notify_count: a plain increment published with release. */
     public void incrementNotifyCount() {
         INT.setRelease(segment, RingHeaderDescriptor.OFF_NOTIFY_COUNT, notifyCount() + 1);

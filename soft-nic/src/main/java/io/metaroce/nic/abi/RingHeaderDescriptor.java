@@ -20,7 +20,8 @@ public final class RingHeaderDescriptor {
             Layouts.u32("flags"),
             Layouts.u32("arm"),
             Layouts.u32("notify_count"),
-            Layouts.pad("pad3", 52)).withName(C_NAME);
+            Layouts.u32("notify_seq"),
+            Layouts.pad("pad3", 48)).withName(C_NAME);
     public static final long SIZE = LAYOUT.byteSize();
     public static final long OFF_MAGIC = Layouts.off(LAYOUT, "magic");
     public static final long OFF_VERSION = Layouts.off(LAYOUT, "version");
@@ -32,6 +33,7 @@ public final class RingHeaderDescriptor {
     public static final long OFF_FLAGS = Layouts.off(LAYOUT, "flags");
     public static final long OFF_ARM = Layouts.off(LAYOUT, "arm");
     public static final long OFF_NOTIFY_COUNT = Layouts.off(LAYOUT, "notify_count");
+    public static final long OFF_NOTIFY_SEQ = Layouts.off(LAYOUT, "notify_seq");
 
     private RingHeaderDescriptor() {}
 }

@@ -910,6 +910,14 @@ public final class RcRequester {
         }
         if (progress) {
             onProgress(dp, nowNs);
+            if (qp.state != Ibv.QPS_ERR) {
+                // Complete now, not at this QP's next duty-cycle step: receive completions of
+                // this RX batch are written when it ends, and the peer's answer to a SEND must not
+                // complete before the SEND itself (an application waiting for its send completion
+                // would wake for the receive: ib_send_lat -e of perftest 4.5-0.17, which shares
+                // one channel between both CQs, then read an unwritten completion).
+                retire();
+            }
         }
     }
 

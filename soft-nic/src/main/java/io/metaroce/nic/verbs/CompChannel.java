@@ -13,10 +13,17 @@ public final class CompChannel {
     public final int eventFd;
     int cqUsers;
     public long signals;
+    /** Notifications raised on this channel (the CQ ring's notify_seq). Engine thread only. */
+    private int seq;
 
     public CompChannel(int handle, int eventFd) {
         this.handle = handle;
         this.eventFd = eventFd;
+    }
+
+    /** The number of the next notification on this channel. */
+    public int nextSeq() {
+        return ++seq;
     }
 
     /** Called by the engine when an armed CQ got a matching completion. */

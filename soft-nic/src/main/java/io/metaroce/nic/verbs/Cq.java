@@ -67,6 +67,9 @@ public final class Cq {
         if (arm == AbiConstants.MRCE_CQ_ARM_NEXT
                 || (arm == AbiConstants.MRCE_CQ_ARM_SOLICITED && (solicited || status != 0))) {
             if (ring.exchangeArm(0) != 0) {
+                if (channel != null) {
+                    ring.notifySeq(channel.nextSeq());
+                }
                 ring.incrementNotifyCount();
                 notifications++;
                 if (channel != null) {

@@ -8,6 +8,8 @@ import java.util.Arrays;
 
 /**
  * {@code bin/jverbs EXAMPLE [options]}: {@code rc-pingpong}, {@code write-bw}, {@code devices}.
+ *
+ * <p><b>Thread safety:</b> a command-line entry point, run from main.
  */
 public final class Main {
 
@@ -23,6 +25,10 @@ public final class Main {
             case "rc-pingpong" -> new RcPingPong(System.out, System.err).run(rest);
             case "write-bw" -> new WriteBw(System.out, System.err).run(rest);
             case "devices" -> devices();
+            case "rpc-server" -> io.metaroce.verbs.examples.rpc.RpcExample.server(rest);
+            case "rpc-client" -> io.metaroce.verbs.examples.rpc.RpcExample.client(rest);
+            case "netty-echo-server" -> nettyEcho(true, rest);
+            case "netty-echo-client" -> nettyEcho(false, rest);
             default -> {
                 usage();
                 yield 2;
@@ -36,7 +42,21 @@ public final class Main {
         System.err.println("usage: jverbs EXAMPLE [options] [server]");
         System.err.println("  rc-pingpong   ibv_rc_pingpong in Java (same options and output; interoperates with it)");
         System.err.println("  write-bw      RDMA WRITE bandwidth between two jverbs");
+        System.err.println("  rpc-server    request/response over endpoints: -d dev -p service [-n requests, then exit]");
+        System.err.println("  rpc-client    -d dev -p service -t threads -c calls-per-thread -e endpoints -w window [--jfr] server");
+        System.err.println("  netty-echo-server  a Netty echo over RDMA channels (--tcp: over TCP epoll): -d dev -p service");
+        System.err.println("  netty-echo-client  -d dev -p service -n messages -s size -b burst [--tcp] server");
         System.err.println("  devices       the devices, their first port, and where the verbs bind");
+    }
+
+    private static int nettyEcho(boolean server, String[] rest) {
+        try {
+            return server ? io.metaroce.verbs.examples.netty.NettyEcho.server(rest)
+                    : io.metaroce.verbs.examples.netty.NettyEcho.client(rest);
+        } catch (Exception e) {
+            System.err.println("netty-echo: " + e);
+            return 1;
+        }
     }
 
     private static int devices() {

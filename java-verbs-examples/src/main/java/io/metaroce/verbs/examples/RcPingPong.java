@@ -39,6 +39,8 @@ import java.util.Locale;
  *   jverbs rc-pingpong [-p port] [-d dev] [-i ib_port] [-s size] [-m mtu] [-r rx_depth]
  *                      [-n iters] [-l sl] [-e] [-g gid_idx] [-c] [--cm tcp|daemon] [server]
  * </pre>
+ *
+ * <p><b>Thread safety:</b> one run per instance, on one thread.
  */
 public final class RcPingPong {
 

@@ -42,6 +42,8 @@ import java.util.Locale;
  *
  * The side channel message is an ibv_rc_pingpong endpoint (52 bytes) followed by the buffer's
  * address, rkey and size ({@code "%016x:%08x:%08x"} and NUL, 36 bytes).
+ *
+ * <p><b>Thread safety:</b> one run per instance, on one thread.
  */
 public final class WriteBw {
 

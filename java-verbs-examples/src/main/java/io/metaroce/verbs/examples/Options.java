@@ -9,6 +9,8 @@ import java.util.Set;
 /**
  * A small getopt: short options ({@code -s 4096}, {@code -s4096}, {@code -e}), their long names
  * ({@code --size=4096}, {@code --size 4096}), and positional arguments.
+ *
+ * <p><b>Thread safety:</b> mutable while parsing; confined to the thread that parses and runs.
  */
 final class Options {
 

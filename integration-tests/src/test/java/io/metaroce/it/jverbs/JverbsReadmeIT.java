@@ -1,0 +1,92 @@
+package io.metaroce.it.jverbs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.metaroce.it.Env;
+import io.metaroce.it.Proc;
+import io.metaroce.it.Wait;
+import io.metaroce.it.jverbs.apps.EndpointApp;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.tools.ToolProvider;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * java-verbs/README.md's first snippet ({@code <!-- snippet: run -->}) compiled as the body of a
+ * main and run in namespace A against an echo endpoint on service 7000 of B (198.18.0.2, the
+ * address the snippet names): it prints the echoed "ping" and the server's exposed buffer.
+ */
+@Timeout(300)
+class JverbsReadmeIT {
+
+    private static JverbsFabric fabric;
+
+    @BeforeAll
+    static void fabric() {
+        Env.assumeNamespaces();
+        fabric = JverbsFabric.withDaemons("JverbsReadmeIT", 1500);
+    }
+
+    @AfterAll
+    static void teardown() {
+        if (fabric != null) {
+            fabric.close();
+        }
+    }
+
+    @Test
+    void theReadmeSnippetRunsAgainstAnEchoEndpoint(@TempDir Path dir) throws Exception {
+        Path root = Env.root();
+        Matcher m = Pattern.compile("<!-- snippet: run -->\\s*```java\\n(.*?)```", Pattern.DOTALL)
+                .matcher(Files.readString(root.resolve("java-verbs/README.md")));
+        assertThat(m.find()).as("a run snippet in java-verbs/README.md").isTrue();
+        Path src = dir.resolve("ReadmeSnippet.java");
+        Files.writeString(src, """
+                import io.metaroce.verbs.*;
+                import io.metaroce.verbs.cm.*;
+                import io.metaroce.verbs.endpoint.*;
+                import java.lang.foreign.*;
+                import java.net.*;
+                import java.nio.charset.*;
+                import java.time.*;
+                import java.util.concurrent.*;
+                public class ReadmeSnippet {
+                    public static void main(String[] args) throws Exception {
+                """ + m.group(1) + "    }\n}\n");
+        String classes = root.resolve("java-verbs/target/classes").toString();
+        int rc = ToolProvider.getSystemJavaCompiler().run(null, new PrintStream(OutputStream.nullOutputStream()),
+                System.err, "-d", dir.toString(), "-cp", classes, src.toString());
+        assertThat(rc).as("javac of the README snippet").isZero();
+
+        try (Proc server = fabric.start(fabric.b, "echo-server",
+                JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7000"))) {
+            boolean listening = Wait.until(Duration.ofSeconds(60),
+                    () -> server.output().contains("LISTENING") || !server.isAlive());
+            assertThat(listening && server.output().contains("LISTENING")).as(server.output()).isTrue();
+            List<String> cmd = new ArrayList<>(List.of(Env.bin("mrce-run").toString(),
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "--enable-native-access=ALL-UNNAMED", "-cp", dir + ":" + classes, "ReadmeSnippet"));
+            try (Proc client = fabric.start(fabric.a, "readme-snippet", cmd)) {
+                int ce = client.waitFor(Duration.ofSeconds(120));
+                int se = server.waitFor(Duration.ofSeconds(60));
+                String ctx = "--- server:\n" + server.output() + "\n--- snippet:\n" + client.output();
+                assertThat(ce).as(ctx).isZero();
+                assertThat(se).as(ctx).isZero();
+                assertThat(client.output()).as(ctx).contains("reply: ping")
+                        .contains("the server exposes RemoteBuffer[0x").contains("65536 bytes");
+                assertThat(server.output()).as(ctx).contains("OK echoed=1 DISCONNECTED local=false");
+            }
+        }
+    }
+}

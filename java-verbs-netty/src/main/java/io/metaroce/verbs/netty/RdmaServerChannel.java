@@ -1,0 +1,142 @@
+package io.metaroce.verbs.netty;
+
+import io.metaroce.verbs.endpoint.Endpoint;
+import io.metaroce.verbs.endpoint.EndpointGroup;
+import io.metaroce.verbs.endpoint.EndpointListener;
+import io.metaroce.verbs.endpoint.EndpointOptions;
+import io.netty.channel.AbstractServerChannel;
+import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultChannelConfig;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.SocketException;
+
+/**
+ * A Netty server channel that listens on a service of the MetaRoCE daemons' connection service
+ * and turns each accepted {@link Endpoint} into a child {@link RdmaChannel}: a
+ * {@code ServerBootstrap} with {@code channelFactory(() -> new RdmaServerChannel(group, options))},
+ * bound to {@code new InetSocketAddress(service)} (the port is the service id). A virtual thread
+ * accepts (the connection set-up blocks on the daemon), the event loop fires each child.
+ *
+ * <p><b>Thread safety:</b> as any Netty channel: state changes on its event loop.
+ */
+public class RdmaServerChannel extends AbstractServerChannel {
+
+    private final EndpointGroup group;
+    private final EndpointOptions options;
+    private final ChannelConfig config = new DefaultChannelConfig(this);
+    private final RdmaIoHandle handle = new RdmaIoHandle(() -> {
+        if (isOpen()) {
+            unsafe().close(voidPromise());
+        }
+    });
+    private volatile EndpointListener listener;
+    private volatile boolean open = true;
+    private volatile InetSocketAddress local;
+    private IoRegistration registration;
+
+    /** Children get endpoints built with {@code options}. */
+    public RdmaServerChannel(EndpointGroup group, EndpointOptions options) {
+        this.group = group;
+        this.options = options;
+    }
+
+    @Override
+    public ChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public boolean isActive() {
+        return open && listener != null;
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop l && l.isCompatible(RdmaIoHandle.class);
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        ((IoEventLoop) eventLoop()).register(handle).addListener(f -> {
+            if (f.isSuccess()) {
+                registration = (IoRegistration) f.getNow();
+                promise.setSuccess();
+            } else {
+                promise.setFailure(f.cause());
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        if (registration != null) {
+            registration.cancel();
+        }
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) throws Exception {
+        if (!(localAddress instanceof InetSocketAddress a) || a.getPort() == 0) {
+            throw new IllegalArgumentException("bind to new InetSocketAddress(service), service nonzero: " + localAddress);
+        }
+        listener = group.bind(a.getPort(), options);
+        local = a;
+        Thread.ofVirtual().name("rdma-accept-" + a.getPort()).start(this::acceptLoop);
+    }
+
+    private void acceptLoop() {
+        EndpointListener l = listener;
+        while (open) {
+            Endpoint e;
+            try {
+                e = l.accept();
+            } catch (SocketException closed) {
+                return;
+            } catch (IOException | RuntimeException ex) {
+                if (!open) {
+                    return;
+                }
+                eventLoop().execute(() -> pipeline().fireExceptionCaught(ex));
+                continue;
+            }
+            eventLoop().execute(() -> {
+                if (!open) {
+                    e.close();
+                    return;
+                }
+                pipeline().fireChannelRead(new RdmaChannel(this, e));
+                pipeline().fireChannelReadComplete();
+            });
+        }
+    }
+
+    @Override
+    protected void doBeginRead() {
+        // accepting runs from bind until close
+    }
+
+    @Override
+    protected void doClose() throws Exception {
+        open = false;
+        EndpointListener l = listener;
+        if (l != null) {
+            l.close();
+        }
+    }
+}
