@@ -6,6 +6,7 @@ MRCE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 MRCE_JAVA_HOME="${MRCE_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 MRCE_NATIVE_DIR="$MRCE_ROOT/provider-c/build"
 MRCE_PROVIDER_LIB="$MRCE_NATIVE_DIR/libmetaroce.so"
+MRCE_RDMACM_LIB="$MRCE_NATIVE_DIR/libmetaroce-rdmacm.so"
 MRCE_NICD_CLASSES="$MRCE_ROOT/soft-nic/target/classes"
 MRCE_NICD_LIB="$MRCE_ROOT/soft-nic/target/lib"
 MRCE_BUILD_STAMP="$MRCE_ROOT/target/.mrce-build-stamp"
@@ -14,8 +15,10 @@ MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 # Debian packages the build and the tests need.
 # docker.io and debootstrap: the container tests' engine and their node image
 # (docker/build-image). tshark and tcpdump: WiresharkDissectorIT (tools/wireshark).
-MRCE_DEB_PACKAGES=(libibverbs-dev ibverbs-utils rdma-core perftest clang llvm libclang-rt-14-dev libbpf-dev
-	libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io debootstrap tshark tcpdump)
+# librdmacm-dev, rdmacm-utils and qperf: libmetaroce-rdmacm.so and RdmaCmIT.
+MRCE_DEB_PACKAGES=(libibverbs-dev librdmacm-dev rdmacm-utils qperf ibverbs-utils rdma-core perftest clang llvm
+	libclang-rt-14-dev libbpf-dev libxdp-dev xdp-tools linux-libc-dev iproute2 iperf3 sockperf make gcc docker.io
+	debootstrap tshark tcpdump)
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
 mrce_die() { mrce_say "$*"; exit 1; }

@@ -462,7 +462,8 @@ struct mrce_modify_qp_req {
  * exchanged. Private data: 0..MRCE_CM_PRIVATE_DATA_MAX bytes each way; the
  * bytes beyond private_data_len are zero and ignored. Addresses (peer_ipv4)
  * are IPv4 in network order, like ud_dest_ipv4. QPNs and PSNs are 24-bit.
- * The provider does not use these ops; the Java binding does.
+ * libmetaroce.so does not use these ops; the Java binding and
+ * libmetaroce-rdmacm.so (src/rdmacm.c, the librdmacm API) do.
  */
 #define MRCE_CM_PRIVATE_DATA_MAX 192
 #define MRCE_CM_ACCEPTED 0           /* cm_connect_resp.result */

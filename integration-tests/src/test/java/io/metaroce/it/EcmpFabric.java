@@ -226,6 +226,23 @@ final class EcmpFabric extends NetnsFabric {
         dropOnEgress(leafB, spineIfB(link), loss);
     }
 
+    /**
+     * Limits spine link {@code link} to {@code mbit} Mbit/s each way: a token bucket (burst 32 KiB,
+     * 10 ms of queue) as the root qdisc of both ends; {@link #clearRate} undoes it.
+     */
+    void rateLimitSpine(int link, int mbit) {
+        for (String[] end : new String[][] {{leafA, spineIfA(link)}, {leafB, spineIfB(link)}}) {
+            Sh.check("ip", "netns", "exec", end[0], "tc", "qdisc", "replace", "dev", end[1], "root", "tbf",
+                    "rate", mbit + "mbit", "burst", "32kb", "latency", "10ms");
+        }
+    }
+
+    /** Removes a rate limit of spine link {@code link}, if any. */
+    void clearRate(int link) {
+        Sh.run("ip", "netns", "exec", leafA, "tc", "qdisc", "del", "dev", spineIfA(link), "root");
+        Sh.run("ip", "netns", "exec", leafB, "tc", "qdisc", "del", "dev", spineIfB(link), "root");
+    }
+
     /** Removes loss or blackhole from spine link {@code link}. */
     void clearSpine(int link) {
         clearEgress(leafA, spineIfA(link));

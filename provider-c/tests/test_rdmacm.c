@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Daemon-free unit tests of libmetaroce-rdmacm.so (src/rdmacm.c, included so
+ * that its event queue can be driven directly): event channels (a count per
+ * event, EAGAIN when non-blocking, order), rdma_migrate_id, events dropped by
+ * rdma_destroy_id, argument checks, rdma_getaddrinfo, rdma_init_qp_attr,
+ * rdma_event_str, and the clear failure without an mrce0 device.
+ */
+#include "../src/rdmacm.c"
+
+
+static int failures;
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+static bool readable(struct rdma_event_channel *ch)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+static void post(struct rdma_cm_id *id, enum rdma_cm_event_type t, int status)
+{
+	pthread_mutex_lock(&g_lock);
+	ev_post(rc(id), t, status, "pd", 3);
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void test_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel(), *ch2;
+	struct rdma_cm_id *a, *b;
+	struct rdma_cm_event *ev;
+
+	CHECK(ch && ch->fd >= 0);
+	CHECK(fcntl(ch->fd, F_SETFL, O_NONBLOCK) == 0);
+	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
+	CHECK(!readable(ch));
+	CHECK(rdma_create_id(ch, &a, (void *)0x1, RDMA_PS_TCP) == 0);
+	CHECK(rdma_create_id(ch, &b, NULL, RDMA_PS_UDP) == 0);
+	CHECK(a->qp_type == IBV_QPT_RC && b->qp_type == IBV_QPT_UD && a->context == (void *)0x1);
+
+	/* in order, one count each */
+	post(a, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	post(b, RDMA_CM_EVENT_ADDR_ERROR, -ENETUNREACH);
+	post(a, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	CHECK(readable(ch));
+	CHECK(rdma_get_cm_event(ch, &ev) == 0 && ev->id == a && ev->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(ev->param.conn.private_data_len == 3 && !strcmp(ev->param.conn.private_data, "pd"));
+	rdma_ack_cm_event(ev);
+
+	/* migrate b (and its queued event) to another channel */
+	ch2 = rdma_create_event_channel();
+	CHECK(rdma_migrate_id(b, ch2) == 0 && b->channel == ch2);
+	CHECK(readable(ch2));
+	CHECK(rdma_get_cm_event(ch2, &ev) == 0 && ev->id == b && ev->status == -ENETUNREACH);
+	rdma_ack_cm_event(ev);
+	CHECK(!readable(ch2));
+
+	/* destroying a drops its queued events and their counts */
+	CHECK(readable(ch));
+	CHECK(rdma_destroy_id(a) == 0);
+	CHECK(!readable(ch));
+	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
+
+	/* migrating to no channel makes the id synchronous, with its own channel */
+	CHECK(rdma_migrate_id(b, NULL) == 0 && b->channel && b->channel != ch2 && rc(b)->sync);
+	CHECK(rdma_destroy_id(b) == 0);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(ch2);
+}
+
+static void test_arguments(void)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in6 six = { .sin6_family = AF_INET6 };
+	struct sockaddr_in four = { .sin_family = AF_INET, .sin_port = htons(7471) };
+
+	CHECK(rdma_create_id(NULL, &id, NULL, (enum rdma_port_space)0x999) == -1 && errno == EINVAL);
+	CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&six) == -1 && errno == EAFNOSUPPORT);
+	/* no daemon, no mrce0: a clear failure */
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&four) == -1 && errno == ENODEV);
+	CHECK(rdma_resolve_route(id, 100) == -1 && errno == EINVAL);
+	CHECK(rdma_connect(id, NULL) == -1 && errno == EINVAL);
+	CHECK(rdma_accept(id, NULL) == -1 && errno == EINVAL);
+	CHECK(rdma_reject(id, NULL, 0) == -1 && errno == EINVAL);
+	CHECK(rdma_disconnect(id) == -1 && errno == EINVAL);
+	CHECK(rdma_establish(id) == -1 && errno == EINVAL);
+	CHECK(rdma_join_multicast(id, (struct sockaddr *)&four, NULL) == -1 && errno == EOPNOTSUPP);
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &(uint8_t){ 0 }, 1) == 0);
+	CHECK(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, NULL, 0) == -1);
+	CHECK(rdma_get_src_port(id) == 0 && rdma_get_dst_port(id) == 0);
+	CHECK(rdma_destroy_id(id) == 0);
+	CHECK(rsocket() == -1 && errno == ENOSYS);
+	{
+		int n = -1;
+		struct ibv_context **list = rdma_get_devices(&n);
+
+		CHECK(list && !list[0] && n == 0);
+		rdma_free_devices(list);
+	}
+}
+
+static void test_getaddrinfo(void)
+{
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE }, *res;
+	const struct sockaddr_in *sin;
+
+	CHECK(rdma_getaddrinfo(NULL, "7471", &hints, &res) == 0);
+	sin = (const struct sockaddr_in *)res->ai_src_addr;
+	CHECK(sin && sin->sin_addr.s_addr == htonl(INADDR_ANY) && ntohs(sin->sin_port) == 7471);
+	CHECK(!res->ai_dst_addr && res->ai_port_space == RDMA_PS_TCP && res->ai_qp_type == IBV_QPT_RC);
+	rdma_freeaddrinfo(res);
+
+	hints = (struct rdma_addrinfo){ .ai_flags = RAI_NUMERICHOST, .ai_port_space = RDMA_PS_UDP };
+	CHECK(rdma_getaddrinfo("198.18.0.9", "9", &hints, &res) == 0);
+	sin = (const struct sockaddr_in *)res->ai_dst_addr;
+	CHECK(sin && sin->sin_addr.s_addr == htonl(0xc6120009) && ntohs(sin->sin_port) == 9);
+	CHECK(res->ai_qp_type == IBV_QPT_UD && res->ai_port_space == RDMA_PS_UDP);
+	rdma_freeaddrinfo(res);
+
+	hints = (struct rdma_addrinfo){ .ai_family = AF_INET6 };
+	CHECK(rdma_getaddrinfo("::1", "9", &hints, &res) == -1 && errno == EAFNOSUPPORT);
+}
+
+static void test_qp_attr(void)
+{
+	struct rdma_cm_id *id;
+	struct ibv_qp_attr a;
+	int mask;
+
+	CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+	rc(id)->peer_qpn = 0x123456;
+	rc(id)->peer_psn = 0xabcdef;
+	rc(id)->peer_gid[10] = rc(id)->peer_gid[11] = 0xff;
+	rc(id)->peer_gid[15] = 2;
+	rc(id)->psn = 0x111111;
+	rc(id)->resp_res = 0; /* at least 1 */
+	rc(id)->init_depth = 200; /* at most the device's */
+	a.qp_state = IBV_QPS_INIT;
+	CHECK(rdma_init_qp_attr(id, &a, &mask) == 0);
+	CHECK(mask == (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	CHECK(a.port_num == 1 && (a.qp_access_flags & IBV_ACCESS_REMOTE_READ));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK(rdma_init_qp_attr(id, &a, &mask) == 0);
+	CHECK(mask == (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+	CHECK(a.dest_qp_num == 0x123456 && a.rq_psn == 0xabcdef && a.max_dest_rd_atomic == 1);
+	CHECK(a.ah_attr.is_global && a.ah_attr.grh.dgid.raw[15] == 2 && a.ah_attr.port_num == 1);
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(rdma_init_qp_attr(id, &a, &mask) == 0);
+	CHECK((mask & (IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) == (IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
+	CHECK(a.sq_psn == 0x111111 && a.max_rd_atomic == g_max_rd);
+	a.qp_state = IBV_QPS_SQD;
+	CHECK(rdma_init_qp_attr(id, &a, &mask) == -1 && errno == EINVAL);
+	rdma_destroy_id(id);
+
+	CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP) == 0);
+	a.qp_state = IBV_QPS_INIT;
+	CHECK(rdma_init_qp_attr(id, &a, &mask) == 0 && (mask & IBV_QP_QKEY) && a.qkey == RDMA_UDP_QKEY);
+	rdma_destroy_id(id);
+}
+
+int main(void)
+{
+	setenv("METAROCE_SOCK", "/nonexistent/metaroce-test.sock", 1);
+	test_channel();
+	test_arguments();
+	test_getaddrinfo();
+	test_qp_attr();
+	CHECK(!strcmp(rdma_event_str(RDMA_CM_EVENT_DISCONNECTED), "RDMA_CM_EVENT_DISCONNECTED"));
+	CHECK(!strcmp(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT"));
+	if (failures) {
+		fprintf(stderr, "test_rdmacm: %d failures\n", failures);
+		return 1;
+	}
+	printf("test_rdmacm: OK\n");
+	return 0;
+}
