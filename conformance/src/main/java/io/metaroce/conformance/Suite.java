@@ -57,7 +57,7 @@ final class Suite {
             this.rsn0 = rsn0;
             this.trsn0 = trsn0;
             this.theirs = theirs;
-            this.token = theirs.token();
+            this.token = theirs == null ? 0 : theirs.token();
         }
 
         /** A request-stream packet on {@code path} (its next PSN), RSN {@code rsn0 + k}. */
@@ -137,8 +137,12 @@ final class Suite {
     }
 
     /** {@link #openRc()}; unregistered, the suite's manager answers the target's CONNECT with REJECT NO_QP. */
+    /** The target QP of the latest {@link #openRc} (set before it connects). */
+    private int lastTargetQp;
+
     Rc openRc(boolean register) throws Exception {
         int tq = agent.createRc();
+        lastTargetQp = tq;
         int sq = qpn24();
         int myToken = random.nextInt() | 1;
         int rsn0 = random.nextInt(1 << 24);
@@ -995,7 +999,19 @@ final class Suite {
     }
 
     void cmRejectFailsQp() throws Exception {
-        Rc c = openRc(false);
+        Rc c;
+        try {
+            c = openRc(false);
+        } catch (IllegalStateException e) {
+            // The suite rejects the CONNECT the target sends at RTR at once; the REJECT may fail
+            // the QP before the agent moved it on to RTS, which then fails: the QP is in the error
+            // state either way, which is what this case checks through its receive below.
+            if (e.getMessage() == null || !e.getMessage().contains("to RTS")) {
+                throw e;
+            }
+            c = new Rc(lastTargetQp, 0, 0, 0, 0, null);
+            open.add(c);
+        }
         long r = region();
         agent.recv(c.tq, 33, r, 64);
         AgentClient.Completion wc = completion("CM §3");
