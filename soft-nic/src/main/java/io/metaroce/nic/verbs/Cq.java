@@ -1,6 +1,6 @@
 package io.metaroce.nic.verbs;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.CqeFlyweight;
 import io.metaroce.nic.abi.RingFlyweight;
 import java.lang.foreign.MemorySegment;

@@ -1,6 +1,6 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.QpAttrDescriptor.*;
+import static io.metaroce.abi.QpAttrDescriptor.*;
 
 import java.nio.ByteBuffer;
 

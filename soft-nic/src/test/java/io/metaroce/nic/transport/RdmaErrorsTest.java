@@ -3,7 +3,7 @@ package io.metaroce.nic.transport;
 import static io.metaroce.nic.transport.RdmaRig.assertCanary;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.TestNode;

@@ -56,7 +56,7 @@ class IdentifierTest {
             node.service.identifierRandom(new java.util.Random(44));
             assertThat(node.hello().status()).isZero();
             int pd = node.allocPd();
-            TestNode.CqHandles cq = node.createCq(16, io.metaroce.nic.abi.AbiConstants.NO_HANDLE);
+            TestNode.CqHandles cq = node.createCq(16, io.metaroce.abi.AbiConstants.NO_HANDLE);
             Set<Integer> slots = new HashSet<>();
             int prev = -1;
             for (int i = 0; i < 8; i++) {

@@ -1,15 +1,15 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AsyncEventDescriptor;
-import io.metaroce.nic.abi.HelloRespDescriptor;
+import io.metaroce.abi.AsyncEventDescriptor;
+import io.metaroce.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.abi.ModifySrqReqDescriptor;
-import io.metaroce.nic.abi.ReregMrReqDescriptor;
-import io.metaroce.nic.abi.SrqAttrDescriptor;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.ModifySrqReqDescriptor;
+import io.metaroce.abi.ReregMrReqDescriptor;
+import io.metaroce.abi.SrqAttrDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Errno;
@@ -158,7 +158,7 @@ class SrqEventsReregTest {
                 4, 1, 0);
         assertThat(qpr.status()).isZero();
         int qpHandle = qpr.payload().getInt(0);
-        assertThat(qpr.payload().getInt((int) io.metaroce.nic.abi.CreateQpRespDescriptor.OFF_MAX_RECV_WR))
+        assertThat(qpr.payload().getInt((int) io.metaroce.abi.CreateQpRespDescriptor.OFF_MAX_RECV_WR))
                 .isZero();
         node.pump();
         Qp qp = node.engine.qpByQpn(qpr.payload().getInt(4));
