@@ -7,6 +7,7 @@ import io.metaroce.abi.CmGetRequestReqDescriptor;
 import io.metaroce.abi.CmListenReqDescriptor;
 import io.metaroce.abi.CmRejectReqDescriptor;
 import io.metaroce.abi.CmRequestDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.control.ControlProtocol;
 import io.metaroce.control.LocalSession;
 import java.nio.ByteBuffer;
@@ -41,20 +42,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class ServiceTable implements ConnectionManager.ServiceHandler, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ServiceTable.class);
-
-    // Linux errno values answered.
-    static final int ENOENT = 2;
-    static final int EAGAIN = 11;
-    static final int EBUSY = 16;
-    static final int EINVAL = 22;
-    static final int EADDRINUSE = 98;
-    static final int ECONNABORTED = 103;
-    static final int ECONNRESET = 104;
-    static final int ENOBUFS = 105;
-    static final int ESHUTDOWN = 108;
-    static final int ETIMEDOUT = 110;
-    static final int ECONNREFUSED = 111;
-    static final int ECANCELED = 125;
 
     /** CM_CONNECTs outstanding per connection at most; one more is EBUSY. */
     public static final int MAX_CONNECTS = 64;
@@ -155,7 +142,7 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
                 case ControlProtocol.OP_CM_GET_REQUEST -> getRequest(s, seq, p);
                 case ControlProtocol.OP_CM_ACCEPT -> accept(s, seq, p);
                 case ControlProtocol.OP_CM_REJECT -> reject(s, seq, p);
-                default -> fail(s, op, seq, EINVAL);
+                default -> fail(s, op, seq, Errno.EINVAL);
             }
         }
     }
@@ -172,11 +159,11 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         int service = p.getInt(CmListenReqDescriptor.OFF_SERVICE_ID);
         int backlog = p.getInt(CmListenReqDescriptor.OFF_BACKLOG);
         if (service == 0 || backlog < 0 || backlog > ControlProtocol.CM_MAX_BACKLOG) {
-            fail(s, ControlProtocol.OP_CM_LISTEN, seq, EINVAL);
+            fail(s, ControlProtocol.OP_CM_LISTEN, seq, Errno.EINVAL);
             return;
         }
         if (listens.containsKey(service)) {
-            fail(s, ControlProtocol.OP_CM_LISTEN, seq, EADDRINUSE);
+            fail(s, ControlProtocol.OP_CM_LISTEN, seq, Errno.EADDRINUSE);
             return;
         }
         listens.put(service, new Listen(service, s, backlog == 0 ? ControlProtocol.CM_DEFAULT_BACKLOG : backlog));
@@ -190,14 +177,14 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         int service = p.getInt(CmListenReqDescriptor.OFF_SERVICE_ID);
         Listen l = listens.get(service);
         if (l == null || l.owner != s) {
-            fail(s, ControlProtocol.OP_CM_UNLISTEN, seq, ENOENT);
+            fail(s, ControlProtocol.OP_CM_UNLISTEN, seq, Errno.ENOENT);
             return;
         }
         dropListen(l);
         if (s.services.isEmpty() && s.waiterSeq >= 0) {
             // Nothing left to wait for: the outstanding CM_GET_REQUEST ends now.
             s.waiterTimer.cancel(false);
-            fail(s, ControlProtocol.OP_CM_GET_REQUEST, (int) s.waiterSeq, ECANCELED);
+            fail(s, ControlProtocol.OP_CM_GET_REQUEST, (int) s.waiterSeq, Errno.ECANCELED);
             s.waiterSeq = -1;
         }
         ok(s, ControlProtocol.OP_CM_UNLISTEN, seq);
@@ -228,11 +215,11 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         byte[] pd = privateData(p, CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectReqDescriptor.OFF_PRIVATE_DATA);
         if (peerIp == 0 || service == 0 || (qpn & ~MASK24) != 0 || (psn & ~MASK24) != 0 || pd == null
                 || timeout > Integer.MAX_VALUE) {
-            fail(s, op, seq, EINVAL);
+            fail(s, op, seq, Errno.EINVAL);
             return;
         }
         if (s.connects.size() >= MAX_CONNECTS) {
-            fail(s, op, seq, EBUSY);
+            fail(s, op, seq, Errno.EBUSY);
             return;
         }
         byte[] gid = new byte[16];
@@ -275,11 +262,11 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
                 s.session.respond(op, seq, 0, b);
             }
             case CmMessage.SvcReject r -> fail(s, op, seq, switch (r.reason()) {
-                case CmMessage.SVC_LISTENER_GONE -> ECONNRESET;
-                case CmMessage.SVC_BUSY -> ENOBUFS;
-                default -> ECONNREFUSED; // SVC_NO_LISTENER
+                case CmMessage.SVC_LISTENER_GONE -> Errno.ECONNRESET;
+                case CmMessage.SVC_BUSY -> Errno.ENOBUFS;
+                default -> Errno.ECONNREFUSED; // SVC_NO_LISTENER
             });
-            default -> fail(s, op, seq, EINVAL);
+            default -> fail(s, op, seq, Errno.EINVAL);
         }
     }
 
@@ -287,11 +274,11 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         int op = ControlProtocol.OP_CM_GET_REQUEST;
         long timeout = Integer.toUnsignedLong(p.getInt(CmGetRequestReqDescriptor.OFF_TIMEOUT_MS));
         if (s.services.isEmpty()) {
-            fail(s, op, seq, EINVAL);
+            fail(s, op, seq, Errno.EINVAL);
             return;
         }
         if (s.waiterSeq >= 0) {
-            fail(s, op, seq, EBUSY);
+            fail(s, op, seq, Errno.EBUSY);
             return;
         }
         if (!s.queue.isEmpty()) {
@@ -301,7 +288,7 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             return;
         }
         if (timeout == 0) {
-            fail(s, op, seq, EAGAIN);
+            fail(s, op, seq, Errno.EAGAIN);
             return;
         }
         s.waiterSeq = Integer.toUnsignedLong(seq);
@@ -309,7 +296,7 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             synchronized (this) {
                 if (s.waiterSeq == Integer.toUnsignedLong(seq)) {
                     s.waiterSeq = -1;
-                    fail(s, op, seq, EAGAIN);
+                    fail(s, op, seq, Errno.EAGAIN);
                 }
             }
         }, timeout, TimeUnit.MILLISECONDS);
@@ -339,16 +326,16 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         byte[] pd = privateData(p, CmAcceptReqDescriptor.OFF_PRIVATE_DATA_LEN, CmAcceptReqDescriptor.OFF_PRIVATE_DATA);
         Incoming x = s.delivered.get(handle);
         if (x == null) {
-            fail(s, op, seq, ENOENT);
+            fail(s, op, seq, Errno.ENOENT);
             return;
         }
         if ((qpn & ~MASK24) != 0 || (psn & ~MASK24) != 0 || pd == null) {
-            fail(s, op, seq, EINVAL); // the request stays: the application may answer it properly
+            fail(s, op, seq, Errno.EINVAL); // the request stays: the application may answer it properly
             return;
         }
         s.delivered.remove(handle);
         if (x.cancelled) {
-            fail(s, op, seq, ECONNABORTED);
+            fail(s, op, seq, Errno.ECONNABORTED);
             return;
         }
         byPeer.remove(key(x.peerIp, x.request.requestId()));
@@ -369,16 +356,16 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         byte[] pd = privateData(p, CmRejectReqDescriptor.OFF_PRIVATE_DATA_LEN, CmRejectReqDescriptor.OFF_PRIVATE_DATA);
         Incoming x = s.delivered.get(handle);
         if (x == null) {
-            fail(s, op, seq, ENOENT);
+            fail(s, op, seq, Errno.ENOENT);
             return;
         }
         if (pd == null) {
-            fail(s, op, seq, EINVAL);
+            fail(s, op, seq, Errno.EINVAL);
             return;
         }
         s.delivered.remove(handle);
         if (x.cancelled) {
-            fail(s, op, seq, ECONNABORTED);
+            fail(s, op, seq, Errno.ECONNABORTED);
             return;
         }
         byPeer.remove(key(x.peerIp, x.request.requestId()));
@@ -488,14 +475,14 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
     private static int errno(Throwable t) {
         if (t instanceof CmRejectedException e) {
             return switch (e.reason()) {
-                case CmMessage.REASON_TIMEOUT -> ETIMEDOUT;
-                case CmMessage.REASON_SHUTDOWN -> ESHUTDOWN;
-                case CmMessage.REASON_DESTROYED -> ECONNABORTED;
-                default -> ECONNRESET; // the peer daemon was lost or restarted
+                case CmMessage.REASON_TIMEOUT -> Errno.ETIMEDOUT;
+                case CmMessage.REASON_SHUTDOWN -> Errno.ESHUTDOWN;
+                case CmMessage.REASON_DESTROYED -> Errno.ECONNABORTED;
+                default -> Errno.ECONNRESET; // the peer daemon was lost or restarted
             };
         }
         LOG.warn("connection service: unexpected failure", t);
-        return ECONNRESET;
+        return Errno.ECONNRESET;
     }
 
     /** The private data of a request struct, or null when its length is beyond the maximum. */

@@ -8,6 +8,7 @@ import io.metaroce.abi.CmConnectRespDescriptor;
 import io.metaroce.abi.CmListenReqDescriptor;
 import io.metaroce.abi.CmRejectReqDescriptor;
 import io.metaroce.abi.CmRequestDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.control.ControlProtocol;
 import io.metaroce.control.LocalSession;
 import java.nio.ByteBuffer;
@@ -231,13 +232,13 @@ class ServiceTableTest {
                 .isEqualTo("full, sorry");
         // answered: the handle is gone
         expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 1, 1, ""),
-                ServiceTable.ENOENT);
+                Errno.ENOENT);
     }
 
     @Test
     void noListenerIsRefusedAtOnce() throws Exception {
         Session client = new Session();
-        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 99, 1, 2, "", 60_000), ServiceTable.ECONNREFUSED);
+        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 99, 1, 2, "", 60_000), Errno.ECONNREFUSED);
     }
 
     @Test
@@ -245,29 +246,29 @@ class ServiceTableTest {
         Session s1 = new Session();
         Session s2 = new Session();
         expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), 0);
-        expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 5, 0), ServiceTable.EADDRINUSE);
-        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), ServiceTable.EADDRINUSE);
-        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 0, 0), ServiceTable.EINVAL);
-        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 6, ControlProtocol.CM_MAX_BACKLOG + 1), ServiceTable.EINVAL);
-        expect(s2, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, s2, 5), ServiceTable.ENOENT);
-        expect(s2, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s2, 10), ServiceTable.EINVAL); // listens on nothing
-        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 0), ServiceTable.EAGAIN);
-        expect(s1, ControlProtocol.OP_CM_ACCEPT, accept(b, s1, 12345, 1, 1, ""), ServiceTable.ENOENT);
-        expect(s1, ControlProtocol.OP_CM_REJECT, reject(b, s1, 12345, ""), ServiceTable.ENOENT);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 5, 1 << 24, 2, "", 0), ServiceTable.EINVAL);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, 0, 5, 1, 2, "", 0), ServiceTable.EINVAL);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 0, 1, 2, "", 0), ServiceTable.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 5, 0), Errno.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), Errno.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 0, 0), Errno.EINVAL);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 6, ControlProtocol.CM_MAX_BACKLOG + 1), Errno.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, s2, 5), Errno.ENOENT);
+        expect(s2, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s2, 10), Errno.EINVAL); // listens on nothing
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 0), Errno.EAGAIN);
+        expect(s1, ControlProtocol.OP_CM_ACCEPT, accept(b, s1, 12345, 1, 1, ""), Errno.ENOENT);
+        expect(s1, ControlProtocol.OP_CM_REJECT, reject(b, s1, 12345, ""), Errno.ENOENT);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 5, 1 << 24, 2, "", 0), Errno.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, 0, 5, 1, 2, "", 0), Errno.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 0, 1, 2, "", 0), Errno.EINVAL);
         ByteBuffer big = buf(CmConnectReqDescriptor.SIZE);
         big.order(ByteOrder.BIG_ENDIAN).putInt(0, B).order(ByteOrder.LITTLE_ENDIAN).putInt(4, 5)
                 .putInt(CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, 193);
         a.onRequest(s2, ControlProtocol.OP_CM_CONNECT, 77, big);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, 77, ServiceTable.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, 77, Errno.EINVAL);
         // a second long poll while one waits
         int first = getRequest(b, s1, 5000);
-        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 5000), ServiceTable.EBUSY);
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 5000), Errno.EBUSY);
         // unlistening the last service ends the waiting one
         int un = unlisten(b, s1, 5);
-        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, first, ServiceTable.ECANCELED);
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, first, Errno.ECANCELED);
         expect(s1, ControlProtocol.OP_CM_UNLISTEN, un, 0);
         assertThat(b.listening()).isZero();
     }
@@ -276,7 +277,7 @@ class ServiceTableTest {
     void aLongPollEndsWithEagainAtItsTimeout() throws Exception {
         Session s = new Session();
         expect(s, ControlProtocol.OP_CM_LISTEN, listen(b, s, 5, 0), 0);
-        expect(s, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s, 50), ServiceTable.EAGAIN);
+        expect(s, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s, 50), Errno.EAGAIN);
     }
 
     @Test
@@ -293,8 +294,8 @@ class ServiceTableTest {
         Response r1 = client.await();
         Response r2 = client.await();
         assertThat(java.util.Set.of(r1.seq(), r2.seq())).containsExactlyInAnyOrder(c1, c2);
-        assertThat(r1.status()).isEqualTo(ServiceTable.ECONNRESET);
-        assertThat(r2.status()).isEqualTo(ServiceTable.ECONNRESET);
+        assertThat(r1.status()).isEqualTo(Errno.ECONNRESET);
+        assertThat(r2.status()).isEqualTo(Errno.ECONNRESET);
         assertThat(b.listening()).isZero();
         assertThat(b.kept()).isZero();
         // the service is free again
@@ -314,7 +315,7 @@ class ServiceTableTest {
         waitFor(() -> b.kept() == 0); // the cancel reached B
         assertThat(b.kept()).isZero();
         Response acc = expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 3, 3, ""),
-                ServiceTable.ECONNABORTED);
+                Errno.ECONNABORTED);
         assertThat(acc.payload().remaining()).isZero();
     }
 
@@ -324,10 +325,10 @@ class ServiceTableTest {
         Session client = new Session();
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 12, 0), 0);
         int c = connect(a, client, B, 12, 1, 1, "", 200);
-        expect(client, ControlProtocol.OP_CM_CONNECT, c, ServiceTable.ETIMEDOUT);
+        expect(client, ControlProtocol.OP_CM_CONNECT, c, Errno.ETIMEDOUT);
         waitFor(() -> b.kept() == 0);
         assertThat(b.kept()).as("the timed-out request was withdrawn").isZero();
-        expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 0), ServiceTable.EAGAIN);
+        expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 0), Errno.EAGAIN);
     }
 
     @Test
@@ -337,7 +338,7 @@ class ServiceTableTest {
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 13, 1), 0);
         connect(a, client, B, 13, 1, 1, "", 0);
         waitFor(() -> b.kept() == 1);
-        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 13, 2, 2, "", 0), ServiceTable.ENOBUFS);
+        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 13, 2, 2, "", 0), Errno.ENOBUFS);
     }
 
     private static void waitFor(java.util.function.BooleanSupplier c) throws InterruptedException {

@@ -1,7 +1,7 @@
 package io.metaroce.nic.verbs;
 
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.transport.QpLifecycle;
 

@@ -26,7 +26,7 @@ import io.metaroce.abi.ReregMrReqDescriptor;
 import io.metaroce.abi.SrqAttrDescriptor;
 import io.metaroce.nic.dma.ProcessMemory;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;

@@ -9,7 +9,7 @@ import io.metaroce.nic.abi.RingFlyweight;
 import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.verbs.FakeSession;
 import io.metaroce.nic.verbs.QpAttrs;

@@ -9,7 +9,7 @@ import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.abi.CmGetRequestReqDescriptor;
 import io.metaroce.abi.CmListenReqDescriptor;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.metaroce.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.Arena;

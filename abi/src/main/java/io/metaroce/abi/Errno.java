@@ -1,6 +1,11 @@
-package io.metaroce.nic.sys;
+package io.metaroce.abi;
 
-/** The errno values the daemon returns or tests for (Linux x86-64). */
+/**
+ * The one errno table of the Java side (Linux x86-64): the values the daemon and the control plane
+ * answer in a control frame's status (mrce_abi.h: "status: 0 or a positive errno") or test for.
+ * java-verbs keeps its few names apart (it depends on no daemon module); its ErrnoAgreementTest
+ * holds them to this table.
+ */
 public final class Errno {
     public static final int EPERM = 1;
     public static final int ENOENT = 2;
@@ -20,6 +25,14 @@ public final class Errno {
     public static final int ENOSYS = 38;
     public static final int EPROTO = 71;
     public static final int EOPNOTSUPP = 95;
+    public static final int EADDRINUSE = 98;
+    public static final int ECONNABORTED = 103;
+    public static final int ECONNRESET = 104;
+    public static final int ENOBUFS = 105;
+    public static final int ESHUTDOWN = 108;
+    public static final int ETIMEDOUT = 110;
+    public static final int ECONNREFUSED = 111;
+    public static final int ECANCELED = 125;
 
     private Errno() {}
 
@@ -43,6 +56,14 @@ public final class Errno {
             case ENOSYS -> "ENOSYS";
             case EPROTO -> "EPROTO";
             case EOPNOTSUPP -> "EOPNOTSUPP";
+            case EADDRINUSE -> "EADDRINUSE";
+            case ECONNABORTED -> "ECONNABORTED";
+            case ECONNRESET -> "ECONNRESET";
+            case ENOBUFS -> "ENOBUFS";
+            case ESHUTDOWN -> "ESHUTDOWN";
+            case ETIMEDOUT -> "ETIMEDOUT";
+            case ECONNREFUSED -> "ECONNREFUSED";
+            case ECANCELED -> "ECANCELED";
             default -> "errno " + errno;
         };
     }
