@@ -4,7 +4,6 @@ import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
-import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.Arena;
 import io.metaroce.abi.WqeDescriptor;
 import java.lang.foreign.MemorySegment;

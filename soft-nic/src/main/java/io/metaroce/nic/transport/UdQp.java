@@ -4,8 +4,7 @@ import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
-import io.metaroce.nic.verbs.Cq;
-import io.metaroce.nic.verbs.Qp;
+import io.metaroce.nic.model.Cq;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 

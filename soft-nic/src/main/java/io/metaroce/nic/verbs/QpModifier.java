@@ -3,6 +3,7 @@ package io.metaroce.nic.verbs;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 
 /**

@@ -8,7 +8,6 @@ import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.QpAttrs;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;

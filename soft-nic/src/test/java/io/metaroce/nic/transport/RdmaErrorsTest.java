@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;

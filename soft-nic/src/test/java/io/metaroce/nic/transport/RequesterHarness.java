@@ -6,7 +6,6 @@ import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

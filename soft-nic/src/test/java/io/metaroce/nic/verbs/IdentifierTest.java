@@ -2,6 +2,9 @@ package io.metaroce.nic.verbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.model.Pd;
 import java.util.HashSet;
 import java.util.Set;
 import org.junit.jupiter.api.Test;

@@ -19,6 +19,7 @@ import io.metaroce.abi.RegMrRespDescriptor;
 import io.metaroce.nic.abi.RingFlyweight;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.engine.EngineAgent;
+import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;

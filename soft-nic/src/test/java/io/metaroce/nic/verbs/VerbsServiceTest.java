@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;

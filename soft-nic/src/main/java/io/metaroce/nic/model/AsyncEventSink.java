@@ -1,4 +1,4 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.model;
 
 /**
  * Where the engine reports the asynchronous events of a connection's objects (what the

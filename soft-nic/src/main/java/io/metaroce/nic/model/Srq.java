@@ -1,4 +1,4 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.model;
 
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
@@ -27,7 +27,7 @@ public final class Srq {
     /** Armed limit; 0 = not armed. Written by the control thread, read and cleared by the engine. */
     private volatile int limit;
     /** QPs attached; guarded by the session's lock. */
-    int qpUsers;
+    public int qpUsers;
 
     public Srq(int handle, int pid, Pd pd, MemorySegment mapping, int slotCount, int maxSge) {
         this.handle = handle;

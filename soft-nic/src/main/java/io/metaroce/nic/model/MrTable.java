@@ -1,4 +1,4 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.model;
 
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
@@ -33,7 +33,7 @@ public final class MrTable {
     }
 
     /** Allocates keys and publishes a new MR; returns null when the table is full. */
-    synchronized Mr register(int handle, Pd pd, int pid, long addr, long length, long iova,
+    public synchronized Mr register(int handle, Pd pd, int pid, long addr, long length, long iova,
             int access) {
         int n = slots.length();
         int searchFrom = random != null ? random.nextInt(n) : nextSlot;
@@ -60,7 +60,7 @@ public final class MrTable {
         return null;
     }
 
-    synchronized void remove(Mr mr) {
+    public synchronized void remove(Mr mr) {
         slots.compareAndSet(mr.tableIndex, mr, null);
     }
 

@@ -1,17 +1,20 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.transport;
 
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
 import io.metaroce.abi.WqeDescriptor;
-import io.metaroce.nic.transport.RcRequester;
-import io.metaroce.nic.transport.RcResponder;
-import io.metaroce.nic.transport.UdQp;
+import io.metaroce.nic.model.AsyncEventSink;
+import io.metaroce.nic.model.Cq;
+import io.metaroce.nic.model.Pd;
+import io.metaroce.nic.model.Srq;
 import java.lang.foreign.MemorySegment;
 
 /**
  * A queue pair. Immutable identity and capabilities are set at creation; everything else (state,
- * attributes, transport) belongs to the engine thread once the QP was handed to it.
+ * attributes, transport) belongs to the engine thread once the QP was handed to it. Its requester,
+ * responder and UD datapath are built with it, so it lives in the transport package, above the
+ * model objects (PD, CQs, SRQ) it refers to.
  */
 public final class Qp {
     public final int handle;
@@ -141,7 +144,7 @@ public final class Qp {
     public int payloadPerPacket() {
         int peer = peerLinkMtu;
         int link = peer > 0 ? Math.min(ifMtu, peer) : ifMtu;
-        return io.metaroce.nic.transport.Wire.rcPayloadPerPacket(Ibv.mtuBytes(pathMtu), link);
+        return Wire.rcPayloadPerPacket(Ibv.mtuBytes(pathMtu), link);
     }
 
     public boolean canSend() {

@@ -1,4 +1,4 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.model;
 
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.Arena;
@@ -11,7 +11,7 @@ public final class CompChannel {
 
     public final int handle;
     public final int eventFd;
-    int cqUsers;
+    public int cqUsers;
     public long signals;
     /** Notifications raised on this channel (the CQ ring's notify_seq). Engine thread only. */
     private int seq;

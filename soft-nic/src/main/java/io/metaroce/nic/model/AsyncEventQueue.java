@@ -1,4 +1,4 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.model;
 
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.Arena;

@@ -1,4 +1,4 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.model;
 
 /**
  * A registered memory region: immutable once published in the {@link MrTable}, except for

@@ -1,4 +1,4 @@
-package io.metaroce.nic.verbs;
+package io.metaroce.nic.model;
 
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.CqeFlyweight;
@@ -17,7 +17,7 @@ public final class Cq {
     public final CompChannel channel;
     private final CqeFlyweight cqe = new CqeFlyweight();
     private int producer;
-    int qpUsers;
+    public int qpUsers;
     public long notifications;
     /**
      * Entries promised to completions not written yet (UD receives whose payload is being
