@@ -300,8 +300,10 @@ final class Suite {
         l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
                 Suite::cmConnectNoQp));
         l.add(new Case("cm.ping-pong", "CM §5: PING answered by PONG with its sequence", Suite::cmPingPong));
-        l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type is a protocol error, the connection closes",
-                Suite::cmBadFrame));
+        l.add(new Case("cm.extension-ignored", "CM §2.3 (CM-2.8): a frame of an ignorable type (64..255) is skipped,"
+                + " the connection lives on", Suite::cmExtensionIgnored));
+        l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type below 64 is a protocol error, the connection"
+                + " closes", Suite::cmBadFrame));
         return l;
     }
 
@@ -1026,7 +1028,11 @@ final class Suite {
     }
 
     void cmPingPong() throws Exception {
-        CmPeer.Conn conn = cm.dial(targetIp, targetCmPort);
+        pingAnswered(cm.dial(targetIp, targetCmPort), "CM §5: no PONG with the PING's sequence");
+    }
+
+    /** Sends a PING on {@code conn} and checks a PONG with its sequence comes back. */
+    private void pingAnswered(CmPeer.Conn conn, String failure) throws Exception {
         int mark = cm.receivedCount();
         long seq = 0x0123456789abcdefL;
         conn.send(CmPeer.PING, 0, ByteBuffer.allocate(8).putLong(seq).array());
@@ -1040,12 +1046,19 @@ final class Suite {
             mark = cm.receivedSince(0).indexOf(f) + 1;
             ok = ByteBuffer.wrap(f.payload()).getLong() == seq;
         }
-        check(ok, "CM §5: no PONG with the PING's sequence");
+        check(ok, failure);
+    }
+
+    void cmExtensionIgnored() throws Exception {
+        CmPeer.Conn conn = cm.dial(targetIp, targetCmPort);
+        conn.send(200, 7, new byte[12]);
+        pingAnswered(conn, "CM §2.3: after a frame of ignorable type 200 the target did not answer a PING"
+                + " (the connection must live on)");
     }
 
     void cmBadFrame() throws Exception {
         CmPeer.Conn conn = cm.dial(targetIp, targetCmPort);
-        conn.send(99, 0, new byte[4]);
+        conn.send(13, 0, new byte[4]);
         check(cm.awaitClosed(conn, 3000), "CM §2: the target kept a connection open after a frame of unknown type");
     }
 }
