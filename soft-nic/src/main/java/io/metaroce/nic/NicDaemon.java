@@ -15,7 +15,7 @@ import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.transport.Datapath;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
-import io.metaroce.nic.verbs.MrTable;
+import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.UserQuota;
 import io.metaroce.nic.verbs.VerbsService;

@@ -6,6 +6,7 @@ import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 import io.metaroce.nic.transport.RcRequester;
 import java.io.IOException;

@@ -1,6 +1,6 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.NO_HANDLE;
+import static io.metaroce.abi.AbiConstants.NO_HANDLE;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.control.cm.CmMessage;

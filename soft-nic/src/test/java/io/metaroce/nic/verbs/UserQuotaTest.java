@@ -1,12 +1,12 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.NO_HANDLE;
+import static io.metaroce.abi.AbiConstants.NO_HANDLE;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AbiConstants;
-import io.metaroce.nic.abi.CreateCqReqDescriptor;
+import io.metaroce.abi.AbiConstants;
+import io.metaroce.abi.CreateCqReqDescriptor;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -2,7 +2,7 @@ package io.metaroce.nic.port.xdp;
 
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.PortCounters;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.NativeException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
