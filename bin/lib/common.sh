@@ -63,7 +63,7 @@ mrce_build_is_fresh() {
 	[[ -f "$MRCE_BUILD_STAMP" && -f "$MRCE_PROVIDER_LIB" && -d "$MRCE_NICD_LIB" &&
 		-f "$MRCE_NICD_CLASSES/io/metaroce/nic/NicDaemon.class" ]] || return 1
 	local newer
-	newer="$(cd "$MRCE_ROOT" && find pom.xml provider-c control-plane soft-nic java-verbs java-verbs-netty java-verbs-examples conformance integration-tests \
+	newer="$(cd "$MRCE_ROOT" && find pom.xml provider-c abi control-plane soft-nic java-verbs java-verbs-netty java-verbs-examples conformance integration-tests \
 		\( -name target -o -name build -o -name .git \) -prune -o \
 		-type f -newer "$MRCE_BUILD_STAMP" -print -quit 2>/dev/null)"
 	[[ -z "$newer" ]]

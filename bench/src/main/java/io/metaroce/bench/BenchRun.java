@@ -1,6 +1,6 @@
 package io.metaroce.bench;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.sim.LinkSelector;
 import io.metaroce.nic.sim.SimClock;
@@ -104,7 +104,7 @@ final class BenchRun {
         // found down (the detection time in units of it: the target is within 3)
         long[] srttBefore = new long[io.metaroce.nic.transport.RcRequester.MAX_PATHS];
         long detectSrttNs = -1;
-        io.metaroce.nic.verbs.Qp sender = a.engine.qpByQpn(qpA.qpn());
+        io.metaroce.nic.transport.Qp sender = a.engine.qpByQpn(qpA.qpn());
         String note = "";
         boolean failed = false;
         long retransmitsAtStart = 0;

@@ -57,7 +57,7 @@ final class Suite {
             this.rsn0 = rsn0;
             this.trsn0 = trsn0;
             this.theirs = theirs;
-            this.token = theirs.token();
+            this.token = theirs == null ? 0 : theirs.token();
         }
 
         /** A request-stream packet on {@code path} (its next PSN), RSN {@code rsn0 + k}. */
@@ -137,8 +137,12 @@ final class Suite {
     }
 
     /** {@link #openRc()}; unregistered, the suite's manager answers the target's CONNECT with REJECT NO_QP. */
+    /** The target QP of the latest {@link #openRc} (set before it connects). */
+    private int lastTargetQp;
+
     Rc openRc(boolean register) throws Exception {
         int tq = agent.createRc();
+        lastTargetQp = tq;
         int sq = qpn24();
         int myToken = random.nextInt() | 1;
         int rsn0 = random.nextInt(1 << 24);
@@ -300,8 +304,10 @@ final class Suite {
         l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
                 Suite::cmConnectNoQp));
         l.add(new Case("cm.ping-pong", "CM §5: PING answered by PONG with its sequence", Suite::cmPingPong));
-        l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type is a protocol error, the connection closes",
-                Suite::cmBadFrame));
+        l.add(new Case("cm.extension-ignored", "CM §2.3 (CM-2.8): a frame of an ignorable type (64..255) is skipped,"
+                + " the connection lives on", Suite::cmExtensionIgnored));
+        l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type below 64 is a protocol error, the connection"
+                + " closes", Suite::cmBadFrame));
         return l;
     }
 
@@ -993,7 +999,19 @@ final class Suite {
     }
 
     void cmRejectFailsQp() throws Exception {
-        Rc c = openRc(false);
+        Rc c;
+        try {
+            c = openRc(false);
+        } catch (IllegalStateException e) {
+            // The suite rejects the CONNECT the target sends at RTR at once; the REJECT may fail
+            // the QP before the agent moved it on to RTS, which then fails: the QP is in the error
+            // state either way, which is what this case checks through its receive below.
+            if (e.getMessage() == null || !e.getMessage().contains("to RTS")) {
+                throw e;
+            }
+            c = new Rc(lastTargetQp, 0, 0, 0, 0, null);
+            open.add(c);
+        }
         long r = region();
         agent.recv(c.tq, 33, r, 64);
         AgentClient.Completion wc = completion("CM §3");
@@ -1026,7 +1044,11 @@ final class Suite {
     }
 
     void cmPingPong() throws Exception {
-        CmPeer.Conn conn = cm.dial(targetIp, targetCmPort);
+        pingAnswered(cm.dial(targetIp, targetCmPort), "CM §5: no PONG with the PING's sequence");
+    }
+
+    /** Sends a PING on {@code conn} and checks a PONG with its sequence comes back. */
+    private void pingAnswered(CmPeer.Conn conn, String failure) throws Exception {
         int mark = cm.receivedCount();
         long seq = 0x0123456789abcdefL;
         conn.send(CmPeer.PING, 0, ByteBuffer.allocate(8).putLong(seq).array());
@@ -1040,12 +1062,19 @@ final class Suite {
             mark = cm.receivedSince(0).indexOf(f) + 1;
             ok = ByteBuffer.wrap(f.payload()).getLong() == seq;
         }
-        check(ok, "CM §5: no PONG with the PING's sequence");
+        check(ok, failure);
+    }
+
+    void cmExtensionIgnored() throws Exception {
+        CmPeer.Conn conn = cm.dial(targetIp, targetCmPort);
+        conn.send(200, 7, new byte[12]);
+        pingAnswered(conn, "CM §2.3: after a frame of ignorable type 200 the target did not answer a PING"
+                + " (the connection must live on)");
     }
 
     void cmBadFrame() throws Exception {
         CmPeer.Conn conn = cm.dial(targetIp, targetCmPort);
-        conn.send(99, 0, new byte[4]);
+        conn.send(13, 0, new byte[4]);
         check(cm.awaitClosed(conn, 3000), "CM §2: the target kept a connection open after a frame of unknown type");
     }
 }

@@ -1,5 +1,6 @@
 package io.metaroce.control;
 
+import io.metaroce.abi.CtrlHdrDescriptor;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
@@ -29,7 +30,7 @@ final class ControlRequestDecoder extends LengthFieldBasedFrameDecoder {
 
     ControlRequestDecoder() {
         // len at offset 0, 4 bytes, counts the whole frame: adjust by -4 to get the bytes after it.
-        super(ByteOrder.LITTLE_ENDIAN, ControlProtocol.MAX_FRAME, ControlProtocol.CtrlHdr.LEN_OFFSET, 4, -4, 0,
+        super(ByteOrder.LITTLE_ENDIAN, ControlProtocol.MAX_FRAME, CtrlHdrDescriptor.OFF_LEN, 4, -4, 0,
                 true);
     }
 
@@ -66,14 +67,14 @@ final class ControlRequestDecoder extends LengthFieldBasedFrameDecoder {
 
     private static ControlRequest toRequest(ByteBuf frame) {
         int base = frame.readerIndex();
-        long len = frame.getUnsignedIntLE(base + ControlProtocol.CtrlHdr.LEN_OFFSET);
+        long len = frame.getUnsignedIntLE(base + CtrlHdrDescriptor.OFF_LEN);
         if (len < ControlProtocol.HEADER_SIZE) {
             throw new ControlProtocolException("frame len " + len + " is shorter than the 16-byte header");
         }
-        int op = frame.getUnsignedShortLE(base + ControlProtocol.CtrlHdr.OP_OFFSET);
-        int status = frame.getUnsignedShortLE(base + ControlProtocol.CtrlHdr.STATUS_OFFSET);
-        int seq = frame.getIntLE(base + ControlProtocol.CtrlHdr.SEQ_OFFSET);
-        int nfds = frame.getUnsignedShortLE(base + ControlProtocol.CtrlHdr.NFDS_OFFSET);
+        int op = frame.getUnsignedShortLE(base + CtrlHdrDescriptor.OFF_OP);
+        int status = frame.getUnsignedShortLE(base + CtrlHdrDescriptor.OFF_STATUS);
+        int seq = frame.getIntLE(base + CtrlHdrDescriptor.OFF_SEQ);
+        int nfds = frame.getUnsignedShortLE(base + CtrlHdrDescriptor.OFF_NFDS);
         if (!ControlProtocol.isKnownOp(op)) {
             throw new ControlProtocolException("unknown op " + op + " (seq " + Integer.toUnsignedString(seq) + ")");
         }

@@ -1,5 +1,6 @@
 package io.metaroce.control;
 
+import io.metaroce.abi.Errno;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -16,7 +17,6 @@ final class Posix {
 
     private static final int F_DUPFD_CLOEXEC = 1030;
     private static final int EINTR = 4;
-    private static final int EAGAIN = 11;
     private static final int SOL_SOCKET = 1;
     private static final int SCM_RIGHTS = 1;
     private static final int MSG_DONTWAIT = 0x40;
@@ -125,7 +125,7 @@ final class Posix {
                 if (n < 0 && errno == EINTR) {
                     continue;
                 }
-                if (n < 0 && errno == EAGAIN) {
+                if (n < 0 && errno == Errno.EAGAIN) {
                     return false;
                 }
                 throw new IOException("sendmsg(SCM_RIGHTS fd " + fd + ") returned " + n + ": errno " + errno);

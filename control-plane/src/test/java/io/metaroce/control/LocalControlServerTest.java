@@ -3,6 +3,7 @@ package io.metaroce.control;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.metaroce.abi.HelloRespDescriptor;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
@@ -54,10 +55,10 @@ class LocalControlServerTest {
             super.onRequest(session, op, seq, payload);
             try {
                 if (op == ControlProtocol.OP_HELLO) {
-                    ByteBuffer resp = ByteBuffer.allocate(ControlProtocol.HelloResp.SIZE).order(ByteOrder.LITTLE_ENDIAN);
-                    resp.putInt(ControlProtocol.HelloResp.ABI_VERSION_OFFSET, ControlProtocol.ABI_VERSION);
-                    resp.putInt(ControlProtocol.HelloResp.DAEMON_PID_OFFSET, (int) ProcessHandle.current().pid());
-                    resp.put(ControlProtocol.HelloResp.DEV_NAME_OFFSET, "mrce0".getBytes(StandardCharsets.US_ASCII));
+                    ByteBuffer resp = ByteBuffer.allocate(HelloRespDescriptor.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+                    resp.putInt(HelloRespDescriptor.OFF_ABI_VERSION, ControlProtocol.ABI_VERSION);
+                    resp.putInt(HelloRespDescriptor.OFF_DAEMON_PID, (int) ProcessHandle.current().pid());
+                    resp.put(HelloRespDescriptor.OFF_DEV_NAME, "mrce0".getBytes(StandardCharsets.US_ASCII));
                     int efd = UnixClient.eventfd(42);
                     int mfd = UnixClient.memfd("ring", MEMFD_TEXT);
                     session.respond(op, seq, 0, resp, efd, mfd);
@@ -84,9 +85,9 @@ class LocalControlServerTest {
             assertThat(resp.op()).isEqualTo(ControlProtocol.OP_HELLO);
             assertThat(resp.seq()).isEqualTo(77);
             assertThat(resp.status()).isZero();
-            assertThat(resp.len()).isEqualTo(16 + ControlProtocol.HelloResp.SIZE);
-            assertThat(resp.payload().getInt(ControlProtocol.HelloResp.ABI_VERSION_OFFSET)).isEqualTo(ControlProtocol.ABI_VERSION);
-            assertThat(resp.payload().getInt(ControlProtocol.HelloResp.DAEMON_PID_OFFSET))
+            assertThat(resp.len()).isEqualTo(16 + HelloRespDescriptor.SIZE);
+            assertThat(resp.payload().getInt(HelloRespDescriptor.OFF_ABI_VERSION)).isEqualTo(ControlProtocol.ABI_VERSION);
+            assertThat(resp.payload().getInt(HelloRespDescriptor.OFF_DAEMON_PID))
                     .isEqualTo((int) ProcessHandle.current().pid());
             assertThat(resp.nfds()).isEqualTo(2);
             int efd = resp.fds()[0];

@@ -23,7 +23,9 @@ import org.junit.jupiter.api.Timeout;
  *       why) within the peer timeout plus a heartbeat, and the application ends with an error;
  *   <li>the remote daemon restarted: new connections work at once;
  *   <li>the peer QP destroyed (its process killed): the local QP fails after the grace period, so
- *       an application waiting for messages ends with an error instead of waiting forever.
+ *       an application waiting for messages ends with an error instead of waiting forever;
+ *   <li>daemons with one cluster secret ({@code --cm-secret-file}, section 8) connect QPs; a daemon
+ *       restarted with another secret is refused at both ends and its QPs fail.
  * </ul>
  */
 @Timeout(600)
@@ -138,6 +140,62 @@ class ConnectionManagerIT {
             System.out.printf("server QP failed %d ms after its peer process was killed (%s)%n", ms,
                     b.logSince(logFrom).contains("went away") ? "connection manager" : "transport");
         }
+    }
+
+    @Test
+    void daemonsWithOneClusterSecretServeAndAnotherSecretIsRefused() throws IOException {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("mrce-cm-secret");
+        try (TwoHostFabric f = TwoHostFabric.direct("CmSecretIT", 1500)) {
+            java.nio.file.Path secret = secret(dir.resolve("cm.secret"), 1);
+            java.nio.file.Path other = secret(dir.resolve("other.secret"), 2);
+            String[] opts = {"--cm-heartbeat-ms", "" + HEARTBEAT_MS, "--cm-peer-timeout-ms", "" + PEER_TIMEOUT_MS,
+                "--cm-connect-timeout-ms", "3000", "--cm-secret-file"};
+            Daemon a = f.startDaemon(f.a(), with(opts, secret.toString()));
+            Daemon b = f.startDaemon(f.b(), with(opts, secret.toString()));
+            f.awaitReady(a);
+            f.awaitReady(b);
+            RcPingPong.run(f, 19600, Duration.ofSeconds(60), "-n", "200").assertCompleted(4096, 200, "one secret");
+            for (Daemon d : List.of(a, b)) {
+                assertThat(d.logText()).contains("peers authenticated with the cluster secret")
+                        .doesNotContain("connection refused");
+            }
+
+            b.proc().kill();
+            Daemon b2 = f.startDaemon(f.b(), with(opts, other.toString()));
+            f.awaitReady(b2);
+            RcPingPong.Running run = RcPingPong.start(f, 19601, "-n", "200");
+            try {
+                assertThat(run.client().waitFor(Duration.ofSeconds(60))).as("the client ends with an error").isNotZero();
+            } finally {
+                run.close();
+            }
+            assertThat(a.logText()).contains("connection refused: wrong proof");
+            assertThat(b2.logText()).contains("connection refused: wrong proof");
+            assertThat(a.logText() + b2.logText()).as("a QP's handshake failed, saying why")
+                    .contains("connection manager handshake failed").contains("its connection was refused");
+        } finally {
+            try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.list(dir)) {
+                for (java.nio.file.Path p : files.toList()) {
+                    java.nio.file.Files.delete(p);
+                }
+            }
+            java.nio.file.Files.delete(dir);
+        }
+    }
+
+    /** A root-owned secret file of mode 0600 (the test runs as root), 32 bytes from {@code seed}. */
+    private static java.nio.file.Path secret(java.nio.file.Path p, long seed) throws IOException {
+        byte[] b = new byte[32];
+        new java.util.SplittableRandom(seed).nextBytes(b);
+        java.nio.file.Files.write(p, b);
+        java.nio.file.Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        return p;
+    }
+
+    private static String[] with(String[] opts, String last) {
+        String[] all = java.util.Arrays.copyOf(opts, opts.length + 1);
+        all[opts.length] = last;
+        return all;
     }
 
     private static JsonNode ctl(TwoHostFabric f, NetnsFabric.Host h, String what) {

@@ -66,7 +66,7 @@ public final class CompletionChannel extends VerbsObject {
             try {
                 GET_CQ_EVENT.check(ptr, cqOut, ctxOut);
             } catch (VerbsException e) {
-                if (e.errno() == Posix.EAGAIN) {
+                if (e.errno() == Native.Errno.EAGAIN) {
                     return null;
                 }
                 throw e;

@@ -127,7 +127,7 @@ public final class Context extends VerbsObject {
             try {
                 GET_ASYNC_EVENT.check(ptr, ev);
             } catch (VerbsException e) {
-                if (e.errno() == Posix.EAGAIN) {
+                if (e.errno() == Native.Errno.EAGAIN) {
                     return null;
                 }
                 throw e;

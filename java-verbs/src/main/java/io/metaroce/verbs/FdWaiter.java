@@ -154,7 +154,7 @@ final class FdWaiter implements AutoCloseable {
             Posix.setPollFd(fds, 0, fd);
             Posix.setPollFd(fds, 1, wakeFd);
             int n = Posix.poll(fds, 2, timeoutMs);
-            if (n == -Posix.EINTR) {
+            if (n == -Native.Errno.EINTR) {
                 return TIMEOUT; // the callers loop on their own deadlines
             }
             if (n < 0) {

@@ -234,8 +234,12 @@ final class Native {
         }
     }
 
-    /** The errno values the binding names itself. */
+    /**
+     * The errno values the binding names itself (the cm package's DaemonControl.Errnos names the
+     * daemon's answers); ErrnoAgreementTest holds both to the daemon's table.
+     */
     static final class Errno {
+        static final int EINTR = 4;
         static final int EIO = 5;
         static final int EBADF = 9;
         static final int EAGAIN = 11;

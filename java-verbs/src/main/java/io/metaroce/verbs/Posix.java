@@ -21,8 +21,6 @@ final class Posix {
     private Posix() {}
 
     static final short POLLIN = 0x1;
-    static final int EINTR = 4;
-    static final int EAGAIN = 11;
     private static final int F_GETFL = 3;
     private static final int F_SETFL = 4;
     static final int O_NONBLOCK = 0x800;

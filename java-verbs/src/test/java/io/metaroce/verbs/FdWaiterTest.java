@@ -32,7 +32,7 @@ class FdWaiterTest {
             Posix.writeCounter(fd, 1);
             assertThat(w.await(TimeUnit.SECONDS.toNanos(60))).isEqualTo(FdWaiter.READY);
             assertThat(Posix.readCounter(fd)).isEqualTo(1);
-            assertThat(Posix.readCounter(fd)).isEqualTo(-Posix.EAGAIN);
+            assertThat(Posix.readCounter(fd)).isEqualTo(-Native.Errno.EAGAIN);
             // the same on a virtual thread, through the shared poller
             AtomicInteger vt = new AtomicInteger(99);
             Thread t = Thread.ofVirtual().start(() -> {

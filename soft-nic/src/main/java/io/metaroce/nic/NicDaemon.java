@@ -15,11 +15,12 @@ import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.transport.Datapath;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
-import io.metaroce.nic.verbs.MrTable;
+import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.UserQuota;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.verbs.CmBridge;
+import io.metaroce.control.cm.CmAuth;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.engine.StatsWriter;
@@ -86,6 +87,20 @@ public final class NicDaemon implements Callable<Integer> {
             description = "CQ entries one user may hold (0: no limit)")
     long userMaxCqe;
 
+    @Option(names = "--user-max-conn", defaultValue = "0",
+            description = "control connections (verbs contexts) one user may hold open (0: no limit); each carries"
+                    + " at most 64 outstanding rdma_cm-style connects")
+    long userMaxConn;
+
+    @Option(names = "--user-max-pd", defaultValue = "0", description = "PDs one user may hold (0: no limit)")
+    long userMaxPd;
+
+    @Option(names = "--user-max-cq", defaultValue = "0", description = "CQs one user may hold (0: no limit)")
+    long userMaxCq;
+
+    @Option(names = "--user-max-srq", defaultValue = "0", description = "SRQs one user may hold (0: no limit)")
+    long userMaxSrq;
+
     /** --sock-mode as a permission string, checked in {@link #call()}. */
     private String socketPerms;
 
@@ -123,6 +138,15 @@ public final class NicDaemon implements Callable<Integer> {
             description = "connection manager TCP port, the same on every daemon (default 4792; 0 turns the manager"
                     + " and connection tokens off)")
     int cmPort;
+
+    @Option(names = "--cm-secret-file", paramLabel = "PATH",
+            description = "cluster secret shared by every daemon (16..4096 bytes, owned by root, mode 0600): peer"
+                    + " daemons must prove it (HMAC-SHA256) before the connection manager reads anything else, and"
+                    + " tokens cross the wire masked with it; without it the manager is not authenticated")
+    Path cmSecretFile;
+
+    /** The secret read from --cm-secret-file, checked before anything starts. */
+    private byte[] cmSecret;
 
     @Option(names = "--cm-heartbeat-ms", defaultValue = "500", description = "keepalive interval to peer daemons (default 500)")
     int cmHeartbeatMs;
@@ -203,7 +227,8 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: unknown --transport " + transport + " (metaroce or baseline)");
             return 2;
         }
-        if (userMaxQp < 0 || userMaxMr < 0 || userMaxMrBytes < 0 || userMaxCqe < 0) {
+        if (userMaxQp < 0 || userMaxMr < 0 || userMaxMrBytes < 0 || userMaxCqe < 0 || userMaxConn < 0 || userMaxPd < 0
+                || userMaxCq < 0 || userMaxSrq < 0) {
             System.err.println("mrce-nicd: --user-max-* must be 0 (no limit) or more");
             return 2;
         }
@@ -233,6 +258,18 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: --cm-port must be 0..65535, --cm-heartbeat-ms 1..65535,"
                     + " --cm-peer-timeout-ms at least two heartbeats, --cm-connect-timeout-ms at least 1");
             return 2;
+        }
+        if (cmSecretFile != null) {
+            if (cmPort == 0) {
+                System.err.println("mrce-nicd: --cm-secret-file needs the connection manager (--cm-port is 0)");
+                return 2;
+            }
+            try {
+                cmSecret = CmAuth.loadSecret(cmSecretFile);
+            } catch (java.io.IOException e) {
+                System.err.println("mrce-nicd: --cm-secret-file: " + e.getMessage());
+                return 2;
+            }
         }
                 if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
             System.err.println("mrce-nicd: --metrics-port must be 0..65535");
@@ -274,9 +311,10 @@ public final class NicDaemon implements Callable<Integer> {
             engine.datapath().ccSlackMinNs = ccSlackUs * 1000;
             CmBridge cm = cmPort == 0 ? null : CmBridge.start(engine, net.ipv4(),
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
-                    cmDisconnectGraceMs);
+                    cmDisconnectGraceMs, cmSecret);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
-            verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe));
+            verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe, userMaxConn, userMaxPd,
+                    userMaxCq, userMaxSrq));
             ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
             if (services != null) {
                 cm.manager().serviceHandler(services);
@@ -299,7 +337,8 @@ public final class NicDaemon implements Callable<Integer> {
                         socketPath);
                 LOG.info("connection manager: {}", cm == null ? "off (--cm-port 0): no connection tokens"
                         : "tcp port " + cmPort + ", heartbeat " + cmHeartbeatMs + " ms, peer timeout " + cmPeerTimeoutMs
-                                + " ms");
+                                + " ms, " + (cmSecret == null ? "NOT authenticated (no --cm-secret-file)"
+                                        : "peers authenticated with the cluster secret " + cmSecretFile));
                 LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
                         + " cc slack {} us", transport, "baseline".equals(transport) ? 1 : paths, entropyPorts,
                         rtoMinUs, tlpMinUs, ccSlackUs);

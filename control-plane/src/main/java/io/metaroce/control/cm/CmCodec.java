@@ -64,6 +64,8 @@ public final class CmCodec {
             }
             case CmMessage.SvcReady r -> out.writeInt(r.requestId());
             case CmMessage.SvcCancel c -> out.writeInt(c.requestId()).writeShort(c.reason()).writeShort(0);
+            case CmMessage.AuthChallenge c -> out.writeBytes(c.nonce());
+            case CmMessage.AuthProof p -> out.writeBytes(p.mac());
         }
         out.setShort(start, out.writerIndex() - start);
     }
@@ -182,6 +184,18 @@ public final class CmCodec {
             case CmMessage.TYPE_SVC_CANCEL -> {
                 size(type, body, 8);
                 yield new CmMessage.SvcCancel(in.getInt(p), svcReason(in.getUnsignedShort(p + 4)));
+            }
+            case CmMessage.TYPE_AUTH_CHALLENGE -> {
+                size(type, body, CmMessage.AuthChallenge.NONCE_BYTES);
+                byte[] nonce = new byte[CmMessage.AuthChallenge.NONCE_BYTES];
+                in.getBytes(p, nonce);
+                yield new CmMessage.AuthChallenge(nonce);
+            }
+            case CmMessage.TYPE_AUTH_PROOF -> {
+                size(type, body, CmMessage.AuthProof.MAC_BYTES);
+                byte[] mac = new byte[CmMessage.AuthProof.MAC_BYTES];
+                in.getBytes(p, mac);
+                yield new CmMessage.AuthProof(mac);
             }
             default -> throw new CmProtocolException("unknown type " + type);
         };

@@ -18,6 +18,12 @@ public sealed interface CmMessage {
     int TYPE_SVC_REJECT = 10;
     int TYPE_SVC_READY = 11;
     int TYPE_SVC_CANCEL = 12;
+    /** Authentication with the cluster secret (connection-manager.md section 8), far from the others. */
+    int TYPE_AUTH_CHALLENGE = 32;
+    int TYPE_AUTH_PROOF = 33;
+
+    /** HELLO capability: the sender holds a cluster secret and authenticates (section 8). */
+    int CAP_AUTH = 1;
 
     /** Most private-data bytes a service message carries. */
     int SVC_PRIVATE_DATA_MAX = 192;
@@ -275,6 +281,78 @@ public sealed interface CmMessage {
     record SvcCancel(int requestId, int reason) implements CmMessage {
         public int type() {
             return TYPE_SVC_CANCEL;
+        }
+    }
+
+    /** The sender's fresh random nonce for this connection (section 8). */
+    record AuthChallenge(byte[] nonce) implements CmMessage {
+        public static final int NONCE_BYTES = 16;
+
+        public AuthChallenge {
+            if (nonce.length != NONCE_BYTES) {
+                throw new IllegalArgumentException("nonce of " + nonce.length + " bytes");
+            }
+            nonce = nonce.clone();
+        }
+
+        @Override
+        public byte[] nonce() {
+            return nonce.clone();
+        }
+
+        public int type() {
+            return TYPE_AUTH_CHALLENGE;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof AuthChallenge c && java.util.Arrays.equals(nonce, c.nonce);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Arrays.hashCode(nonce);
+        }
+
+        @Override
+        public String toString() {
+            return "AuthChallenge";
+        }
+    }
+
+    /** HMAC-SHA256 over the sender's HELLO and both nonces, keyed with the cluster secret (section 8). */
+    record AuthProof(byte[] mac) implements CmMessage {
+        public static final int MAC_BYTES = 32;
+
+        public AuthProof {
+            if (mac.length != MAC_BYTES) {
+                throw new IllegalArgumentException("MAC of " + mac.length + " bytes");
+            }
+            mac = mac.clone();
+        }
+
+        @Override
+        public byte[] mac() {
+            return mac.clone();
+        }
+
+        public int type() {
+            return TYPE_AUTH_PROOF;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof AuthProof p && java.util.Arrays.equals(mac, p.mac);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Arrays.hashCode(mac);
+        }
+
+        @Override
+        public String toString() {
+            return "AuthProof";
         }
     }
 

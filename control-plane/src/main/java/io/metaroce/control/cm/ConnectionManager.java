@@ -10,7 +10,6 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
@@ -37,7 +36,9 @@ import org.slf4j.LoggerFactory;
  * pair of daemons, opened on demand, carrying HELLO, the CONNECT / ACCEPT / REJECT handshake of
  * each RC QP, DISCONNECT when a QP goes away, and PING/PONG keepalives. A peer that sends nothing
  * for {@link Config#peerTimeoutMs} or comes back with another boot id is lost: the daemon fails
- * every QP connected to it ({@link Listener#onPeerLost}).
+ * every QP connected to it ({@link Listener#onPeerLost}). With a cluster secret each connection
+ * first proves it on both sides (AUTH_CHALLENGE / AUTH_PROOF, {@link CmAuth}) and carries its
+ * tokens masked (section 8).
  *
  * <p>All state lives on one event loop; the public methods may be called from any thread.
  */
@@ -127,12 +128,18 @@ public final class ConnectionManager implements AutoCloseable {
     private final EventLoop loop;
     private final Channel server;
     private final Map<Integer, Peer> peers = new HashMap<>();
+    /** The cluster secret's handshake (section 8); null: connections are not authenticated. */
+    private final CmAuth auth;
+    private final java.util.concurrent.atomic.AtomicLong authRefusals = new java.util.concurrent.atomic.AtomicLong();
+    private long lastRefusalLogNs = System.nanoTime() - TimeUnit.SECONDS.toNanos(2);
     private int nextRequestId = 1;
     private volatile ServiceHandler serviceHandler;
     private volatile boolean closed;
 
-    private ConnectionManager(Config config, int localIp, Listener listener, EventLoopGroup group, Channel server) {
+    private ConnectionManager(Config config, int localIp, Listener listener, EventLoopGroup group, Channel server,
+            CmAuth auth) {
         this.config = config;
+        this.auth = auth;
         this.localIp = localIp;
         this.listener = listener;
         this.group = group;
@@ -142,6 +149,17 @@ public final class ConnectionManager implements AutoCloseable {
 
     /** Listens on {@code localIp:config.port} (host-order IPv4) and starts the keepalive timer. */
     public static ConnectionManager start(int localIp, Config config, Listener listener) throws IOException {
+        return start(localIp, config, listener, null);
+    }
+
+    /**
+     * As {@link #start(int, Config, Listener)}, with a cluster secret ({@link CmAuth#loadSecret}):
+     * every connection must then prove it holds the same secret before anything else is read from
+     * it (section 8). Null: no authentication, with a warning in the log.
+     */
+    public static ConnectionManager start(int localIp, Config config, Listener listener, byte[] secret)
+            throws IOException {
+        CmAuth auth = secret == null ? null : new CmAuth(secret);
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("mrce-cm", true),
                 EpollIoHandler.newFactory());
         ConnectionManager[] self = new ConnectionManager[1];
@@ -156,11 +174,18 @@ public final class ConnectionManager implements AutoCloseable {
                         }
                     })
                     .bind(new InetSocketAddress(address(localIp), config.port())).sync().channel();
-            ConnectionManager cm = new ConnectionManager(config, localIp, listener, group, server);
+            ConnectionManager cm = new ConnectionManager(config, localIp, listener, group, server, auth);
             self[0] = cm;
             cm.loop.scheduleAtFixedRate(cm::tick, config.heartbeatMs(), config.heartbeatMs(), TimeUnit.MILLISECONDS);
             LOG.info("connection manager on {}:{} (heartbeat {} ms, peer timeout {} ms)",
                     address(localIp).getHostAddress(), config.port(), config.heartbeatMs(), config.peerTimeoutMs());
+            if (auth == null) {
+                LOG.warn("connection manager without a cluster secret (--cm-secret-file): any process that reaches"
+                        + " TCP port {} can pose as a peer daemon, learn connection tokens and fake a restart;"
+                        + " see README, Deploying it safely", config.port());
+            } else {
+                LOG.info("connection manager: peer daemons authenticate with the cluster secret (HMAC-SHA256)");
+            }
             return cm;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -179,6 +204,16 @@ public final class ConnectionManager implements AutoCloseable {
 
     public long bootId() {
         return bootId;
+    }
+
+    /** Connections refused for authentication: wrong or missing secret, replayed or missing proof. */
+    public long authRefusals() {
+        return authRefusals.get();
+    }
+
+    /** Whether this manager requires peers to prove the cluster secret. */
+    public boolean authenticated() {
+        return auth != null;
     }
 
     /**
@@ -200,7 +235,8 @@ public final class ConnectionManager implements AutoCloseable {
             pending.timeout = loop.schedule(() -> {
                 if (p.pending.remove(id) != null) {
                     f.completeExceptionally(new CmRejectedException(CmMessage.REASON_TIMEOUT,
-                            "no answer from " + ip(peerIp) + " within " + config.connectTimeoutMs() + " ms"));
+                            "no answer from " + ip(peerIp) + " within " + config.connectTimeoutMs() + " ms"
+                                    + (p.refused == null ? "" : " (its connection was refused: " + p.refused + ")")));
                 }
             }, config.connectTimeoutMs(), TimeUnit.MILLISECONDS);
             pending.sent = p.send(new CmMessage.Connect(id, local));
@@ -404,7 +440,9 @@ public final class ConnectionManager implements AutoCloseable {
         }
     }
 
-    private void lost(Peer p, String why) {
+    private void lost(Peer p, String reason) {
+        // a peer that came back with another secret (or none) is silent to us: say so
+        String why = p.refused == null ? reason : reason + " (its connection was refused: " + p.refused + ")";
         LOG.warn("peer daemon {} lost: {}", ip(p.ip), why);
         p.helloSeen = false;
         p.bootId = 0;
@@ -566,6 +604,8 @@ public final class ConnectionManager implements AutoCloseable {
                     }
                 }
             }
+            case CmMessage.AuthChallenge x -> throw new CmProtocolException("AUTH_CHALLENGE outside the handshake");
+            case CmMessage.AuthProof x -> throw new CmProtocolException("AUTH_PROOF outside the handshake");
         }
     }
 
@@ -597,6 +637,8 @@ public final class ConnectionManager implements AutoCloseable {
         long bootId;
         long pingSeq;
         long lastHeardNs = System.nanoTime();
+        /** Why the last connection with this peer was refused by authentication (null: never). */
+        String refused;
         final Map<Integer, Pending> pending = new HashMap<>();
         /** Our service requests to this peer, by request id. */
         final Map<Integer, SvcPending> svcPending = new HashMap<>();
@@ -748,11 +790,22 @@ public final class ConnectionManager implements AutoCloseable {
         ScheduledFuture<?> timeout;
     }
 
-    private final class Handler extends SimpleChannelInboundHandler<CmMessage> {
+    private final class Handler extends io.netty.channel.ChannelDuplexHandler {
         private int ip;
+        private final boolean dialer;
+        // With a cluster secret (section 8): this connection's handshake, then its session.
+        private CmMessage.Hello ownHello;
+        private byte[] ownNonce;
+        private CmMessage.Hello peerHello;
+        private byte[] peerNonce;
+        private CmAuth.Session session;
+        // Without one: the peer's HELLO asked for a secret (it will refuse us), and whether we refused it.
+        private boolean peerRequiresAuth;
+        private boolean refusedHere;
 
         Handler(int dialedIp) {
             this.ip = dialedIp;
+            this.dialer = dialedIp != 0;
         }
 
         @Override
@@ -766,17 +819,114 @@ public final class ConnectionManager implements AutoCloseable {
                 }
                 ip = ((a[0] & 0xff) << 24) | ((a[1] & 0xff) << 16) | ((a[2] & 0xff) << 8) | (a[3] & 0xff);
             }
-            ctx.writeAndFlush(new CmMessage.Hello(CmCodec.VERSION, 0, bootId, 0, config.heartbeatMs(), localIp));
+            ownHello = new CmMessage.Hello(CmCodec.VERSION, auth == null ? 0 : CmMessage.CAP_AUTH, bootId, 0,
+                    config.heartbeatMs(), localIp);
+            ctx.write(ownHello);
+            if (auth != null) {
+                ownNonce = auth.nonce(); // sent once the peer's HELLO shows the extension (CM-2.8)
+                ctx.executor().schedule(() -> {
+                    if (session == null && ctx.channel().isActive()) {
+                        refuse(ctx, "no authentication within " + config.connectTimeoutMs() + " ms");
+                    }
+                }, config.connectTimeoutMs(), TimeUnit.MILLISECONDS);
+            }
+            ctx.flush();
             ctx.fireChannelActive();
         }
 
         @Override
-        protected void channelRead0(ChannelHandlerContext ctx, CmMessage msg) {
-            onMessage(ctx.channel(), ip, msg);
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (!(msg instanceof CmMessage m)) {
+                ctx.fireChannelRead(msg);
+            } else if (!ctx.channel().isActive()) {
+                return; // refused or failed: the rest of what it sent is ignored
+            } else if (auth == null) {
+                // The AUTH bit is not in force without our own (CM-2.7): the peer refuses us, not we it.
+                if (m instanceof CmMessage.AuthChallenge || m instanceof CmMessage.AuthProof) {
+                    refuse(ctx, "it requires a cluster secret and this daemon has none (--cm-secret-file)");
+                } else {
+                    if (m instanceof CmMessage.Hello h && (h.capabilities() & CmMessage.CAP_AUTH) != 0) {
+                        peerRequiresAuth = true;
+                    }
+                    onMessage(ctx.channel(), ip, m);
+                }
+            } else if (session != null) {
+                if (m instanceof CmMessage.Hello || m instanceof CmMessage.AuthChallenge || m instanceof CmMessage.AuthProof) {
+                    throw new CmProtocolException("second handshake message " + m);
+                }
+                onMessage(ctx.channel(), ip, session.inbound(m));
+            } else {
+                authenticate(ctx, m);
+            }
+        }
+
+        /** The handshake of section 8: HELLO, AUTH_CHALLENGE, AUTH_PROOF from the peer, in that order. */
+        private void authenticate(ChannelHandlerContext ctx, CmMessage m) {
+            switch (m) {
+                case CmMessage.Hello h when peerHello == null -> {
+                    if ((h.capabilities() & CmMessage.CAP_AUTH) == 0) {
+                        refuse(ctx, "it has no cluster secret and this daemon requires one");
+                        return;
+                    }
+                    peerHello = h;
+                    ctx.writeAndFlush(new CmMessage.AuthChallenge(ownNonce));
+                }
+                case CmMessage.AuthChallenge c when peerHello != null && peerNonce == null -> {
+                    byte[] n = c.nonce();
+                    if (java.util.Arrays.equals(n, ownNonce)) {
+                        refuse(ctx, "it echoed our nonce");
+                        return;
+                    }
+                    peerNonce = n;
+                    ctx.writeAndFlush(new CmMessage.AuthProof(auth.proof(dialer, ownHello, ownNonce, peerNonce)));
+                }
+                case CmMessage.AuthProof p when peerNonce != null -> {
+                    if (!auth.verify(p.mac(), !dialer, peerHello, peerNonce, ownNonce)) {
+                        refuse(ctx, "wrong proof: another cluster secret, or a replayed handshake");
+                        return;
+                    }
+                    session = dialer ? auth.session(true, ownNonce, peerNonce) : auth.session(false, peerNonce, ownNonce);
+                    Peer known = peers.get(ip);
+                    if (known != null) {
+                        known.refused = null;
+                    }
+                    onMessage(ctx.channel(), ip, peerHello);
+                }
+                default -> refuse(ctx, "unexpected " + m.getClass().getSimpleName() + " before authentication");
+            }
+        }
+
+        /** Closes a connection that failed authentication: logged with the reason and counted. */
+        private void refuse(ChannelHandlerContext ctx, String why) {
+            refusedHere = true;
+            authRefusals.incrementAndGet();
+            // a misconfigured peer redials every heartbeat: one warning a second at most
+            long now = System.nanoTime();
+            if (now - lastRefusalLogNs >= TimeUnit.SECONDS.toNanos(1)) {
+                lastRefusalLogNs = now;
+                LOG.warn("peer daemon {}: connection refused: {}; closing it ({} refused so far)", ip(ip), why,
+                        authRefusals.get());
+            } else {
+                LOG.debug("peer daemon {}: connection refused: {}; closing it", ip(ip), why);
+            }
+            Peer known = peers.get(ip);
+            if (known != null) {
+                known.refused = why;
+            }
+            ctx.close();
+        }
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise promise) {
+            ctx.write(session != null && msg instanceof CmMessage m ? session.outbound(m) : msg, promise);
         }
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
+            if (peerRequiresAuth && !refusedHere) {
+                refuse(ctx, "it requires a cluster secret and this daemon has none (--cm-secret-file); it closed"
+                        + " the connection");
+            }
             Peer p = peers.get(ip);
             if (p != null) {
                 p.helloChannels.remove(ctx.channel());

@@ -1,13 +1,14 @@
 package io.metaroce.control.cm;
 
+import io.metaroce.abi.CmAcceptReqDescriptor;
+import io.metaroce.abi.CmConnectReqDescriptor;
+import io.metaroce.abi.CmConnectRespDescriptor;
+import io.metaroce.abi.CmGetRequestReqDescriptor;
+import io.metaroce.abi.CmListenReqDescriptor;
+import io.metaroce.abi.CmRejectReqDescriptor;
+import io.metaroce.abi.CmRequestDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.control.ControlProtocol;
-import io.metaroce.control.ControlProtocol.CmAcceptReq;
-import io.metaroce.control.ControlProtocol.CmConnectReq;
-import io.metaroce.control.ControlProtocol.CmConnectResp;
-import io.metaroce.control.ControlProtocol.CmGetRequestReq;
-import io.metaroce.control.ControlProtocol.CmListenReq;
-import io.metaroce.control.ControlProtocol.CmRejectReq;
-import io.metaroce.control.ControlProtocol.CmRequest;
 import io.metaroce.control.LocalSession;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -41,20 +42,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class ServiceTable implements ConnectionManager.ServiceHandler, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ServiceTable.class);
-
-    // Linux errno values answered.
-    static final int ENOENT = 2;
-    static final int EAGAIN = 11;
-    static final int EBUSY = 16;
-    static final int EINVAL = 22;
-    static final int EADDRINUSE = 98;
-    static final int ECONNABORTED = 103;
-    static final int ECONNRESET = 104;
-    static final int ENOBUFS = 105;
-    static final int ESHUTDOWN = 108;
-    static final int ETIMEDOUT = 110;
-    static final int ECONNREFUSED = 111;
-    static final int ECANCELED = 125;
 
     /** CM_CONNECTs outstanding per connection at most; one more is EBUSY. */
     public static final int MAX_CONNECTS = 64;
@@ -155,7 +142,7 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
                 case ControlProtocol.OP_CM_GET_REQUEST -> getRequest(s, seq, p);
                 case ControlProtocol.OP_CM_ACCEPT -> accept(s, seq, p);
                 case ControlProtocol.OP_CM_REJECT -> reject(s, seq, p);
-                default -> fail(s, op, seq, EINVAL);
+                default -> fail(s, op, seq, Errno.EINVAL);
             }
         }
     }
@@ -169,14 +156,14 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
     }
 
     private void listen(Sess s, int seq, ByteBuffer p) {
-        int service = p.getInt(CmListenReq.SERVICE_ID_OFFSET);
-        int backlog = p.getInt(CmListenReq.BACKLOG_OFFSET);
+        int service = p.getInt(CmListenReqDescriptor.OFF_SERVICE_ID);
+        int backlog = p.getInt(CmListenReqDescriptor.OFF_BACKLOG);
         if (service == 0 || backlog < 0 || backlog > ControlProtocol.CM_MAX_BACKLOG) {
-            fail(s, ControlProtocol.OP_CM_LISTEN, seq, EINVAL);
+            fail(s, ControlProtocol.OP_CM_LISTEN, seq, Errno.EINVAL);
             return;
         }
         if (listens.containsKey(service)) {
-            fail(s, ControlProtocol.OP_CM_LISTEN, seq, EADDRINUSE);
+            fail(s, ControlProtocol.OP_CM_LISTEN, seq, Errno.EADDRINUSE);
             return;
         }
         listens.put(service, new Listen(service, s, backlog == 0 ? ControlProtocol.CM_DEFAULT_BACKLOG : backlog));
@@ -187,17 +174,17 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
     }
 
     private void unlisten(Sess s, int seq, ByteBuffer p) {
-        int service = p.getInt(CmListenReq.SERVICE_ID_OFFSET);
+        int service = p.getInt(CmListenReqDescriptor.OFF_SERVICE_ID);
         Listen l = listens.get(service);
         if (l == null || l.owner != s) {
-            fail(s, ControlProtocol.OP_CM_UNLISTEN, seq, ENOENT);
+            fail(s, ControlProtocol.OP_CM_UNLISTEN, seq, Errno.ENOENT);
             return;
         }
         dropListen(l);
         if (s.services.isEmpty() && s.waiterSeq >= 0) {
             // Nothing left to wait for: the outstanding CM_GET_REQUEST ends now.
             s.waiterTimer.cancel(false);
-            fail(s, ControlProtocol.OP_CM_GET_REQUEST, (int) s.waiterSeq, ECANCELED);
+            fail(s, ControlProtocol.OP_CM_GET_REQUEST, (int) s.waiterSeq, Errno.ECANCELED);
             s.waiterSeq = -1;
         }
         ok(s, ControlProtocol.OP_CM_UNLISTEN, seq);
@@ -220,23 +207,23 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
 
     private void connect(Sess s, int seq, ByteBuffer p) {
         int op = ControlProtocol.OP_CM_CONNECT;
-        int peerIp = networkOrder(p, CmConnectReq.PEER_IPV4_OFFSET);
-        int service = p.getInt(CmConnectReq.SERVICE_ID_OFFSET);
-        int qpn = p.getInt(CmConnectReq.QPN_OFFSET);
-        int psn = p.getInt(CmConnectReq.PSN_OFFSET);
-        long timeout = Integer.toUnsignedLong(p.getInt(CmConnectReq.TIMEOUT_MS_OFFSET));
-        byte[] pd = privateData(p, CmConnectReq.PRIVATE_DATA_LEN_OFFSET, CmConnectReq.PRIVATE_DATA_OFFSET);
+        int peerIp = networkOrder(p, CmConnectReqDescriptor.OFF_PEER_IPV4);
+        int service = p.getInt(CmConnectReqDescriptor.OFF_SERVICE_ID);
+        int qpn = p.getInt(CmConnectReqDescriptor.OFF_QPN);
+        int psn = p.getInt(CmConnectReqDescriptor.OFF_PSN);
+        long timeout = Integer.toUnsignedLong(p.getInt(CmConnectReqDescriptor.OFF_TIMEOUT_MS));
+        byte[] pd = privateData(p, CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectReqDescriptor.OFF_PRIVATE_DATA);
         if (peerIp == 0 || service == 0 || (qpn & ~MASK24) != 0 || (psn & ~MASK24) != 0 || pd == null
                 || timeout > Integer.MAX_VALUE) {
-            fail(s, op, seq, EINVAL);
+            fail(s, op, seq, Errno.EINVAL);
             return;
         }
         if (s.connects.size() >= MAX_CONNECTS) {
-            fail(s, op, seq, EBUSY);
+            fail(s, op, seq, Errno.EBUSY);
             return;
         }
         byte[] gid = new byte[16];
-        p.get(CmConnectReq.GID_OFFSET, gid);
+        p.get(CmConnectReqDescriptor.OFF_GID, gid);
         CompletableFuture<CmMessage> f = cm.requestService(peerIp, service, qpn, psn, gid, pd,
                 timeout == 0 ? defaultTimeoutMs : (int) timeout);
         s.connects.add(f);
@@ -260,38 +247,38 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         }
         switch (answer) {
             case CmMessage.SvcReply r -> {
-                ByteBuffer b = ByteBuffer.allocate(CmConnectResp.SIZE).order(ByteOrder.LITTLE_ENDIAN);
-                b.putInt(CmConnectResp.RESULT_OFFSET, ControlProtocol.CM_ACCEPTED);
-                b.putInt(CmConnectResp.QPN_OFFSET, r.qpn());
-                b.putInt(CmConnectResp.PSN_OFFSET, r.psn());
-                b.put(CmConnectResp.GID_OFFSET, r.gid());
-                putPrivateData(b, CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET, r.privateData());
+                ByteBuffer b = ByteBuffer.allocate(CmConnectRespDescriptor.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+                b.putInt(CmConnectRespDescriptor.OFF_RESULT, ControlProtocol.CM_ACCEPTED);
+                b.putInt(CmConnectRespDescriptor.OFF_QPN, r.qpn());
+                b.putInt(CmConnectRespDescriptor.OFF_PSN, r.psn());
+                b.put(CmConnectRespDescriptor.OFF_GID, r.gid());
+                putPrivateData(b, CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA, r.privateData());
                 s.session.respond(op, seq, 0, b);
             }
             case CmMessage.SvcReject r when r.reason() == CmMessage.SVC_REJECTED -> {
-                ByteBuffer b = ByteBuffer.allocate(CmConnectResp.SIZE).order(ByteOrder.LITTLE_ENDIAN);
-                b.putInt(CmConnectResp.RESULT_OFFSET, ControlProtocol.CM_REJECTED);
-                putPrivateData(b, CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET, r.privateData());
+                ByteBuffer b = ByteBuffer.allocate(CmConnectRespDescriptor.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+                b.putInt(CmConnectRespDescriptor.OFF_RESULT, ControlProtocol.CM_REJECTED);
+                putPrivateData(b, CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA, r.privateData());
                 s.session.respond(op, seq, 0, b);
             }
             case CmMessage.SvcReject r -> fail(s, op, seq, switch (r.reason()) {
-                case CmMessage.SVC_LISTENER_GONE -> ECONNRESET;
-                case CmMessage.SVC_BUSY -> ENOBUFS;
-                default -> ECONNREFUSED; // SVC_NO_LISTENER
+                case CmMessage.SVC_LISTENER_GONE -> Errno.ECONNRESET;
+                case CmMessage.SVC_BUSY -> Errno.ENOBUFS;
+                default -> Errno.ECONNREFUSED; // SVC_NO_LISTENER
             });
-            default -> fail(s, op, seq, EINVAL);
+            default -> fail(s, op, seq, Errno.EINVAL);
         }
     }
 
     private void getRequest(Sess s, int seq, ByteBuffer p) {
         int op = ControlProtocol.OP_CM_GET_REQUEST;
-        long timeout = Integer.toUnsignedLong(p.getInt(CmGetRequestReq.TIMEOUT_MS_OFFSET));
+        long timeout = Integer.toUnsignedLong(p.getInt(CmGetRequestReqDescriptor.OFF_TIMEOUT_MS));
         if (s.services.isEmpty()) {
-            fail(s, op, seq, EINVAL);
+            fail(s, op, seq, Errno.EINVAL);
             return;
         }
         if (s.waiterSeq >= 0) {
-            fail(s, op, seq, EBUSY);
+            fail(s, op, seq, Errno.EBUSY);
             return;
         }
         if (!s.queue.isEmpty()) {
@@ -301,7 +288,7 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             return;
         }
         if (timeout == 0) {
-            fail(s, op, seq, EAGAIN);
+            fail(s, op, seq, Errno.EAGAIN);
             return;
         }
         s.waiterSeq = Integer.toUnsignedLong(seq);
@@ -309,7 +296,7 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             synchronized (this) {
                 if (s.waiterSeq == Integer.toUnsignedLong(seq)) {
                     s.waiterSeq = -1;
-                    fail(s, op, seq, EAGAIN);
+                    fail(s, op, seq, Errno.EAGAIN);
                 }
             }
         }, timeout, TimeUnit.MILLISECONDS);
@@ -320,40 +307,40 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         x.handle = s.newHandle();
         s.delivered.put(x.handle, x);
         CmMessage.SvcRequest r = x.request;
-        ByteBuffer b = ByteBuffer.allocate(CmRequest.SIZE).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(CmRequest.REQUEST_OFFSET, x.handle);
-        b.putInt(CmRequest.SERVICE_ID_OFFSET, r.serviceId());
-        b.putInt(CmRequest.QPN_OFFSET, r.qpn());
-        b.putInt(CmRequest.PSN_OFFSET, r.psn());
-        b.put(CmRequest.GID_OFFSET, r.gid());
-        b.order(ByteOrder.BIG_ENDIAN).putInt(CmRequest.PEER_IPV4_OFFSET, x.peerIp).order(ByteOrder.LITTLE_ENDIAN);
-        putPrivateData(b, CmRequest.PRIVATE_DATA_LEN_OFFSET, CmRequest.PRIVATE_DATA_OFFSET, r.privateData());
+        ByteBuffer b = ByteBuffer.allocate(CmRequestDescriptor.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(CmRequestDescriptor.OFF_REQUEST, x.handle);
+        b.putInt(CmRequestDescriptor.OFF_SERVICE_ID, r.serviceId());
+        b.putInt(CmRequestDescriptor.OFF_QPN, r.qpn());
+        b.putInt(CmRequestDescriptor.OFF_PSN, r.psn());
+        b.put(CmRequestDescriptor.OFF_GID, r.gid());
+        b.order(ByteOrder.BIG_ENDIAN).putInt(CmRequestDescriptor.OFF_PEER_IPV4, x.peerIp).order(ByteOrder.LITTLE_ENDIAN);
+        putPrivateData(b, CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA, r.privateData());
         s.session.respond(ControlProtocol.OP_CM_GET_REQUEST, seq, 0, b);
     }
 
     private void accept(Sess s, int seq, ByteBuffer p) {
         int op = ControlProtocol.OP_CM_ACCEPT;
-        int handle = p.getInt(CmAcceptReq.REQUEST_OFFSET);
-        int qpn = p.getInt(CmAcceptReq.QPN_OFFSET);
-        int psn = p.getInt(CmAcceptReq.PSN_OFFSET);
-        byte[] pd = privateData(p, CmAcceptReq.PRIVATE_DATA_LEN_OFFSET, CmAcceptReq.PRIVATE_DATA_OFFSET);
+        int handle = p.getInt(CmAcceptReqDescriptor.OFF_REQUEST);
+        int qpn = p.getInt(CmAcceptReqDescriptor.OFF_QPN);
+        int psn = p.getInt(CmAcceptReqDescriptor.OFF_PSN);
+        byte[] pd = privateData(p, CmAcceptReqDescriptor.OFF_PRIVATE_DATA_LEN, CmAcceptReqDescriptor.OFF_PRIVATE_DATA);
         Incoming x = s.delivered.get(handle);
         if (x == null) {
-            fail(s, op, seq, ENOENT);
+            fail(s, op, seq, Errno.ENOENT);
             return;
         }
         if ((qpn & ~MASK24) != 0 || (psn & ~MASK24) != 0 || pd == null) {
-            fail(s, op, seq, EINVAL); // the request stays: the application may answer it properly
+            fail(s, op, seq, Errno.EINVAL); // the request stays: the application may answer it properly
             return;
         }
         s.delivered.remove(handle);
         if (x.cancelled) {
-            fail(s, op, seq, ECONNABORTED);
+            fail(s, op, seq, Errno.ECONNABORTED);
             return;
         }
         byPeer.remove(key(x.peerIp, x.request.requestId()));
         byte[] gid = new byte[16];
-        p.get(CmAcceptReq.GID_OFFSET, gid);
+        p.get(CmAcceptReqDescriptor.OFF_GID, gid);
         cm.acceptService(x.peerIp, x.request.requestId(), qpn, psn, gid, pd).whenComplete((v, error) -> {
             if (error == null) {
                 ok(s, op, seq);
@@ -365,20 +352,20 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
 
     private void reject(Sess s, int seq, ByteBuffer p) {
         int op = ControlProtocol.OP_CM_REJECT;
-        int handle = p.getInt(CmRejectReq.REQUEST_OFFSET);
-        byte[] pd = privateData(p, CmRejectReq.PRIVATE_DATA_LEN_OFFSET, CmRejectReq.PRIVATE_DATA_OFFSET);
+        int handle = p.getInt(CmRejectReqDescriptor.OFF_REQUEST);
+        byte[] pd = privateData(p, CmRejectReqDescriptor.OFF_PRIVATE_DATA_LEN, CmRejectReqDescriptor.OFF_PRIVATE_DATA);
         Incoming x = s.delivered.get(handle);
         if (x == null) {
-            fail(s, op, seq, ENOENT);
+            fail(s, op, seq, Errno.ENOENT);
             return;
         }
         if (pd == null) {
-            fail(s, op, seq, EINVAL);
+            fail(s, op, seq, Errno.EINVAL);
             return;
         }
         s.delivered.remove(handle);
         if (x.cancelled) {
-            fail(s, op, seq, ECONNABORTED);
+            fail(s, op, seq, Errno.ECONNABORTED);
             return;
         }
         byPeer.remove(key(x.peerIp, x.request.requestId()));
@@ -488,14 +475,14 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
     private static int errno(Throwable t) {
         if (t instanceof CmRejectedException e) {
             return switch (e.reason()) {
-                case CmMessage.REASON_TIMEOUT -> ETIMEDOUT;
-                case CmMessage.REASON_SHUTDOWN -> ESHUTDOWN;
-                case CmMessage.REASON_DESTROYED -> ECONNABORTED;
-                default -> ECONNRESET; // the peer daemon was lost or restarted
+                case CmMessage.REASON_TIMEOUT -> Errno.ETIMEDOUT;
+                case CmMessage.REASON_SHUTDOWN -> Errno.ESHUTDOWN;
+                case CmMessage.REASON_DESTROYED -> Errno.ECONNABORTED;
+                default -> Errno.ECONNRESET; // the peer daemon was lost or restarted
             };
         }
         LOG.warn("connection service: unexpected failure", t);
-        return ECONNRESET;
+        return Errno.ECONNRESET;
     }
 
     /** The private data of a request struct, or null when its length is beyond the maximum. */

@@ -40,7 +40,9 @@ class CmCodecTest {
             new CmMessage.SvcReject(8, CmMessage.SVC_REJECTED, "go away".getBytes(StandardCharsets.US_ASCII)),
             new CmMessage.SvcReject(9, CmMessage.SVC_NO_LISTENER, new byte[0]),
             new CmMessage.SvcReady(8),
-            new CmMessage.SvcCancel(8, CmMessage.SVC_TIMEOUT));
+            new CmMessage.SvcCancel(8, CmMessage.SVC_TIMEOUT),
+            new CmMessage.AuthChallenge(java.util.Arrays.copyOf(GID, CmMessage.AuthChallenge.NONCE_BYTES)),
+            new CmMessage.AuthProof(java.util.Arrays.copyOf(PD_MAX, CmMessage.AuthProof.MAC_BYTES)));
 
     @Test
     void everyMessageRoundTripsThroughTheChannelCodec() {

@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * event loop: a TCP round trip per input would allow a few hundred inputs a second. Each input is a
  * sequence of up to 8 well-encoded messages of any type with fuzzer-chosen fields (a HELLO with
  * the same or a new boot id, CONNECT for QPs the daemon accepts, defers or rejects, ACCEPT and
- * REJECT for requests never made, DISCONNECT, PING/PONG, the service messages), then a PING whose
+ * REJECT for requests never made, DISCONNECT, PING/PONG, the service messages, rarely an
+ * authentication message, which this manager without a cluster secret refuses), then a PING whose
  * PONG marks the end of the input. Checked after every input: the manager answered the PING (or closed
  * the connection on a protocol error, after which the peer connects again), everything it sent decodes,
  * every ACCEPT it sent carries the endpoint the daemon chose for that CONNECT, and no exception other
@@ -164,8 +165,8 @@ class CmStateFuzzing {
         int qpn = d.consumeInt(0, 15);
         int peerQpn = d.consumeBoolean() ? d.consumeInt() : d.consumeInt(0, 31);
         // a second HELLO on a connection is a protocol error (the manager closes it): keep it rare
-        int type = d.consumeInt(0, 11);
-        if (type == 0 && d.consumeInt(0, 15) != 15) {
+        int type = d.consumeInt(0, 12);
+        if ((type == 0 || type == 12) && d.consumeInt(0, 15) != 15) {
             type = 5;
         }
         return switch (type) {
@@ -187,8 +188,15 @@ class CmStateFuzzing {
             case 9 -> new CmMessage.SvcReject(d.consumeInt(0, 7), d.consumeInt(0, 5),
                     d.consumeBytes(d.consumeInt(0, CmMessage.SVC_PRIVATE_DATA_MAX)));
             case 10 -> new CmMessage.SvcReady(d.consumeInt(0, 7));
-            default -> new CmMessage.SvcCancel(d.consumeInt(0, 7), d.consumeInt(0, 5));
+            case 11 -> new CmMessage.SvcCancel(d.consumeInt(0, 7), d.consumeInt(0, 5));
+            // authentication messages to a manager without a cluster secret: refused, connection closed
+            default -> d.consumeBoolean() ? new CmMessage.AuthChallenge(fixed(d, CmMessage.AuthChallenge.NONCE_BYTES))
+                    : new CmMessage.AuthProof(fixed(d, CmMessage.AuthProof.MAC_BYTES));
         };
+    }
+
+    private static byte[] fixed(FuzzedDataProvider d, int n) {
+        return java.util.Arrays.copyOf(d.consumeBytes(n), n);
     }
 
     private static CmMessage.Endpoint endpoint(FuzzedDataProvider d, int qpn, int peerQpn) {
@@ -214,6 +222,8 @@ class CmStateFuzzing {
             case CmMessage.SvcReject x -> 9;
             case CmMessage.SvcReady x -> 10;
             case CmMessage.SvcCancel x -> 11;
+            case CmMessage.AuthChallenge x -> 12;
+            case CmMessage.AuthProof x -> 12;
         };
     }
 
@@ -299,7 +309,7 @@ class CmStateFuzzing {
         cm = null;
         StringBuilder b = new StringBuilder();
         String[] names = {"HELLO", "CONNECT", "ACCEPT", "REJECT", "DISCONNECT", "PING", "PONG", "SVC_REQUEST",
-            "SVC_REPLY", "SVC_REJECT", "SVC_READY", "SVC_CANCEL"};
+            "SVC_REPLY", "SVC_REJECT", "SVC_READY", "SVC_CANCEL", "AUTH_*"};
         for (int i = 0; i < names.length; i++) {
             b.append(i == 0 ? "" : ", ").append(names[i]).append(' ').append(perType[i]);
         }

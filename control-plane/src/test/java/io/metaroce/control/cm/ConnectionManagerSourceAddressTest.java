@@ -30,7 +30,7 @@ class ConnectionManagerSourceAddressTest {
      * A port free on both addresses, taken from the kernel's ephemeral range: a fixed one collides
      * with any other manager test running on the host at the same time.
      */
-    private static int portFreeOnBoth() throws IOException {
+    static int portFreeOnBoth() throws IOException {
         for (int i = 0; i < 50; i++) {
             try (ServerSocket first = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
                 int port = first.getLocalPort();

@@ -2,12 +2,14 @@ package io.metaroce.control.cm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.abi.CmAcceptReqDescriptor;
+import io.metaroce.abi.CmConnectReqDescriptor;
+import io.metaroce.abi.CmConnectRespDescriptor;
+import io.metaroce.abi.CmListenReqDescriptor;
+import io.metaroce.abi.CmRejectReqDescriptor;
+import io.metaroce.abi.CmRequestDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.control.ControlProtocol;
-import io.metaroce.control.ControlProtocol.CmAcceptReq;
-import io.metaroce.control.ControlProtocol.CmConnectReq;
-import io.metaroce.control.ControlProtocol.CmConnectResp;
-import io.metaroce.control.ControlProtocol.CmRejectReq;
-import io.metaroce.control.ControlProtocol.CmRequest;
 import io.metaroce.control.LocalSession;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -129,7 +131,7 @@ class ServiceTableTest {
     }
 
     static int listen(ServiceTable t, Session s, int service, int backlog) {
-        ByteBuffer p = buf(ControlProtocol.CmListenReq.SIZE).putInt(0, service).putInt(4, backlog);
+        ByteBuffer p = buf(CmListenReqDescriptor.SIZE).putInt(0, service).putInt(4, backlog);
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_LISTEN, seq, p);
         return seq;
@@ -142,12 +144,12 @@ class ServiceTableTest {
     }
 
     static int connect(ServiceTable t, Session s, int peer, int service, int qpn, int psn, String pd, int timeoutMs) {
-        ByteBuffer p = buf(CmConnectReq.SIZE);
-        p.order(ByteOrder.BIG_ENDIAN).putInt(CmConnectReq.PEER_IPV4_OFFSET, peer).order(ByteOrder.LITTLE_ENDIAN);
-        p.putInt(CmConnectReq.SERVICE_ID_OFFSET, service).putInt(CmConnectReq.QPN_OFFSET, qpn)
-                .putInt(CmConnectReq.PSN_OFFSET, psn).put(CmConnectReq.GID_OFFSET, GID_A)
-                .putInt(CmConnectReq.TIMEOUT_MS_OFFSET, timeoutMs)
-                .putInt(CmConnectReq.PRIVATE_DATA_LEN_OFFSET, pd.length()).put(CmConnectReq.PRIVATE_DATA_OFFSET, ascii(pd));
+        ByteBuffer p = buf(CmConnectReqDescriptor.SIZE);
+        p.order(ByteOrder.BIG_ENDIAN).putInt(CmConnectReqDescriptor.OFF_PEER_IPV4, peer).order(ByteOrder.LITTLE_ENDIAN);
+        p.putInt(CmConnectReqDescriptor.OFF_SERVICE_ID, service).putInt(CmConnectReqDescriptor.OFF_QPN, qpn)
+                .putInt(CmConnectReqDescriptor.OFF_PSN, psn).put(CmConnectReqDescriptor.OFF_GID, GID_A)
+                .putInt(CmConnectReqDescriptor.OFF_TIMEOUT_MS, timeoutMs)
+                .putInt(CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length()).put(CmConnectReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_CONNECT, seq, p);
         return seq;
@@ -160,17 +162,17 @@ class ServiceTableTest {
     }
 
     static int accept(ServiceTable t, Session s, int handle, int qpn, int psn, String pd) {
-        ByteBuffer p = buf(CmAcceptReq.SIZE).putInt(CmAcceptReq.REQUEST_OFFSET, handle).putInt(CmAcceptReq.QPN_OFFSET, qpn)
-                .putInt(CmAcceptReq.PSN_OFFSET, psn).put(CmAcceptReq.GID_OFFSET, GID_B)
-                .putInt(CmAcceptReq.PRIVATE_DATA_LEN_OFFSET, pd.length()).put(CmAcceptReq.PRIVATE_DATA_OFFSET, ascii(pd));
+        ByteBuffer p = buf(CmAcceptReqDescriptor.SIZE).putInt(CmAcceptReqDescriptor.OFF_REQUEST, handle).putInt(CmAcceptReqDescriptor.OFF_QPN, qpn)
+                .putInt(CmAcceptReqDescriptor.OFF_PSN, psn).put(CmAcceptReqDescriptor.OFF_GID, GID_B)
+                .putInt(CmAcceptReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length()).put(CmAcceptReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_ACCEPT, seq, p);
         return seq;
     }
 
     static int reject(ServiceTable t, Session s, int handle, String pd) {
-        ByteBuffer p = buf(CmRejectReq.SIZE).putInt(CmRejectReq.REQUEST_OFFSET, handle)
-                .putInt(CmRejectReq.PRIVATE_DATA_LEN_OFFSET, pd.length()).put(CmRejectReq.PRIVATE_DATA_OFFSET, ascii(pd));
+        ByteBuffer p = buf(CmRejectReqDescriptor.SIZE).putInt(CmRejectReqDescriptor.OFF_REQUEST, handle)
+                .putInt(CmRejectReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length()).put(CmRejectReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_REJECT, seq, p);
         return seq;
@@ -192,24 +194,24 @@ class ServiceTableTest {
         int get = getRequest(b, server, 5000); // waits
         int conn = connect(a, client, B, 18515, 0x11, 0x222, "hello from A", 0);
         Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, get, 0);
-        assertThat(req.i(CmRequest.SERVICE_ID_OFFSET)).isEqualTo(18515);
-        assertThat(req.i(CmRequest.QPN_OFFSET)).isEqualTo(0x11);
-        assertThat(req.i(CmRequest.PSN_OFFSET)).isEqualTo(0x222);
-        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequest.PEER_IPV4_OFFSET)).isEqualTo(A);
+        assertThat(req.i(CmRequestDescriptor.OFF_SERVICE_ID)).isEqualTo(18515);
+        assertThat(req.i(CmRequestDescriptor.OFF_QPN)).isEqualTo(0x11);
+        assertThat(req.i(CmRequestDescriptor.OFF_PSN)).isEqualTo(0x222);
+        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequestDescriptor.OFF_PEER_IPV4)).isEqualTo(A);
         req.payload().order(ByteOrder.LITTLE_ENDIAN);
         byte[] gid = new byte[16];
-        req.payload().get(CmRequest.GID_OFFSET, gid);
+        req.payload().get(CmRequestDescriptor.OFF_GID, gid);
         assertThat(gid).isEqualTo(GID_A);
-        assertThat(req.privateData(CmRequest.PRIVATE_DATA_LEN_OFFSET, CmRequest.PRIVATE_DATA_OFFSET)).isEqualTo("hello from A");
+        assertThat(req.privateData(CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA)).isEqualTo("hello from A");
         assertThat(client.responses).isEmpty();
-        int acc = accept(b, server, req.i(CmRequest.REQUEST_OFFSET), 0x33, 0x444, "welcome, from B");
+        int acc = accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 0x33, 0x444, "welcome, from B");
         Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
-        assertThat(r.i(CmConnectResp.RESULT_OFFSET)).isEqualTo(ControlProtocol.CM_ACCEPTED);
-        assertThat(r.i(CmConnectResp.QPN_OFFSET)).isEqualTo(0x33);
-        assertThat(r.i(CmConnectResp.PSN_OFFSET)).isEqualTo(0x444);
-        r.payload().get(CmConnectResp.GID_OFFSET, gid);
+        assertThat(r.i(CmConnectRespDescriptor.OFF_RESULT)).isEqualTo(ControlProtocol.CM_ACCEPTED);
+        assertThat(r.i(CmConnectRespDescriptor.OFF_QPN)).isEqualTo(0x33);
+        assertThat(r.i(CmConnectRespDescriptor.OFF_PSN)).isEqualTo(0x444);
+        r.payload().get(CmConnectRespDescriptor.OFF_GID, gid);
         assertThat(gid).isEqualTo(GID_B);
-        assertThat(r.privateData(CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET))
+        assertThat(r.privateData(CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA))
                 .isEqualTo("welcome, from B");
         expect(server, ControlProtocol.OP_CM_ACCEPT, acc, 0); // after the requester's SVC_READY
         assertThat(b.kept()).isZero();
@@ -223,20 +225,20 @@ class ServiceTableTest {
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 7, 0), 0);
         int conn = connect(a, client, B, 7, 1, 2, "", 0);
         Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
-        expect(server, ControlProtocol.OP_CM_REJECT, reject(b, server, req.i(CmRequest.REQUEST_OFFSET), "full, sorry"), 0);
+        expect(server, ControlProtocol.OP_CM_REJECT, reject(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), "full, sorry"), 0);
         Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
-        assertThat(r.i(CmConnectResp.RESULT_OFFSET)).isEqualTo(ControlProtocol.CM_REJECTED);
-        assertThat(r.privateData(CmConnectResp.PRIVATE_DATA_LEN_OFFSET, CmConnectResp.PRIVATE_DATA_OFFSET))
+        assertThat(r.i(CmConnectRespDescriptor.OFF_RESULT)).isEqualTo(ControlProtocol.CM_REJECTED);
+        assertThat(r.privateData(CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA))
                 .isEqualTo("full, sorry");
         // answered: the handle is gone
-        expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequest.REQUEST_OFFSET), 1, 1, ""),
-                ServiceTable.ENOENT);
+        expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 1, 1, ""),
+                Errno.ENOENT);
     }
 
     @Test
     void noListenerIsRefusedAtOnce() throws Exception {
         Session client = new Session();
-        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 99, 1, 2, "", 60_000), ServiceTable.ECONNREFUSED);
+        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 99, 1, 2, "", 60_000), Errno.ECONNREFUSED);
     }
 
     @Test
@@ -244,29 +246,29 @@ class ServiceTableTest {
         Session s1 = new Session();
         Session s2 = new Session();
         expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), 0);
-        expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 5, 0), ServiceTable.EADDRINUSE);
-        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), ServiceTable.EADDRINUSE);
-        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 0, 0), ServiceTable.EINVAL);
-        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 6, ControlProtocol.CM_MAX_BACKLOG + 1), ServiceTable.EINVAL);
-        expect(s2, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, s2, 5), ServiceTable.ENOENT);
-        expect(s2, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s2, 10), ServiceTable.EINVAL); // listens on nothing
-        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 0), ServiceTable.EAGAIN);
-        expect(s1, ControlProtocol.OP_CM_ACCEPT, accept(b, s1, 12345, 1, 1, ""), ServiceTable.ENOENT);
-        expect(s1, ControlProtocol.OP_CM_REJECT, reject(b, s1, 12345, ""), ServiceTable.ENOENT);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 5, 1 << 24, 2, "", 0), ServiceTable.EINVAL);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, 0, 5, 1, 2, "", 0), ServiceTable.EINVAL);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 0, 1, 2, "", 0), ServiceTable.EINVAL);
-        ByteBuffer big = buf(CmConnectReq.SIZE);
+        expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 5, 0), Errno.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 5, 0), Errno.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 0, 0), Errno.EINVAL);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 6, ControlProtocol.CM_MAX_BACKLOG + 1), Errno.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, s2, 5), Errno.ENOENT);
+        expect(s2, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s2, 10), Errno.EINVAL); // listens on nothing
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 0), Errno.EAGAIN);
+        expect(s1, ControlProtocol.OP_CM_ACCEPT, accept(b, s1, 12345, 1, 1, ""), Errno.ENOENT);
+        expect(s1, ControlProtocol.OP_CM_REJECT, reject(b, s1, 12345, ""), Errno.ENOENT);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 5, 1 << 24, 2, "", 0), Errno.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, 0, 5, 1, 2, "", 0), Errno.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 0, 1, 2, "", 0), Errno.EINVAL);
+        ByteBuffer big = buf(CmConnectReqDescriptor.SIZE);
         big.order(ByteOrder.BIG_ENDIAN).putInt(0, B).order(ByteOrder.LITTLE_ENDIAN).putInt(4, 5)
-                .putInt(CmConnectReq.PRIVATE_DATA_LEN_OFFSET, 193);
+                .putInt(CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, 193);
         a.onRequest(s2, ControlProtocol.OP_CM_CONNECT, 77, big);
-        expect(s2, ControlProtocol.OP_CM_CONNECT, 77, ServiceTable.EINVAL);
+        expect(s2, ControlProtocol.OP_CM_CONNECT, 77, Errno.EINVAL);
         // a second long poll while one waits
         int first = getRequest(b, s1, 5000);
-        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 5000), ServiceTable.EBUSY);
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 5000), Errno.EBUSY);
         // unlistening the last service ends the waiting one
         int un = unlisten(b, s1, 5);
-        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, first, ServiceTable.ECANCELED);
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, first, Errno.ECANCELED);
         expect(s1, ControlProtocol.OP_CM_UNLISTEN, un, 0);
         assertThat(b.listening()).isZero();
     }
@@ -275,7 +277,7 @@ class ServiceTableTest {
     void aLongPollEndsWithEagainAtItsTimeout() throws Exception {
         Session s = new Session();
         expect(s, ControlProtocol.OP_CM_LISTEN, listen(b, s, 5, 0), 0);
-        expect(s, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s, 50), ServiceTable.EAGAIN);
+        expect(s, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s, 50), Errno.EAGAIN);
     }
 
     @Test
@@ -292,8 +294,8 @@ class ServiceTableTest {
         Response r1 = client.await();
         Response r2 = client.await();
         assertThat(java.util.Set.of(r1.seq(), r2.seq())).containsExactlyInAnyOrder(c1, c2);
-        assertThat(r1.status()).isEqualTo(ServiceTable.ECONNRESET);
-        assertThat(r2.status()).isEqualTo(ServiceTable.ECONNRESET);
+        assertThat(r1.status()).isEqualTo(Errno.ECONNRESET);
+        assertThat(r2.status()).isEqualTo(Errno.ECONNRESET);
         assertThat(b.listening()).isZero();
         assertThat(b.kept()).isZero();
         // the service is free again
@@ -312,8 +314,8 @@ class ServiceTableTest {
         assertThat(a.connecting()).isZero();
         waitFor(() -> b.kept() == 0); // the cancel reached B
         assertThat(b.kept()).isZero();
-        Response acc = expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequest.REQUEST_OFFSET), 3, 3, ""),
-                ServiceTable.ECONNABORTED);
+        Response acc = expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 3, 3, ""),
+                Errno.ECONNABORTED);
         assertThat(acc.payload().remaining()).isZero();
     }
 
@@ -323,10 +325,10 @@ class ServiceTableTest {
         Session client = new Session();
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 12, 0), 0);
         int c = connect(a, client, B, 12, 1, 1, "", 200);
-        expect(client, ControlProtocol.OP_CM_CONNECT, c, ServiceTable.ETIMEDOUT);
+        expect(client, ControlProtocol.OP_CM_CONNECT, c, Errno.ETIMEDOUT);
         waitFor(() -> b.kept() == 0);
         assertThat(b.kept()).as("the timed-out request was withdrawn").isZero();
-        expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 0), ServiceTable.EAGAIN);
+        expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 0), Errno.EAGAIN);
     }
 
     @Test
@@ -336,7 +338,7 @@ class ServiceTableTest {
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 13, 1), 0);
         connect(a, client, B, 13, 1, 1, "", 0);
         waitFor(() -> b.kept() == 1);
-        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 13, 2, 2, "", 0), ServiceTable.ENOBUFS);
+        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 13, 2, 2, "", 0), Errno.ENOBUFS);
     }
 
     private static void waitFor(java.util.function.BooleanSupplier c) throws InterruptedException {

@@ -91,7 +91,8 @@ public final class DaemonConnectionService implements ConnectionService {
         }
         DaemonControl c = DaemonControl.open(socket);
         try {
-            ByteBuffer p = le(8).putInt(0, port).putInt(4, backlog);
+            ByteBuffer p = le(DaemonControl.LISTEN_SIZE).putInt(DaemonControl.LISTEN_SERVICE, port)
+                    .putInt(DaemonControl.LISTEN_BACKLOG, backlog);
             Response r = c.call(DaemonControl.OP_CM_LISTEN, p);
             if (r.status() == Errnos.EADDRINUSE) {
                 throw new BindException("service " + Integer.toUnsignedString(port)
@@ -196,7 +197,8 @@ public final class DaemonConnectionService implements ConnectionService {
                 }
                 Response r;
                 try {
-                    r = c.call(DaemonControl.OP_CM_GET_REQUEST, le(8).putInt(0, pollMs));
+                    r = c.call(DaemonControl.OP_CM_GET_REQUEST,
+                            le(DaemonControl.GET_REQUEST_SIZE).putInt(DaemonControl.GET_REQUEST_TIMEOUT, pollMs));
                 } catch (IOException e) {
                     if (closed) {
                         throw new SocketException("listener of service " + Integer.toUnsignedString(service) + " is closed");
@@ -283,7 +285,7 @@ public final class DaemonConnectionService implements ConnectionService {
                 RcConnector.connect(qp, options, remote); // RTR and RTS before the answer, as the IB CM does
             } catch (RuntimeException e) {
                 // Do not leave the requester waiting for its timeout: refuse, then report.
-                c.send(DaemonControl.OP_CM_REJECT, le(DaemonControl.REJECT_SIZE).putInt(0, handle));
+                c.send(DaemonControl.OP_CM_REJECT, le(DaemonControl.REJECT_SIZE).putInt(DaemonControl.REJECT_HANDLE, handle));
                 throw e;
             }
             ByteBuffer p = le(DaemonControl.CM_STRUCT).putInt(DaemonControl.ACCEPT_HANDLE, handle);
@@ -306,7 +308,7 @@ public final class DaemonConnectionService implements ConnectionService {
         public synchronized void reject(byte[] data) throws IOException {
             byte[] pd = ConnectOptions.checkPrivateData(data);
             once();
-            ByteBuffer p = le(DaemonControl.REJECT_SIZE).putInt(0, handle).putInt(DaemonControl.REJECT_PD_LEN, pd.length)
+            ByteBuffer p = le(DaemonControl.REJECT_SIZE).putInt(DaemonControl.REJECT_HANDLE, handle).putInt(DaemonControl.REJECT_PD_LEN, pd.length)
                     .put(DaemonControl.REJECT_PD, pd);
             Response r = c.call(DaemonControl.OP_CM_REJECT, p);
             if (r.status() == Errnos.ECONNABORTED) {

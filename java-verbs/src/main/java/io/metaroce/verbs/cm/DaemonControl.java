@@ -34,9 +34,16 @@ final class DaemonControl implements AutoCloseable {
     static final int OP_CM_GET_REQUEST = 23;
     static final int OP_CM_ACCEPT = 24;
     static final int OP_CM_REJECT = 25;
+    static final int HELLO_REQ_SIZE = 8;
     static final int HELLO_RESP_GID = 8;
 
-    // struct layouts (mrce_abi.h): the three 232-byte structs share qpn 8, psn 12, gid 16, len 36, data 40
+    // struct layouts (mrce_abi.h), each checked against the C compiler by DaemonControlAbiTest
+    static final int LISTEN_SIZE = 8;
+    static final int LISTEN_SERVICE = 0;
+    static final int LISTEN_BACKLOG = 4;
+    static final int GET_REQUEST_SIZE = 8;
+    static final int GET_REQUEST_TIMEOUT = 0;
+    // the four 232-byte structs share qpn 8, psn 12, gid 16, len 36, data 40
     static final int CM_STRUCT = 232;
     static final int QPN = 8;
     static final int PSN = 12;
@@ -52,6 +59,7 @@ final class DaemonControl implements AutoCloseable {
     static final int REQUEST_PEER = 32;
     static final int ACCEPT_HANDLE = 0;
     static final int REJECT_SIZE = 200;
+    static final int REJECT_HANDLE = 0;
     static final int REJECT_PD_LEN = 4;
     static final int REJECT_PD = 8;
     static final int CM_ACCEPTED = 0;
@@ -97,7 +105,7 @@ final class DaemonControl implements AutoCloseable {
                     + "); is mrce-nicd running in this network namespace? ($METAROCE_SOCK names another socket)", e);
         }
         try {
-            ByteBuffer hello = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(0, ABI_VERSION);
+            ByteBuffer hello = ByteBuffer.allocate(HELLO_REQ_SIZE).order(ByteOrder.LITTLE_ENDIAN).putInt(0, ABI_VERSION);
             write(ch, OP_HELLO, 0, hello);
             Response r = readFrame(ch);
             if (r.op() != OP_HELLO || r.status() != 0) {

@@ -1,5 +1,6 @@
 package io.metaroce.nic.abi;
 
+import io.metaroce.abi.CqeDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 

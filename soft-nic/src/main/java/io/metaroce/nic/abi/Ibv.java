@@ -1,6 +1,9 @@
 package io.metaroce.nic.abi;
 
-/** The values of libibverbs enums that cross the ABI (verbs.h, rdma-core 44). */
+/**
+ * The values of libibverbs enums that cross the ABI (verbs.h, rdma-core 44), named without their
+ * {@code IBV_} prefix: the daemon's one copy of them.
+ */
 public final class Ibv {
     // enum ibv_qp_state
     public static final int QPS_RESET = 0;
@@ -10,10 +13,15 @@ public final class Ibv {
     public static final int QPS_SQD = 4;
     public static final int QPS_SQE = 5;
     public static final int QPS_ERR = 6;
+    public static final int QPS_UNKNOWN = 7;
     // enum ibv_qp_type
     public static final int QPT_RC = 2;
     public static final int QPT_UC = 3;
     public static final int QPT_UD = 4;
+    public static final int QPT_RAW_PACKET = 8;
+    public static final int QPT_XRC_SEND = 9;
+    public static final int QPT_XRC_RECV = 10;
+    public static final int QPT_DRIVER = 0xff;
     // enum ibv_qp_attr_mask
     public static final int QP_STATE = 1;
     public static final int QP_CUR_STATE = 1 << 1;
@@ -36,6 +44,7 @@ public final class Ibv {
     public static final int QP_PATH_MIG_STATE = 1 << 18;
     public static final int QP_CAP = 1 << 19;
     public static final int QP_DEST_QPN = 1 << 20;
+    public static final int QP_RATE_LIMIT = 1 << 25;
     // enum ibv_access_flags
     public static final int ACCESS_LOCAL_WRITE = 1;
     public static final int ACCESS_REMOTE_WRITE = 1 << 1;

@@ -1,5 +1,7 @@
 package io.metaroce.nic.abi;
 
+import io.metaroce.abi.AbiConstants;
+import io.metaroce.abi.RingHeaderDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;

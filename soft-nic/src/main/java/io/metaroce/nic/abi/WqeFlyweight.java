@@ -1,5 +1,7 @@
 package io.metaroce.nic.abi;
 
+import io.metaroce.abi.SgeDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 

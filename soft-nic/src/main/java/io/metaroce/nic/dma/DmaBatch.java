@@ -118,7 +118,7 @@ public final class DmaBatch implements AutoCloseable {
                 failed[start] = true;
                 failures++;
                 if (fd < 0) {
-                    lastErrno = io.metaroce.nic.sys.Errno.ESRCH;
+                    lastErrno = io.metaroce.abi.Errno.ESRCH;
                 }
                 start++;
                 continue;
@@ -135,7 +135,7 @@ public final class DmaBatch implements AutoCloseable {
             long n = total == 0 ? 0 : call(fd, start, end - start);
             if (n < 0) {
                 // /proc/pid/mem answers EIO for an unmapped address where process_vm_* said EFAULT.
-                lastErrno = n == -io.metaroce.nic.sys.Errno.EIO ? io.metaroce.nic.sys.Errno.EFAULT : (int) -n;
+                lastErrno = n == -io.metaroce.abi.Errno.EIO ? io.metaroce.abi.Errno.EFAULT : (int) -n;
                 failed[start] = true;
                 failures++;
                 start++;
@@ -152,7 +152,7 @@ public final class DmaBatch implements AutoCloseable {
                 // inside one, where n is what fitted before it): entry i failed.
                 failed[i] = true;
                 failures++;
-                lastErrno = io.metaroce.nic.sys.Errno.EFAULT;
+                lastErrno = io.metaroce.abi.Errno.EFAULT;
                 i++;
             }
             start = i;

@@ -54,9 +54,9 @@ public final class RemoteAtomic implements AutoCloseable {
     private boolean read(int pid, long addr) {
         this.addr = addr;
         int fd = ProcessMemory.fd(pid);
-        long n = fd < 0 ? -io.metaroce.nic.sys.Errno.ESRCH : LibC.preadv(fd, localIov, 1, addr);
+        long n = fd < 0 ? -io.metaroce.abi.Errno.ESRCH : LibC.preadv(fd, localIov, 1, addr);
         if (n != 8) {
-            lastErrno = n < 0 ? (int) -n : io.metaroce.nic.sys.Errno.EFAULT;
+            lastErrno = n < 0 ? (int) -n : io.metaroce.abi.Errno.EFAULT;
             return false;
         }
         original = value.get(ValueLayout.JAVA_LONG, 0);
@@ -66,9 +66,9 @@ public final class RemoteAtomic implements AutoCloseable {
     private boolean write(int pid, long v) {
         value.set(ValueLayout.JAVA_LONG, 0, v);
         int fd = ProcessMemory.fd(pid);
-        long n = fd < 0 ? -io.metaroce.nic.sys.Errno.ESRCH : LibC.pwritev(fd, localIov, 1, addr);
+        long n = fd < 0 ? -io.metaroce.abi.Errno.ESRCH : LibC.pwritev(fd, localIov, 1, addr);
         if (n != 8) {
-            lastErrno = n < 0 ? (int) -n : io.metaroce.nic.sys.Errno.EFAULT;
+            lastErrno = n < 0 ? (int) -n : io.metaroce.abi.Errno.EFAULT;
             return false;
         }
         return true;

@@ -3,7 +3,7 @@ package io.metaroce.nic.engine;
 import io.metaroce.nic.transport.Path;
 import io.metaroce.nic.transport.RcRequester;
 import io.metaroce.nic.transport.TransportCounters;
-import io.metaroce.nic.verbs.Qp;
+import io.metaroce.nic.transport.Qp;
 
 /** JSON rendering of transport telemetry (control path: allocation is fine here). */
 final class Stats {

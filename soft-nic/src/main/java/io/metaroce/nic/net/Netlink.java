@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
@@ -67,7 +68,6 @@ public final class Netlink implements AutoCloseable {
     public static final int NUD_VALID = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE
             | NUD_NOARP | NUD_PERMANENT;
 
-    private static final int ENOENT = 2;
     private static final int NLMSG_HDRLEN = 16;
     private static final int RECV_BYTES = 32 * 1024;
 
@@ -156,7 +156,7 @@ public final class Netlink implements AutoCloseable {
         try {
             msg = transact(len, "RTM_GETNEIGH " + Inet4.toString(ip) + " dev " + ifindex);
         } catch (NativeException e) {
-            if (e.errno() == ENOENT) {
+            if (e.errno() == Errno.ENOENT) {
                 return null;
             }
             throw e;

@@ -1,6 +1,6 @@
 package io.metaroce.nic.port;
 
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import java.lang.foreign.Arena;

@@ -1,5 +1,6 @@
 package io.metaroce.nic.sys;
 
+import io.metaroce.abi.Errno;
 import java.io.IOException;
 
 /** A libc call failed; carries the call (with its arguments) and errno. */

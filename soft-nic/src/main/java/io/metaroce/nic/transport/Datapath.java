@@ -1,11 +1,10 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.dma.DmaBatch;
 import io.metaroce.nic.dma.RemoteAtomic;
 import io.metaroce.nic.port.Port;
-import io.metaroce.nic.verbs.MrTable;
-import io.metaroce.nic.verbs.Qp;
+import io.metaroce.nic.model.MrTable;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.zip.CRC32C;

@@ -1,6 +1,5 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.verbs.Qp;
 
 /**
  * What the engine tells the connection manager about RC QPs. Engine thread; implementations must

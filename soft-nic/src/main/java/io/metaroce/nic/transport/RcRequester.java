@@ -1,12 +1,11 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
-import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.Arena;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 

@@ -3,10 +3,9 @@ package io.metaroce.nic.transport;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.Port;
-import io.metaroce.nic.verbs.Mr;
-import io.metaroce.nic.verbs.Pd;
-import io.metaroce.nic.verbs.Qp;
-import io.metaroce.nic.verbs.Srq;
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.Pd;
+import io.metaroce.nic.model.Srq;
 import java.lang.foreign.MemorySegment;
 
 /**

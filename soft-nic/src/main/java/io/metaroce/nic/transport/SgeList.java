@@ -1,12 +1,11 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
-import io.metaroce.nic.verbs.Mr;
-import io.metaroce.nic.verbs.MrTable;
-import io.metaroce.nic.verbs.Pd;
-import io.metaroce.nic.verbs.Qp;
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.model.Pd;
 
 /**
  * The scatter/gather list of one work request, validated once when the WQE is read (the

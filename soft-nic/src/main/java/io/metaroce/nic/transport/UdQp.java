@@ -1,11 +1,10 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
-import io.metaroce.nic.verbs.Cq;
-import io.metaroce.nic.verbs.Qp;
+import io.metaroce.nic.model.Cq;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 

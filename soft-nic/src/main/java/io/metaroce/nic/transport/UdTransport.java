@@ -1,14 +1,13 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
-import io.metaroce.nic.verbs.Cq;
-import io.metaroce.nic.verbs.Mr;
-import io.metaroce.nic.verbs.Pd;
-import io.metaroce.nic.verbs.Qp;
-import io.metaroce.nic.verbs.Srq;
+import io.metaroce.nic.model.Cq;
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.Pd;
+import io.metaroce.nic.model.Srq;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;

@@ -6,6 +6,7 @@ import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 import io.metaroce.nic.transport.RcRequester;
 import java.io.IOException;
@@ -42,17 +43,23 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
     public final AtomicLong handshakes = new AtomicLong();
     public final AtomicLong failures = new AtomicLong();
 
-    private CmBridge(EngineAgent engine, int localIp, ConnectionManager.Config config, int disconnectGraceMs)
-            throws IOException {
+    private CmBridge(EngineAgent engine, int localIp, ConnectionManager.Config config, int disconnectGraceMs,
+            byte[] secret) throws IOException {
         this.engine = engine;
         this.disconnectGraceMs = disconnectGraceMs;
-        this.cm = ConnectionManager.start(localIp, config, this);
+        this.cm = ConnectionManager.start(localIp, config, this, secret);
     }
 
     /** Starts the manager on {@code localIp} and hooks the engine's QP lifecycle to it. */
     public static CmBridge start(EngineAgent engine, int localIp, ConnectionManager.Config config,
             int disconnectGraceMs) throws IOException {
-        CmBridge b = new CmBridge(engine, localIp, config, disconnectGraceMs);
+        return start(engine, localIp, config, disconnectGraceMs, null);
+    }
+
+    /** As {@link #start(EngineAgent, int, ConnectionManager.Config, int)}, authenticating peers with a cluster secret (null: none). */
+    public static CmBridge start(EngineAgent engine, int localIp, ConnectionManager.Config config,
+            int disconnectGraceMs, byte[] secret) throws IOException {
+        CmBridge b = new CmBridge(engine, localIp, config, disconnectGraceMs, secret);
         engine.datapath().lifecycle = b;
         return b;
     }

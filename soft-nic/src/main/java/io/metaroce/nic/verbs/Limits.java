@@ -1,6 +1,6 @@
 package io.metaroce.nic.verbs;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 
 /**
  * Device limits reported in HELLO and enforced by {@link VerbsService} (device-wide counts for

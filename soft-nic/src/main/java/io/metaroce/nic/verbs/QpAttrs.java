@@ -1,7 +1,8 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.QpAttrDescriptor.*;
+import static io.metaroce.abi.QpAttrDescriptor.*;
 
+import io.metaroce.nic.transport.Qp;
 import java.nio.ByteBuffer;
 
 /** A {@code struct mrce_qp_attr} decoded from or encoded to a little-endian buffer. */

@@ -1,8 +1,9 @@
 package io.metaroce.nic.verbs;
 
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 
 /**

@@ -1,35 +1,37 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.verbs.Verbs.IBV_QPS_ERR;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPS_INIT;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPS_RESET;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPS_RTR;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPS_RTS;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPS_SQD;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPS_SQE;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPT_RC;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPT_UC;
-import static io.metaroce.nic.verbs.Verbs.IBV_QPT_UD;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_ACCESS_FLAGS;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_ALT_PATH;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_AV;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_CUR_STATE;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_DEST_QPN;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_EN_SQD_ASYNC_NOTIFY;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_MAX_DEST_RD_ATOMIC;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_MAX_QP_RD_ATOMIC;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_MIN_RNR_TIMER;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_PATH_MIG_STATE;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_PATH_MTU;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_PKEY_INDEX;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_PORT;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_QKEY;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_RETRY_CNT;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_RNR_RETRY;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_RQ_PSN;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_SQ_PSN;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_STATE;
-import static io.metaroce.nic.verbs.Verbs.IBV_QP_TIMEOUT;
+import static io.metaroce.nic.abi.Ibv.QPS_ERR;
+import static io.metaroce.nic.abi.Ibv.QPS_INIT;
+import static io.metaroce.nic.abi.Ibv.QPS_RESET;
+import static io.metaroce.nic.abi.Ibv.QPS_RTR;
+import static io.metaroce.nic.abi.Ibv.QPS_RTS;
+import static io.metaroce.nic.abi.Ibv.QPS_SQD;
+import static io.metaroce.nic.abi.Ibv.QPS_SQE;
+import static io.metaroce.nic.abi.Ibv.QPT_RC;
+import static io.metaroce.nic.abi.Ibv.QPT_UC;
+import static io.metaroce.nic.abi.Ibv.QPT_UD;
+import static io.metaroce.nic.abi.Ibv.QP_ACCESS_FLAGS;
+import static io.metaroce.nic.abi.Ibv.QP_ALT_PATH;
+import static io.metaroce.nic.abi.Ibv.QP_AV;
+import static io.metaroce.nic.abi.Ibv.QP_CUR_STATE;
+import static io.metaroce.nic.abi.Ibv.QP_DEST_QPN;
+import static io.metaroce.nic.abi.Ibv.QP_EN_SQD_ASYNC_NOTIFY;
+import static io.metaroce.nic.abi.Ibv.QP_MAX_DEST_RD_ATOMIC;
+import static io.metaroce.nic.abi.Ibv.QP_MAX_QP_RD_ATOMIC;
+import static io.metaroce.nic.abi.Ibv.QP_MIN_RNR_TIMER;
+import static io.metaroce.nic.abi.Ibv.QP_PATH_MIG_STATE;
+import static io.metaroce.nic.abi.Ibv.QP_PATH_MTU;
+import static io.metaroce.nic.abi.Ibv.QP_PKEY_INDEX;
+import static io.metaroce.nic.abi.Ibv.QP_PORT;
+import static io.metaroce.nic.abi.Ibv.QP_QKEY;
+import static io.metaroce.nic.abi.Ibv.QP_RETRY_CNT;
+import static io.metaroce.nic.abi.Ibv.QP_RNR_RETRY;
+import static io.metaroce.nic.abi.Ibv.QP_RQ_PSN;
+import static io.metaroce.nic.abi.Ibv.QP_SQ_PSN;
+import static io.metaroce.nic.abi.Ibv.QP_STATE;
+import static io.metaroce.nic.abi.Ibv.QP_TIMEOUT;
+
+import io.metaroce.abi.Errno;
 
 /**
  * Checks an {@code ibv_modify_qp} request against the QP state transition table of the
@@ -55,9 +57,9 @@ public final class QpStateMachine {
     /** Linux errno values returned as positive ints, the verbs convention. */
     public static final int OK = 0;
 
-    public static final int EINVAL = 22;
+    public static final int EINVAL = Errno.EINVAL;
 
-    private static final int STATES = IBV_QPS_ERR + 1;
+    private static final int STATES = QPS_ERR + 1;
     private static final int TYPE_RC = 0;
     private static final int TYPE_UC = 1;
     private static final int TYPE_UD = 2;
@@ -69,52 +71,52 @@ public final class QpStateMachine {
 
     static {
         for (int from = 0; from < STATES; from++) {
-            allow(from, IBV_QPS_RESET, 0, 0, 0, 0, 0, 0);
-            allow(from, IBV_QPS_ERR, 0, 0, 0, 0, 0, 0);
+            allow(from, QPS_RESET, 0, 0, 0, 0, 0, 0);
+            allow(from, QPS_ERR, 0, 0, 0, 0, 0, 0);
         }
-        int rtsOptUc = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
-        int rtsOptRc = rtsOptUc | IBV_QP_MIN_RNR_TIMER;
-        int rtsOptUd = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+        int rtsOptUc = QP_CUR_STATE | QP_ACCESS_FLAGS | QP_ALT_PATH | QP_PATH_MIG_STATE;
+        int rtsOptRc = rtsOptUc | QP_MIN_RNR_TIMER;
+        int rtsOptUd = QP_CUR_STATE | QP_QKEY;
 
-        allow(IBV_QPS_RESET, IBV_QPS_INIT,
-                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0,
-                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0,
-                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0);
-        allow(IBV_QPS_INIT, IBV_QPS_INIT,
-                0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-                0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-                0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-        allow(IBV_QPS_INIT, IBV_QPS_RTR,
-                IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
-                        | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-                IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-                IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
-                IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-                0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY);
-        allow(IBV_QPS_RTR, IBV_QPS_RTS,
-                IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN
-                        | IBV_QP_MAX_QP_RD_ATOMIC, rtsOptRc,
-                IBV_QP_SQ_PSN, rtsOptUc,
-                IBV_QP_SQ_PSN, rtsOptUd);
-        allow(IBV_QPS_RTS, IBV_QPS_RTS, 0, rtsOptRc, 0, rtsOptUc, 0, rtsOptUd);
-        allow(IBV_QPS_RTS, IBV_QPS_SQD,
-                0, IBV_QP_EN_SQD_ASYNC_NOTIFY,
-                0, IBV_QP_EN_SQD_ASYNC_NOTIFY,
-                0, IBV_QP_EN_SQD_ASYNC_NOTIFY);
-        allow(IBV_QPS_SQD, IBV_QPS_RTS, 0, rtsOptRc, 0, rtsOptUc, 0, rtsOptUd);
-        allow(IBV_QPS_SQD, IBV_QPS_SQD,
-                0, IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
-                        | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH
-                        | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER
-                        | IBV_QP_PATH_MIG_STATE,
-                0, IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX
-                        | IBV_QP_PATH_MIG_STATE,
-                0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY);
+        allow(QPS_RESET, QPS_INIT,
+                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, 0,
+                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, 0,
+                QP_PKEY_INDEX | QP_PORT | QP_QKEY, 0);
+        allow(QPS_INIT, QPS_INIT,
+                0, QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+                0, QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+                0, QP_PKEY_INDEX | QP_PORT | QP_QKEY);
+        allow(QPS_INIT, QPS_RTR,
+                QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN
+                        | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER,
+                QP_ALT_PATH | QP_ACCESS_FLAGS | QP_PKEY_INDEX,
+                QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN,
+                QP_ALT_PATH | QP_ACCESS_FLAGS | QP_PKEY_INDEX,
+                0, QP_PKEY_INDEX | QP_QKEY);
+        allow(QPS_RTR, QPS_RTS,
+                QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN
+                        | QP_MAX_QP_RD_ATOMIC, rtsOptRc,
+                QP_SQ_PSN, rtsOptUc,
+                QP_SQ_PSN, rtsOptUd);
+        allow(QPS_RTS, QPS_RTS, 0, rtsOptRc, 0, rtsOptUc, 0, rtsOptUd);
+        allow(QPS_RTS, QPS_SQD,
+                0, QP_EN_SQD_ASYNC_NOTIFY,
+                0, QP_EN_SQD_ASYNC_NOTIFY,
+                0, QP_EN_SQD_ASYNC_NOTIFY);
+        allow(QPS_SQD, QPS_RTS, 0, rtsOptRc, 0, rtsOptUc, 0, rtsOptUd);
+        allow(QPS_SQD, QPS_SQD,
+                0, QP_PORT | QP_AV | QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY
+                        | QP_MAX_QP_RD_ATOMIC | QP_MAX_DEST_RD_ATOMIC | QP_ALT_PATH
+                        | QP_ACCESS_FLAGS | QP_PKEY_INDEX | QP_MIN_RNR_TIMER
+                        | QP_PATH_MIG_STATE,
+                0, QP_AV | QP_ALT_PATH | QP_ACCESS_FLAGS | QP_PKEY_INDEX
+                        | QP_PATH_MIG_STATE,
+                0, QP_PKEY_INDEX | QP_QKEY);
         // SQE -> RTS exists for UC and UD; an RC QP never enters SQE (its send errors go to ERR).
-        VALID[IBV_QPS_SQE * STATES + IBV_QPS_RTS] = true;
-        set(IBV_QPS_SQE, IBV_QPS_RTS, TYPE_UC, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS);
-        set(IBV_QPS_SQE, IBV_QPS_RTS, TYPE_UD, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY);
-        REQUIRED[(IBV_QPS_SQE * STATES + IBV_QPS_RTS) * TYPES + TYPE_RC] = -1; // marks "not for RC"
+        VALID[QPS_SQE * STATES + QPS_RTS] = true;
+        set(QPS_SQE, QPS_RTS, TYPE_UC, 0, QP_CUR_STATE | QP_ACCESS_FLAGS);
+        set(QPS_SQE, QPS_RTS, TYPE_UD, 0, QP_CUR_STATE | QP_QKEY);
+        REQUIRED[(QPS_SQE * STATES + QPS_RTS) * TYPES + TYPE_RC] = -1; // marks "not for RC"
     }
 
     private QpStateMachine() {}
@@ -130,11 +132,11 @@ public final class QpStateMachine {
         if (type < 0 || currentState < 0 || currentState >= STATES) {
             return EINVAL;
         }
-        int next = (attrMask & IBV_QP_STATE) != 0 ? newState : currentState;
+        int next = (attrMask & QP_STATE) != 0 ? newState : currentState;
         if (next < 0 || next >= STATES) {
             return EINVAL;
         }
-        if ((attrMask & IBV_QP_CUR_STATE) != 0 && curStateAttr != currentState) {
+        if ((attrMask & QP_CUR_STATE) != 0 && curStateAttr != currentState) {
             return EINVAL;
         }
         int transition = currentState * STATES + next;
@@ -149,7 +151,7 @@ public final class QpStateMachine {
         if ((attrMask & required) != required) {
             return EINVAL;
         }
-        if ((attrMask & ~(required | optional | IBV_QP_STATE)) != 0) {
+        if ((attrMask & ~(required | optional | QP_STATE)) != 0) {
             return EINVAL;
         }
         return OK;
@@ -183,9 +185,9 @@ public final class QpStateMachine {
 
     private static int typeIndex(int qpType) {
         return switch (qpType) {
-            case IBV_QPT_RC -> TYPE_RC;
-            case IBV_QPT_UC -> TYPE_UC;
-            case IBV_QPT_UD -> TYPE_UD;
+            case QPT_RC -> TYPE_RC;
+            case QPT_UC -> TYPE_UC;
+            case QPT_UD -> TYPE_UD;
             default -> -1;
         };
     }

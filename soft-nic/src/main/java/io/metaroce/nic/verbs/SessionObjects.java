@@ -1,6 +1,13 @@
 package io.metaroce.nic.verbs;
 
 import io.metaroce.control.LocalSession;
+import io.metaroce.nic.model.AsyncEventQueue;
+import io.metaroce.nic.model.CompChannel;
+import io.metaroce.nic.model.Cq;
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.Pd;
+import io.metaroce.nic.model.Srq;
+import io.metaroce.nic.transport.Qp;
 import java.util.LinkedHashMap;
 import java.util.Map;
 

@@ -1,35 +1,44 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 
 import io.metaroce.control.LocalControlHandler;
 import io.metaroce.control.LocalSession;
-import io.metaroce.nic.abi.AbiConstants;
-import io.metaroce.nic.abi.AsyncEventDescriptor;
-import io.metaroce.nic.abi.CreateCqReqDescriptor;
-import io.metaroce.nic.abi.CreateCqRespDescriptor;
-import io.metaroce.nic.abi.CreateQpReqDescriptor;
-import io.metaroce.nic.abi.CreateQpRespDescriptor;
-import io.metaroce.nic.abi.CreateSrqReqDescriptor;
-import io.metaroce.nic.abi.CreateSrqRespDescriptor;
-import io.metaroce.nic.abi.HandleReqDescriptor;
-import io.metaroce.nic.abi.HandleRespDescriptor;
-import io.metaroce.nic.abi.HelloReqDescriptor;
-import io.metaroce.nic.abi.HelloRespDescriptor;
+import io.metaroce.abi.AbiConstants;
+import io.metaroce.abi.AsyncEventDescriptor;
+import io.metaroce.abi.CreateCqReqDescriptor;
+import io.metaroce.abi.CreateCqRespDescriptor;
+import io.metaroce.abi.CreateQpReqDescriptor;
+import io.metaroce.abi.CreateQpRespDescriptor;
+import io.metaroce.abi.CreateSrqReqDescriptor;
+import io.metaroce.abi.CreateSrqRespDescriptor;
+import io.metaroce.abi.HandleReqDescriptor;
+import io.metaroce.abi.HandleRespDescriptor;
+import io.metaroce.abi.HelloReqDescriptor;
+import io.metaroce.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.abi.ModifyQpReqDescriptor;
-import io.metaroce.nic.abi.ModifySrqReqDescriptor;
-import io.metaroce.nic.abi.QpAttrDescriptor;
-import io.metaroce.nic.abi.RegMrReqDescriptor;
-import io.metaroce.nic.abi.RegMrRespDescriptor;
-import io.metaroce.nic.abi.ReregMrReqDescriptor;
-import io.metaroce.nic.abi.SrqAttrDescriptor;
+import io.metaroce.abi.ModifyQpReqDescriptor;
+import io.metaroce.abi.ModifySrqReqDescriptor;
+import io.metaroce.abi.QpAttrDescriptor;
+import io.metaroce.abi.RegMrReqDescriptor;
+import io.metaroce.abi.RegMrRespDescriptor;
+import io.metaroce.abi.ReregMrReqDescriptor;
+import io.metaroce.abi.SrqAttrDescriptor;
 import io.metaroce.nic.dma.ProcessMemory;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
+import io.metaroce.nic.model.AsyncEventQueue;
+import io.metaroce.nic.model.AsyncEventSink;
+import io.metaroce.nic.model.CompChannel;
+import io.metaroce.nic.model.Cq;
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.model.Pd;
+import io.metaroce.nic.model.Srq;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
+import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.Wire;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -117,7 +126,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private boolean charge(SessionObjects s, int kind, long n) {
         long limit = quota.limit(kind);
         synchronized (usage) {
-            long[] u = usage.computeIfAbsent(s.session.uid(), k -> new long[4]);
+            long[] u = usage.computeIfAbsent(s.session.uid(), k -> new long[UserQuota.KINDS]);
             if (limit > 0 && u[kind] + n > limit) {
                 return false;
             }
@@ -288,6 +297,21 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_HELLO, seq, Errno.EEXIST);
             return;
         }
+        if (!charge(s, UserQuota.CONNECTIONS, 1)) {
+            fail(s, MRCE_OP_HELLO, seq, Errno.ENOMEM);
+            return;
+        }
+        try {
+            helloCharged(s, seq);
+        } finally {
+            if (!s.hello) {
+                discharge(s, UserQuota.CONNECTIONS, 1);
+            }
+        }
+    }
+
+    /** HELLO once the user's connection quota took it; {@code s.hello} set only on success. */
+    private void helloCharged(SessionObjects s, int seq) throws NativeException {
         ProcessMemory memory = bindProcess(s);
         int doorbell;
         try {
@@ -366,8 +390,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     // ---- PD ----
 
     private void allocPd(SessionObjects s, int seq) {
+        if (!charge(s, UserQuota.PDS, 1)) {
+            fail(s, MRCE_OP_ALLOC_PD, seq, Errno.ENOMEM);
+            return;
+        }
         synchronized (this) {
             if (pdCount >= limits.maxPd()) {
+                discharge(s, UserQuota.PDS, 1);
                 fail(s, MRCE_OP_ALLOC_PD, seq, Errno.ENOMEM);
                 return;
             }
@@ -385,6 +414,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             synchronized (this) {
                 pdCount--;
             }
+            discharge(s, UserQuota.PDS, 1);
         });
     }
 
@@ -549,13 +579,19 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             return;
         }
         int slots = pow2(cqe);
+        if (!charge(s, UserQuota.CQS, 1)) {
+            fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
+            return;
+        }
         if (!charge(s, UserQuota.CQ_ENTRIES, slots)) {
+            discharge(s, UserQuota.CQS, 1);
             fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
             return;
         }
         synchronized (this) {
             if (cqCount >= limits.maxCq()) {
                 discharge(s, UserQuota.CQ_ENTRIES, slots);
+                discharge(s, UserQuota.CQS, 1);
                 fail(s, MRCE_OP_CREATE_CQ, seq, Errno.ENOMEM);
                 return;
             }
@@ -565,6 +601,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         SharedMemory shm = SharedMemory.create("mrce-cq", size, () -> {
             uncount(MRCE_OP_CREATE_CQ);
             discharge(s, UserQuota.CQ_ENTRIES, slots);
+            discharge(s, UserQuota.CQS, 1);
         });
         int fd = shm.fd();
         MemorySegment map = shm.map();
@@ -585,6 +622,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         destroyUnused(s, MRCE_OP_DESTROY_CQ, seq, p, s.cqs, cq -> cq.qpUsers, cq -> {
             releaseCq(cq);
             discharge(s, UserQuota.CQ_ENTRIES, cq.slots());
+            discharge(s, UserQuota.CQS, 1);
         });
     }
 
@@ -852,10 +890,12 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 for (Cq cq : s.cqs.values()) {
                     releaseCq(cq);
                     discharge(s, UserQuota.CQ_ENTRIES, cq.slots());
+                    discharge(s, UserQuota.CQS, 1);
                 }
                 s.cqs.clear();
                 for (Srq srq : s.srqs.values()) {
                     releaseSrq(srq);
+                    discharge(s, UserQuota.SRQS, 1);
                 }
                 s.srqs.clear();
                 for (CompChannel ch : s.channels.values()) {
@@ -872,7 +912,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 for (int i = 0; i < s.pds.size(); i++) {
                     uncount(MRCE_OP_ALLOC_PD);
                 }
+                discharge(s, UserQuota.PDS, s.pds.size());
                 s.pds.clear();
+                if (s.hello) {
+                    discharge(s, UserQuota.CONNECTIONS, 1);
+                }
                 if (s.memory != null) {
                     s.memory.close(); // on the engine thread: no copy is using the descriptor
                 }
@@ -911,15 +955,23 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_CREATE_SRQ, seq, Errno.EINVAL);
             return;
         }
+        if (!charge(s, UserQuota.SRQS, 1)) {
+            fail(s, MRCE_OP_CREATE_SRQ, seq, Errno.ENOMEM);
+            return;
+        }
         synchronized (this) {
             if (srqCount >= limits.maxSrq()) {
+                discharge(s, UserQuota.SRQS, 1);
                 fail(s, MRCE_OP_CREATE_SRQ, seq, Errno.ENOMEM);
                 return;
             }
             srqCount++;
         }
         long size = Srq.mapSize(slots);
-        SharedMemory shm = SharedMemory.create("mrce-srq", size, () -> uncount(MRCE_OP_CREATE_SRQ));
+        SharedMemory shm = SharedMemory.create("mrce-srq", size, () -> {
+            uncount(MRCE_OP_CREATE_SRQ);
+            discharge(s, UserQuota.SRQS, 1);
+        });
         int fd = shm.fd();
         MemorySegment map = shm.map();
         int sge = Math.max(1, maxSge);
@@ -977,7 +1029,10 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private void destroySrq(SessionObjects s, int seq, ByteBuffer p) {
         // No QP uses it, so the engine no longer reads it: a QP's users count drops only after
         // the engine dropped that QP.
-        destroyUnused(s, MRCE_OP_DESTROY_SRQ, seq, p, s.srqs, srq -> srq.qpUsers, this::releaseSrq);
+        destroyUnused(s, MRCE_OP_DESTROY_SRQ, seq, p, s.srqs, srq -> srq.qpUsers, srq -> {
+            releaseSrq(srq);
+            discharge(s, UserQuota.SRQS, 1);
+        });
     }
 
     /** Caller holds the session lock; no QP uses the SRQ any more. */

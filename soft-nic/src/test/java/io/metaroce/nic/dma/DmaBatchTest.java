@@ -83,7 +83,7 @@ class DmaBatchTest {
             read.add(buf.address(), buf.address(), 8, 0);
             read.add(buf.address() + 8, buf.address() + 8, 8, 1);
             assertThat(read.flush()).isEqualTo(2);
-            assertThat(read.lastErrno()).isEqualTo(io.metaroce.nic.sys.Errno.ESRCH);
+            assertThat(read.lastErrno()).isEqualTo(io.metaroce.abi.Errno.ESRCH);
         }
     }
 
@@ -136,7 +136,7 @@ class DmaBatchTest {
             write.begin(m.id());
             write.add(src.address(), dst.address(), 64, 0);
             assertThat(write.flush()).isEqualTo(1);
-            assertThat(write.lastErrno()).isEqualTo(io.metaroce.nic.sys.Errno.ESRCH);
+            assertThat(write.lastErrno()).isEqualTo(io.metaroce.abi.Errno.ESRCH);
             assertThat(dst.toArray(ValueLayout.JAVA_BYTE)).containsOnly((byte) 0);
         } finally {
             m.close();

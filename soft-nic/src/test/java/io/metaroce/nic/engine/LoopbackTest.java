@@ -1,11 +1,11 @@
 package io.metaroce.nic.engine;
 
-import static io.metaroce.nic.abi.AbiConstants.NO_HANDLE;
+import static io.metaroce.abi.AbiConstants.NO_HANDLE;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.port.Port;

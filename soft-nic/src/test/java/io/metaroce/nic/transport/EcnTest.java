@@ -3,7 +3,6 @@ package io.metaroce.nic.transport;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.verbs.Qp;
 import org.junit.jupiter.api.Test;
 
 /**

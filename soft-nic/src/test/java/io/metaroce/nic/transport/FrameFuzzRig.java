@@ -1,14 +1,13 @@
 package io.metaroce.nic.transport;
 
-import static io.metaroce.nic.abi.AbiConstants.NO_HANDLE;
+import static io.metaroce.abi.AbiConstants.NO_HANDLE;
 
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.QpAttrs;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.port.PortCounters;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.QpModifier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

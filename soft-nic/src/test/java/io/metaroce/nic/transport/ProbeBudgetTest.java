@@ -2,7 +2,7 @@ package io.metaroce.nic.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.sim.LinkSelector;
 import io.metaroce.nic.sim.SimClock;

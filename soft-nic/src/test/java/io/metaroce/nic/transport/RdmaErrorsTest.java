@@ -3,9 +3,8 @@ package io.metaroce.nic.transport;
 import static io.metaroce.nic.transport.RdmaRig.assertCanary;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;

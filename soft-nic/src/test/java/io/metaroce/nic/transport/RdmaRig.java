@@ -2,14 +2,13 @@ package io.metaroce.nic.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.QpAttrs;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;

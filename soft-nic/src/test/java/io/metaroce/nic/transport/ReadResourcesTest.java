@@ -3,7 +3,6 @@ package io.metaroce.nic.transport;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.verbs.Qp;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.zip.CRC32C;

@@ -2,11 +2,10 @@ package io.metaroce.nic.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.verbs.Qp;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -118,9 +117,9 @@ final class RequesterHarness implements AutoCloseable {
                 .opcode(Ibv.WR_RDMA_READ).sendFlags(Ibv.SEND_SIGNALED).numSge(1).length(len)
                 .sge(0, buf.address() + off, len, writableLkey);
         ring.segment().set(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED,
-                slot + io.metaroce.nic.abi.WqeDescriptor.OFF_RKEY, rkey);
+                slot + io.metaroce.abi.WqeDescriptor.OFF_RKEY, rkey);
         ring.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED,
-                slot + io.metaroce.nic.abi.WqeDescriptor.OFF_REMOTE_ADDR, remoteAddr);
+                slot + io.metaroce.abi.WqeDescriptor.OFF_REMOTE_ADDR, remoteAddr);
         ring.producerRelease(prod + 1);
         posted++;
     }

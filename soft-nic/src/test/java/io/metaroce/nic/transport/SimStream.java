@@ -1,6 +1,6 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.sim.LinkSelector;
 import io.metaroce.nic.sim.SimClock;

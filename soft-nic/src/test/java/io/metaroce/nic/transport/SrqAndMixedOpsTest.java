@@ -6,8 +6,7 @@ import static io.metaroce.nic.transport.RdmaRig.pattern;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.verbs.Qp;
-import io.metaroce.nic.verbs.Srq;
+import io.metaroce.nic.model.Srq;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -2,7 +2,7 @@ package io.metaroce.nic.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AbiConstants;
+import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
@@ -368,7 +368,7 @@ class TransportOverLossyLinkTest {
             assertThat(p.b.post(p.qpB.rq(), 7, 0, 0, 0, new long[] {p.recvBuf.address()},
                     new int[] {100}, p.recvMr[1])).isTrue();
             p.step(10_000); // the daemon has read and validated the receive
-            assertThat(p.b.call(io.metaroce.nic.abi.AbiConstants.MRCE_OP_DEREG_MR,
+            assertThat(p.b.call(io.metaroce.abi.AbiConstants.MRCE_OP_DEREG_MR,
                     TestNode.handleReq(p.recvMr[0])).status()).isZero();
             assertThat(p.a.post(p.qpA.sq(), 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
                     new long[] {p.sendBuf.address()}, new int[] {100}, p.sendMr[1])).isTrue();

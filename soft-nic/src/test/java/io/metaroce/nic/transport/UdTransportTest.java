@@ -1,15 +1,15 @@
 package io.metaroce.nic.transport;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AsyncEventDescriptor;
+import io.metaroce.abi.AsyncEventDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.verbs.FakeSession;
 import io.metaroce.nic.verbs.QpAttrs;

@@ -1,6 +1,6 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.NO_HANDLE;
+import static io.metaroce.abi.AbiConstants.NO_HANDLE;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.control.cm.CmMessage;
@@ -66,12 +66,24 @@ class CmBridgeRestartTest {
 
     @Test
     void aQpConnectedWhileThePeerRestartsSurvivesTheRestart() throws Exception {
+        restart(null);
+    }
+
+    /** The same with both daemons authenticating with a cluster secret (connection-manager.md section 8). */
+    @Test
+    void theSameWithAClusterSecret() throws Exception {
+        restart("a cluster secret of 32 bytes ....".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        assertThat(bridge.manager().authRefusals()).isZero();
+        assertThat(peer.authRefusals()).isZero();
+    }
+
+    private void restart(byte[] secret) throws Exception {
         MemoryLink link = new MemoryLink(1, 0, 0, 0, 0, System::nanoTime);
         MemoryLink.End end = link.end(A, 4793);
         link.connect(end, link.end(B, 4793));
         node = new TestNode(end, 4793, System::nanoTime);
-        bridge = CmBridge.start(node.engine, A, CONFIG, 1000);
-        peer = ConnectionManager.start(B, CONFIG, new AcceptAll());
+        bridge = CmBridge.start(node.engine, A, CONFIG, 1000, secret);
+        peer = ConnectionManager.start(B, CONFIG, new AcceptAll(), secret);
         node.hello();
         int pd = node.allocPd();
         TestNode.CqHandles cq = node.createCq(16, NO_HANDLE);
@@ -85,7 +97,7 @@ class CmBridgeRestartTest {
         // Reaches RTR while the peer daemon is down: its CONNECT waits for the next connection.
         TestNode.QpHandles fresh = node.createQp(pd, cq.handle(), cq.handle(), 8, 1, 0);
         node.connect(fresh.handle(), B, 21, 300, 400, Ibv.MTU_1024);
-        peer = ConnectionManager.start(B, CONFIG, new AcceptAll()); // the restarted daemon: a new boot id
+        peer = ConnectionManager.start(B, CONFIG, new AcceptAll(), secret); // the restarted daemon: a new boot id
 
         pumpUntil("the second handshake and the old QP's failure",
                 () -> bridge.handshakes.get() == 2 && bridge.failures.get() == 1);

@@ -1,15 +1,15 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.control.cm.CmMessage;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.control.cm.ServiceTable;
-import io.metaroce.nic.abi.CmGetRequestReqDescriptor;
-import io.metaroce.nic.abi.CmListenReqDescriptor;
+import io.metaroce.abi.CmGetRequestReqDescriptor;
+import io.metaroce.abi.CmListenReqDescriptor;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;

@@ -1,10 +1,10 @@
 package io.metaroce.nic.verbs;
 
 import io.metaroce.control.LocalSession;
-import io.metaroce.nic.abi.AbiConstants;
-import io.metaroce.nic.abi.CreateCqRespDescriptor;
-import io.metaroce.nic.abi.CreateQpRespDescriptor;
-import io.metaroce.nic.abi.CreateSrqRespDescriptor;
+import io.metaroce.abi.AbiConstants;
+import io.metaroce.abi.CreateCqRespDescriptor;
+import io.metaroce.abi.CreateQpRespDescriptor;
+import io.metaroce.abi.CreateSrqRespDescriptor;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;

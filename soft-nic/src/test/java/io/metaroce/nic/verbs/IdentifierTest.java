@@ -2,6 +2,9 @@ package io.metaroce.nic.verbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.model.Pd;
 import java.util.HashSet;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -56,7 +59,7 @@ class IdentifierTest {
             node.service.identifierRandom(new java.util.Random(44));
             assertThat(node.hello().status()).isZero();
             int pd = node.allocPd();
-            TestNode.CqHandles cq = node.createCq(16, io.metaroce.nic.abi.AbiConstants.NO_HANDLE);
+            TestNode.CqHandles cq = node.createCq(16, io.metaroce.abi.AbiConstants.NO_HANDLE);
             Set<Integer> slots = new HashSet<>();
             int prev = -1;
             for (int i = 0; i < 8; i++) {

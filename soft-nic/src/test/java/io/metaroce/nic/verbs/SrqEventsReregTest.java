@@ -1,20 +1,26 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.AsyncEventDescriptor;
-import io.metaroce.nic.abi.HelloRespDescriptor;
+import io.metaroce.abi.AsyncEventDescriptor;
+import io.metaroce.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.abi.ModifySrqReqDescriptor;
-import io.metaroce.nic.abi.ReregMrReqDescriptor;
-import io.metaroce.nic.abi.SrqAttrDescriptor;
-import io.metaroce.nic.abi.WqeDescriptor;
+import io.metaroce.abi.ModifySrqReqDescriptor;
+import io.metaroce.abi.ReregMrReqDescriptor;
+import io.metaroce.abi.SrqAttrDescriptor;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
+import io.metaroce.nic.model.AsyncEventQueue;
+import io.metaroce.nic.model.Mr;
+import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.model.Pd;
+import io.metaroce.nic.model.Srq;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
+import io.metaroce.nic.transport.Qp;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -158,7 +164,7 @@ class SrqEventsReregTest {
                 4, 1, 0);
         assertThat(qpr.status()).isZero();
         int qpHandle = qpr.payload().getInt(0);
-        assertThat(qpr.payload().getInt((int) io.metaroce.nic.abi.CreateQpRespDescriptor.OFF_MAX_RECV_WR))
+        assertThat(qpr.payload().getInt((int) io.metaroce.abi.CreateQpRespDescriptor.OFF_MAX_RECV_WR))
                 .isZero();
         node.pump();
         Qp qp = node.engine.qpByQpn(qpr.payload().getInt(4));

@@ -1,24 +1,25 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 
 import io.metaroce.nic.abi.CqeFlyweight;
-import io.metaroce.nic.abi.CreateCqReqDescriptor;
-import io.metaroce.nic.abi.CreateCqRespDescriptor;
-import io.metaroce.nic.abi.CreateQpReqDescriptor;
-import io.metaroce.nic.abi.CreateQpRespDescriptor;
-import io.metaroce.nic.abi.CreateSrqReqDescriptor;
-import io.metaroce.nic.abi.CreateSrqRespDescriptor;
-import io.metaroce.nic.abi.HandleReqDescriptor;
-import io.metaroce.nic.abi.HelloReqDescriptor;
+import io.metaroce.abi.CreateCqReqDescriptor;
+import io.metaroce.abi.CreateCqRespDescriptor;
+import io.metaroce.abi.CreateQpReqDescriptor;
+import io.metaroce.abi.CreateQpRespDescriptor;
+import io.metaroce.abi.CreateSrqReqDescriptor;
+import io.metaroce.abi.CreateSrqRespDescriptor;
+import io.metaroce.abi.HandleReqDescriptor;
+import io.metaroce.abi.HelloReqDescriptor;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.abi.ModifyQpReqDescriptor;
-import io.metaroce.nic.abi.QpAttrDescriptor;
-import io.metaroce.nic.abi.RegMrReqDescriptor;
-import io.metaroce.nic.abi.RegMrRespDescriptor;
+import io.metaroce.abi.ModifyQpReqDescriptor;
+import io.metaroce.abi.QpAttrDescriptor;
+import io.metaroce.abi.RegMrReqDescriptor;
+import io.metaroce.abi.RegMrRespDescriptor;
 import io.metaroce.nic.abi.RingFlyweight;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.engine.EngineAgent;
+import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;

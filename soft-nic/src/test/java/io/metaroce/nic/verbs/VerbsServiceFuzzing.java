@@ -1,18 +1,18 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.metaroce.control.ControlProtocol;
-import io.metaroce.nic.abi.CreateCqReqDescriptor;
-import io.metaroce.nic.abi.CreateQpReqDescriptor;
-import io.metaroce.nic.abi.CreateSrqReqDescriptor;
-import io.metaroce.nic.abi.HelloReqDescriptor;
+import io.metaroce.abi.CreateCqReqDescriptor;
+import io.metaroce.abi.CreateQpReqDescriptor;
+import io.metaroce.abi.CreateSrqReqDescriptor;
+import io.metaroce.abi.HelloReqDescriptor;
 import io.metaroce.nic.abi.Ibv;
-import io.metaroce.nic.abi.ModifyQpReqDescriptor;
-import io.metaroce.nic.abi.RegMrReqDescriptor;
-import io.metaroce.nic.abi.ReregMrReqDescriptor;
+import io.metaroce.abi.ModifyQpReqDescriptor;
+import io.metaroce.abi.RegMrReqDescriptor;
+import io.metaroce.abi.ReregMrReqDescriptor;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;

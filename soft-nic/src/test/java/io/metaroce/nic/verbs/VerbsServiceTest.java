@@ -1,12 +1,13 @@
 package io.metaroce.nic.verbs;
 
-import static io.metaroce.nic.abi.AbiConstants.*;
+import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.nic.abi.HelloRespDescriptor;
+import io.metaroce.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.Arena;

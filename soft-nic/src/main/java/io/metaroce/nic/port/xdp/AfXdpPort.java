@@ -2,7 +2,7 @@ package io.metaroce.nic.port.xdp;
 
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.PortCounters;
-import io.metaroce.nic.sys.Errno;
+import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.NativeException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -40,9 +40,9 @@ public final class AfXdpPort implements Port {
     private static final Logger LOG = LoggerFactory.getLogger(AfXdpPort.class);
     /** Ethernet 14 + IPv4 20 + UDP 8. */
     public static final int HEADERS = 42;
-    private static final int RX_CHUNKS = 4096;
+    static final int RX_CHUNKS = 4096;
     private static final int TX_PAIRS = 1024;
-    private static final int RING_SIZE = 4096;
+    static final int RING_SIZE = 4096;
     private static final int PAIR = 2 * XskSocket.CHUNK;
     private static final int ECT0 = 0x02;
     private static final int MAX_KICKS = 64;
@@ -57,7 +57,7 @@ public final class AfXdpPort implements Port {
     private final L2Resolver resolver;
     private final L2Header l2 = new L2Header();
     private final PortCounters counters = new PortCounters();
-    private final Arena arena = Arena.ofShared();
+    private final Arena arena;
     private final XdpProgram program;
     private final XskSocket[] socks;
     // TX (socket 0)
@@ -83,6 +83,8 @@ public final class AfXdpPort implements Port {
     private int nextSock;
     /** Frames received per queue (socket). */
     private final long[] rxPerQueue;
+    /** Per socket: inside a frame of more descriptors than a batch, being dropped to its end. */
+    private final boolean[] dropping;
 
     /**
      * @param maxFrame the largest UDP payload (the engine's frame), at most 2 * 4096 - 42
@@ -90,15 +92,18 @@ public final class AfXdpPort implements Port {
      */
     public AfXdpPort(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame, int batch,
             Mode mode, L2Resolver resolver) throws IOException {
+        this(localIp, localPort, entropyPorts, maxFrame, batch, resolver,
+                bind(ifname, localPort, entropyPorts, maxFrame, batch, mode));
+    }
+
+    /** What {@link #bind} made: the sockets with their UMEMs (in {@code arena}) and the program. */
+    record Bound(Arena arena, XdpProgram program, XskSocket[] socks) {}
+
+    private static Bound bind(String ifname, int localPort, int entropyPorts, int maxFrame, int batch, Mode mode)
+            throws IOException {
         if (maxFrame + HEADERS > PAIR || batch < 1 || batch > 256) {
             throw new IllegalArgumentException("maxFrame " + maxFrame + " / batch " + batch);
         }
-        this.localIp = localIp;
-        this.localPort = localPort;
-        this.entropyPorts = entropyPorts;
-        this.maxFrame = maxFrame;
-        this.batch = batch;
-        this.resolver = resolver;
         int ifindex;
         try {
             ifindex = XskSys.ifindex(ifname);
@@ -106,11 +111,12 @@ public final class AfXdpPort implements Port {
             throw new IOException("no interface " + ifname, e);
         }
         int queues = queueCount(ifname);
+        Arena arena = Arena.ofShared();
         XdpProgram prog = null;
         XskSocket[] made = new XskSocket[queues];
         try {
             prog = XdpProgram.attach(ifname, ifindex, mode == Mode.NATIVE, localPort, localPort + entropyPorts);
-            long umemBytes = (long) (RX_CHUNKS + 2 * TX_PAIRS) * XskSocket.CHUNK;
+            long umemBytes = umemBytes();
             int flags = XskSys.XDP_USE_NEED_WAKEUP | XskSys.XDP_USE_SG | XskSys.XDP_COPY;
             for (int q = 0; q < queues; q++) {
                 MemorySegment umem = arena.allocate(umemBytes, XskSocket.CHUNK);
@@ -129,6 +135,31 @@ public final class AfXdpPort implements Port {
             arena.close();
             throw unavailable(e);
         }
+        return new Bound(arena, prog, made);
+    }
+
+    /** Bytes of each socket's UMEM. */
+    static long umemBytes() {
+        return (long) (RX_CHUNKS + 2 * TX_PAIRS) * XskSocket.CHUNK;
+    }
+
+    /**
+     * Over sockets already made; tests pass sockets over plain memory and no program (the
+     * reassembly fuzzer plays the kernel's side of the rings).
+     */
+    AfXdpPort(int localIp, int localPort, int entropyPorts, int maxFrame, int batch, L2Resolver resolver, Bound bound) {
+        if (maxFrame + HEADERS > PAIR || batch < 1 || batch > 256) {
+            throw new IllegalArgumentException("maxFrame " + maxFrame + " / batch " + batch);
+        }
+        this.localIp = localIp;
+        this.localPort = localPort;
+        this.entropyPorts = entropyPorts;
+        this.maxFrame = maxFrame;
+        this.batch = batch;
+        this.resolver = resolver;
+        this.arena = bound.arena();
+        XdpProgram prog = bound.program();
+        XskSocket[] made = bound.socks();
         this.program = prog;
         this.socks = made;
         // TX pool
@@ -148,6 +179,7 @@ public final class AfXdpPort implements Port {
         this.dropView = dropFrame.asByteBuffer();
         // RX
         this.rxPerQueue = new long[socks.length];
+        this.dropping = new boolean[socks.length];
         this.held = new long[socks.length][batch];
         this.heldCount = new int[socks.length];
         this.rxPayload = new MemorySegment[socks.length * RX_CHUNKS];
@@ -263,15 +295,32 @@ public final class AfXdpPort implements Port {
             return 0;
         }
         int first = s.rx.peekIndex();
+        int i = 0;
+        // The rest of a frame of more descriptors than a batch: given back up to its last one.
+        while (dropping[q] && i < n) {
+            dropping[q] = (s.rx.descOptions(first + i) & XskSys.XDP_PKT_CONTD) != 0;
+            hold(q, s.rx.descAddr(first + i));
+            i++;
+        }
         int complete = n;
-        while (complete > 0 && (s.rx.descOptions(first + complete - 1) & XskSys.XDP_PKT_CONTD) != 0) {
+        while (complete > i && (s.rx.descOptions(first + complete - 1) & XskSys.XDP_PKT_CONTD) != 0) {
             complete--; // the rest of that frame is not in the ring yet
         }
-        if (complete < n) {
+        if (complete == 0 && n == batch) {
+            // A whole batch of one frame's descriptors (a kernel makes at most 18): waiting for its
+            // end would never see it; it is dropped instead.
+            counters.rxFrames++;
+            counters.rxTruncated++;
+            dropping[q] = true;
+            for (; i < n; i++) {
+                hold(q, s.rx.descAddr(first + i));
+            }
+            complete = n;
+        } else if (complete < n) {
             s.rx.cancel(n - complete);
+            s.rx.refresh(); // else the cached entries never run out and the frame's rest is never seen
         }
         int frames = 0;
-        int i = 0;
         while (i < complete) {
             int descs = 1;
             while ((s.rx.descOptions(first + i + descs - 1) & XskSys.XDP_PKT_CONTD) != 0) {
@@ -279,8 +328,7 @@ public final class AfXdpPort implements Port {
             }
             deliver(q, first + i, descs, frames, handler);
             for (int d = 0; d < descs; d++) {
-                long addr = s.rx.descAddr(first + i + d);
-                held[q][heldCount[q]++] = addr - addr % XskSocket.CHUNK;
+                hold(q, s.rx.descAddr(first + i + d));
             }
             i += descs;
             frames++;
@@ -291,6 +339,11 @@ public final class AfXdpPort implements Port {
             rxPerQueue[q] += frames;
         }
         return frames;
+    }
+
+    /** Keeps the chunk of a consumed descriptor until the next poll (the engine may still read it). */
+    private void hold(int q, long addr) {
+        held[q][heldCount[q]++] = addr - addr % XskSocket.CHUNK;
     }
 
     /** Gives the chunks held since the last poll back to the fill ring. */
@@ -335,7 +388,9 @@ public final class AfXdpPort implements Port {
         for (int d = 1; d < descs; d++) {
             total += s.rx.descLen(idx + d);
         }
-        if (ihl < 20 || length < 0 || 14 + ihl + 8 + length > total) {
+        // The headers must lie in the first buffer (a kernel never splits them): the ones read
+        // above are then the frame's, and the gather below never starts past that buffer.
+        if (ihl < 20 || len0 < 14 + ihl + 8 || length < 0 || 14 + ihl + 8 + length > total) {
             counters.rxShort++;
             return;
         }
@@ -343,7 +398,7 @@ public final class AfXdpPort implements Port {
             counters.rxTruncated++;
             return;
         }
-        if (descs == 1 && ihl == 20) {
+        if (descs == 1 && ihl == 20 && addr % XskSocket.CHUNK == XskSys.XDP_PACKET_HEADROOM) {
             int c = (int) (addr / XskSocket.CHUNK);
             ByteBuffer view = rxViews[q * RX_CHUNKS + c];
             view.clear().limit(length);
@@ -604,7 +659,9 @@ public final class AfXdpPort implements Port {
     @Override
     public void close() {
         LOG.info("AF_XDP sockets on close: {}", kernelStatistics());
-        program.close(); // detach first: no frame is steered to a closing socket
+        if (program != null) {
+            program.close(); // detach first: no frame is steered to a closing socket
+        }
         for (XskSocket s : socks) {
             s.close();
         }

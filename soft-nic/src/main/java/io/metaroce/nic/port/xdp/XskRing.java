@@ -129,6 +129,15 @@ public final class XskRing {
         cachedCons -= n;
     }
 
+    /**
+     * Consumer: reads the producer index now, not only when the cache runs out; after a
+     * {@link #cancel} of entries that wait for more (a multi-buffer frame's rest), the cache never
+     * runs out by itself.
+     */
+    public void refresh() {
+        cachedProd = loadAcquire(producerOff);
+    }
+
     /** Producer: submitted entries the kernel has not consumed yet. */
     public int outstanding() {
         return cachedProd - loadAcquire(consumerOff);

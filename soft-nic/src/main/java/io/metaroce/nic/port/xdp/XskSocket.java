@@ -63,6 +63,17 @@ final class XskSocket implements AutoCloseable {
         this.fd = s;
     }
 
+    /** Tests: a socket whose rings and UMEM are plain memory, with no file descriptor (-1). */
+    XskSocket(int queue, MemorySegment umem, XskRing fill, XskRing comp, XskRing rx, XskRing tx) {
+        this.fd = -1;
+        this.queue = queue;
+        this.umem = umem;
+        this.fill = fill;
+        this.comp = comp;
+        this.rx = rx;
+        this.tx = tx;
+    }
+
     private XskRing map(int s, int slot, MemorySegment off, long base, int size, int entry, long pgoff,
             boolean producer) throws NativeException {
         long prod = off.get(ValueLayout.JAVA_LONG, base);
@@ -91,6 +102,8 @@ final class XskSocket implements AutoCloseable {
     @Override
     public void close() {
         unmapAll();
-        LibC.close(fd);
+        if (fd >= 0) {
+            LibC.close(fd);
+        }
     }
 }

@@ -1,0 +1,29 @@
+package io.metaroce.abi;
+
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.StructLayout;
+
+/** {@code struct mrce_cm_request} of mrce_abi.h: CM_GET_REQUEST response. */
+public final class CmRequestDescriptor {
+    public static final String C_NAME = "mrce_cm_request";
+    public static final StructLayout LAYOUT = MemoryLayout.structLayout(
+            Layouts.u32("request"),
+            Layouts.u32("service_id"),
+            Layouts.u32("qpn"),
+            Layouts.u32("psn"),
+            Layouts.bytes("gid", 16),
+            Layouts.u32("peer_ipv4"),
+            Layouts.u32("private_data_len"),
+            Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX)).withName(C_NAME);
+    public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
+    public static final int OFF_REQUEST = Layouts.off(LAYOUT, "request");
+    public static final int OFF_SERVICE_ID = Layouts.off(LAYOUT, "service_id");
+    public static final int OFF_QPN = Layouts.off(LAYOUT, "qpn");
+    public static final int OFF_PSN = Layouts.off(LAYOUT, "psn");
+    public static final int OFF_GID = Layouts.off(LAYOUT, "gid");
+    public static final int OFF_PEER_IPV4 = Layouts.off(LAYOUT, "peer_ipv4");
+    public static final int OFF_PRIVATE_DATA_LEN = Layouts.off(LAYOUT, "private_data_len");
+    public static final int OFF_PRIVATE_DATA = Layouts.off(LAYOUT, "private_data");
+
+    private CmRequestDescriptor() {}
+}

@@ -1,0 +1,60 @@
+package io.metaroce.nic.model;
+
+/**
+ * A registered memory region: immutable once published in the {@link MrTable}, except for
+ * {@link #revoke()}. {@code iova} is the address the keys are used with; {@code addr} where those
+ * bytes live in address space {@code pid} (a {@link io.metaroce.nic.dma.ProcessMemory} id).
+ */
+public final class Mr {
+    public final int handle;
+    public final Pd pd;
+    /** The owner's address space: a {@link io.metaroce.nic.dma.ProcessMemory} id, not the OS PID. */
+    public final int pid;
+    public final long addr;
+    public final long length;
+    public final long iova;
+    public final int access;
+    public final int lkey;
+    public final int rkey;
+    final int tableIndex;
+    /** Set by the engine thread when the region is deregistered; read only by that thread. */
+    private boolean revoked;
+
+    Mr(int handle, Pd pd, int pid, long addr, long length, long iova, int access, int lkey, int rkey,
+            int tableIndex) {
+        this.handle = handle;
+        this.pd = pd;
+        this.pid = pid;
+        this.addr = addr;
+        this.length = length;
+        this.iova = iova;
+        this.access = access;
+        this.lkey = lkey;
+        this.rkey = rkey;
+        this.tableIndex = tableIndex;
+    }
+
+    /**
+     * Engine thread only: no copy to or from this region happens from now on, even for work
+     * requests validated against it before (their copies fail with a protection error).
+     */
+    public void revoke() {
+        revoked = true;
+    }
+
+    /** Engine thread only: false once {@link #revoke()} ran. */
+    public boolean live() {
+        return !revoked;
+    }
+
+    /** True when [va, va + len) lies inside this region. */
+    public boolean contains(long va, long len) {
+        long start = va - iova;
+        return len >= 0 && start >= 0 && start <= length && len <= length - start;
+    }
+
+    /** The application address of iova {@code va}. */
+    public long translate(long va) {
+        return addr + (va - iova);
+    }
+}
