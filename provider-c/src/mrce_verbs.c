@@ -234,7 +234,9 @@ static struct mrce_cq *mrce_cq_new(struct ibv_context *ibctx, int cqe,
 	struct mrce_cq *cq;
 	int fd, ret;
 
-	if (cqe < 0 || (ibchan && ibchan->context != ibctx)) {
+	/* As the kernel's uverbs: comp_vector below num_comp_vectors (1 here). */
+	if (cqe < 0 || (ibchan && ibchan->context != ibctx) || comp_vector < 0 ||
+	    comp_vector >= ibctx->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -505,6 +505,29 @@ static void test_async_fds_init(void)
 	free(ctx);
 }
 
+/* ibv_create_cq(_ex) with a comp_vector the device lacks: EINVAL, no request sent. */
+static void test_create_cq_comp_vector(void)
+{
+	struct mrce_context *ctx = calloc(1, sizeof(*ctx));
+	struct ibv_context *ib = &ctx->vctx.context;
+	struct ibv_cq_init_attr_ex attr = { .cqe = 4, .comp_vector = 1 };
+
+	ib->device = &mrce_dev.vdev.device;
+	ib->num_comp_vectors = 1;
+	ctx->conn.fd = -1; /* a request would fail with EBADF, not EINVAL */
+	pthread_mutex_init(&ctx->conn.lock, NULL);
+	errno = 0;
+	CHECK(mrce_create_cq(ib, 4, NULL, NULL, 1) == NULL && errno == EINVAL);
+	errno = 0;
+	CHECK(mrce_create_cq(ib, 4, NULL, NULL, -1) == NULL && errno == EINVAL);
+	errno = 0;
+	CHECK(mrce_create_cq_ex(ib, &attr) == NULL && errno == EINVAL);
+	attr.comp_vector = UINT32_MAX;
+	errno = 0;
+	CHECK(mrce_create_cq_ex(ib, &attr) == NULL && errno == EINVAL);
+	free(ctx);
+}
+
 int main(void)
 {
 	test_verbs_device_layout();
@@ -515,6 +538,7 @@ int main(void)
 	test_nl_parse();
 	test_gid_change_event();
 	test_async_fds_init();
+	test_create_cq_comp_vector();
 	if (failures) {
 		fprintf(stderr, "test_device: %d checks failed\n", failures);
 		return 1;
