@@ -310,7 +310,7 @@ public abstract class NetnsFabric implements AutoCloseable {
             if (!d.isAlive()) {
                 continue;
             }
-            for (String view : List.of("qps", "paths")) {
+            for (String view : List.of("qps", "paths", "counters")) {
                 Proc.Result r = exec(d.host(), Duration.ofSeconds(10), Env.bin("mrce-ctl").toString(), view);
                 sb.append("--- mrce-ctl ").append(view).append(" in host ").append(d.host().name()).append(":\n")
                         .append(r.output().strip()).append('\n');
