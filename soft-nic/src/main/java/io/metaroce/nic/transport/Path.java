@@ -36,6 +36,11 @@ public final class Path {
      * and this one is still unreported, this path lost it (evidence against the path, spec 8).
      */
     final boolean[] tlpAway = new boolean[RING];
+    /**
+     * The transmission is a tail-loss probe sent on its own silent path: it waits on that path's
+     * fate and is no evidence for or against another path (spec 8).
+     */
+    final boolean[] tlpCopy = new boolean[RING];
     public long inflightBytes;
     public long cwndBytes;
     public long srttNs;

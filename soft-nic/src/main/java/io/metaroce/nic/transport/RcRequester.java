@@ -378,6 +378,7 @@ public final class RcRequester {
         p.txSeq[r] = ++txSeq;
         p.crossLost[r] = false;
         p.tlpAway[r] = false;
+        p.tlpCopy[r] = false;
         p.txBytes[r] = len;
         p.inflightBytes += len;
         p.packetsSent++;
@@ -1249,19 +1250,25 @@ public final class RcRequester {
             int rsn = p.txRsn[e];
             int slot = rsn & MASK;
             if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
-                // On the same path when something sent after this path's oldest packet already
-                // arrived, or another path still awaits a report (either is the evidence of the
-                // cross-path rule and of the RTO's blame). With neither, as in a ping-pong whose one
-                // message went into a black hole, nothing could ever tell whether this path is at
-                // fault: the probe goes on the path that delivered most recently, so that if it
-                // arrives the request is done at once and this path's RTO blames it; if that copy
-                // is lost too, the peer may be the one stalled, and nothing is blamed.
-                boolean evidence = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK] || othersAwaitReports(p);
-                int q = evidence ? p.id : pathSet.freshest(p.id);
+                // On the same path when there is evidence to judge this path by: something sent
+                // after its oldest packet already arrived, or another live path, not silent
+                // itself, still awaits a report (either is the evidence of the cross-path rule and
+                // of the RTO's blame). With neither, as in a ping-pong whose message went into a
+                // black hole, nothing could ever tell whether this path is at fault: the probe goes
+                // on the path that delivered most recently, so that if it arrives the request is
+                // done at once and this path's RTO blames it; if that copy is lost too, the peer
+                // may be the one stalled, and nothing is blamed. A path as silent as this one, or
+                // a probe another silent path sent on itself, is no evidence: two dead paths
+                // holding a message's last two packets each took the other for evidence, and
+                // neither was ever blamed.
+                long oldest = p.txSeq[p.una & Path.RING_MASK];
+                boolean evidence = lastDeliveredSeq > oldest || othersAwaitReports(dp, p, oldest, nowNs);
+                int q = evidence ? p.id : pathSet.freshest(p.id, slotLen[slot]);
                 long keep = p.lastProgressNs;
                 sendOnPath(dp, rsn, q, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
                 if (q == p.id) {
                     p.lastProgressNs = keep;
+                    p.tlpCopy[(p.nextPsn - 1) & Path.RING_MASK] = evidence;
                 } else {
                     p.tlpAway[e] = true;
                 }
@@ -1276,19 +1283,23 @@ public final class RcRequester {
     }
 
     /**
-     * Whether a live path other than {@code p} carries a request the peer has not acknowledged
-     * yet (its report will be evidence for or against {@code p}); probes and copies of requests
+     * Whether a live path other than {@code p} carries a request the peer has not acknowledged yet
+     * whose report is evidence for or against {@code p}: one sent after {@code seq} ({@code p}'s
+     * oldest, in send order), or any while that path is not silent itself (it had a report within
+     * its own PTO). Probes, tail-loss probes sent on their own silent path and copies of requests
      * already acknowledged do not count. Scans the paths' rings: tail-loss probes only.
      */
-    private boolean othersAwaitReports(Path p) {
+    private boolean othersAwaitReports(Datapath dp, Path p, long seq, long nowNs) {
         for (int i = 0; i < pathSet.count; i++) {
             Path x = paths[i];
             if (x == p || x.state == Path.DEAD || x.inflightBytes == 0) {
                 continue;
             }
+            boolean silent = nowNs - x.lastProgressNs >= x.ptoNs(dp.rtoInitialNs, dp.tlpMinNs);
             for (int psn = x.una; psn != x.nextPsn; psn++) {
                 int e = psn & Path.RING_MASK;
-                if (x.txBytes[e] != Path.PROBE_LEN && !acked(x.txRsn[e])) {
+                if ((!silent || x.txSeq[e] > seq) && x.txBytes[e] != Path.PROBE_LEN && !x.tlpCopy[e]
+                        && !acked(x.txRsn[e])) {
                     return true;
                 }
             }
@@ -1423,6 +1434,7 @@ public final class RcRequester {
         p.txSeq[e] = ++txSeq;
         p.crossLost[e] = false;
         p.tlpAway[e] = false;
+        p.tlpCopy[e] = false;
         p.txBytes[e] = Path.PROBE_LEN;
         p.probesSent++;
         dp.counters.probesTx++;

@@ -75,8 +75,12 @@ class EntropyRedrawTest {
         assertThat(res.retirements()).as("paths of the dead link retired").isPositive();
         assertThat(onDead[0]).as("ACTIVE paths on the black-holed link").isZero();
         // Most paths are ACTIVE again (on healthy links); with 256 paths the per-QP probe budget
-        // (16 a millisecond) paces the re-admissions, so some are still on probation at the end.
-        assertThat(active[0]).as("paths ACTIVE again, on healthy links").isGreaterThanOrEqualTo(paths <= 64 ? paths : paths / 2);
+        // (16 a millisecond) paces the re-admissions, so some are still on probation at the end
+        // (154 of 256 before a tail-loss probe stopped counting another silent path's probe as
+        // evidence, spec 8; 126 since, and 2.67 instead of 2.90 Gbit/s: the price of ping-pongs
+        // that no longer crawl when two dead paths carry a message's last packets).
+        assertThat(active[0]).as("paths ACTIVE again, on healthy links")
+                .isGreaterThanOrEqualTo(paths <= 64 ? paths : paths * 45 / 100);
         assertThat(res.gbps()).as("the three healthy links carry the QP").isGreaterThan(2.0);
     }
 

@@ -88,4 +88,32 @@ class GrayFailureThroughputTest {
         assertThat(spike).as("a delay spike").isGreaterThanOrEqualTo(0.6);
         assertThat(flap).as("a flapping link").isGreaterThanOrEqualTo(0.6);
     }
+
+    /** Random loss from the first step on, on link 0 or on every link. */
+    static BiConsumer<SimFabric, Long> loss(double rate, boolean everyLink) {
+        return (f, t) -> {
+            if (t == 1_000) {
+                if (everyLink) {
+                    f.forEachLink(l -> l.lossRate(rate));
+                } else {
+                    f.link(0).lossRate(rate);
+                }
+            }
+        };
+    }
+
+    /**
+     * Random loss is recovered, not taken for congestion (issue 13's rows "1 % loss on one spine,
+     * and on all four: ≥ 0.85 and ≥ 0.75"; measured 1.00 and 0.98 of clean here). On the veth
+     * fabric the same rows measure lower (bench/fabric/run-fabric), where the engines' CPU, not
+     * the transport's recovery, is the limit.
+     */
+    @Test
+    void randomLossIsRecoveredNotTakenForCongestion() throws Exception {
+        SimStream.Result clean = SimStream.run(fabric(true, (f, t) -> { }));
+        double one = check("1 % loss on link 0, daemon timers", SimStream.run(fabric(true, loss(0.01, false))), clean, 1);
+        double all = check("1 % loss on every link, daemon timers", SimStream.run(fabric(true, loss(0.01, true))), clean, 1);
+        assertThat(one).as("1 % loss on one link").isGreaterThanOrEqualTo(0.85);
+        assertThat(all).as("1 % loss on every link").isGreaterThanOrEqualTo(0.75);
+    }
 }

@@ -32,6 +32,8 @@ class PingPongBlackholeTest {
                 worst = Math.max(worst, ticks);
                 total += ticks;
             }
+            System.out.printf("PingPongBlackholeTest: 1-packet messages, 4 of 8 paths black-holed: slowest %d ticks, 200 in %d%n",
+                    worst, total);
             // Clean, a message takes 2 ticks (one to send, one to see its ACK); a loss costs a
             // tail-loss probe timeout (here about 50 us) and at worst a path RTO.
             assertThat(worst).as("the slowest message, in 10 us ticks\n%s", log).isLessThanOrEqualTo(100);
@@ -45,9 +47,48 @@ class PingPongBlackholeTest {
         }
     }
 
-    /** Posts one SEND and steps until it completes; the peer acknowledges what {@code dead} lets through. */
+    /**
+     * Messages of four packets, and the two paths that the last two packets of a message take both
+     * black-holed (as on the ECMP fabric, where two adjacent paths hashed onto the dead spine): each
+     * silent path's tail-loss probe found the other silent path still awaiting a report, took that
+     * for evidence and went on its own dead path; both RTOs then found nothing delivered after
+     * their packets and blamed nobody; the paths stayed ACTIVE, their RTOs doubled towards rto_max,
+     * and the ping-pong crawled (CI: 875 probes lost on each of two ACTIVE paths, the run timed out).
+     */
+    @Test
+    void twoSilentPathsAtTheTailOfEveryMessageDoNotVouchForEachOther() throws Exception {
+        try (RequesterHarness h = new RequesterHarness(8)) {
+            for (int m = 0; m < 50; m++) {
+                pingOnce(h, m, 4, new boolean[8], new StringBuilder());
+            }
+            boolean[] dead = {false, false, true, true, false, false, true, true};
+            StringBuilder log = new StringBuilder();
+            long worst = 0;
+            for (int m = 0; m < 200; m++) {
+                worst = Math.max(worst, pingOnce(h, m, 4, dead, log));
+            }
+            System.out.printf("PingPongBlackholeTest: 4-packet messages, paths 2, 3, 6, 7 black-holed: slowest %d ticks%n",
+                    worst);
+            assertThat(worst).as("the slowest message, in 10 us ticks\n%s", log).isLessThanOrEqualTo(100);
+            for (int i = 0; i < 8; i++) {
+                assertThat(h.path(i).stateName()).as("path %d\n%s", i, log)
+                        .isEqualTo(dead[i] ? "dead" : "active");
+            }
+            assertThat(h.req().unacknowledged()).isZero();
+            assertThat(h.completions).hasSize(1000).allMatch(c -> c.status() == 0);
+        }
+    }
+
     private static long pingOnce(RequesterHarness h, int m, boolean[] dead, StringBuilder log) {
-        h.post(1);
+        return pingOnce(h, m, 1, dead, log);
+    }
+
+    /**
+     * Posts {@code packets} one-packet SENDs (one message's packets) and steps until they complete;
+     * the peer acknowledges what {@code dead} lets through.
+     */
+    private static long pingOnce(RequesterHarness h, int m, int packets, boolean[] dead, StringBuilder log) {
+        h.post(packets);
         int t = 0;
         for (; t < 100_000 && h.pending() > 0; t++) {
             List<Pkt> sent = h.step(TICK);
