@@ -186,14 +186,21 @@ class MiddlewareIT {
     private static Proc.Result mpirun(String name, List<String> program) throws Exception {
         Path dir = fabric.logDir();
         Path agent = dir.resolve("netns-rsh");
+        // Every Open MPI process (mpirun and each host's orted) gets a session directory of its
+        // own: on one file system under one host name they raced to create the same one
+        // ("mkdir /tmp/ompi.<host>.0/jf.N: File exists") when another run was about.
+        Path tmp = Files.createDirectories(dir.resolve("mpi-tmp-" + name));
+        Files.createDirectories(tmp.resolve("mpirun"));
         Files.writeString(agent, "#!/bin/sh\n# mpirun's rsh agent: the host is a network namespace\n"
-                + "host=$1; shift\nexec ip netns exec \"$host\" /bin/sh -c \"$*\"\n");
+                + "host=$1; shift\nmkdir -p \"" + tmp + "/$host\"\n"
+                + "exec ip netns exec \"$host\" env TMPDIR=\"" + tmp + "/$host\" /bin/sh -c \"$*\"\n");
         assertThat(agent.toFile().setExecutable(true)).isTrue();
         Path hosts = dir.resolve("mpi-hosts");
         Files.writeString(hosts, fabric.a().ns() + " slots=1\n" + fabric.b().ns() + " slots=1\n");
         String preload = Env.nativeDir().resolve("libmetaroce.so") + ":"
                 + Env.nativeDir().resolve("libmetaroce-rdmacm.so");
-        List<String> cmd = new ArrayList<>(List.of("mpirun", "--allow-run-as-root", "--hostfile", hosts.toString(),
+        List<String> cmd = new ArrayList<>(List.of("env", "TMPDIR=" + tmp.resolve("mpirun"), "mpirun",
+                "--allow-run-as-root", "--hostfile", hosts.toString(),
                 "-np", "2", "--map-by", "node", "--mca", "plm_rsh_agent", agent.toString(), "--mca", "routed",
                 "direct", "--mca", "oob_tcp_if_include", "198.18.0.0/24", "--mca", "pml", "ucx", "--mca", "btl",
                 "self", "--mca", "osc", "^ucx", "-x", "UCX_NET_DEVICES=mrce0:1", "-x", "UCX_TLS=rc_v,self", "-x",
