@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Timeout;
  * {@code ibv_rc_pingpong -c -d mrce0} run at the same time, the pingpong checking every received
  * buffer, while the kernel's byte counters of the two planes prove the write traffic left by plane 2
  * only; mrce_integrity checks data on both devices at once; perftest passes with {@code -d} on each
- * device.
+ * device. A's daemon runs an engine thread per device, B's one engine thread shared by both.
  */
 @Timeout(900)
 class MultiNicIT {
@@ -71,6 +71,9 @@ class MultiNicIT {
             assertThat(names).as("ibv_devices in %s: %s", plane1.name(), devices.output())
                     .containsExactly("mrce0", "mrce1");
             assertThat(guids.get(0)).as("each device its own node GUID").isNotEqualTo(guids.get(1));
+            assertThat(fabric.daemon(plane1).logText()).as("threading mode of the daemon in %s", plane1.name())
+                    .contains(plane1 == fabric.a() ? "2 devices, dedicated engine threads"
+                            : "2 devices, one shared engine thread");
 
             for (NetnsFabric.Host plane : List.of(plane1, plane2)) {
                 String dev = plane == plane1 ? "mrce0" : "mrce1";

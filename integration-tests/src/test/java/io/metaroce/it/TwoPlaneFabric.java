@@ -76,11 +76,17 @@ final class TwoPlaneFabric extends NetnsFabric {
 
     /**
      * Starts one mrce-nicd in A and one in B, each serving {@code mrce0} on plane 1 and
-     * {@code mrce1} on plane 2, and waits until both devices of both serve.
+     * {@code mrce1} on plane 2, A with an engine thread per device and B with one engine thread
+     * shared by both (so every test runs both threading modes), and waits until both devices of
+     * both serve.
      */
     List<Daemon> startTwoDeviceDaemons() {
-        Daemon da = startDaemonWith(a, Map.of(), devices(a, a2));
-        Daemon db = startDaemonWith(b, Map.of(), devices(b, b2));
+        List<String> argsA = new java.util.ArrayList<>(devices(a, a2));
+        argsA.addAll(List.of("--threading", "dedicated"));
+        List<String> argsB = new java.util.ArrayList<>(devices(b, b2));
+        argsB.addAll(List.of("--threading", "shared"));
+        Daemon da = startDaemonWith(a, Map.of(), argsA);
+        Daemon db = startDaemonWith(b, Map.of(), argsB);
         for (Daemon d : List.of(da, db)) {
             boolean ready = Wait.until(DAEMON_READY_TIMEOUT,
                     () -> !d.isAlive() || d.logText().lines().filter(l -> l.contains(Daemon.READY)).count() == 2);

@@ -73,6 +73,14 @@ public final class NicDaemon implements Callable<Integer> {
     /** What {@link #call()} made of --ifname / --device. */
     List<Device> devices = List.of();
 
+    @Option(names = "--threading", defaultValue = "auto",
+            description = "with several devices: shared (one engine thread runs them all), dedicated (a thread"
+                    + " each) or auto (default: dedicated when the machine has 4 cores per device, else shared)")
+    String threading;
+
+    /** The shared engine thread (--threading shared with several devices), else null. */
+    private io.metaroce.nic.engine.SharedEngineRunner sharedRunner;
+
     @Option(names = "--port", defaultValue = "udp",
             description = "packet I/O: udp (default), xdp (AF_XDP, SKB mode; root) or xdp-native (driver mode)")
     String portKind;
@@ -274,6 +282,10 @@ public final class NicDaemon implements Callable<Integer> {
             System.err.println("mrce-nicd: " + e.getMessage());
             return 2;
         }
+        if (!"auto".equals(threading) && !"shared".equals(threading) && !"dedicated".equals(threading)) {
+            System.err.println("mrce-nicd: unknown --threading " + threading + " (auto, shared or dedicated)");
+            return 2;
+        }
         if (devices.size() > 1 && (sock != null || addr != null)) {
             System.err.println("mrce-nicd: --sock and --addr name one device's socket and address;"
                     + " with several --device each takes its default");
@@ -369,6 +381,24 @@ public final class NicDaemon implements Callable<Integer> {
             return serve(devices.get(0), 0, stop);
         }
         // Several devices: one thread each, all stopped together; one that fails stops the rest.
+        boolean shared = "shared".equals(threading) || ("auto".equals(threading)
+                && Runtime.getRuntime().availableProcessors() < 4 * devices.size());
+        if (shared) {
+            sharedRunner = new io.metaroce.nic.engine.SharedEngineRunner(idleSpins, idleYields);
+            sharedRunner.start();
+        }
+        LOG.info("{} devices, {}", devices.size(), shared ? "one shared engine thread" : "dedicated engine threads");
+        try {
+            return serveAll(stop);
+        } finally {
+            if (sharedRunner != null) {
+                sharedRunner.close();
+                LOG.info("{}", sharedRunner.summary());
+            }
+        }
+    }
+
+    private int serveAll(CountDownLatch stop) throws Exception {
         List<Thread> threads = new ArrayList<>();
         List<Exception> failures = java.util.Collections.synchronizedList(new ArrayList<>());
         for (int i = 0; i < devices.size(); i++) {
@@ -428,8 +458,12 @@ public final class NicDaemon implements Callable<Integer> {
                 cm.manager().serviceHandler(services);
                 verbs.services(services);
             }
-            EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
-            runner.start();
+            EngineRunner runner = sharedRunner != null ? null : new EngineRunner(engine, idleSpins, idleYields);
+            if (runner != null) {
+                runner.start();
+            } else {
+                sharedRunner.add(engine);
+            }
             DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, portKind, udpPort, socketPath, transport,
                     "baseline".equals(transport) ? 1 : paths);
             try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs, socketPerms, sockGroup);
@@ -472,7 +506,11 @@ public final class NicDaemon implements Callable<Integer> {
                 LOG.info("mrce-nicd stopping {}", device.name());
             } finally {
                 verbs.close();
-                runner.close();
+                if (runner != null) {
+                    runner.close();
+                } else {
+                    sharedRunner.remove(engine);
+                }
                 if (cm != null) {
                     cm.close();
                 }
@@ -480,7 +518,9 @@ public final class NicDaemon implements Callable<Integer> {
                     services.close();
                 }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
-                LOG.info("engine duty cycle: {}", runner.summary());
+                if (runner != null) {
+                    LOG.info("engine duty cycle: {}", runner.summary());
+                }
             }
         }
         return 0;
