@@ -84,10 +84,21 @@ struct mrce_verbs_device {
 	uint64_t core_support;
 };
 
+/*
+ * One verbs device per daemon control socket of this netns (docs/multi-nic.md):
+ * mrce0 at nicd-<ino>.sock, any other NAME at nicd-<ino>-NAME.sock. A slot is
+ * given to a device name the first time a list shows it and keeps it, so an
+ * ibv_device pointer stays the same device across lists.
+ */
+#define MRCE_MAX_DEVS 16
+#define MRCE_SOCK_PATH_MAX 108 /* sun_path */
+
 struct mrce_device {
 	struct mrce_verbs_device vdev;   /* what libibverbs' own devices are */
 	struct mrce_hello_resp hello;    /* from the latest probe */
-	bool listed;                     /* a device list has shown mrce0 */
+	char sock[MRCE_SOCK_PATH_MAX];   /* its daemon's control socket */
+	bool used;                       /* this slot has a device name */
+	bool listed;                     /* a device list has shown it */
 };
 
 struct mrce_cq;
@@ -268,11 +279,23 @@ to_mchan(struct ibv_comp_channel *chan)
 }
 
 /* mrce_device.c */
-extern struct mrce_device mrce_dev;
+extern struct mrce_device mrce_devs[MRCE_MAX_DEVS];
+#define mrce_dev (mrce_devs[0]) /* the first slot: mrce0 on a one-NIC host */
+
+/* Our device behind DEV, or NULL when DEV is not one of ours. */
+static inline struct mrce_device *to_mdev(const struct ibv_device *dev)
+{
+	uintptr_t p = (uintptr_t)dev, base = (uintptr_t)&mrce_devs[0];
+
+	if (p < base || p >= base + sizeof(mrce_devs) ||
+	    (p - base) % sizeof(struct mrce_device))
+		return NULL;
+	return &mrce_devs[(p - base) / sizeof(struct mrce_device)];
+}
 
 static inline bool is_mrce_dev(const struct ibv_device *dev)
 {
-	return dev == &mrce_dev.vdev.device;
+	return to_mdev(dev) != NULL;
 }
 
 static inline bool is_mrce_ctx(const struct ibv_context *ctx)
@@ -393,6 +416,9 @@ void mrce_cq_ex_init(struct mrce_cq *cq);
 
 /* mrce_ctrl.c: the local control protocol */
 int mrce_sock_path(char *buf, size_t len);
+int mrce_sock_paths(char (*paths)[MRCE_SOCK_PATH_MAX], int max);
+int mrce_conn_open_at(struct mrce_conn *conn, const char *path,
+		      int timeout_ms);
 int mrce_conn_open(struct mrce_conn *conn, int timeout_ms);
 void mrce_conn_close(struct mrce_conn *conn);
 int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,

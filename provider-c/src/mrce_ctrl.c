@@ -7,6 +7,7 @@
  * Every read is exact-sized and done with recvmsg so that an fd can never be
  * dropped by a read that runs into the next message.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -37,6 +38,57 @@ int mrce_sock_path(char *buf, size_t len)
 			     (unsigned long)st.st_ino);
 	}
 	return n < 0 || (size_t)n >= len ? ENAMETOOLONG : 0;
+}
+
+static int mrce_path_cmp(const void *a, const void *b)
+{
+	return strverscmp((const char *)a, (const char *)b);
+}
+
+/*
+ * The control sockets of every device of this netns, mrce0's first
+ * (mrce_sock_path: it is listed even when absent, so that the one-NIC
+ * messages stay as they were), then each nicd-<ino>-NAME.sock of
+ * MRCE_SOCK_DIR in version order (mrce2 before mrce10), the admin sockets
+ * beside them left out. $METAROCE_SOCK names one socket: only that one.
+ * Returns how many paths were written (at most max), or -errno.
+ */
+int mrce_sock_paths(char (*paths)[MRCE_SOCK_PATH_MAX], int max)
+{
+	const char *env = getenv("METAROCE_SOCK");
+	char prefix[64];
+	struct dirent *de;
+	struct stat st;
+	DIR *dir;
+	int n = 0, ret;
+
+	if (max < 1)
+		return 0;
+	ret = mrce_sock_path(paths[0], MRCE_SOCK_PATH_MAX);
+	if (ret)
+		return -ret;
+	n = 1;
+	if ((env && *env) || stat("/proc/self/ns/net", &st))
+		return n;
+	snprintf(prefix, sizeof(prefix), "nicd-%lu-", (unsigned long)st.st_ino);
+	dir = opendir(MRCE_SOCK_DIR);
+	if (!dir)
+		return n;
+	while (n < max && (de = readdir(dir)) != NULL) {
+		size_t len = strlen(de->d_name), plen = strlen(prefix);
+
+		if (len <= plen + 5 || strncmp(de->d_name, prefix, plen) != 0 ||
+		    strcmp(de->d_name + len - 5, ".sock") != 0 ||
+		    (len > 11 && strcmp(de->d_name + len - 11, ".admin.sock") == 0))
+			continue;
+		if (snprintf(paths[n], MRCE_SOCK_PATH_MAX, MRCE_SOCK_DIR "/%s",
+			     de->d_name) >= MRCE_SOCK_PATH_MAX)
+			continue;
+		n++;
+	}
+	closedir(dir);
+	qsort(paths + 1, (size_t)(n - 1), sizeof(paths[0]), mrce_path_cmp);
+	return n;
 }
 
 /*
@@ -77,14 +129,26 @@ trusted:
 
 int mrce_conn_open(struct mrce_conn *conn, int timeout_ms)
 {
+	char path[MRCE_SOCK_PATH_MAX];
+	int ret;
+
+	ret = mrce_sock_path(path, sizeof(path));
+	if (ret)
+		return ret;
+	return mrce_conn_open_at(conn, path, timeout_ms);
+}
+
+/* Connects to the daemon socket PATH and checks who serves it. */
+int mrce_conn_open_at(struct mrce_conn *conn, const char *path, int timeout_ms)
+{
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = timeout_ms / 1000,
 			      .tv_usec = (timeout_ms % 1000) * 1000 };
 	int ret;
 
-	ret = mrce_sock_path(addr.sun_path, sizeof(addr.sun_path));
-	if (ret)
-		return ret;
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return ENAMETOOLONG;
+	strcpy(addr.sun_path, path);
 	conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (conn->fd < 0)
 		return errno;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * mrce_devfile.c - the device file of mrce0, for middleware that checks it.
+ * mrce_devfile.c - the device file of mrce0 (and of every other listed
+ * mrceN, each answering for its own daemon's socket), for middleware that
+ * checks it.
  *
  * A kernel RDMA device has a command channel, the character device
  * /dev/infiniband/<dev_name> (uverbsN), and some middleware decides whether
@@ -42,25 +44,48 @@
 #define MRCE_DEV_DIR "/dev/infiniband/"
 #define MRCE_SYSFS_DIR "/sys/class/infiniband/"
 
+/* The listed device whose /dev/infiniband/<dev_name> PATH is, or NULL. */
+static struct mrce_device *mrce_devfile_dev(const char *path)
+{
+	size_t dir_len = sizeof(MRCE_DEV_DIR) - 1;
+	int i;
+
+	if (!path || strncmp(path, MRCE_DEV_DIR, dir_len) != 0)
+		return NULL;
+	for (i = 0; i < MRCE_MAX_DEVS; i++) {
+		struct mrce_device *md = &mrce_devs[i];
+		const char *name = md->vdev.device.dev_name;
+
+		if (__atomic_load_n(&md->listed, __ATOMIC_ACQUIRE) &&
+		    name[0] && strcmp(path + dir_len, name) == 0)
+			return md;
+	}
+	return NULL;
+}
+
 bool mrce_devfile_match(const char *path)
 {
-	const char *name = mrce_dev.vdev.device.dev_name;
-	size_t dir_len = sizeof(MRCE_DEV_DIR) - 1;
+	return mrce_devfile_dev(path) != NULL;
+}
 
-	if (!path || !__atomic_load_n(&mrce_dev.listed, __ATOMIC_ACQUIRE) ||
-	    !name[0])
-		return false;
-	return strncmp(path, MRCE_DEV_DIR, dir_len) == 0 &&
-	       strcmp(path + dir_len, name) == 0;
+/* The control socket of MD (mrce_sock_path when it has none recorded). */
+static int mrce_devfile_sock(const struct mrce_device *md, char *sock,
+			     size_t len)
+{
+	if (md && md->sock[0]) {
+		snprintf(sock, len, "%s", md->sock);
+		return 0;
+	}
+	return mrce_sock_path(sock, len);
 }
 
 /* The daemon socket's stat, typed as a character device. */
-int mrce_devfile_stat(struct stat *st)
+static int mrce_devfile_stat_of(const struct mrce_device *md, struct stat *st)
 {
-	char sock[108];
+	char sock[MRCE_SOCK_PATH_MAX];
 	int ret;
 
-	ret = mrce_sock_path(sock, sizeof(sock));
+	ret = mrce_devfile_sock(md, sock, sizeof(sock));
 	if (ret) {
 		errno = ret;
 		return -1;
@@ -73,12 +98,17 @@ int mrce_devfile_stat(struct stat *st)
 	return 0;
 }
 
-int mrce_devfile_access(int mode)
+int mrce_devfile_stat(struct stat *st)
 {
-	char sock[108];
+	return mrce_devfile_stat_of(&mrce_dev, st);
+}
+
+static int mrce_devfile_access_of(const struct mrce_device *md, int mode)
+{
+	char sock[MRCE_SOCK_PATH_MAX];
 	int ret;
 
-	ret = mrce_sock_path(sock, sizeof(sock));
+	ret = mrce_devfile_sock(md, sock, sizeof(sock));
 	if (ret) {
 		errno = ret;
 		return -1;
@@ -86,25 +116,38 @@ int mrce_devfile_access(int mode)
 	return faccessat(AT_FDCWD, sock, mode, 0);
 }
 
+int mrce_devfile_access(int mode)
+{
+	return mrce_devfile_access_of(&mrce_dev, mode);
+}
+
 /*
  * Which GID attribute file `path` names: 1 for types/<i>, 2 for ndevs/<i>
- * (index in *index), 0 for any other path.
+ * (index in *index, the listed device in *dev), 0 for any other path.
  */
-int mrce_sysfs_gid_attr(const char *path, unsigned int *index)
+static int mrce_sysfs_gid_attr_dev(const char *path, unsigned int *index,
+				   struct mrce_device **dev)
 {
-	const char *name = mrce_dev.vdev.device.name;
-	size_t dir_len = sizeof(MRCE_SYSFS_DIR) - 1, name_len;
+	size_t dir_len = sizeof(MRCE_SYSFS_DIR) - 1, name_len = 0;
+	struct mrce_device *md = NULL;
 	const char *p;
 	char *end;
 	unsigned long i;
-	int kind;
+	int kind, d;
 
-	if (!path || !__atomic_load_n(&mrce_dev.listed, __ATOMIC_ACQUIRE) ||
-	    !name[0] || strncmp(path, MRCE_SYSFS_DIR, dir_len) != 0)
+	if (!path || strncmp(path, MRCE_SYSFS_DIR, dir_len) != 0)
 		return 0;
 	p = path + dir_len;
-	name_len = strlen(name);
-	if (strncmp(p, name, name_len) != 0)
+	for (d = 0; d < MRCE_MAX_DEVS && !md; d++) {
+		const char *name = mrce_devs[d].vdev.device.name;
+
+		name_len = strlen(name);
+		if (__atomic_load_n(&mrce_devs[d].listed, __ATOMIC_ACQUIRE) &&
+		    name_len && strncmp(p, name, name_len) == 0 &&
+		    p[name_len] == '/')
+			md = &mrce_devs[d];
+	}
+	if (!md)
 		return 0;
 	p += name_len;
 	if (strncmp(p, "/ports/1/gid_attrs/", 19) != 0)
@@ -124,13 +167,22 @@ int mrce_sysfs_gid_attr(const char *path, unsigned int *index)
 	if (errno || *end || i >= MRCE_GID_TBL_LEN)
 		return 0;
 	*index = (unsigned int)i;
+	*dev = md;
 	return kind;
 }
 
-/* A read-only memfd with the content of a GID attribute file, or -1. */
-static int mrce_sysfs_open(int kind, unsigned int index, int flags)
+int mrce_sysfs_gid_attr(const char *path, unsigned int *index)
 {
-	const struct mrce_hello_resp *h = &mrce_dev.hello;
+	struct mrce_device *md;
+
+	return mrce_sysfs_gid_attr_dev(path, index, &md);
+}
+
+/* A read-only memfd with the content of a GID attribute file, or -1. */
+static int mrce_sysfs_open(const struct mrce_device *md, int kind,
+			   unsigned int index, int flags)
+{
+	const struct mrce_hello_resp *h = &md->hello;
 	union ibv_gid tbl[MRCE_GID_TBL_LEN];
 	struct ifaddrs *ifa = NULL;
 	char text[32];
@@ -175,8 +227,10 @@ static int mrce_sysfs_open(int kind, unsigned int index, int flags)
  */
 EXPORT int stat(const char *path, struct stat *st)
 {
-	if (mrce_devfile_match(path))
-		return mrce_devfile_stat(st);
+	struct mrce_device *md = mrce_devfile_dev(path);
+
+	if (md)
+		return mrce_devfile_stat_of(md, st);
 	return fstatat(AT_FDCWD, path, st, 0);
 }
 
@@ -185,15 +239,19 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64),
 
 EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	if (mrce_devfile_match(path))
-		return mrce_devfile_stat((struct stat *)st);
+	struct mrce_device *md = mrce_devfile_dev(path);
+
+	if (md)
+		return mrce_devfile_stat_of(md, (struct stat *)st);
 	return fstatat64(AT_FDCWD, path, st, 0);
 }
 
 EXPORT int access(const char *path, int mode)
 {
-	if (mrce_devfile_match(path))
-		return mrce_devfile_access(mode);
+	struct mrce_device *md = mrce_devfile_dev(path);
+
+	if (md)
+		return mrce_devfile_access_of(md, mode);
 	return faccessat(AT_FDCWD, path, mode, 0);
 }
 
@@ -205,13 +263,14 @@ static mode_t mrce_open_mode(int flags, va_list ap)
 
 EXPORT int open(const char *path, int flags, ...)
 {
+	struct mrce_device *md = NULL;
 	unsigned int index;
 	va_list ap;
 	mode_t mode;
-	int kind = mrce_sysfs_gid_attr(path, &index);
+	int kind = mrce_sysfs_gid_attr_dev(path, &index, &md);
 
 	if (kind)
-		return mrce_sysfs_open(kind, index, flags);
+		return mrce_sysfs_open(md, kind, index, flags);
 	va_start(ap, flags);
 	mode = mrce_open_mode(flags, ap);
 	va_end(ap);
@@ -220,13 +279,14 @@ EXPORT int open(const char *path, int flags, ...)
 
 EXPORT int open64(const char *path, int flags, ...)
 {
+	struct mrce_device *md = NULL;
 	unsigned int index;
 	va_list ap;
 	mode_t mode;
-	int kind = mrce_sysfs_gid_attr(path, &index);
+	int kind = mrce_sysfs_gid_attr_dev(path, &index, &md);
 
 	if (kind)
-		return mrce_sysfs_open(kind, index, flags);
+		return mrce_sysfs_open(md, kind, index, flags);
 	va_start(ap, flags);
 	mode = mrce_open_mode(flags, ap);
 	va_end(ap);

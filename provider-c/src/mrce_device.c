@@ -29,13 +29,20 @@ static const struct mrce_verbs_device_ops mrce_dev_ops = {
 };
 
 /* One reference (never freed), an empty list node pointing at itself. */
-struct mrce_device mrce_dev = {
-	.vdev = {
-		.ops = &mrce_dev_ops,
-		.refcount = 1,
-		.entry = { &mrce_dev.vdev.entry, &mrce_dev.vdev.entry },
-	},
+#define MRCE_DEV_INIT(i)                                                      \
+	[i] = { .vdev = { .ops = &mrce_dev_ops,                               \
+			  .refcount = 1,                                      \
+			  .entry = { &mrce_devs[i].vdev.entry,                \
+				     &mrce_devs[i].vdev.entry } } }
+struct mrce_device mrce_devs[MRCE_MAX_DEVS] = {
+	MRCE_DEV_INIT(0),  MRCE_DEV_INIT(1),  MRCE_DEV_INIT(2),
+	MRCE_DEV_INIT(3),  MRCE_DEV_INIT(4),  MRCE_DEV_INIT(5),
+	MRCE_DEV_INIT(6),  MRCE_DEV_INIT(7),  MRCE_DEV_INIT(8),
+	MRCE_DEV_INIT(9),  MRCE_DEV_INIT(10), MRCE_DEV_INIT(11),
+	MRCE_DEV_INIT(12), MRCE_DEV_INIT(13), MRCE_DEV_INIT(14),
+	MRCE_DEV_INIT(15),
 };
+_Static_assert(MRCE_MAX_DEVS == 16, "one MRCE_DEV_INIT per slot");
 static pthread_mutex_t mrce_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A device list as the app sees it, with the real list kept in front. */
@@ -44,14 +51,14 @@ struct mrce_dev_list {
 	struct ibv_device *devs[];
 };
 
-/* Connects, says HELLO and hangs up: is a daemon serving this netns? */
-static int mrce_probe(struct mrce_hello_resp *hello)
+/* Connects to PATH, says HELLO and hangs up: is a daemon serving there? */
+static int mrce_probe(const char *path, struct mrce_hello_resp *hello)
 {
 	struct mrce_conn conn;
 	int fds[2];
 	int ret;
 
-	ret = mrce_conn_open(&conn, MRCE_PROBE_TIMEOUT_MS);
+	ret = mrce_conn_open_at(&conn, path, MRCE_PROBE_TIMEOUT_MS);
 	if (ret)
 		return ret;
 	ret = mrce_hello(&conn, hello, fds);
@@ -63,12 +70,36 @@ static int mrce_probe(struct mrce_hello_resp *hello)
 	return ret;
 }
 
-static void mrce_fill_device(const struct mrce_hello_resp *hello)
+/*
+ * The slot of device NAME: the one that had this name before, else a free
+ * one; NULL when all MRCE_MAX_DEVS are taken. Under mrce_dev_lock.
+ */
+static struct mrce_device *mrce_slot(const char *name)
 {
-	struct ibv_device *dev = &mrce_dev.vdev.device;
+	int i;
+
+	for (i = 0; i < MRCE_MAX_DEVS; i++) {
+		if (mrce_devs[i].used &&
+		    strcmp(mrce_devs[i].vdev.device.name, name) == 0)
+			return &mrce_devs[i];
+	}
+	for (i = 0; i < MRCE_MAX_DEVS; i++) {
+		if (!mrce_devs[i].used)
+			return &mrce_devs[i];
+	}
+	return NULL;
+}
+
+static void mrce_fill_device(struct mrce_device *md, const char *sock,
+			     const struct mrce_hello_resp *hello)
+{
+	struct ibv_device *dev = &md->vdev.device;
 	const char *name = hello->dev_name[0] ? hello->dev_name : "mrce0";
 
-	mrce_dev.hello = *hello;
+	md->hello = *hello;
+	strncpy(md->sock, sock, sizeof(md->sock) - 1);
+	md->sock[sizeof(md->sock) - 1] = '\0';
+	md->used = true;
 	dev->node_type = IBV_NODE_CA;
 	dev->transport_type = IBV_TRANSPORT_IB;
 	snprintf(dev->name, sizeof(dev->name), "%.15s", name);
@@ -77,25 +108,55 @@ static void mrce_fill_device(const struct mrce_hello_resp *hello)
 		 "/sys/class/infiniband_verbs/uverbs_%.15s", name);
 	snprintf(dev->ibdev_path, sizeof(dev->ibdev_path),
 		 "/sys/class/infiniband/%.15s", name);
-	mrce_dev.listed = true;
+	__atomic_store_n(&md->listed, true, __ATOMIC_RELEASE);
 }
 
 struct ibv_device **mrce_wrap_device_list(struct ibv_device **real,
 					  int *num_devices)
 {
+	char paths[MRCE_MAX_DEVS][MRCE_SOCK_PATH_MAX];
+	struct mrce_device *shown[MRCE_MAX_DEVS];
 	struct mrce_hello_resp hello;
 	struct mrce_dev_list *list;
-	int n = 0, i, ret;
-	bool ours;
+	int n = 0, i, j, ret, np, nshown = 0;
 
 	while (real && real[n])
 		n++;
-	ret = mrce_probe(&hello);
-	ours = ret == 0;
-	if (ret == EAGAIN || ret == ETIMEDOUT)
-		fprintf(stderr, "libmetaroce: the daemon did not answer within %d ms; mrce0 is not listed\n",
-			MRCE_PROBE_TIMEOUT_MS);
-	list = calloc(1, sizeof(*list) + (size_t)(n + 2) * sizeof(list->devs[0]));
+	np = mrce_sock_paths(paths, MRCE_MAX_DEVS);
+	for (i = 0; i < np; i++) {
+		struct mrce_device *md;
+		const char *name;
+		bool dup = false;
+
+		ret = mrce_probe(paths[i], &hello);
+		if (ret == EAGAIN || ret == ETIMEDOUT)
+			fprintf(stderr, "libmetaroce: the daemon at %s did not answer within %d ms; its device is not listed\n",
+				paths[i], MRCE_PROBE_TIMEOUT_MS);
+		if (ret)
+			continue;
+		hello.dev_name[sizeof(hello.dev_name) - 1] = '\0';
+		name = hello.dev_name[0] ? hello.dev_name : "mrce0";
+		for (j = 0; j < nshown && !dup; j++)
+			dup = strcmp(shown[j]->vdev.device.name, name) == 0;
+		if (dup) {
+			fprintf(stderr, "libmetaroce: %s also calls itself %s; listed once\n",
+				paths[i], name);
+			continue;
+		}
+		pthread_mutex_lock(&mrce_dev_lock);
+		md = mrce_slot(name);
+		if (md)
+			mrce_fill_device(md, paths[i], &hello);
+		pthread_mutex_unlock(&mrce_dev_lock);
+		if (!md) {
+			fprintf(stderr, "libmetaroce: more than %d devices; %s is not listed\n",
+				MRCE_MAX_DEVS, name);
+			continue;
+		}
+		shown[nshown++] = md;
+	}
+	list = calloc(1, sizeof(*list) +
+			 (size_t)(n + nshown + 1) * sizeof(list->devs[0]));
 	if (!list) {
 		errno = ENOMEM;
 		return NULL;
@@ -103,12 +164,8 @@ struct ibv_device **mrce_wrap_device_list(struct ibv_device **real,
 	list->real = real;
 	for (i = 0; i < n; i++)
 		list->devs[i] = real[i];
-	if (ours) {
-		pthread_mutex_lock(&mrce_dev_lock);
-		mrce_fill_device(&hello);
-		pthread_mutex_unlock(&mrce_dev_lock);
-		list->devs[n++] = &mrce_dev.vdev.device;
-	}
+	for (i = 0; i < nshown; i++)
+		list->devs[n++] = &shown[i]->vdev.device;
 	if (num_devices)
 		*num_devices = n;
 	return list->devs;
@@ -192,17 +249,29 @@ static const struct ibv_context_ops mrce_ctx_ops = {
 
 struct ibv_context *mrce_open_device(struct ibv_device *dev)
 {
+	struct mrce_device *md = to_mdev(dev);
+	char sock[MRCE_SOCK_PATH_MAX];
 	struct mrce_context *ctx;
 	int fds[2];
 	int ret;
 
-	(void)dev;
+	if (!md) {
+		errno = ENODEV;
+		return NULL;
+	}
+	pthread_mutex_lock(&mrce_dev_lock);
+	memcpy(sock, md->sock, sizeof(sock));
+	pthread_mutex_unlock(&mrce_dev_lock);
+	if (!sock[0] && mrce_sock_path(sock, sizeof(sock)) != 0) {
+		errno = ENODEV;
+		return NULL;
+	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = mrce_conn_open(&ctx->conn, MRCE_CMD_TIMEOUT_MS);
+	ret = mrce_conn_open_at(&ctx->conn, sock, MRCE_CMD_TIMEOUT_MS);
 	if (ret)
 		goto err_free;
 	ret = mrce_hello(&ctx->conn, &ctx->hello, fds);
@@ -220,7 +289,7 @@ struct ibv_context *mrce_open_device(struct ibv_device *dev)
 	ctx->vctx.create_qp_ex = mrce_create_qp_ex;
 	ctx->vctx.create_cq_ex = mrce_create_cq_ex;
 	ctx->vctx.create_srq_ex = mrce_create_srq_ex;
-	ctx->vctx.context.device = &mrce_dev.vdev.device;
+	ctx->vctx.context.device = dev;
 	ctx->vctx.context.ops = mrce_ctx_ops;
 	ctx->vctx.context.cmd_fd = ctx->conn.fd;
 	mrce_async_fds_init(ctx, fds[1]);
@@ -243,7 +312,7 @@ int mrce_close_device(struct ibv_context *ibctx)
 
 	if (ctx->debug)
 		fprintf(stderr, "metaroce: %s: doorbells=%llu\n",
-			mrce_dev.vdev.device.name,
+			ibctx->device->name,
 			(unsigned long long)__atomic_load_n(&ctx->doorbells,
 							    __ATOMIC_RELAXED));
 	/* Closing the connection makes the daemon destroy what is left. */

@@ -177,7 +177,7 @@ EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
 	if (is_mrce_dev(device))
-		return mrce_dev.hello.node_guid;
+		return to_mdev(device)->hello.node_guid;
 	return REAL(ibv_get_device_guid, (__be64)0, device);
 }
 

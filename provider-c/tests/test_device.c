@@ -72,6 +72,50 @@ static void test_verbs_device_layout(void)
 	CHECK(mrce_dev.vdev.ops->alloc_context == NULL);
 }
 
+/* Every device slot looks like a libibverbs device, and only slots are ours. */
+static void test_device_slots(void)
+{
+	struct ibv_device other;
+	int i;
+
+	for (i = 0; i < MRCE_MAX_DEVS; i++) {
+		struct mrce_device *md = &mrce_devs[i];
+
+		CHECK(to_mdev(&md->vdev.device) == md);
+		CHECK(is_mrce_dev(&md->vdev.device));
+		CHECK(md->vdev.ops == mrce_dev.vdev.ops);
+		CHECK(md->vdev.refcount == 1);
+		CHECK(md->vdev.entry.next == &md->vdev.entry);
+		CHECK(md->vdev.entry.prev == &md->vdev.entry);
+		/* A pointer into a slot that is not its start is not a device. */
+		CHECK(!is_mrce_dev((struct ibv_device *)((char *)md + 8)));
+	}
+	CHECK(!is_mrce_dev(&other));
+	CHECK(!is_mrce_dev(NULL));
+	CHECK(!is_mrce_dev((struct ibv_device *)&mrce_devs[MRCE_MAX_DEVS]));
+}
+
+/* The device files of a second listed device answer for it, by its own name. */
+static void test_second_device_files(void)
+{
+	struct mrce_device *md = &mrce_devs[1];
+	unsigned int idx = 99;
+
+	snprintf(md->vdev.device.name, sizeof(md->vdev.device.name), "mrce1");
+	snprintf(md->vdev.device.dev_name, sizeof(md->vdev.device.dev_name),
+		 "uverbs_mrce1");
+	CHECK(!mrce_devfile_match("/dev/infiniband/uverbs_mrce1")); /* not listed yet */
+	md->listed = true;
+	CHECK(mrce_devfile_match("/dev/infiniband/uverbs_mrce1"));
+	CHECK(!mrce_devfile_match("/dev/infiniband/uverbs_mrce10"));
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce1/ports/1/gid_attrs/ndevs/2", &idx) == 2 && idx == 2);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce10/ports/1/gid_attrs/ndevs/2", &idx) == 0);
+	CHECK(mrce_sysfs_gid_attr("/sys/class/infiniband/mrce/ports/1/gid_attrs/ndevs/2", &idx) == 0);
+	md->listed = false;
+	memset(md->vdev.device.name, 0, sizeof(md->vdev.device.name));
+	memset(md->vdev.device.dev_name, 0, sizeof(md->vdev.device.dev_name));
+}
+
 static struct ifaddrs *ifa_new(struct ifaddrs *next, const char *name,
 			       int family, const char *ip)
 {
@@ -531,10 +575,12 @@ static void test_create_cq_comp_vector(void)
 int main(void)
 {
 	test_verbs_device_layout();
+	test_device_slots();
 	test_gid_table_build();
 	test_gid_queries();
 	test_devfile();
 	test_sysfs_gid_attrs();
+	test_second_device_files();
 	test_nl_parse();
 	test_gid_change_event();
 	test_async_fds_init();

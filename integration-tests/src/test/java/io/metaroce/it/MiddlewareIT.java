@@ -219,7 +219,7 @@ class MiddlewareIT {
         assumeTool("NPopenmpi", "netpipe-openmpi");
         assumeTrue(Files.isDirectory(Path.of("/usr/lib/python3/dist-packages/mpi4py")),
                 "mpi4py is missing: install Debian's python3-mpi4py (bin/lib/common.sh lists it)");
-        Proc.Result np = mpirun("netpipe", List.of("NPopenmpi", "-u", "65536"));
+        Proc.Result np = mpirun("netpipe", List.of("NPopenmpi", "-u", "65536", "-o", fabric.logDir().resolve("np.out").toString()));
         String ctx = np.output() + "\n" + fabric.diagnostics();
         assertThat(np.exit()).as("mpirun NPopenmpi: %s", ctx).isZero();
         Matcher m = NETPIPE_ROW.matcher(np.output());

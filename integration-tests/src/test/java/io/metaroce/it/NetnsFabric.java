@@ -147,9 +147,19 @@ public abstract class NetnsFabric implements AutoCloseable {
 
     /** {@link #startDaemon(Host, String...)} with environment variables (e.g. MRCE_NICD_JAVA_OPTS). */
     Daemon startDaemon(Host h, Map<String, String> env, String... extraArgs) {
+        List<String> args = new ArrayList<>(List.of("--ifname", h.ifname()));
+        args.addAll(List.of(extraArgs));
+        return startDaemonWith(h, env, args);
+    }
+
+    /**
+     * Starts mrce-nicd in the host with exactly {@code args} (e.g. {@code --device NAME=IF} for each
+     * interface); its {@link Daemon#socket()} is mrce0's. Does not wait.
+     */
+    Daemon startDaemonWith(Host h, Map<String, String> env, List<String> args) {
         List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", h.ns(),
-                Env.bin("mrce-nicd").toString(), "--ifname", h.ifname()));
-        cmd.addAll(List.of(extraArgs));
+                Env.bin("mrce-nicd").toString()));
+        cmd.addAll(args);
         Proc p = Proc.start("mrce-nicd@" + h.name(), logFile("nicd-" + h.name()), env, cmd);
         procs.add(p);
         Daemon d = new Daemon(h, p, defaultSocket(h));

@@ -25,6 +25,10 @@ import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.engine.StatsWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -33,9 +37,14 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** mrce-nicd: the soft-NIC daemon serving device mrce0 on one netdev. */
+/**
+ * mrce-nicd: the soft-NIC daemon serving device mrce0 on one netdev, or one device per netdev with
+ * {@code --device NAME=IF} (docs/multi-nic.md): each device has its own port, engine thread,
+ * verbs service, control and admin sockets, and metrics endpoint.
+ */
 @Command(name = "mrce-nicd", mixinStandardHelpOptions = true,
-        description = "MetaRoCE soft-NIC daemon: serves verbs device mrce0 on one network interface.")
+        description = "MetaRoCE soft-NIC daemon: serves verbs device mrce0 on one network interface"
+                + " (--ifname), or one device per interface (--device NAME=IF, repeated).")
 public final class NicDaemon implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(NicDaemon.class);
     private static final int RX_TX_BATCH = 32;
@@ -50,8 +59,27 @@ public final class NicDaemon implements Callable<Integer> {
     static final long DEFAULT_RTO_MIN_US = 10_000;
     static final long DEFAULT_CC_SLACK_US = 1_000;
 
-    @Option(names = "--ifname", required = true, description = "network interface to serve")
+    @Option(names = "--ifname", description = "network interface to serve as device mrce0")
     String ifname;
+
+    @Option(names = "--device", paramLabel = "NAME=IF",
+            description = "serve interface IF as verbs device NAME (e.g. mrce1=eth1); repeat for each"
+                    + " interface; instead of --ifname")
+    List<String> deviceSpecs;
+
+    /** One device this daemon serves: its verbs name and its interface. */
+    record Device(String name, String ifname) {}
+
+    /** What {@link #call()} made of --ifname / --device. */
+    List<Device> devices = List.of();
+
+    @Option(names = "--threading", defaultValue = "auto",
+            description = "with several devices: shared (one engine thread runs them all), dedicated (a thread"
+                    + " each) or auto (default: dedicated when the machine has 4 cores per device, else shared)")
+    String threading;
+
+    /** The shared engine thread (--threading shared with several devices), else null. */
+    private io.metaroce.nic.engine.SharedEngineRunner sharedRunner;
 
     @Option(names = "--port", defaultValue = "udp",
             description = "packet I/O: udp (default), xdp (AF_XDP, SKB mode; root) or xdp-native (driver mode)")
@@ -209,8 +237,65 @@ public final class NicDaemon implements Callable<Integer> {
         return sb.toString();
     }
 
+    /**
+     * --ifname IF (device mrce0) or --device NAME=IF ...: names of 1 to 15 letters, digits or '_'
+     * (ibv_device's name as the provider copies it), no name or interface twice.
+     */
+    static List<Device> parseDevices(String ifname, List<String> specs) {
+        boolean hasSpecs = specs != null && !specs.isEmpty();
+        if (ifname != null && hasSpecs) {
+            throw new IllegalArgumentException("give --ifname IF or --device NAME=IF, not both");
+        }
+        if (ifname != null) {
+            return List.of(new Device(VerbsService.DEV_NAME, ifname));
+        }
+        if (!hasSpecs) {
+            throw new IllegalArgumentException("give the interface to serve: --ifname IF or --device NAME=IF");
+        }
+        List<Device> out = new ArrayList<>();
+        Set<String> names = new HashSet<>();
+        Set<String> ifs = new HashSet<>();
+        for (String spec : specs) {
+            int eq = spec.indexOf('=');
+            String name = eq < 0 ? "" : spec.substring(0, eq);
+            String dev = eq < 0 ? "" : spec.substring(eq + 1);
+            if (!name.matches("[A-Za-z0-9_]{1,15}") || dev.isEmpty() || dev.length() > 15 || dev.contains("/")) {
+                throw new IllegalArgumentException("--device " + spec
+                        + ": expected NAME=IF, NAME 1..15 letters, digits or '_', IF an interface name");
+            }
+            if (!names.add(name)) {
+                throw new IllegalArgumentException("--device " + spec + ": device " + name + " named twice");
+            }
+            if (!ifs.add(dev)) {
+                throw new IllegalArgumentException("--device " + spec + ": interface " + dev + " served twice");
+            }
+            out.add(new Device(name, dev));
+        }
+        return List.copyOf(out);
+    }
+
     @Override
     public Integer call() throws Exception {
+        try {
+            devices = parseDevices(ifname, deviceSpecs);
+        } catch (IllegalArgumentException e) {
+            System.err.println("mrce-nicd: " + e.getMessage());
+            return 2;
+        }
+        if (!"auto".equals(threading) && !"shared".equals(threading) && !"dedicated".equals(threading)) {
+            System.err.println("mrce-nicd: unknown --threading " + threading + " (auto, shared or dedicated)");
+            return 2;
+        }
+        if (devices.size() > 1 && (sock != null || addr != null)) {
+            System.err.println("mrce-nicd: --sock and --addr name one device's socket and address;"
+                    + " with several --device each takes its default");
+            return 2;
+        }
+        if (devices.size() > 1 && metricsPort != null && metricsPort != 0
+                && metricsPort + devices.size() - 1 > 65535) {
+            System.err.println("mrce-nicd: --metrics-port: device i serves on --metrics-port + i; too high");
+            return 2;
+        }
         if (!"udp".equals(portKind) && !"xdp".equals(portKind) && !"xdp-native".equals(portKind)) {
             System.err.println("mrce-nicd: unknown --port " + portKind + " (udp, xdp or xdp-native)");
             return 2;
@@ -289,12 +374,64 @@ public final class NicDaemon implements Callable<Integer> {
     }
 
     private int serve() throws Exception {
-        NetInfo net = NetInfo.of(ifname, addr == null ? 0 : Inet4.parse(addr));
-        Path socketPath = sock != null ? sock : LocalControlPaths.defaultSocketPath();
-        Limits limits = Limits.defaults();
         CountDownLatch stop = new CountDownLatch(1);
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
+        if (devices.size() == 1) {
+            return serve(devices.get(0), 0, stop);
+        }
+        // Several devices: one thread each, all stopped together; one that fails stops the rest.
+        boolean shared = "shared".equals(threading) || ("auto".equals(threading)
+                && Runtime.getRuntime().availableProcessors() < 4 * devices.size());
+        if (shared) {
+            sharedRunner = new io.metaroce.nic.engine.SharedEngineRunner(idleSpins, idleYields);
+            sharedRunner.start();
+        }
+        LOG.info("{} devices, {}", devices.size(), shared ? "one shared engine thread" : "dedicated engine threads");
+        try {
+            return serveAll(stop);
+        } finally {
+            if (sharedRunner != null) {
+                sharedRunner.close();
+                LOG.info("{}", sharedRunner.summary());
+            }
+        }
+    }
+
+    private int serveAll(CountDownLatch stop) throws Exception {
+        List<Thread> threads = new ArrayList<>();
+        List<Exception> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+        for (int i = 0; i < devices.size(); i++) {
+            Device d = devices.get(i);
+            int index = i;
+            threads.add(Thread.ofPlatform().name("mrce-dev-" + d.name()).start(() -> {
+                try {
+                    serve(d, index, stop);
+                } catch (Exception e) {
+                    failures.add(new java.io.IOException(d.name() + " (" + d.ifname() + "): " + e.getMessage(), e));
+                } finally {
+                    stop.countDown();
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (!failures.isEmpty()) {
+            throw failures.get(0);
+        }
+        return 0;
+    }
+
+    /** Serves one device until STOP; device INDEX (0..) offsets the metrics port. */
+    private int serve(Device device, int index, CountDownLatch stop) throws Exception {
+        NetInfo net = NetInfo.of(device.ifname(), addr == null ? 0 : Inet4.parse(addr));
+        Path socketPath = sock != null ? sock : LocalControlPaths.socketPathFor(device.name());
+        Integer devMetricsPort = metricsPort;
+        if (metricsPort != null && metricsPort != 0) {
+            devMetricsPort = Integer.valueOf(metricsPort + index);
+        }
+        Limits limits = Limits.defaults();
 
         try (Port port = "udp".equals(portKind)
                         ? new UdpPort(net.ipv4(), udpPort, Wire.frameBytes(net.mtu()), RX_TX_BATCH, entropyPorts)
@@ -313,6 +450,7 @@ public final class NicDaemon implements Callable<Integer> {
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
                     cmDisconnectGraceMs, cmSecret);
             VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
+            verbs.devName(device.name());
             verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe, userMaxConn, userMaxPd,
                     userMaxCq, userMaxSrq));
             ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
@@ -320,20 +458,24 @@ public final class NicDaemon implements Callable<Integer> {
                 cm.manager().serviceHandler(services);
                 verbs.services(services);
             }
-            EngineRunner runner = new EngineRunner(engine, idleSpins, idleYields);
-            runner.start();
+            EngineRunner runner = sharedRunner != null ? null : new EngineRunner(engine, idleSpins, idleYields);
+            if (runner != null) {
+                runner.start();
+            } else {
+                sharedRunner.add(engine);
+            }
             DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, portKind, udpPort, socketPath, transport,
                     "baseline".equals(transport) ? 1 : paths);
             try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs, socketPerms, sockGroup);
                     AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
-                    MetricsEndpoint metrics = metricsPort == null ? null
-                            : new MetricsEndpoint(new InetSocketAddress(metricsAddr, metricsPort), admin::stats)) {
+                    MetricsEndpoint metrics = devMetricsPort == null ? null
+                            : new MetricsEndpoint(new InetSocketAddress(metricsAddr, devMetricsPort), admin::stats)) {
                 String conformanceBreak = io.metaroce.nic.transport.ConformanceBreak.describe();
                 if (conformanceBreak != null) {
                     LOG.warn(conformanceBreak);
                 }
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
-                        VerbsService.DEV_NAME, net.ifname(), Inet4.toString(net.ipv4()), udpPort,
+                        device.name(), net.ifname(), Inet4.toString(net.ipv4()), udpPort,
                         socketPath);
                 LOG.info("connection manager: {}", cm == null ? "off (--cm-port 0): no connection tokens"
                         : "tcp port " + cmPort + ", heartbeat " + cmHeartbeatMs + " ms, peer timeout " + cmPeerTimeoutMs
@@ -342,7 +484,10 @@ public final class NicDaemon implements Callable<Integer> {
                 LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
                         + " cc slack {} us", transport, "baseline".equals(transport) ? 1 : paths, entropyPorts,
                         rtoMinUs, tlpMinUs, ccSlackUs);
-                StatsWriter statsWriter = stats == null ? null : new StatsWriter(engine, stats);
+                // Several devices: each writes its own file, NAME-<file> beside --stats.
+                Path statsPath = stats == null || devices.size() == 1 ? stats
+                        : stats.resolveSibling(device.name() + "-" + stats.getFileName());
+                StatsWriter statsWriter = statsPath == null ? null : new StatsWriter(engine, statsPath);
                 try {
                     while (!stop.await(1, java.util.concurrent.TimeUnit.SECONDS)) {
                         if (statsWriter != null) {
@@ -358,10 +503,14 @@ public final class NicDaemon implements Callable<Integer> {
                         statsWriter.close();
                     }
                 }
-                LOG.info("mrce-nicd stopping");
+                LOG.info("mrce-nicd stopping {}", device.name());
             } finally {
                 verbs.close();
-                runner.close();
+                if (runner != null) {
+                    runner.close();
+                } else {
+                    sharedRunner.remove(engine);
+                }
                 if (cm != null) {
                     cm.close();
                 }
@@ -369,7 +518,9 @@ public final class NicDaemon implements Callable<Integer> {
                     services.close();
                 }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
-                LOG.info("engine duty cycle: {}", runner.summary());
+                if (runner != null) {
+                    LOG.info("engine duty cycle: {}", runner.summary());
+                }
             }
         }
         return 0;

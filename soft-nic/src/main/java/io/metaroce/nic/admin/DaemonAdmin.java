@@ -39,7 +39,7 @@ public final class DaemonAdmin implements AdminHandler {
         this.verbs = verbs;
         this.ifname = net.ifname();
         String ip = Inet4.toString(net.ipv4());
-        this.deviceJson = "{\"device\":" + AdminServer.jsonString(VerbsService.DEV_NAME)
+        this.deviceJson = "{\"device\":" + AdminServer.jsonString(verbs.devName())
                 + ",\"ifname\":" + AdminServer.jsonString(net.ifname())
                 + ",\"ipv4\":" + AdminServer.jsonString(ip)
                 + ",\"gid\":" + AdminServer.jsonString("::ffff:" + ip)

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -33,6 +34,10 @@ public final class MrceCtl implements Callable<Integer> {
             + " the admin socket is beside it")
     Path sock;
 
+    @Option(names = {"-d", "--device"}, paramLabel = "NAME",
+            description = "the device to show (default mrce0; the devices view shows every device of this namespace)")
+    String device;
+
     @Option(names = "--watch", description = "repeat every N seconds until interrupted")
     Integer watch;
 
@@ -55,25 +60,44 @@ public final class MrceCtl implements Callable<Integer> {
             System.err.println("mrce-ctl: unknown view '" + what + "' (devices, qps, paths, counters, objects)");
             return 2;
         }
-        Path admin = LocalControlPaths.adminSocketPathFor(sock != null ? sock : LocalControlPaths.defaultSocketPath());
+        if (device != null && !device.matches("[A-Za-z0-9_]{1,15}")) {
+            System.err.println("mrce-ctl: --device " + device + ": not a device name");
+            return 2;
+        }
+        // The devices view with no socket named: every device of this namespace, one row each.
+        boolean allDevices = "device".equals(command) && sock == null && device == null;
         do {
-            String answer;
-            try {
-                answer = AdminClient.query(admin, command);
-            } catch (IOException e) {
-                System.err.println("mrce-ctl: no daemon at " + admin + ": " + e.getMessage()
-                        + " (is mrce-nicd running in this network namespace?)");
+            List<Path> controls = sock != null ? List.of(sock)
+                    : device != null ? List.of(LocalControlPaths.socketPathFor(device))
+                    : allDevices ? LocalControlPaths.deviceSocketPaths()
+                    : List.of(LocalControlPaths.defaultSocketPath());
+            if (controls.isEmpty()) {
+                System.err.println("mrce-ctl: no daemon in this network namespace (no control socket in "
+                        + LocalControlPaths.defaultSocketPath().getParent() + ")");
                 return 1;
             }
-            JsonNode root = mapper.readTree(answer);
-            if (root.has("error")) {
-                System.err.println("mrce-ctl: daemon says: " + root.get("error").asText());
-                return 1;
-            }
-            if (jsonOut) {
-                out.println(answer);
-            } else {
-                render(root);
+            boolean header = true;
+            for (Path control : controls) {
+                Path admin = LocalControlPaths.adminSocketPathFor(control);
+                String answer;
+                try {
+                    answer = AdminClient.query(admin, command);
+                } catch (IOException e) {
+                    System.err.println("mrce-ctl: no daemon at " + admin + ": " + e.getMessage()
+                            + " (is mrce-nicd running in this network namespace?)");
+                    return 1;
+                }
+                JsonNode root = mapper.readTree(answer);
+                if (root.has("error")) {
+                    System.err.println("mrce-ctl: daemon says: " + root.get("error").asText());
+                    return 1;
+                }
+                if (jsonOut) {
+                    out.println(answer);
+                } else {
+                    render(root, header);
+                }
+                header = false;
             }
             if (watch != null) {
                 Thread.sleep(Math.max(1, watch) * 1000L);
@@ -84,10 +108,17 @@ public final class MrceCtl implements Callable<Integer> {
     }
 
     void render(JsonNode root) {
+        render(root, true);
+    }
+
+    /** Renders one daemon answer; HEADER false for the second and later devices of a table. */
+    void render(JsonNode root, boolean header) {
         switch (what) {
             case "devices", "device" -> {
-                out.printf("%-8s %-12s %-16s %-24s %-6s %-6s %-10s %-5s %s%n", "DEVICE", "IFNAME", "IPV4", "GID",
-                        "MTU", "PORT", "TRANSPORT", "PATHS", "LINK");
+                if (header) {
+                    out.printf("%-8s %-12s %-16s %-24s %-6s %-6s %-10s %-5s %s%n", "DEVICE", "IFNAME", "IPV4",
+                            "GID", "MTU", "PORT", "TRANSPORT", "PATHS", "LINK");
+                }
                 out.printf("%-8s %-12s %-16s %-24s %-6d %-6s %-10s %-5d %s%n", root.path("device").asText(),
                         root.path("ifname").asText(), root.path("ipv4").asText(), root.path("gid").asText(),
                         root.path("ifMtu").asInt(), root.path("port").asText(), root.path("transport").asText(),

@@ -62,6 +62,8 @@ import org.slf4j.LoggerFactory;
 public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(VerbsService.class);
     public static final String DEV_NAME = "mrce0";
+    /** The verbs device name HELLO gives (mrce-nicd --device NAME=IF); {@link #DEV_NAME} by default. */
+    private volatile String devName = DEV_NAME;
     public static final int VENDOR_ID = 0x4d5243;
     /** enum ibv_srq_attr_mask. */
     static final int SRQ_MAX_WR = 1;
@@ -98,6 +100,15 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private volatile UserQuota quota = UserQuota.NONE;
     /** Per uid: what its connections hold, indexed by UserQuota's kinds (guarded by itself). */
     private final Map<Integer, long[]> usage = new java.util.HashMap<>();
+
+    /** Names the device this service is (a 1..15 character name, checked by the daemon's options). */
+    public void devName(String name) {
+        this.devName = name;
+    }
+
+    public String devName() {
+        return devName;
+    }
 
     public VerbsService(EngineAgent engine, MrTable mrTable, NetInfo net, int udpPort, Limits limits) {
         this.engine = engine;
@@ -345,7 +356,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         r.putInt((int) HelloRespDescriptor.OFF_ABI_VERSION, MRCE_ABI_VERSION);
         r.putInt((int) HelloRespDescriptor.OFF_DAEMON_PID, daemonPid);
         r.put((int) HelloRespDescriptor.OFF_GID, Inet4.mappedGid(net.ipv4()));
-        putString(r, (int) HelloRespDescriptor.OFF_DEV_NAME, DEV_NAME);
+        putString(r, (int) HelloRespDescriptor.OFF_DEV_NAME, devName);
         putString(r, (int) HelloRespDescriptor.OFF_IFNAME, net.ifname());
         // node GUID, network order: 02:4d:52:ff:<ipv4>
         byte[] guid = {0x02, 0x4d, 0x52, (byte) 0xff, (byte) (net.ipv4() >>> 24),
@@ -1076,7 +1087,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             }
             linkUp = up;
         }
-        LOG.info("{}: link {}", VerbsService.DEV_NAME, up ? "up (PORT_ACTIVE)" : "down (PORT_ERR)");
+        LOG.info("{}: link {}", devName, up ? "up (PORT_ACTIVE)" : "down (PORT_ERR)");
         for (SessionObjects s : sessions.values()) {
             synchronized (s) {
                 if (s.hello && !s.closed) {

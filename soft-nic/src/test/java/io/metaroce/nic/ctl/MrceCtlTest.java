@@ -67,6 +67,20 @@ class MrceCtlTest {
     }
 
     @Test
+    void aBadDeviceNameIsRefusedBeforeAnySocketIsTried() {
+        CommandLine cl = new CommandLine(new MrceCtl());
+        PrintStream saved = System.err;
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        try {
+            assertThat(cl.execute("counters", "-d", "../x")).isEqualTo(2);
+        } finally {
+            System.setErr(saved);
+        }
+        assertThat(bytes.toString(StandardCharsets.UTF_8)).contains("--device ../x: not a device name");
+    }
+
+    @Test
     void jsonIsTheDaemonsDocument() throws Exception {
         String out = run("paths", "--json");
         assertThat(new ObjectMapper().readTree(out)).isEqualTo(new ObjectMapper().readTree(STATS));

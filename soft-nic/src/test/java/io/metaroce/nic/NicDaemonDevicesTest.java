@@ -1,0 +1,40 @@
+package io.metaroce.nic;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** mrce-nicd's --ifname / --device options: which devices a daemon serves (docs/multi-nic.md). */
+class NicDaemonDevicesTest {
+
+    @Test
+    void ifnameIsDeviceMrce0() {
+        assertThat(NicDaemon.parseDevices("eth0", null)).containsExactly(new NicDaemon.Device("mrce0", "eth0"));
+        assertThat(NicDaemon.parseDevices("eth0", List.of())).containsExactly(new NicDaemon.Device("mrce0", "eth0"));
+    }
+
+    @Test
+    void devicesKeepTheirNamesAndOrder() {
+        assertThat(NicDaemon.parseDevices(null, List.of("mrce1=eth1", "mrce0=eth0", "rail_7=ens7f1")))
+                .containsExactly(new NicDaemon.Device("mrce1", "eth1"), new NicDaemon.Device("mrce0", "eth0"),
+                        new NicDaemon.Device("rail_7", "ens7f1"));
+    }
+
+    @Test
+    void badOrConflictingDevicesAreRefusedWithTheReason() {
+        assertThatThrownBy(() -> NicDaemon.parseDevices(null, null)).hasMessageContaining("--ifname IF or --device");
+        assertThatThrownBy(() -> NicDaemon.parseDevices("eth0", List.of("mrce1=eth1")))
+                .hasMessageContaining("not both");
+        for (String bad : List.of("mrce1", "=eth1", "mrce1=", "mrce-1=eth1", "a/b=eth1", "mrce1=a/b",
+                "abcdefghijklmnop=eth1", "mrce1=abcdefghijklmnop")) {
+            assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of(bad))).as(bad)
+                    .hasMessageContaining("expected NAME=IF");
+        }
+        assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of("mrce1=eth1", "mrce1=eth2")))
+                .hasMessageContaining("named twice");
+        assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of("mrce1=eth1", "mrce2=eth1")))
+                .hasMessageContaining("served twice");
+    }
+}
