@@ -1,0 +1,302 @@
+package io.metaroce.verbs.netty;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The RDMA channel's credit-based flow control, on {@link RdmaIoHandler} loops over an in-memory
+ * {@link TestLinkPair} that counts every message finding no posted receive: a reader with
+ * auto-read off that reads in bursts holds a 64 MiB writer back (its pending bytes stay under the
+ * high water mark plus one write, the channel turns unwritable and writable again), every byte
+ * arrives in order, and no message ever lacks a receive; an echo both ways returns every credit.
+ */
+class RdmaChannelFlowControlTest {
+
+    private static final int MESSAGE_SIZE = 4096;
+    private static final int CHUNK = 16 * 1024;
+    private static final int LOW_WATER = 32 * 1024;
+    private static final int HIGH_WATER = 64 * 1024;
+
+    private EventLoopGroup loops;
+    private TestLinkPair pair;
+
+    @BeforeEach
+    void start() {
+        loops = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory());
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (pair != null) {
+            pair.close();
+        }
+        loops.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+    }
+
+    /** Byte {@code i} of the stream. */
+    private static byte data(long i) {
+        return (byte) (i * 31 + (i >>> 11));
+    }
+
+    private static long expectedCrc(long total) {
+        CRC32 crc = new CRC32();
+        byte[] chunk = new byte[CHUNK];
+        for (long o = 0; o < total; o += CHUNK) {
+            for (int j = 0; j < CHUNK; j++) {
+                chunk[j] = data(o + j);
+            }
+            crc.update(chunk, 0, (int) Math.min(CHUNK, total - o));
+        }
+        return crc.getValue();
+    }
+
+    /** Writes {@code total} bytes in CHUNKs while the channel is writable; resumes when it is writable again. */
+    private static final class Writer extends ChannelInboundHandlerAdapter {
+        final long total;
+        final AtomicInteger unwritable = new AtomicInteger();
+        final AtomicInteger writableAgain = new AtomicInteger();
+        final AtomicLong mostPending = new AtomicLong();
+        final AtomicBoolean allWritten = new AtomicBoolean();
+        long offset;
+
+        Writer(long total) {
+            this.total = total;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            writeMore(ctx);
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            if (ctx.channel().isWritable()) {
+                writableAgain.incrementAndGet();
+                writeMore(ctx);
+            } else {
+                unwritable.incrementAndGet();
+            }
+        }
+
+        private void writeMore(ChannelHandlerContext ctx) {
+            while (ctx.channel().isWritable() && offset < total) {
+                int n = (int) Math.min(CHUNK, total - offset);
+                ByteBuf b = Unpooled.buffer(n);
+                for (int j = 0; j < n; j++) {
+                    b.writeByte(data(offset + j));
+                }
+                offset += n;
+                ctx.write(b);
+                mostPending.accumulateAndGet(ctx.channel().unsafe().outboundBuffer().totalPendingWriteBytes(),
+                        Math::max);
+            }
+            ctx.flush();
+            if (offset == total) {
+                allWritten.set(true);
+            }
+        }
+    }
+
+    /** Reads only as many messages as it was granted, checks the stream with a CRC. */
+    private static final class SlowReader extends ChannelInboundHandlerAdapter {
+        final CRC32 crc = new CRC32();
+        final AtomicLong bytes = new AtomicLong();
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        final long total;
+        long budget;
+
+        SlowReader(long total) {
+            this.total = total;
+        }
+
+        /** On the reader's loop: read {@code messages} more. */
+        void grant(ChannelHandlerContext ctx, long messages) {
+            boolean idle = budget == 0;
+            budget = Math.min(Long.MAX_VALUE / 2, budget + messages);
+            if (idle) {
+                budget--;
+                ctx.read();
+            }
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf b = (ByteBuf) msg;
+            try {
+                byte[] a = new byte[b.readableBytes()];
+                b.readBytes(a);
+                crc.update(a);
+                if (bytes.addAndGet(a.length) == total) {
+                    done.complete(null);
+                }
+            } finally {
+                b.release();
+            }
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            if (budget > 0) {
+                budget--;
+                ctx.read();
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            done.completeExceptionally(cause);
+        }
+    }
+
+    @Test
+    void aSlowReaderWithAutoReadOffHoldsBackA64MiBWriterAndEveryByteArrivesInOrder() throws Exception {
+        long total = 64L << 20;
+        int recvDepth = 16;
+        pair = new TestLinkPair(8, recvDepth, recvDepth, MESSAGE_SIZE);
+        Writer writer = new Writer(total);
+        SlowReader reader = new SlowReader(total);
+
+        RdmaChannel r = new RdmaChannel(null, pair.b);
+        r.config().setAutoRead(false);
+        r.pipeline().addLast(reader);
+        loops.register(r).sync();
+        ChannelHandlerContext readerCtx = r.pipeline().context(reader);
+
+        RdmaChannel w = new RdmaChannel(null, pair.a);
+        w.config().setOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(LOW_WATER, HIGH_WATER));
+        w.pipeline().addLast(writer);
+        loops.register(w).sync();
+
+        // each time the writer is held back (unwritable, no credit left), the reader reads a burst of 64 messages
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        int bursts = 0;
+        while (!writer.allWritten.get()) {
+            assertThat(System.nanoTime()).as("the writer wrote %d of %d bytes", writer.offset, total)
+                    .isLessThan(deadline);
+            boolean heldBack = w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get();
+            if (heldBack) {
+                r.eventLoop().execute(() -> reader.grant(readerCtx, 64));
+                bursts++;
+                // bounded wait until the burst let the writer go on
+                while (w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get()
+                        && !writer.allWritten.get()) {
+                    assertThat(System.nanoTime()).isLessThan(deadline);
+                    java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+                }
+            } else {
+                java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+            }
+        }
+        r.eventLoop().execute(() -> reader.grant(readerCtx, Long.MAX_VALUE / 4));
+        reader.done.get(120, TimeUnit.SECONDS);
+
+        assertThat(reader.bytes.get()).isEqualTo(total);
+        assertThat(reader.crc.getValue()).isEqualTo(expectedCrc(total));
+        assertThat(pair.rnr.get()).as("messages that found no posted receive").isZero();
+        assertThat(pair.b.mostUntaken()).isLessThanOrEqualTo(recvDepth);
+        assertThat(r.mostWaiting()).as("unread messages at the reader: exactly the writer's credits")
+                .isEqualTo(recvDepth - 1);
+        assertThat(bursts).as("times the writer was held back by credits").isGreaterThanOrEqualTo(100);
+        assertThat(writer.mostPending.get()).as("the writer's pending bytes").isLessThanOrEqualTo(HIGH_WATER + CHUNK);
+        assertThat(writer.unwritable.get()).as("times the writer turned unwritable").isGreaterThanOrEqualTo(2);
+        assertThat(writer.writableAgain.get()).as("times it turned writable again").isGreaterThanOrEqualTo(2);
+        assertThat(w.isActive()).isTrue();
+        System.out.printf("flow control: %d MiB, held back %d times, unwritable %d times, most pending %d bytes,"
+                + " most unread %d%n", total >> 20, bursts, writer.unwritable.get(), writer.mostPending.get(),
+                r.mostWaiting());
+    }
+
+    /** Echoes what it reads (auto-read on). */
+    private static final class Echo extends ChannelInboundHandlerAdapter {
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ctx.write(msg);
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            ctx.flush();
+        }
+    }
+
+    @Test
+    void anEchoBothWaysWithSmallDepthsReturnsEveryCredit() throws Exception {
+        long total = 8L << 20;
+        pair = new TestLinkPair(4, 2, 3, MESSAGE_SIZE); // one data credit one way, two the other
+        Writer writer = new Writer(total);
+        SlowReader back = new SlowReader(total);
+
+        RdmaChannel server = new RdmaChannel(null, pair.b);
+        server.pipeline().addLast(new Echo());
+        loops.register(server).sync();
+
+        RdmaChannel client = new RdmaChannel(null, pair.a);
+        client.pipeline().addLast(back, writer);
+        loops.register(client).sync();
+        client.eventLoop().execute(() -> back.grant(client.pipeline().context(back), Long.MAX_VALUE / 4));
+
+        back.done.get(120, TimeUnit.SECONDS);
+        assertThat(back.crc.getValue()).isEqualTo(expectedCrc(total));
+        assertThat(pair.rnr.get()).isZero();
+        assertThat(pair.a.mostUntaken()).isLessThanOrEqualTo(2);
+        assertThat(pair.b.mostUntaken()).isLessThanOrEqualTo(3);
+    }
+
+    @Test
+    void aPeerReturningMoreCreditsThanItsWindowIsAProtocolError() {
+        CreditFlow f = new CreditFlow(4, 4);
+        byte[] tooMany = {0, 4, 0, 0, 1};
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> f.received(tooMany))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("window is 3");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new CreditFlow(1, 16))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("kept for credit messages");
+    }
+
+    @Test
+    void creditsGoBackPiggybackedOrInOneCreditMessageAtATime() {
+        CreditFlow f = new CreditFlow(9, 9); // window 8, threshold 4
+        byte[] h = new byte[CreditFlow.HEADER];
+        for (int i = 0; i < 8; i++) {
+            assertThat(f.canSendData()).isTrue();
+            f.writeHeader(h);
+            f.dataSent();
+        }
+        assertThat(f.canSendData()).isFalse();
+        for (int i = 0; i < 4; i++) {
+            assertThat(f.received(new byte[] {0, 0, 0, 0, 42})).isTrue();
+            f.delivered();
+        }
+        assertThat(f.creditMessageDue()).isTrue();
+        f.writeHeader(h);
+        f.creditMessageSent();
+        assertThat(h).containsExactly(0, 4, 0, 0);
+        for (int i = 0; i < 4; i++) {
+            f.received(new byte[] {0, 0, 0, 0, 42});
+            f.delivered();
+        }
+        assertThat(f.creditMessageDue()).as("one credit message outstanding").isFalse();
+        assertThat(f.received(new byte[] {0, 8, 0, 1})).as("a credit message seeing ours").isFalse();
+        assertThat(f.sendCredits()).isEqualTo(8);
+        assertThat(f.creditMessageDue()).isTrue();
+        f.writeHeader(h);
+        assertThat(h).containsExactly(0, 4, 0, 1);
+    }
+}
