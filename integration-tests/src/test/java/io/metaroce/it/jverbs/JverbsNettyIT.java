@@ -2,12 +2,9 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
 import io.metaroce.it.Wait;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -18,22 +15,7 @@ import org.junit.jupiter.api.Timeout;
  * over TCP with epoll (the baseline). Every echoed byte is checked by the client.
  */
 @Timeout(600)
-class JverbsNettyIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsNettyIT", 1500);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
+class JverbsNettyIT extends JverbsFabricTest {
 
     private static String echo(String service, boolean tcp, String... clientArgs) {
         java.util.List<String> serverArgs = new java.util.ArrayList<>(

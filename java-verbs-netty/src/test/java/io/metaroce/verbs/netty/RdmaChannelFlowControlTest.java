@@ -224,16 +224,11 @@ class RdmaChannelFlowControlTest {
                 r.mostWaiting());
     }
 
-    /** Echoes what it reads (auto-read on). */
+    /** Echoes each message it reads (auto-read on). */
     private static final class Echo extends ChannelInboundHandlerAdapter {
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ctx.write(msg);
-        }
-
-        @Override
-        public void channelReadComplete(ChannelHandlerContext ctx) {
-            ctx.flush();
+            ctx.writeAndFlush(msg);
         }
     }
 
@@ -258,6 +253,38 @@ class RdmaChannelFlowControlTest {
         assertThat(pair.rnr.get()).isZero();
         assertThat(pair.a.mostUntaken()).isLessThanOrEqualTo(2);
         assertThat(pair.b.mostUntaken()).isLessThanOrEqualTo(3);
+    }
+
+    @Test
+    void closingTheReaderWhileTheWriterIsHeldBackClosesTheWriterAndFailsItsPendingWrites() throws Exception {
+        pair = new TestLinkPair(8, 16, 16, MESSAGE_SIZE);
+        Writer writer = new Writer(64L << 20);
+        RdmaChannel r = new RdmaChannel(null, pair.b);
+        r.config().setAutoRead(false);
+        loops.register(r).sync();
+        RdmaChannel w = new RdmaChannel(null, pair.a);
+        w.config().setOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(LOW_WATER, HIGH_WATER));
+        w.pipeline().addLast(writer);
+        loops.register(w).sync();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get()) {
+            assertThat(System.nanoTime()).as("the writer is held back").isLessThan(deadline);
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        }
+        io.netty.channel.ChannelFuture pending = w.eventLoop().submit(() -> w.write(Unpooled.wrappedBuffer(new byte[10])))
+                .get();
+
+        r.close().sync(); // the link ends at both sides, as when the peer's daemon announces it
+
+        assertThat(w.closeFuture().await(30, TimeUnit.SECONDS)).as("the writer closed").isTrue();
+        assertThat(pending.await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(pending.cause()).as("a write pending at the close").isInstanceOf(
+                java.nio.channels.ClosedChannelException.class);
+        io.netty.channel.ChannelFuture late = w.writeAndFlush(Unpooled.wrappedBuffer(new byte[10]));
+        assertThat(late.await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(late.cause()).as("a write after the close").isInstanceOf(
+                java.nio.channels.ClosedChannelException.class);
+        assertThat(pair.rnr.get()).isZero();
     }
 
     @Test

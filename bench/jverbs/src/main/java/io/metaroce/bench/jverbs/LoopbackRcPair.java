@@ -12,7 +12,6 @@ import io.metaroce.verbs.RecvWorkRequest;
 import io.metaroce.verbs.SendWorkRequest;
 import io.metaroce.verbs.WorkCompletions;
 import io.metaroce.verbs.cm.ConnectOptions;
-import io.metaroce.verbs.cm.QpEndpoint;
 import io.metaroce.verbs.cm.RcConnector;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -53,13 +52,9 @@ final class LoopbackRcPair implements AutoCloseable {
         MemorySegment buf = arena.allocate(4096, 4096);
         buf.fill((byte) 0x5a);
         mr = pd.register(buf, Access.LOCAL_WRITE);
-        ConnectOptions o = new ConnectOptions(1, gidIndex, Mtu.MTU_1024, 0, 0);
         a.toInit(1, 0);
         b.toInit(1, 0);
-        QpEndpoint ea = RcConnector.localEndpoint(a, o);
-        QpEndpoint eb = RcConnector.localEndpoint(b, o);
-        RcConnector.connect(a, o, eb);
-        RcConnector.connect(b, o, ea);
+        RcConnector.connectToEachOther(a, b, new ConnectOptions(1, gidIndex, Mtu.MTU_1024, 0, 0));
         send = new SendWorkRequest(1).wrId(1).send().signaled(true).sge(mr, 0, MSG);
         recv = new RecvWorkRequest(1).wrId(2).sge(mr, 2048, MSG);
     }
