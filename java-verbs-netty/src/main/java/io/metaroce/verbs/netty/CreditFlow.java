@@ -30,6 +30,10 @@ package io.metaroce.verbs.netty;
  *       until the peer's header counts it as seen. The peer handles a credit message as it
  *       arrives, whatever its reading, so the reserved receive is free again when its count says
  *       so.
+ *   <li>Credits owed below the threshold wait for more reads or for the next data message: a
+ *       pipeline that stops reading may hold a writer back with fewer than {@code recvDepth - 1}
+ *       (at least {@code recvDepth - threshold}) messages unread here. A pipeline that goes on
+ *       reading always frees it (all read means all owed, past the threshold).
  * </ul>
  *
  * <p><b>Thread safety:</b> confined to the channel's event loop.

@@ -4,9 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
@@ -50,68 +52,59 @@ class RdmaChannelFlowControlTest {
         loops.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
     }
 
-    /** Byte {@code i} of the stream. */
-    private static byte data(long i) {
-        return (byte) (i * 31 + (i >>> 11));
+    /** An RDMA channel over {@code end} with {@code handlers}, registered with a loop (and active: the link is up). */
+    private RdmaChannel open(TestLinkPair.End end, boolean autoRead, ChannelHandler... handlers) throws Exception {
+        RdmaChannel ch = new RdmaChannel(null, end);
+        ch.config().setAutoRead(autoRead);
+        ch.config().setOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(LOW_WATER, HIGH_WATER));
+        ch.pipeline().addLast(handlers);
+        loops.register(ch).sync();
+        return ch;
     }
 
-    private static long expectedCrc(long total) {
-        CRC32 crc = new CRC32();
-        byte[] chunk = new byte[CHUNK];
-        for (long o = 0; o < total; o += CHUNK) {
-            for (int j = 0; j < CHUNK; j++) {
-                chunk[j] = data(o + j);
-            }
-            crc.update(chunk, 0, (int) Math.min(CHUNK, total - o));
-        }
-        return crc.getValue();
+    /** A stream of {@code total} bytes that is not periodic within a message, and its CRC. */
+    private static ByteBuf stream(long total, CRC32 crc) {
+        byte[] a = new byte[(int) total];
+        new java.util.Random(total).nextBytes(a);
+        crc.update(a);
+        return Unpooled.wrappedBuffer(a);
     }
 
-    /** Writes {@code total} bytes in CHUNKs while the channel is writable; resumes when it is writable again. */
+    /** Writes slices of {@code source} while the channel is writable; resumes when it is writable again. */
     private static final class Writer extends ChannelInboundHandlerAdapter {
-        final long total;
+        final ByteBuf source;
         final AtomicInteger unwritable = new AtomicInteger();
         final AtomicInteger writableAgain = new AtomicInteger();
         final AtomicLong mostPending = new AtomicLong();
         final AtomicBoolean allWritten = new AtomicBoolean();
-        long offset;
 
-        Writer(long total) {
-            this.total = total;
+        Writer(ByteBuf source) {
+            this.source = source;
         }
 
-        @Override
-        public void channelActive(ChannelHandlerContext ctx) {
-            writeMore(ctx);
-            ctx.fireChannelActive();
+        /** Starts writing on {@code ch}'s loop (the test's channels are active once registered). */
+        void start(RdmaChannel ch) {
+            ch.eventLoop().execute(() -> writeMore(ch.pipeline().context(this)));
         }
 
         @Override
         public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-            if (ctx.channel().isWritable()) {
-                writableAgain.incrementAndGet();
-                writeMore(ctx);
-            } else {
+            if (!ctx.channel().isWritable()) {
                 unwritable.incrementAndGet();
+                return;
             }
+            writableAgain.incrementAndGet();
+            writeMore(ctx);
         }
 
         private void writeMore(ChannelHandlerContext ctx) {
-            while (ctx.channel().isWritable() && offset < total) {
-                int n = (int) Math.min(CHUNK, total - offset);
-                ByteBuf b = Unpooled.buffer(n);
-                for (int j = 0; j < n; j++) {
-                    b.writeByte(data(offset + j));
-                }
-                offset += n;
-                ctx.write(b);
-                mostPending.accumulateAndGet(ctx.channel().unsafe().outboundBuffer().totalPendingWriteBytes(),
-                        Math::max);
+            ChannelOutboundBuffer out = ctx.channel().unsafe().outboundBuffer();
+            for (; ctx.channel().isWritable() && source.isReadable(); mostPending.accumulateAndGet(
+                    out.totalPendingWriteBytes(), Math::max)) {
+                ctx.write(source.readRetainedSlice(Math.min(CHUNK, source.readableBytes())));
             }
             ctx.flush();
-            if (offset == total) {
-                allWritten.set(true);
-            }
+            allWritten.set(!source.isReadable());
         }
     }
 
@@ -140,21 +133,13 @@ class RdmaChannelFlowControlTest {
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             ByteBuf b = (ByteBuf) msg;
-            try {
-                byte[] a = new byte[b.readableBytes()];
-                b.readBytes(a);
-                crc.update(a);
-                if (bytes.addAndGet(a.length) == total) {
-                    done.complete(null);
-                }
-            } finally {
-                b.release();
+            int n = b.readableBytes();
+            crc.update(b.nioBuffer());
+            b.release();
+            if (bytes.addAndGet(n) == total) {
+                done.complete(null);
             }
-        }
-
-        @Override
-        public void channelReadComplete(ChannelHandlerContext ctx) {
-            if (budget > 0) {
+            if (budget > 0) { // one message per read(): ask for the next while the grant lasts
                 budget--;
                 ctx.read();
             }
@@ -171,25 +156,20 @@ class RdmaChannelFlowControlTest {
         long total = 64L << 20;
         int recvDepth = 16;
         pair = new TestLinkPair(8, recvDepth, recvDepth, MESSAGE_SIZE);
-        Writer writer = new Writer(total);
+        CRC32 sent = new CRC32();
+        Writer writer = new Writer(stream(total, sent));
         SlowReader reader = new SlowReader(total);
 
-        RdmaChannel r = new RdmaChannel(null, pair.b);
-        r.config().setAutoRead(false);
-        r.pipeline().addLast(reader);
-        loops.register(r).sync();
+        RdmaChannel r = open(pair.b, false, reader);
         ChannelHandlerContext readerCtx = r.pipeline().context(reader);
-
-        RdmaChannel w = new RdmaChannel(null, pair.a);
-        w.config().setOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(LOW_WATER, HIGH_WATER));
-        w.pipeline().addLast(writer);
-        loops.register(w).sync();
+        RdmaChannel w = open(pair.a, true, writer);
+        writer.start(w);
 
         // each time the writer is held back (unwritable, no credit left), the reader reads a burst of 64 messages
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         int bursts = 0;
         while (!writer.allWritten.get()) {
-            assertThat(System.nanoTime()).as("the writer wrote %d of %d bytes", writer.offset, total)
+            assertThat(System.nanoTime()).as("the writer wrote %d of %d bytes", writer.source.readerIndex(), total)
                     .isLessThan(deadline);
             boolean heldBack = w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get();
             if (heldBack) {
@@ -209,7 +189,7 @@ class RdmaChannelFlowControlTest {
         reader.done.get(120, TimeUnit.SECONDS);
 
         assertThat(reader.bytes.get()).isEqualTo(total);
-        assertThat(reader.crc.getValue()).isEqualTo(expectedCrc(total));
+        assertThat(reader.crc.getValue()).isEqualTo(sent.getValue());
         assertThat(pair.rnr.get()).as("messages that found no posted receive").isZero();
         assertThat(pair.b.mostUntaken()).isLessThanOrEqualTo(recvDepth);
         assertThat(r.mostWaiting()).as("unread messages at the reader: exactly the writer's credits")
@@ -236,20 +216,17 @@ class RdmaChannelFlowControlTest {
     void anEchoBothWaysWithSmallDepthsReturnsEveryCredit() throws Exception {
         long total = 8L << 20;
         pair = new TestLinkPair(4, 2, 3, MESSAGE_SIZE); // one data credit one way, two the other
-        Writer writer = new Writer(total);
+        CRC32 sent = new CRC32();
+        Writer writer = new Writer(stream(total, sent));
         SlowReader back = new SlowReader(total);
 
-        RdmaChannel server = new RdmaChannel(null, pair.b);
-        server.pipeline().addLast(new Echo());
-        loops.register(server).sync();
-
-        RdmaChannel client = new RdmaChannel(null, pair.a);
-        client.pipeline().addLast(back, writer);
-        loops.register(client).sync();
+        open(pair.b, true, new Echo());
+        RdmaChannel client = open(pair.a, true, back, writer);
+        writer.start(client);
         client.eventLoop().execute(() -> back.grant(client.pipeline().context(back), Long.MAX_VALUE / 4));
 
         back.done.get(120, TimeUnit.SECONDS);
-        assertThat(back.crc.getValue()).isEqualTo(expectedCrc(total));
+        assertThat(back.crc.getValue()).isEqualTo(sent.getValue());
         assertThat(pair.rnr.get()).isZero();
         assertThat(pair.a.mostUntaken()).isLessThanOrEqualTo(2);
         assertThat(pair.b.mostUntaken()).isLessThanOrEqualTo(3);
@@ -258,14 +235,10 @@ class RdmaChannelFlowControlTest {
     @Test
     void closingTheReaderWhileTheWriterIsHeldBackClosesTheWriterAndFailsItsPendingWrites() throws Exception {
         pair = new TestLinkPair(8, 16, 16, MESSAGE_SIZE);
-        Writer writer = new Writer(64L << 20);
-        RdmaChannel r = new RdmaChannel(null, pair.b);
-        r.config().setAutoRead(false);
-        loops.register(r).sync();
-        RdmaChannel w = new RdmaChannel(null, pair.a);
-        w.config().setOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(LOW_WATER, HIGH_WATER));
-        w.pipeline().addLast(writer);
-        loops.register(w).sync();
+        Writer writer = new Writer(stream(64L << 20, new CRC32()));
+        RdmaChannel r = open(pair.b, false);
+        RdmaChannel w = open(pair.a, true, writer);
+        writer.start(w);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (!w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get()) {
             assertThat(System.nanoTime()).as("the writer is held back").isLessThan(deadline);
