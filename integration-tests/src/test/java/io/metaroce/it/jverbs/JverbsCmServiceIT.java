@@ -2,16 +2,12 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
-import io.metaroce.it.Wait;
 import io.metaroce.it.jverbs.apps.CmServiceApp;
 import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -23,30 +19,7 @@ import org.junit.jupiter.api.Timeout;
  * the service; and rc-pingpong with {@code --cm daemon}.
  */
 @Timeout(600)
-class JverbsCmServiceIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsCmServiceIT", 1500);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
-
-    private static void awaitLine(Proc p, String text) {
-        boolean printed = Wait.until(Duration.ofSeconds(60), () -> p.output().contains(text) || !p.isAlive());
-        if (!printed || !p.output().contains(text)) {
-            throw new AssertionError(p.name() + " did not print \"" + text + "\" (alive=" + p.isAlive() + "):\n"
-                    + p.output() + "\n" + fabric.diagnostics());
-        }
-    }
+class JverbsCmServiceIT extends JverbsFabricTest {
 
     private static String run(JverbsFabric.Host h, String name, String... args) {
         try (Proc p = fabric.start(h, name, JverbsFabric.javaApp(CmServiceApp.class, args))) {

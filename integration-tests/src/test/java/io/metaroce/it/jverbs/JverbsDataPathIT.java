@@ -2,7 +2,6 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
 import io.metaroce.it.jverbs.apps.ErrorsApp;
 import io.metaroce.it.jverbs.apps.LeakApp;
@@ -11,8 +10,6 @@ import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -22,22 +19,8 @@ import org.junit.jupiter.api.Timeout;
  * post/poll cycles.
  */
 @Timeout(900)
-class JverbsDataPathIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsDataPathIT", 9000);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
+@JverbsFabricTest.Mtu(9000)
+class JverbsDataPathIT extends JverbsFabricTest {
 
     @Test
     void sendRecvEveryShapeWithDataChecks() {

@@ -2,16 +2,12 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
 import io.metaroce.it.Sh;
-import io.metaroce.it.Wait;
 import io.metaroce.it.jverbs.apps.EndpointApp;
 import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.TestMethodOrder;
@@ -26,30 +22,7 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(600)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class JverbsEndpointIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsEndpointIT", 1500);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
-
-    private static void awaitLine(Proc p, String text) {
-        boolean printed = Wait.until(Duration.ofSeconds(60), () -> p.output().contains(text) || !p.isAlive());
-        if (!printed || !p.output().contains(text)) {
-            throw new AssertionError(p.name() + " did not print \"" + text + "\" (alive=" + p.isAlive() + "):\n"
-                    + p.output() + "\n" + fabric.diagnostics());
-        }
-    }
+class JverbsEndpointIT extends JverbsFabricTest {
 
     private static String ctx(Proc server, Proc client) {
         return "--- server:\n" + server.output() + "\n--- client:\n" + client.output();

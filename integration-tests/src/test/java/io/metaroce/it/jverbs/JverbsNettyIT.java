@@ -2,12 +2,9 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
 import io.metaroce.it.Wait;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -15,25 +12,11 @@ import org.junit.jupiter.api.Timeout;
  * The Netty echo example between two namespaces: over the RDMA transport (RdmaChannel on
  * RdmaIoHandler loops, mrce0) with small messages one at a time and a burst, with messages
  * larger than the endpoint's message size (cut and reassembled as a stream), and the same pipeline
- * over TCP with epoll (the baseline). Every echoed byte is checked by the client.
+ * over TCP with epoll (the baseline). Every echoed byte is checked by the client. And the
+ * transport's flow control: a slow reader with auto-read off holds a 64 MiB writer back.
  */
 @Timeout(600)
-class JverbsNettyIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsNettyIT", 1500);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
+class JverbsNettyIT extends JverbsFabricTest {
 
     private static String echo(String service, boolean tcp, String... clientArgs) {
         java.util.List<String> serverArgs = new java.util.ArrayList<>(
@@ -72,6 +55,44 @@ class JverbsNettyIT {
     void echoOverRdmaMessagesLargerThanTheEndpointsMessageSize() {
         String out = echo("7302", false, "-n", "50", "-s", "20000", "-b", "16");
         assertThat(out).contains("OK transport=rdma messages=50 burst=16 bytes=1320000 ");
+    }
+
+    /**
+     * Flow control from posted receives over mrce0: a server with auto-read off reads 64 messages
+     * only each time the client is held back (its endpoint holds recvDepth - 1 = 31 unread
+     * messages: the client's credits are spent), while the client pushes 64 MiB in 16 KiB writes
+     * as long as its channel is writable (water marks 32/64 KiB).
+     */
+    @Test
+    void aSlowReaderWithAutoReadOffHoldsBackA64MiBWriter() {
+        long total = 64L << 20;
+        try (Proc server = fabric.start(fabric.b, "netty-flow-server", JverbsFabric.jverbs("netty-flow-server", "-d",
+                "mrce0", "-p", "7304", "-t", Long.toString(total), "-r", "64"))) {
+            awaitLine(server, "listening on service 7304");
+            try (Proc client = fabric.start(fabric.a, "netty-flow-client", JverbsFabric.jverbs("netty-flow-client",
+                    "-d", "mrce0", "-p", "7304", "-t", Long.toString(total), fabric.b.addr()))) {
+                int ce = client.waitFor(Duration.ofSeconds(300));
+                int se = server.waitFor(Duration.ofSeconds(60));
+                String ctx = "--- server:\n" + server.output() + "\n--- client:\n" + client.output();
+                System.out.println("JverbsNettyIT flow: " + ctx);
+                assertThat(ce).as(ctx).isZero();
+                assertThat(se).as(ctx).isZero();
+                java.util.regex.Matcher c = java.util.regex.Pattern.compile("OK bytes=(\\d+) crc=(0x\\p{XDigit}+)"
+                        + " unwritable=(\\d+) writableAgain=(\\d+) mostPending=(\\d+)").matcher(client.output());
+                java.util.regex.Matcher s = java.util.regex.Pattern.compile("OK bytes=(\\d+) crc=(0x\\p{XDigit}+)"
+                        + " heldBack=(\\d+) mostUnread=(\\d+)").matcher(server.output());
+                assertThat(c.find() && s.find()).as(ctx).isTrue();
+                assertThat(Long.parseLong(c.group(1))).as("bytes written").isEqualTo(total);
+                assertThat(Long.parseLong(s.group(1))).as("bytes read").isEqualTo(total);
+                assertThat(s.group(2)).as("the CRC of what was read").isEqualTo(c.group(2));
+                assertThat(Integer.parseInt(s.group(3))).as("times the client was held back").isPositive();
+                assertThat(Integer.parseInt(s.group(4))).as("most unread messages: the client's credits").isEqualTo(31);
+                assertThat(Integer.parseInt(c.group(3))).as("times the client turned unwritable").isPositive();
+                assertThat(Integer.parseInt(c.group(4))).as("times it turned writable again").isPositive();
+                assertThat(Long.parseLong(c.group(5))).as("most bytes pending at the client")
+                        .isLessThanOrEqualTo(64 * 1024 + 16 * 1024);
+            }
+        }
     }
 
     @Test

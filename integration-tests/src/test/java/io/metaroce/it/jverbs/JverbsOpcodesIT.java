@@ -2,12 +2,9 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
 import io.metaroce.it.jverbs.apps.OpcodesApp;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -20,22 +17,8 @@ import org.junit.jupiter.api.Timeout;
  * (e.g. "ibv_post_send failed: Invalid argument (errno 22) ... opcode RDMA_WRITE").
  */
 @Timeout(900)
-class JverbsOpcodesIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsOpcodesIT", 9000);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
+@JverbsFabricTest.Mtu(9000)
+class JverbsOpcodesIT extends JverbsFabricTest {
 
     @Test
     void everyOpcodeBetweenTwoHosts() {

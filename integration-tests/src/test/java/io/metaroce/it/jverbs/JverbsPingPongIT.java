@@ -2,13 +2,10 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -18,24 +15,10 @@ import org.junit.jupiter.api.Timeout;
  * size * iters * 2 bytes in iters iterations, and with -c the server checks the data.
  */
 @Timeout(900)
-class JverbsPingPongIT {
+class JverbsPingPongIT extends JverbsFabricTest {
 
     private static final Duration RUN = Duration.ofSeconds(180);
     private static final AtomicInteger PORT = new AtomicInteger(18715);
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsPingPongIT", 1500);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
 
     private static List<String> args(int port, int size, int iters, String... extra) {
         List<String> a = new ArrayList<>(List.of("-d", "mrce0", "-g", "0", "-p", Integer.toString(port), "-s",

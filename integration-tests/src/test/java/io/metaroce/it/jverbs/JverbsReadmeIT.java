@@ -16,8 +16,6 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.tools.ToolProvider;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,22 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * address the snippet names): it prints the echoed "ping" and the server's exposed buffer.
  */
 @Timeout(300)
-class JverbsReadmeIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsReadmeIT", 1500);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
+class JverbsReadmeIT extends JverbsFabricTest {
 
     @Test
     void theReadmeSnippetRunsAgainstAnEchoEndpoint(@TempDir Path dir) throws Exception {

@@ -2,12 +2,9 @@ package io.metaroce.it.jverbs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.metaroce.it.Env;
 import io.metaroce.it.Proc;
 import io.metaroce.it.jverbs.apps.SafetyApp;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -16,22 +13,8 @@ import org.junit.jupiter.api.Timeout;
  * through its daemon): {@link SafetyApp}'s checks, every one named.
  */
 @Timeout(600)
-class JverbsSafetyIT {
-
-    private static JverbsFabric fabric;
-
-    @BeforeAll
-    static void fabric() {
-        Env.assumeNamespaces();
-        fabric = JverbsFabric.withDaemons("JverbsSafetyIT", 9000);
-    }
-
-    @AfterAll
-    static void teardown() {
-        if (fabric != null) {
-            fabric.close();
-        }
-    }
+@JverbsFabricTest.Mtu(9000)
+class JverbsSafetyIT extends JverbsFabricTest {
 
     @Test
     void closeDuringUseThrowsMemoryIsOwnedOrCheckedAndCompletionsAreAsync() {

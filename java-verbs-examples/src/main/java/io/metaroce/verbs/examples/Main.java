@@ -4,6 +4,8 @@ import io.metaroce.verbs.Context;
 import io.metaroce.verbs.Device;
 import io.metaroce.verbs.PortAttributes;
 import io.metaroce.verbs.Verbs;
+import io.metaroce.verbs.examples.netty.NettyEcho;
+import io.metaroce.verbs.examples.netty.NettyFlow;
 import java.util.Arrays;
 
 /**
@@ -27,8 +29,10 @@ public final class Main {
             case "devices" -> devices();
             case "rpc-server" -> io.metaroce.verbs.examples.rpc.RpcExample.server(rest);
             case "rpc-client" -> io.metaroce.verbs.examples.rpc.RpcExample.client(rest);
-            case "netty-echo-server" -> nettyEcho(true, rest);
-            case "netty-echo-client" -> nettyEcho(false, rest);
+            case "netty-echo-server" -> netty(args[0], () -> NettyEcho.server(rest));
+            case "netty-echo-client" -> netty(args[0], () -> NettyEcho.client(rest));
+            case "netty-flow-server" -> netty(args[0], () -> NettyFlow.server(rest));
+            case "netty-flow-client" -> netty(args[0], () -> NettyFlow.client(rest));
             default -> {
                 usage();
                 yield 2;
@@ -46,15 +50,17 @@ public final class Main {
         System.err.println("  rpc-client    -d dev -p service -t threads -c calls-per-thread -e endpoints -w window [--jfr] server");
         System.err.println("  netty-echo-server  a Netty echo over RDMA channels (--tcp: over TCP epoll): -d dev -p service");
         System.err.println("  netty-echo-client  -d dev -p service -n messages -s size -b burst [--tcp] server");
+        System.err.println("  netty-flow-server  a slow reader (auto-read off) over an RDMA channel: -d dev -p service -t bytes -r burst");
+        System.err.println("  netty-flow-client  pushes -t bytes while writable: -d dev -p service -t bytes server");
         System.err.println("  devices       the devices, their first port, and where the verbs bind");
     }
 
-    private static int nettyEcho(boolean server, String[] rest) {
+    /** Runs a Netty example; what it throws is printed, exit status 1. */
+    private static int netty(String name, java.util.concurrent.Callable<Integer> example) {
         try {
-            return server ? io.metaroce.verbs.examples.netty.NettyEcho.server(rest)
-                    : io.metaroce.verbs.examples.netty.NettyEcho.client(rest);
+            return example.call();
         } catch (Exception e) {
-            System.err.println("netty-echo: " + e);
+            System.err.println(name + ": " + e);
             return 1;
         }
     }

@@ -6,18 +6,18 @@ import io.metaroce.verbs.endpoint.EndpointOptions;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.AbstractChannel;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.DefaultChannelConfig;
 import io.netty.channel.EventLoop;
-import io.netty.channel.IoEventLoop;
-import io.netty.channel.IoRegistration;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -25,21 +25,24 @@ import java.util.concurrent.CompletableFuture;
  * handlers runs over RDMA SEND/RECV. Made by a {@code Bootstrap} with
  * {@code channelFactory(() -> new RdmaChannel(group, options))} and connected to
  * {@code new InetSocketAddress(daemonAddress, service)}, or accepted by an
- * {@link RdmaServerChannel}; registered with an {@link RdmaIoHandler} event loop.
+ * {@link RdmaServerChannel}; registered with an {@link RdmaIoHandler} event loop. Both ends
+ * must be {@code RdmaChannel}s: each message carries a 4-byte flow-control header.
  *
  * <ul>
  *   <li>Writes: each flushed buffer is cut into messages of at most
- *       {@link EndpointOptions#messageSize()} bytes, copied into the endpoint's registered send
- *       buffers and sent. Back-pressure comes from the send queue: when all
- *       {@code sendDepth} buffers are in flight the rest stays in the channel's outbound buffer
- *       (so {@code isWritable()} turns false past its high water mark) until a send completes.
- *   <li>Reads: each received message becomes one {@code channelRead} (a heap {@code ByteBuf}),
- *       one message per {@code read()}; with auto-read off, messages wait in the endpoint (the
- *       peer is held back by its own send queue and, past this side's posted receives, by RC
- *       RNR retries). Message boundaries are kept, but handlers should treat the channel as a
- *       stream, as over TCP.
- *   <li>The peer going away (or any failed request) closes the channel
- *       ({@code channelInactive}); {@code close()} closes the endpoint.
+ *       {@link EndpointOptions#messageSize()} - 4 bytes, copied into the endpoint's registered
+ *       send buffers and sent, while the endpoint has a free send slot and the peer has credits
+ *       (see {@link CreditFlow}); the rest stays in the channel's outbound buffer, so
+ *       {@code isWritable()} turns false past its high water mark and true again below the low
+ *       one as sends complete and credits come back.
+ *   <li>Reads: the channel takes every message from the endpoint as it arrives (credit messages
+ *       are handled there and then) and keeps the data until the pipeline reads it: one
+ *       {@code channelRead} (a heap {@code ByteBuf}) per {@code read()}. A data message's credit
+ *       goes back to the peer when it is read, so with auto-read off at most
+ *       {@code recvDepth - 1} messages wait here and the peer's writes stall. Message boundaries
+ *       are kept, but handlers should treat the channel as a stream, as over TCP.
+ *   <li>The peer going away (or any failed request, or a peer breaking the credit protocol)
+ *       closes the channel ({@code channelInactive}); {@code close()} closes the endpoint.
  * </ul>
  *
  * <p><b>Thread safety:</b> as any Netty channel: its state changes on its event loop; the
@@ -53,32 +56,59 @@ public class RdmaChannel extends AbstractChannel {
     private final EndpointOptions options;
     private final ChannelConfig config = new DefaultChannelConfig(this);
     private final RdmaIoHandle handle = new RdmaIoHandle(this::closeFromLoop);
-    private volatile Endpoint endpoint;
+    private final byte[] header = new byte[CreditFlow.HEADER];
+    private final MemorySegment headerSegment = MemorySegment.ofArray(header);
+    /** Data received and not yet read by the pipeline. */
+    private final ArrayDeque<ByteBuf> received = new ArrayDeque<>();
+    private volatile RdmaLink link;
     private volatile boolean open = true;
-    private IoRegistration registration;
+    private CreditFlow credits;
     private boolean readPending;
     private boolean receiving;
-    private boolean flushScheduled;
+    private boolean delivering;
+    private int mostWaiting;
 
     /** An unconnected client channel: connect it to {@code new InetSocketAddress(daemonAddress, service)}. */
     public RdmaChannel(EndpointGroup group, EndpointOptions options) {
         super(null);
         this.group = group;
-        this.options = options;
+        this.options = checked(options);
     }
 
-    /** A channel over an accepted endpoint. */
-    RdmaChannel(RdmaServerChannel parent, Endpoint endpoint) {
+    /** A channel over a connected link (an accepted endpoint, or a test's link). */
+    RdmaChannel(Channel parent, RdmaLink link) {
         super(parent);
-        this.group = endpoint.group();
-        this.options = endpoint.options();
-        this.endpoint = endpoint;
-        watch(endpoint);
+        this.group = null;
+        this.options = null;
+        this.credits = new CreditFlow(link.recvDepth(), link.peerRecvDepth());
+        this.link = link;
+        watch(link);
+    }
+
+    /** Options an RDMA channel can run with: room for a receive kept for credits and for the header. */
+    static EndpointOptions checked(EndpointOptions o) {
+        if (o.recvDepth() < 2 || o.messageSize() <= CreditFlow.HEADER) {
+            throw new IllegalArgumentException("an RDMA channel needs recvDepth >= 2 (one receive is kept for credit"
+                    + " messages) and messageSize > " + CreditFlow.HEADER + ": " + o);
+        }
+        return o;
     }
 
     /** The endpoint (null before the connect completed). */
     public Endpoint endpoint() {
-        return endpoint;
+        RdmaLink l = link;
+        return l == null ? null : l.endpoint();
+    }
+
+    /** The most data messages that waited here for the pipeline to read them (at most the peer's credits). */
+    int mostWaiting() {
+        return mostWaiting;
+    }
+
+    /** Data messages the peer has room for now (on the event loop; -1 before the connect completed). */
+    int sendCredits() {
+        CreditFlow c = credits;
+        return c == null ? -1 : c.sendCredits();
     }
 
     @Override
@@ -98,44 +128,37 @@ public class RdmaChannel extends AbstractChannel {
 
     @Override
     public boolean isActive() {
-        Endpoint e = endpoint;
-        return open && e != null && e.isOpen();
+        RdmaLink l = link;
+        return open && l != null && l.isOpen();
     }
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop l && l.isCompatible(RdmaIoHandle.class);
+        return RdmaIoHandle.isCompatible(loop);
     }
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        ((IoEventLoop) eventLoop()).register(handle).addListener(f -> {
-            if (f.isSuccess()) {
-                registration = (IoRegistration) f.getNow();
-                promise.setSuccess();
-            } else {
-                promise.setFailure(f.cause());
-            }
-        });
-    }
-
-    @Override
-    protected void doDeregister() {
-        if (registration != null) {
-            registration.cancel();
+        handle.register(eventLoop(), promise);
+        if (link != null) {
+            eventLoop().execute(this::receiveAll); // after channelActive
         }
     }
 
     @Override
+    protected void doDeregister() {
+        handle.deregister();
+    }
+
+    @Override
     protected SocketAddress localAddress0() {
-        Endpoint e = endpoint;
-        return e == null ? null : new InetSocketAddress(0);
+        return link == null ? null : new InetSocketAddress(0);
     }
 
     @Override
     protected SocketAddress remoteAddress0() {
-        Endpoint e = endpoint;
-        return e == null ? null : e.peer();
+        RdmaLink l = link;
+        return l == null ? null : l.remoteAddress();
     }
 
     @Override
@@ -151,9 +174,12 @@ public class RdmaChannel extends AbstractChannel {
     @Override
     protected void doClose() {
         open = false;
-        Endpoint e = endpoint;
-        if (e != null) {
-            e.close();
+        RdmaLink l = link;
+        if (l != null) {
+            l.close();
+        }
+        for (ByteBuf b; (b = received.poll()) != null;) {
+            b.release();
         }
     }
 
@@ -164,48 +190,115 @@ public class RdmaChannel extends AbstractChannel {
     }
 
     /** The peer going away closes the channel. */
-    private void watch(Endpoint e) {
-        e.disconnected().thenRun(() -> eventLoop().execute(this::closeFromLoop));
+    private void watch(RdmaLink l) {
+        l.disconnected().thenRun(() -> {
+            if (isRegistered()) {
+                eventLoop().execute(this::closeFromLoop);
+            }
+        });
     }
+
+    // ---- reads ----
 
     @Override
     protected void doBeginRead() {
         readPending = true;
-        receiveNext();
+        deliver();
     }
 
-    private void receiveNext() {
-        Endpoint e = endpoint;
-        if (!readPending || receiving || e == null || !open) {
+    /** Takes the link's messages as they arrive, whatever the pipeline reads (credit messages must not wait). */
+    private void receiveAll() {
+        while (!receiving && open && link != null) {
+            CompletableFuture<byte[]> f = link.receive();
+            if (f.isDone() && !f.isCompletedExceptionally()) {
+                onMessage(f.join()); // already here: no hop through the loop
+                continue;
+            }
+            receiving = true;
+            f.whenComplete((m, ex) -> eventLoop().execute(() -> {
+                receiving = false;
+                if (ex != null) {
+                    closeFromLoop();
+                    return;
+                }
+                onMessage(m);
+                receiveAll();
+            }));
+        }
+    }
+
+    private void onMessage(byte[] m) {
+        if (!open) {
             return;
         }
-        receiving = true;
-        CompletableFuture<byte[]> f = e.receive();
-        if (f.isDone() && !f.isCompletedExceptionally()) {
-            onReceive(f.join(), null); // already here: no hop through the loop
-        } else {
-            f.whenComplete((m, ex) -> eventLoop().execute(() -> onReceive(m, ex)));
-        }
-    }
-
-    private void onReceive(byte[] m, Throwable ex) {
-        receiving = false;
-        if (ex != null || !open) {
+        boolean data;
+        try {
+            data = credits.received(m);
+        } catch (IllegalStateException e) {
+            pipeline().fireExceptionCaught(e);
             closeFromLoop();
             return;
         }
-        readPending = false;
-        pipeline().fireChannelRead(Unpooled.wrappedBuffer(m));
-        pipeline().fireChannelReadComplete(); // auto-read asks for the next one (doBeginRead)
+        if (data) {
+            received.add(Unpooled.wrappedBuffer(m, CreditFlow.HEADER, m.length - CreditFlow.HEADER));
+            mostWaiting = Math.max(mostWaiting, received.size());
+            deliver();
+        }
+        sendCreditsIfDue(); // the peer may have seen our last credit message
+        resumeWrites(); // credits may have come back
+    }
+
+    /** Hands waiting data to the pipeline, one message per read(); auto-read asks again in channelReadComplete. */
+    private void deliver() {
+        if (delivering) {
+            return; // a read() from a handler inside the loop below
+        }
+        delivering = true;
+        try {
+            while (readPending && open) {
+                ByteBuf b = received.poll();
+                if (b == null) {
+                    break;
+                }
+                readPending = false;
+                credits.delivered();
+                pipeline().fireChannelRead(b);
+                pipeline().fireChannelReadComplete();
+            }
+        } finally {
+            delivering = false;
+        }
+        sendCreditsIfDue();
+    }
+
+    // ---- writes ----
+
+    private void sendCreditsIfDue() {
+        RdmaLink l = link;
+        if (!open || l == null || !credits.creditMessageDue()) {
+            return;
+        }
+        credits.writeHeader(header);
+        CompletableFuture<Void> sent;
+        try {
+            sent = l.trySend(headerSegment, MemorySegment.NULL);
+        } catch (RuntimeException e) {
+            closeFromLoop();
+            return;
+        }
+        if (sent != null) { // else the send queue is full: a send completion tries again
+            credits.creditMessageSent();
+            sent.whenComplete((v, ex) -> eventLoop().execute(() -> afterSend(ex)));
+        }
     }
 
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
-        Endpoint e = endpoint;
-        if (e == null || !e.isOpen()) {
+        RdmaLink l = link;
+        if (l == null || !l.isOpen()) {
             throw new ClosedChannelException();
         }
-        int max = options.messageSize();
+        int max = l.messageSize() - CreditFlow.HEADER;
         while (true) {
             Object msg = in.current();
             if (msg == null) {
@@ -216,12 +309,17 @@ public class RdmaChannel extends AbstractChannel {
                 in.remove();
                 continue;
             }
+            if (!credits.canSendData()) {
+                return; // the peer has no receive free for us: the rest waits for credits
+            }
             int len = Math.min(buf.readableBytes(), max);
             MemorySegment seg = MemorySegment.ofBuffer(buf.nioBuffer(buf.readerIndex(), len));
-            CompletableFuture<Void> sent = e.trySend(seg);
+            credits.writeHeader(header);
+            CompletableFuture<Void> sent = l.trySend(headerSegment, seg);
             if (sent == null) {
                 return; // the send queue is full: the rest waits; a completion flushes again
             }
+            credits.dataSent();
             sent.whenComplete((v, ex) -> eventLoop().execute(() -> afterSend(ex)));
             in.removeBytes(len);
         }
@@ -232,14 +330,14 @@ public class RdmaChannel extends AbstractChannel {
             closeFromLoop();
             return;
         }
-        if (!flushScheduled && open) {
-            flushScheduled = true;
-            eventLoop().execute(() -> {
-                flushScheduled = false;
-                if (open) {
-                    ((AbstractUnsafe) unsafe()).flush();
-                }
-            });
+        sendCreditsIfDue();
+        resumeWrites();
+    }
+
+    /** Writes what was flushed and waits (for a send slot or credits); never flushes what is only written. */
+    private void resumeWrites() {
+        if (open) {
+            ((RdmaUnsafe) unsafe()).resume();
         }
     }
 
@@ -257,12 +355,17 @@ public class RdmaChannel extends AbstractChannel {
     }
 
     private final class RdmaUnsafe extends AbstractUnsafe {
+
+        void resume() {
+            flush0();
+        }
+
         @Override
         public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
             if (!promise.setUncancellable() || !ensureOpen(promise)) {
                 return;
             }
-            if (endpoint != null) {
+            if (link != null) {
                 promise.setFailure(new IllegalStateException("already connected"));
                 return;
             }
@@ -291,12 +394,21 @@ public class RdmaChannel extends AbstractChannel {
                 promise.tryFailure(new ClosedChannelException());
                 return;
             }
-            endpoint = e;
-            watch(e);
-            boolean wasActive = false;
-            if (promise.trySuccess() && !wasActive) {
+            RdmaLink l = RdmaLink.of(e);
+            try {
+                credits = new CreditFlow(l.recvDepth(), l.peerRecvDepth());
+            } catch (IllegalArgumentException bad) { // the peer's receive depth leaves no credits
+                e.close();
+                promise.tryFailure(bad);
+                closeIfClosed();
+                return;
+            }
+            link = l;
+            watch(l);
+            if (promise.trySuccess()) {
                 pipeline().fireChannelActive(); // auto-read starts reading here
             }
+            receiveAll();
         }
     }
 }

@@ -9,8 +9,6 @@ import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.DefaultChannelConfig;
 import io.netty.channel.EventLoop;
-import io.netty.channel.IoEventLoop;
-import io.netty.channel.IoRegistration;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -38,12 +36,11 @@ public class RdmaServerChannel extends AbstractServerChannel {
     private volatile EndpointListener listener;
     private volatile boolean open = true;
     private volatile InetSocketAddress local;
-    private IoRegistration registration;
 
     /** Children get endpoints built with {@code options}. */
     public RdmaServerChannel(EndpointGroup group, EndpointOptions options) {
         this.group = group;
-        this.options = options;
+        this.options = RdmaChannel.checked(options);
     }
 
     @Override
@@ -63,26 +60,17 @@ public class RdmaServerChannel extends AbstractServerChannel {
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop l && l.isCompatible(RdmaIoHandle.class);
+        return RdmaIoHandle.isCompatible(loop);
     }
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        ((IoEventLoop) eventLoop()).register(handle).addListener(f -> {
-            if (f.isSuccess()) {
-                registration = (IoRegistration) f.getNow();
-                promise.setSuccess();
-            } else {
-                promise.setFailure(f.cause());
-            }
-        });
+        handle.register(eventLoop(), promise);
     }
 
     @Override
     protected void doDeregister() {
-        if (registration != null) {
-            registration.cancel();
-        }
+        handle.deregister();
     }
 
     @Override
@@ -120,7 +108,15 @@ public class RdmaServerChannel extends AbstractServerChannel {
                     e.close();
                     return;
                 }
-                pipeline().fireChannelRead(new RdmaChannel(this, e));
+                RdmaChannel child;
+                try {
+                    child = new RdmaChannel(this, RdmaLink.of(e));
+                } catch (IllegalArgumentException bad) { // the peer's receive depth leaves no credits
+                    e.close();
+                    pipeline().fireExceptionCaught(bad);
+                    return;
+                }
+                pipeline().fireChannelRead(child);
                 pipeline().fireChannelReadComplete();
             });
         }

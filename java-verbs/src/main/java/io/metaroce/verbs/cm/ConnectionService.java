@@ -16,6 +16,10 @@ import java.util.List;
  * in ibv_rc_pingpong's format (so it also connects to C programs using that format; no private
  * data, no reject). {@link DaemonConnectionService} goes through the MetaRoCE daemons' connection
  * manager (no application socket), with private data both ways and rejects.
+ *
+ * <p><b>Thread safety:</b> both implementations are safe to share; a {@link Listener} may be
+ * closed from any thread (which wakes a wait in it), a {@link ConnectionRequest} is answered
+ * once, a {@link Connection} is immutable and closed from one thread.
  */
 public interface ConnectionService {
 

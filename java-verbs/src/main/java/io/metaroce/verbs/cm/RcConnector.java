@@ -38,4 +38,12 @@ public final class RcConnector {
         qp.toRtr(o.mtu(), remote.qpn(), remote.psn(), path, rc.maxDestRdAtomic(), rc.minRnrTimer());
         qp.toRts(o.psn(), rc.timeout(), rc.retryCount(), rc.rnrRetry(), rc.maxRdAtomic());
     }
+
+    /** Connects two QPs of this process (both in INIT, on the same port) to each other: a loopback pair. */
+    public static void connectToEachOther(QueuePair a, QueuePair b, ConnectOptions o) {
+        QpEndpoint ea = localEndpoint(a, o);
+        QpEndpoint eb = localEndpoint(b, o);
+        connect(a, o, eb);
+        connect(b, o, ea);
+    }
 }

@@ -304,16 +304,38 @@ public final class Endpoint implements AutoCloseable {
         return sendTaken(message);
     }
 
+    /**
+     * {@link #trySend(MemorySegment)} of {@code head} then {@code body} as one message (both
+     * copied into the registered send buffer, so a transport can add its own header without a
+     * copy of its own): null when {@code sendDepth} requests are in flight.
+     *
+     * @throws IllegalArgumentException when both together exceed {@link EndpointOptions#messageSize()}
+     */
+    public CompletableFuture<Void> trySend(MemorySegment head, MemorySegment body) {
+        checkLength(head.byteSize() + body.byteSize());
+        checkOpen();
+        if (!sendSlots.tryAcquire()) {
+            return null;
+        }
+        return sendTaken(head, body);
+    }
+
     /** Whether a {@link #trySend} would find a free send slot now. */
     public boolean isWritable() {
         return isOpen() && sendSlots.availablePermits() > 0;
     }
 
     private CompletableFuture<Void> sendTaken(MemorySegment message) {
-        int len = (int) message.byteSize();
+        return sendTaken(MemorySegment.NULL, message);
+    }
+
+    private CompletableFuture<Void> sendTaken(MemorySegment head, MemorySegment body) {
+        int headLen = (int) head.byteSize();
+        int len = headLen + (int) body.byteSize();
         RegisteredBufferPool.Buffer b = takeBuffer();
         try {
-            MemorySegment.copy(message, 0, b.segment(), 0, len);
+            MemorySegment.copy(head, 0, b.segment(), 0, headLen);
+            MemorySegment.copy(body, 0, b.segment(), headLen, len - headLen);
             SendWorkRequest wr = sendWrs[b.index()].wrId(group.nextWrId()).send()
                     .sge(sendPool.region(), b.offset(), len).signaled(true);
             return post(wr, b, wc -> {
