@@ -394,6 +394,10 @@ void mrce_cq_ex_init(struct mrce_cq *cq);
 /* mrce_ctrl.c: the local control protocol */
 int mrce_sock_path(char *buf, size_t len);
 int mrce_conn_open(struct mrce_conn *conn, int timeout_ms);
+/* Whole-buffer send and exact-length receive on a control socket (EIO when it breaks). */
+int mrce_send_all(int fd, const void *buf, size_t len);
+int mrce_recv_exact(int fd, void *buf, size_t len, int *fds, unsigned int max,
+		    unsigned int *nfds);
 void mrce_conn_close(struct mrce_conn *conn);
 int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
 		   uint32_t req_len, void *resp, uint32_t resp_len, int *fds,
