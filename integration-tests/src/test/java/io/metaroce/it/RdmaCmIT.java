@@ -241,17 +241,29 @@ class RdmaCmIT {
         assertThat(Long.parseLong(m.group(1))).as(r.context()).isEqualTo(200);
     }
 
+    /**
+     * qperf -cm1 rc_bw and rc_lat. Nothing here may hang on the clock: rc_bw runs a message count
+     * ({@code -n}), not a duration, because with {@code -t} each side stops on its own timer and a
+     * client whose timer fires later than the server's keeps sending into receives no longer
+     * posted (an RNR or retry error fails qperf); rc_lat (whose loop only ends on the timer) keeps
+     * {@code -t 1}, harmless there since a ping is only sent once the previous one was answered.
+     * qperf's own 5 s timeout for its TCP exchanges becomes 60 s ({@code -to}) for a loaded machine.
+     */
     @Test
     void qperfCm() {
-        Proc server = fabric.startApp(fabric.b(), "qperf-server", List.of("qperf"));
+        Proc server = fabric.startApp(fabric.b(), "qperf-server", List.of("qperf", "-lto", "60"));
         try (server) {
             fabric.awaitTcpListening(fabric.b(), 19765, server, Duration.ofSeconds(20));
-            Proc.Result c = fabric.runApp(fabric.a(), "qperf-client", RUN_TIMEOUT,
-                    List.of("qperf", serverAddr(), "-t", "1", "-cm1", "rc_bw", "rc_lat"));
-            String context = c.output() + "\n--- server:\n" + server.output() + "\n" + fabric.diagnostics();
-            assertThat(c.exit()).as(context).isZero();
-            assertThat(c.output()).as(context).containsPattern("bw\\s+=\\s+[1-9][0-9.]*\\s+[KMG]B/sec")
-                    .containsPattern("latency\\s+=\\s+[1-9][0-9.]*\\s+[mun]?s");
+            Proc.Result bw = fabric.runApp(fabric.a(), "qperf-client-bw", RUN_TIMEOUT,
+                    List.of("qperf", serverAddr(), "-to", "60", "-n", "1000", "-cm1", "rc_bw"));
+            String context = bw.output() + "\n--- server:\n" + server.output() + "\n" + fabric.diagnostics();
+            assertThat(bw.exit()).as(context).isZero();
+            assertThat(bw.output()).as(context).containsPattern("bw\\s+=\\s+[1-9][0-9.]*\\s+[KMG]B/sec");
+            Proc.Result lat = fabric.runApp(fabric.a(), "qperf-client-lat", RUN_TIMEOUT,
+                    List.of("qperf", serverAddr(), "-to", "60", "-t", "1", "-cm1", "rc_lat"));
+            context = lat.output() + "\n--- server:\n" + server.output() + "\n" + fabric.diagnostics();
+            assertThat(lat.exit()).as(context).isZero();
+            assertThat(lat.output()).as(context).containsPattern("latency\\s+=\\s+[1-9][0-9.]*\\s+[mun]?s");
         }
     }
 
