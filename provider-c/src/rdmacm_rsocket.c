@@ -116,6 +116,9 @@ static int rs_fail(int err)
 	return -1;
 }
 
+static struct rs *rs_connected(int fd);
+static struct rs *rs_in(int fd, enum rs_state want, int err);
+
 static struct rs *rs_get(int fd)
 {
 	struct rs *s = NULL;
@@ -249,7 +252,7 @@ static int post_send(struct rs *s, uint32_t slot, uint32_t len, uint32_t imm,
 /* Gives back the reposted data receives in a credit-only message when the peer needs them. */
 static void maybe_credit(struct rs *s)
 {
-	if (s->broken || s->fin_sent || !s->unreported || s->sq_busy >= RS_SQ)
+	if (s->broken || !s->unreported || s->sq_busy >= RS_SQ)
 		return;
 	if (s->unreported < RS_RBUFS / 2 && s->peer_credits > 0)
 		return;
@@ -480,11 +483,11 @@ EXPORT int rsocket(int domain, int type, int protocol)
 
 EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 {
-	struct rs *s = rs_get(socket);
+	struct rs *s = rs_in(socket, RS_NEW, EINVAL);
 
 	if (!s)
-		return rs_fail(EBADF);
-	if (s->state != RS_NEW || addrlen < sizeof(struct sockaddr_in))
+		return -1;
+	if (addrlen < sizeof(struct sockaddr_in))
 		return rs_fail(EINVAL);
 	if (rdma_bind_addr(s->id, (struct sockaddr *)addr))
 		return -1;
@@ -494,12 +497,10 @@ EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 
 EXPORT int rlisten(int socket, int backlog)
 {
-	struct rs *s = rs_get(socket);
+	struct rs *s = rs_in(socket, RS_BOUND, EINVAL);
 
 	if (!s)
-		return rs_fail(EBADF);
-	if (s->state != RS_BOUND)
-		return rs_fail(EINVAL);
+		return -1;
 	if (rdma_listen(s->id, backlog))
 		return -1;
 	s->state = RS_LISTEN;
@@ -524,15 +525,13 @@ static int take_request(struct rs *l, bool block)
 
 EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 {
-	struct rs *l = rs_get(socket), *s;
+	struct rs *l = rs_in(socket, RS_LISTEN, EINVAL), *s;
 	struct rdma_conn_param p;
 	struct rdma_cm_id *cid;
 	int ret;
 
 	if (!l)
-		return rs_fail(EBADF);
-	if (l->state != RS_LISTEN)
-		return rs_fail(EINVAL);
+		return -1;
 	ret = take_request(l, !l->nonblock);
 	if (ret)
 		return rs_fail(ret);
@@ -606,6 +605,38 @@ EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 
 /* ---- data ---- */
 
+/* The rsocket numbered FD in state WANT, or NULL with errno EBADF (no such rsocket) or ERR. */
+static struct rs *rs_in(int fd, enum rs_state want, int err)
+{
+	struct rs *s = rs_get(fd);
+
+	if (!s || s->state != want) {
+		errno = s ? err : EBADF;
+		return NULL;
+	}
+	return s;
+}
+
+static struct rs *rs_connected(int fd)
+{
+	return rs_in(fd, RS_CONNECTED, ENOTCONN);
+}
+
+/* Copies N bytes into a free staging slot and posts them; false (S broken) when the post fails. */
+static bool post_staged(struct rs *s, const void *src, uint32_t n, uint32_t imm,
+			enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey)
+{
+	uint32_t slot = s->sfree[--s->nsfree];
+
+	memcpy(s->sbuf + (size_t)slot * RS_BUF, src, n);
+	if (post_send(s, slot, n, imm, op, raddr, rkey)) {
+		s->sfree[s->nsfree++] = slot;
+		s->broken = true;
+		return false;
+	}
+	return true;
+}
+
 static bool nonblocking(struct rs *s, int flags)
 {
 	return s->nonblock || (flags & MSG_DONTWAIT);
@@ -613,28 +644,21 @@ static bool nonblocking(struct rs *s, int flags)
 
 EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 {
-	struct rs *s = rs_get(socket);
+	struct rs *s = rs_connected(socket);
 	size_t done = 0;
 
 	if (!s)
-		return rs_fail(EBADF);
-	if (s->state != RS_CONNECTED)
-		return rs_fail(ENOTCONN);
+		return -1;
 	for (;;) {
 		progress(s);
 		if (s->broken || s->fin_sent)
 			return done ? (ssize_t)done : rs_fail(EPIPE);
 		while (done < len && writable(s) && !s->broken) {
 			uint32_t n = len - done > RS_BUF ? RS_BUF : (uint32_t)(len - done);
-			uint32_t slot = s->sfree[--s->nsfree];
 
-			memcpy(s->sbuf + (size_t)slot * RS_BUF, (const uint8_t *)buf + done, n);
-			if (post_send(s, slot, n, RS_IMM(RS_K_DATA, s->unreported),
-				      IBV_WR_SEND_WITH_IMM, 0, 0)) {
-				s->sfree[s->nsfree++] = slot;
-				s->broken = true;
+			if (!post_staged(s, (const uint8_t *)buf + done, n,
+					 RS_IMM(RS_K_DATA, s->unreported), IBV_WR_SEND_WITH_IMM, 0, 0))
 				break;
-			}
 			s->peer_credits += s->unreported;
 			s->unreported = 0;
 			s->credits--;
@@ -652,13 +676,11 @@ EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 
 EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 {
-	struct rs *s = rs_get(socket);
+	struct rs *s = rs_connected(socket);
 	size_t done = 0;
 
 	if (!s)
-		return rs_fail(EBADF);
-	if (s->state != RS_CONNECTED)
-		return rs_fail(ENOTCONN);
+		return -1;
 	for (;;) {
 		progress(s);
 		while (done < len && s->rq_count) {
@@ -760,15 +782,12 @@ EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 
 EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
 {
-	struct rs *s = rs_get(socket);
+	struct rs *s = rs_connected(socket);
 	struct rs_iomap_msg m;
-	uint32_t slot;
 
 	(void)flags;
 	if (!s)
-		return rs_fail(EBADF);
-	if (s->state != RS_CONNECTED)
-		return rs_fail(ENOTCONN);
+		return -1;
 	if (prot != PROT_WRITE || !len)
 		return rs_fail(EINVAL);
 	if (s->map.mr)
@@ -788,12 +807,8 @@ EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_
 	}
 	m = (struct rs_iomap_msg){ .addr = (uintptr_t)buf, .offset = (uint64_t)offset,
 				   .len = len, .rkey = s->map.mr->rkey };
-	slot = s->sfree[--s->nsfree];
-	memcpy(s->sbuf + (size_t)slot * RS_BUF, &m, sizeof(m));
-	if (post_send(s, slot, sizeof(m), RS_IMM(RS_K_IOMAP, 0), IBV_WR_SEND_WITH_IMM, 0, 0)) {
-		s->sfree[s->nsfree++] = slot;
+	if (!post_staged(s, &m, sizeof(m), RS_IMM(RS_K_IOMAP, 0), IBV_WR_SEND_WITH_IMM, 0, 0))
 		return rs_fail(ECONNRESET);
-	}
 	return offset;
 }
 
@@ -812,13 +827,11 @@ EXPORT int riounmap(int socket, void *buf, size_t len)
 
 EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
 {
-	struct rs *s = rs_get(socket);
+	struct rs *s = rs_connected(socket);
 	size_t done = 0;
 
 	if (!s)
-		return (size_t)rs_fail(EBADF);
-	if (s->state != RS_CONNECTED)
-		return (size_t)rs_fail(ENOTCONN);
+		return (size_t)-1;
 	for (;;) {
 		struct rs_iomap_msg *m = &s->peer_map;
 
@@ -830,7 +843,6 @@ EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, 
 			return done ? done : (size_t)rs_fail(EINVAL);
 		while (done < count && s->nsfree && s->sq_busy < RS_SQ) {
 			uint32_t n = count - done > RS_BUF ? RS_BUF : (uint32_t)(count - done);
-			uint32_t slot;
 
 			/*
 			 * The last byte goes alone, once every write before it is
@@ -842,15 +854,9 @@ EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, 
 				n--;
 			else if (done + n == count && s->sq_busy)
 				break;
-			slot = s->sfree[--s->nsfree];
-
-			memcpy(s->sbuf + (size_t)slot * RS_BUF, (const uint8_t *)buf + done, n);
-			if (post_send(s, slot, n, 0, IBV_WR_RDMA_WRITE,
-				      m->addr + ((uint64_t)offset - m->offset) + done, m->rkey)) {
-				s->sfree[s->nsfree++] = slot;
-				s->broken = true;
+			if (!post_staged(s, (const uint8_t *)buf + done, n, 0, IBV_WR_RDMA_WRITE,
+					 m->addr + ((uint64_t)offset - m->offset) + done, m->rkey))
 				break;
-			}
 			done += n;
 		}
 		if (done == count || (done && nonblocking(s, flags)))
@@ -1014,12 +1020,10 @@ static void send_fin(struct rs *s)
 
 EXPORT int rshutdown(int socket, int how)
 {
-	struct rs *s = rs_get(socket);
+	struct rs *s = rs_connected(socket);
 
 	if (!s)
-		return rs_fail(EBADF);
-	if (s->state != RS_CONNECTED)
-		return rs_fail(ENOTCONN);
+		return -1;
 	if (how == SHUT_WR || how == SHUT_RDWR)
 		send_fin(s);
 	return 0;
