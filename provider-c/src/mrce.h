@@ -332,6 +332,7 @@ struct ibv_cq *mrce_create_cq(struct ibv_context *ctx, int cqe,
 struct ibv_cq_ex *mrce_create_cq_ex(struct ibv_context *ctx,
 				   struct ibv_cq_init_attr_ex *attr);
 int mrce_destroy_cq(struct ibv_cq *cq);
+bool mrce_wait_restarts(void);
 int mrce_get_cq_event(struct ibv_comp_channel *chan, struct ibv_cq **cq,
 		      void **cq_context);
 void mrce_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
