@@ -262,14 +262,15 @@ class RdmaCmIT {
     }
 
     /**
-     * qperf -cm1 rc_bw and rc_lat, checked on what moved rather than on the clock: rc_bw runs a
-     * message count ({@code -n 1000}, 64 KiB each) and both sides must report all 1000 messages
-     * (with {@code -t} each side stops on its own timer, and a client whose timer fires later
-     * sends into receives the server no longer posts: an RNR or retry error fails qperf; its
-     * bandwidth figure is not checked, the sender's time can round to 0 ticks and print 0).
-     * rc_lat keeps {@code -t 1} (its loop ends only on the timer; a ping goes out only once the
-     * previous one was answered, so it cannot overrun). qperf's own 5 s timeout for its TCP
-     * exchanges becomes 60 s ({@code -to}, {@code -lto}) for a loaded machine.
+     * qperf -cm1 rc_bw and rc_lat, checked on what moved rather than on the clock. rc_bw runs a
+     * message count ({@code -n 1000}, 64 KiB each) so that the count, not each side's own timer,
+     * ends it on both sides, and both must report all 1000 messages (its bandwidth figure is not
+     * checked: the sender's time can round to 0 ticks and print 0). rc_lat keeps {@code -t 1}
+     * (its loop ends only on the timer): each side's SIGALRM, whose handler has no SA_RESTART,
+     * must end an ibv_get_cq_event that waits for a ping the peer will no longer send (the
+     * provider used to restart that wait: the test then failed with "failed to receive results:
+     * timed out"). qperf's own 5 s timeout for its TCP exchanges becomes 60 s ({@code -to},
+     * {@code -lto}) for a loaded machine.
      */
     @Test
     void qperfCm() {
@@ -284,9 +285,11 @@ class RdmaCmIT {
             assertThat(bw.output()).as(context).containsPattern("(?m)^\\s*send_msgs\\s+=\\s+1,000\\s*$")
                     .containsPattern("(?m)^\\s*recv_msgs\\s+=\\s+1,000\\s*$")
                     .containsPattern("(?m)^\\s*recv_bytes\\s+=\\s+65\\.5 MB\\s*$");
+            Path latDbg = fabric.logDir().resolve("qperf-client-lat-rdmacm-debug.log");
             Proc.Result lat = fabric.runApp(fabric.a(), "qperf-client-lat", RUN_TIMEOUT,
-                    List.of("qperf", serverAddr(), "-to", "60", "-t", "1", "-cm1", "rc_lat"));
-            context = lat.output() + "\n--- server:\n" + server.output() + read(dbg) + "\n" + fabric.diagnostics();
+                    debug(latDbg, List.of("qperf", serverAddr(), "-to", "60", "-t", "1", "-cm1", "rc_lat")));
+            context = lat.output() + read(latDbg) + "\n--- server:\n" + server.output() + read(dbg) + "\n"
+                    + fabric.diagnostics();
             assertThat(lat.exit()).as(context).isZero();
             assertThat(lat.output()).as(context).containsPattern("latency\\s+=\\s+[1-9][0-9.]*\\s+[mun]?s");
         }
