@@ -355,6 +355,7 @@ struct ibv_cq *mrce_create_cq(struct ibv_context *ctx, int cqe,
 struct ibv_cq_ex *mrce_create_cq_ex(struct ibv_context *ctx,
 				   struct ibv_cq_init_attr_ex *attr);
 int mrce_destroy_cq(struct ibv_cq *cq);
+bool mrce_wait_restarts(void);
 int mrce_get_cq_event(struct ibv_comp_channel *chan, struct ibv_cq **cq,
 		      void **cq_context);
 void mrce_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
@@ -420,6 +421,10 @@ int mrce_sock_paths(char (*paths)[MRCE_SOCK_PATH_MAX], int max);
 int mrce_conn_open_at(struct mrce_conn *conn, const char *path,
 		      int timeout_ms);
 int mrce_conn_open(struct mrce_conn *conn, int timeout_ms);
+/* Whole-buffer send and exact-length receive on a control socket (EIO when it breaks). */
+int mrce_send_all(int fd, const void *buf, size_t len);
+int mrce_recv_exact(int fd, void *buf, size_t len, int *fds, unsigned int max,
+		    unsigned int *nfds);
 void mrce_conn_close(struct mrce_conn *conn);
 int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
 		   uint32_t req_len, void *resp, uint32_t resp_len, int *fds,

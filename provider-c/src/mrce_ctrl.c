@@ -183,7 +183,7 @@ void mrce_conn_close(struct mrce_conn *conn)
 	pthread_mutex_destroy(&conn->lock);
 }
 
-static int send_all(int fd, const void *buf, size_t len)
+int mrce_send_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
@@ -202,9 +202,10 @@ static int send_all(int fd, const void *buf, size_t len)
 
 /*
  * Reads exactly len bytes; fds that ride along are appended to fds[] (up to
- * max, the rest are closed) and counted in *nfds.
+ * max, the rest are closed) and counted in *nfds. Also the framing of the
+ * rdma_cm library's pipelined connection (rdmacm_conn.c), with max 0.
  */
-static int recv_exact(int fd, void *buf, size_t len, int *fds,
+int mrce_recv_exact(int fd, void *buf, size_t len, int *fds,
 		      unsigned int max, unsigned int *nfds)
 {
 	char *p = buf;
@@ -287,11 +288,11 @@ int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
 	hdr->seq = ++conn->seq;
 	if (req_len)
 		memcpy(frame + sizeof(*hdr), req, req_len);
-	ret = send_all(conn->fd, frame, hdr->len);
+	ret = mrce_send_all(conn->fd, frame, hdr->len);
 	if (ret)
 		goto out_dead;
 
-	ret = recv_exact(conn->fd, hdr, sizeof(*hdr), got_fds, MRCE_MAX_FDS,
+	ret = mrce_recv_exact(conn->fd, hdr, sizeof(*hdr), got_fds, MRCE_MAX_FDS,
 			 &ngot);
 	if (ret)
 		goto out_dead;
@@ -299,14 +300,14 @@ int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
 	    hdr->op != op || hdr->seq != conn->seq || hdr->nfds > MRCE_MAX_FDS)
 		goto out_proto;
 	payload = hdr->len - (uint32_t)sizeof(*hdr);
-	ret = recv_exact(conn->fd, frame + sizeof(*hdr), payload, got_fds,
+	ret = mrce_recv_exact(conn->fd, frame + sizeof(*hdr), payload, got_fds,
 			 MRCE_MAX_FDS, &ngot);
 	if (ret)
 		goto out_dead;
 	if (hdr->nfds) {
 		uint8_t zeros[MRCE_MAX_FDS];
 
-		ret = recv_exact(conn->fd, zeros, hdr->nfds, got_fds,
+		ret = mrce_recv_exact(conn->fd, zeros, hdr->nfds, got_fds,
 				 MRCE_MAX_FDS, &ngot);
 		if (ret)
 			goto out_dead;

@@ -837,7 +837,7 @@ int mrce_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *ev)
 		if (__atomic_load_n(&ctx->conn.dead, __ATOMIC_ACQUIRE))
 			return mrce_deliver_fatal(ctx, ev);
 		ret = poll(pfd, 3, nonblock ? 0 : -1);
-		if (ret < 0 && errno == EINTR)
+		if (ret < 0 && errno == EINTR && mrce_wait_restarts())
 			continue;
 		if (ret < 0)
 			return -1;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -417,6 +418,31 @@ static struct mrce_cq *mrce_chan_take_event(struct mrce_comp_channel *chan)
 	return oldest;
 }
 
+/*
+ * Whether a wait that a signal interrupted goes on, as libibverbs' read() of
+ * the channel would: it restarts when the handlers have SA_RESTART, and fails
+ * with EINTR otherwise (qperf ends its timed tests so: a SIGALRM handler
+ * without SA_RESTART breaks its ibv_get_cq_event). poll() never restarts, and
+ * which signal came is not known here: go on only when no caught signal's
+ * handler lacks SA_RESTART.
+ */
+bool mrce_wait_restarts(void)
+{
+	struct sigaction sa;
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa))
+			continue;
+		if (!(sa.sa_flags & SA_SIGINFO) &&
+		    (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}
+
 int mrce_get_cq_event(struct ibv_comp_channel *ibchan, struct ibv_cq **cq_out,
 		      void **cq_context)
 {
@@ -434,7 +460,7 @@ int mrce_get_cq_event(struct ibv_comp_channel *ibchan, struct ibv_cq **cq_out,
 
 	for (;;) {
 		ret = poll(pfd, 2, nonblock ? 0 : -1);
-		if (ret < 0 && errno == EINTR)
+		if (ret < 0 && errno == EINTR && mrce_wait_restarts())
 			continue;
 		if (ret < 0)
 			return -1;

@@ -72,6 +72,7 @@ struct rc_id {
 	struct rdma_cm_id id;
 	bool sync;             /* created without a channel: calls wait for their event */
 	bool destroying, device_lost, own_cqs;
+	bool eph_port;         /* the port was picked by rdma_bind_addr: listen may pick another */
 	enum rc_state st;
 	struct rc_conn *conn;  /* own control connection (listen, connect, watch) */
 	struct rc_conn *lconn; /* a child's listener's connection (accept, reject) */
@@ -545,8 +546,10 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (ret)
 		return fail(ret);
 	memcpy(&r->id.route.addr.src_sin, sin, sizeof(*sin));
-	if (!sin->sin_port) /* the kernel picks the port at bind time: rdma_get_src_port tells it */
+	if (!sin->sin_port) { /* the kernel picks the port at bind time: rdma_get_src_port tells it */
 		r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
+		r->eph_port = true;
+	}
 	/* A wildcard (or loopback) bind leaves verbs NULL, as the kernel does for a wildcard. */
 	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
 	    !is_loopback(sin->sin_addr.s_addr))
@@ -1169,9 +1172,16 @@ EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return fail(ret);
 	req.backlog = backlog <= 0 ? 0 : backlog > MRCE_CM_MAX_BACKLOG ?
 		MRCE_CM_MAX_BACKLOG : (uint32_t)backlog;
-	port = ntohs(r->id.route.addr.src_sin.sin_port);
+	/*
+	 * A port the bind picked (port 0 asked for) is only a guess until the
+	 * daemon takes the listen: when another listener holds it, pick again,
+	 * as the kernel's bind would have picked a free one (qperf -cm1 binds
+	 * port 0 and sends the port to its client after rdma_listen).
+	 */
+	port = r->eph_port ? 0 : ntohs(r->id.route.addr.src_sin.sin_port);
 	for (i = 0; i < 64; i++) {
-		uint16_t p = port ? port : ephemeral_port();
+		uint16_t p = port ? port : i == 0 && r->eph_port ?
+			ntohs(r->id.route.addr.src_sin.sin_port) : ephemeral_port();
 
 		req.service_id = sid_of(r->id.ps, p);
 		ret = rc_conn_call(r->conn, MRCE_OP_CM_LISTEN, &req, sizeof(req), NULL, 0);
@@ -1882,41 +1892,3 @@ EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 		res = n;
 	}
 }
-
-/*
- * rsockets (librdmacm's socket API over rdma_cm) are not served: librdmacm's
- * own implementation reaches into its private id structures and would crash
- * on ours. Each function fails with ENOSYS and says so once, rather than
- * letting rstream or riostream crash.
- */
-static void rs_unserved(void)
-{
-	static int said;
-
-	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "metaroce rdmacm: rsockets are not served by MetaRoCE's "
-			"rdma_cm (provider-c/README.md, \"rdma_cm\")\n");
-	errno = ENOSYS;
-}
-
-#define RS_INT(name)                          \
-	EXPORT int name(void);                \
-	int name(void)                        \
-	{                                     \
-		rs_unserved();                \
-		return -1;                    \
-	}
-#define RS_LONG(name)                         \
-	EXPORT long name(void);               \
-	long name(void)                       \
-	{                                     \
-		rs_unserved();                \
-		return -1;                    \
-	}
-
-RS_INT(rsocket) RS_INT(rbind) RS_INT(rlisten) RS_INT(raccept) RS_INT(rconnect)
-RS_INT(rshutdown) RS_INT(rclose) RS_INT(rpoll) RS_INT(rselect) RS_INT(rgetpeername)
-RS_INT(rgetsockname) RS_INT(rsetsockopt) RS_INT(rgetsockopt) RS_INT(rfcntl) RS_INT(riounmap)
-RS_LONG(rrecv) RS_LONG(rrecvfrom) RS_LONG(rrecvmsg) RS_LONG(rsend) RS_LONG(rsendto)
-RS_LONG(rsendmsg) RS_LONG(rread) RS_LONG(rreadv) RS_LONG(rwrite) RS_LONG(rwritev)
-RS_LONG(riomap) RS_LONG(riowrite)

@@ -81,25 +81,13 @@ static int send_frame(struct rc_conn *c, uint16_t op, uint32_t seq,
 {
 	uint8_t frame[MRCE_CTRL_MAX_FRAME];
 	struct mrce_ctrl_hdr *hdr = (struct mrce_ctrl_hdr *)frame;
-	const uint8_t *p = frame;
-	size_t left = sizeof(*hdr) + len;
 
 	memset(hdr, 0, sizeof(*hdr));
-	hdr->len = (uint32_t)left;
+	hdr->len = (uint32_t)sizeof(*hdr) + len;
 	hdr->op = op;
 	hdr->seq = seq;
 	memcpy(frame + sizeof(*hdr), req, len);
-	while (left) {
-		ssize_t n = send(c->fd, p, left, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return EIO;
-		p += n;
-		left -= (size_t)n;
-	}
-	return 0;
+	return mrce_send_all(c->fd, frame, hdr->len);
 }
 
 /* Queues P and sends its request; the lock is held. */
@@ -199,41 +187,12 @@ static void complete(struct rc_conn *c, struct rc_pend *p)
 	free(p);
 }
 
+/* No CM op passes descriptors: any that come are closed (max 0). */
 static int recv_all(int fd, void *buf, size_t len)
 {
-	uint8_t *b = buf;
+	unsigned int none = 0;
 
-	while (len) {
-		union {
-			char buf[CMSG_SPACE(4 * sizeof(int))];
-			struct cmsghdr align;
-		} cbuf;
-		struct iovec iov = { .iov_base = b, .iov_len = len };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = cbuf.buf,
-				      .msg_controllen = sizeof(cbuf.buf) };
-		struct cmsghdr *cm;
-		ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return EIO;
-		/* no CM op passes descriptors: close any that come */
-		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-			size_t i, cnt = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-			for (i = 0; cm->cmsg_type == SCM_RIGHTS && i < cnt; i++) {
-				int got;
-
-				memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				close(got);
-			}
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return mrce_recv_exact(fd, buf, len, NULL, 0, &none);
 }
 
 static void *reader_main(void *arg)

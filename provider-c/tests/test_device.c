@@ -12,6 +12,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,6 +573,32 @@ static void test_create_cq_comp_vector(void)
 	free(ctx);
 }
 
+/*
+ * A signal interrupting ibv_get_cq_event/ibv_get_async_event ends the wait
+ * with EINTR unless every caught signal's handler has SA_RESTART (libibverbs'
+ * read() of the channel: qperf's timed tests end on a SIGALRM without it).
+ */
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static void test_wait_restarts(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGALRM, NULL, &old) == 0);
+	sa.sa_flags = SA_RESTART;
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+	CHECK(mrce_wait_restarts());
+	sa.sa_flags = 0;
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+	CHECK(!mrce_wait_restarts());
+	CHECK(sigaction(SIGALRM, &old, NULL) == 0);
+	CHECK(mrce_wait_restarts());
+}
+
 int main(void)
 {
 	test_verbs_device_layout();
@@ -585,6 +612,7 @@ int main(void)
 	test_gid_change_event();
 	test_async_fds_init();
 	test_create_cq_comp_vector();
+	test_wait_restarts();
 	if (failures) {
 		fprintf(stderr, "test_device: %d checks failed\n", failures);
 		return 1;

@@ -8,6 +8,7 @@
  * rdma_event_str, and the clear failure without an mrce0 device.
  */
 #include "../src/rdmacm.c"
+#include <rdma/rsocket.h>
 
 
 static int failures;
@@ -100,7 +101,21 @@ static void test_arguments(void)
 	CHECK(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, NULL, 0) == -1);
 	CHECK(rdma_get_src_port(id) == 0 && rdma_get_dst_port(id) == 0);
 	CHECK(rdma_destroy_id(id) == 0);
-	CHECK(rsocket() == -1 && errno == ENOSYS);
+	/* rsockets: AF_INET stream sockets only; calls on other numbers are EBADF */
+	CHECK(rsocket(AF_INET6, SOCK_STREAM, 0) == -1 && errno == EAFNOSUPPORT);
+	CHECK(rsocket(AF_INET, SOCK_DGRAM, 0) == -1 && errno == EPROTONOSUPPORT);
+	CHECK(rsend(12345, "x", 1, 0) == -1 && errno == EBADF);
+	CHECK(rclose(-1) == -1 && errno == EBADF);
+	{
+		int s = rsocket(AF_INET, SOCK_STREAM, 0);
+		char b;
+
+		CHECK(s >= 0);
+		CHECK(rrecv(s, &b, 1, 0) == -1 && errno == ENOTCONN);
+		CHECK(rlisten(s, 1) == -1 && errno == EINVAL); /* not bound */
+		CHECK(rfcntl(s, F_SETFL, O_NONBLOCK) == 0 && (rfcntl(s, F_GETFL) & O_NONBLOCK));
+		CHECK(rclose(s) == 0);
+	}
 	{
 		int n = -1;
 		struct ibv_context **list = rdma_get_devices(&n);
