@@ -290,6 +290,8 @@ final class Suite {
                 + "of the latest ACK", Suite::receiveWindow));
         l.add(new Case("rc.requester.rnr-wait", "T §6 NAK table, RNR: the requester sends nothing for the timer's "
                 + "delay, then resends", Suite::rnrWait));
+        l.add(new Case("rc.ecn.ce-counted", "T-11.2, T-6.3: packets that arrive with ECN CE are counted per path and the "
+                + "count reported in the path's next report", Suite::ecnCeCounted));
         l.add(new Case("ud.qkey-and-grh", "T §13: Q_Key checked silently; GRH, byte_len, src_qp of a UD receive",
                 Suite::udQkeyGrh));
         l.add(new Case("cm.hello-and-endpoint", "CM §1, §2, §3: HELLO fields, the CONNECT endpoint of the target's QP",
@@ -301,6 +303,10 @@ final class Suite {
         // before the cases that dial connections of their own (see docs/conformance.md, findings)
         l.add(new Case("cm.peer-timeout", "CM §5: a peer silent for the peer timeout (at least two heartbeats) is "
                 + "lost: its QPs go to the error state, their work requests flushed", Suite::cmPeerTimeout));
+        l.add(new Case("cm.connect-timeout", "CM-3.3: a request the peer never answers (silent mid-handshake, yet "
+                + "alive) fails after the connect timeout: the QP goes to the error state", Suite::cmConnectTimeout));
+        l.add(new Case("cm.peer-restart", "CM-5.2 (CM §5): a HELLO with a new boot id is the peer's restart: the QPs "
+                + "connected to its old instance go to the error state at once", Suite::cmPeerRestart));
         l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
                 Suite::cmConnectNoQp));
         l.add(new Case("cm.ping-pong", "CM §5: PING answered by PONG with its sequence", Suite::cmPingPong));
@@ -970,6 +976,71 @@ final class Suite {
         check((h.getShort(22) & 0xffff) >= 1, "CM §2: HELLO heartbeat " + (h.getShort(22) & 0xffff));
         check(Arrays.equals(Arrays.copyOfRange(hello, 24, 28), targetIp.getAddress()),
                 "CM §1: HELLO served address is not the target's");
+    }
+
+    void ecnCeCounted() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        for (int k = 0; k < 3; k++) {
+            wire.sendCe(2, c.write(2, k, r + 64L * k, 0, 64, pattern(64, 30 + k)));
+        }
+        Packet last = c.write(2, 3, r + 192, 0, 64, pattern(64, 33));
+        last.flags = Packet.FLAG_ACK_NOW;
+        wire.send(2, last);
+        int ce = 0;
+        boolean done = false;
+        long deadline = System.nanoTime() + WAIT_MS * 1_000_000L;
+        while (!done && System.nanoTime() < deadline) {
+            Packet a = await(c, Packet.OP_ACK, WAIT_MS, x -> true);
+            check(a != null, "T-6.3: ACKs stopped before path 2 was reported at PSN 3");
+            int[] rep = a.reportOf(2);
+            if (rep != null) {
+                ce += rep[1];
+                done = rep[3] == 3;
+            }
+        }
+        check(done, "T-6.3: no report of path 2 at PSN 3 after 4 packets on it");
+        check(ce == 3, "T-11.2: path 2's reports counted " + ce + " CE marks for the 3 packets sent with ECN CE");
+        for (int k = 0; k < 4; k++) {
+            expectMemory(r + 64L * k, pattern(64, 30 + k), "T-4.2");
+        }
+    }
+
+    void cmConnectTimeout() throws Exception {
+        int tq = agent.createRc();
+        int sq = qpn24();
+        cm.withhold(sq);
+        try {
+            agent.connect(tq, wire.local.getHostAddress(), sq, random.nextInt(1 << 24), random.nextInt(1 << 24), MTU, 16,
+                    MIN_RNR_TIMER);
+            open.add(new Rc(tq, sq, 0, 0, 0, null));
+            check(cm.awaitConnect(sq, 10_000) != null, "CM-3.1: no CONNECT from the target within 10 s after its QP "
+                    + tq + " reached RTR");
+            long r = region();
+            agent.recv(tq, 66, r, 64);
+            check(agent.poll(QUIET_MS) == null, "CM-3.3: the receive completed while the request was still pending");
+            long t0 = System.nanoTime();
+            AgentClient.Completion wc = agent.poll(30_000);
+            check(wc != null, "CM-3.3: the QP's request, never answered, still pending 30 s after its CONNECT");
+            check(wc.wrId() == 66 && wc.status() == WC_WR_FLUSH_ERR, "CM-3.3: the timed-out QP flushed its receive"
+                    + " with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5), after " + (System.nanoTime() - t0) / 1_000_000L
+                    + " ms");
+        } finally {
+            cm.withhold(0);
+        }
+    }
+
+    void cmPeerRestart() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        agent.recv(c.tq, 77, r, 64);
+        check(agent.poll(QUIET_MS) == null, "CM §5: the receive completed while the suite was alive");
+        cm.restart(targetIp, targetCmPort);
+        AgentClient.Completion wc = agent.poll(WAIT_MS);
+        check(wc != null, "CM-5.2: after a HELLO with a new boot id the QP connected to the old instance is still"
+                + " alive " + WAIT_MS + " ms later");
+        check(wc.wrId() == 77 && wc.status() == WC_WR_FLUSH_ERR,
+                "CM-5.2: the restarted peer's QP flushed its receive with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5)");
     }
 
     void cmConnectNoQp() throws Exception {
