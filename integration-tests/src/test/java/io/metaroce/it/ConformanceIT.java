@@ -119,6 +119,7 @@ class ConformanceIT {
             "rc.requester.read-rerequests-missing-range", "rerequest-whole-read",
             "rc.requester.receive-window", "ignore-rwnd",
             "rc.requester.rnr-wait", "ignore-rnr-timer",
+            "rc.requester.path-retirement", "send-on-dead-path",
             "rc.ecn.ce-counted", "ce-unreported",
             "ud.qkey-and-grh", "ignore-qkey",
             "cm.hello-and-endpoint", "hello-heartbeat-zero",
@@ -140,8 +141,11 @@ class ConformanceIT {
         return java.util.Collections.unmodifiableMap(m);
     }
 
+    /** Every (hook, case) pair; {@code -Dconformance.hooks=a,b} runs only those hooks (to rerun a few by hand). */
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> hooks() {
-        return HOOKS.entrySet().stream().map(e -> org.junit.jupiter.params.provider.Arguments.of(e.getValue(), e.getKey()));
+        List<String> only = List.of(System.getProperty("conformance.hooks", "").split(","));
+        return HOOKS.entrySet().stream().filter(e -> only.equals(List.of("")) || only.contains(e.getValue()))
+                .map(e -> org.junit.jupiter.params.provider.Arguments.of(e.getValue(), e.getKey()));
     }
 
     @ParameterizedTest(name = "--port {0}")

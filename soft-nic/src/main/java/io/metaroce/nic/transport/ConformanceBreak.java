@@ -17,7 +17,8 @@ public final class ConformanceBreak {
                     "drop-out-of-order", "send-ignores-offset", "write-imm-loses-imm", "report-psn-ahead",
                     "accept-rsn-window-256", "probe-unanswered", "ignore-version", "uncounted-unknown-qp",
                     "ignore-src-qpn", "rnr-timer-zero", "nak-once", "length-nak-remote-op", "misaligned-atomic-access-nak",
-                    "read-resp-wrong-rsn", "atomic-no-replay", "rerequest-whole-read", "ignore-qkey", "ce-unreported"),
+                    "read-resp-wrong-rsn", "atomic-no-replay", "rerequest-whole-read", "ignore-qkey", "ce-unreported",
+                    "send-on-dead-path"),
             io.metaroce.control.cm.CmConformanceBreak.NAMES.stream()).toList();
     static final String NAME = System.getProperty(PROPERTY, "");
 
@@ -78,6 +79,9 @@ public final class ConformanceBreak {
     public static final boolean IGNORE_QKEY = NAME.equals("ignore-qkey");
     /** §11.1 (T-11.2): path reports carry CE count 0 whatever arrived marked. */
     public static final boolean CE_UNREPORTED = NAME.equals("ce-unreported");
+
+    /** §10 (T-10.2): a retired (DEAD) path is given new data like an ACTIVE one. */
+    public static final boolean SEND_ON_DEAD_PATH = NAME.equals("send-on-dead-path");
 
     private ConformanceBreak() {}
 
