@@ -101,7 +101,8 @@ public final class CmCodec {
      */
     public static CmMessage decodeOrSkip(ByteBuf in, int len) {
         if (len >= HEADER && len <= MAX_FRAME && !CmConformanceBreak.CLOSE_ON_EXTENSION
-                && in.getUnsignedByte(in.readerIndex() + 2) >= (CmConformanceBreak.SKIP_BAD_FRAME ? 13 : FIRST_IGNORABLE_TYPE)) {
+                && in.getUnsignedByte(in.readerIndex() + 2)
+                        >= (CmConformanceBreak.SKIP_BAD_FRAME ? 13 : FIRST_IGNORABLE_TYPE)) {
             in.skipBytes(len);
             return null;
         }

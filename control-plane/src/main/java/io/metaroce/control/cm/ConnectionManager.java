@@ -253,7 +253,8 @@ public final class ConnectionManager implements AutoCloseable {
         int reason = d.reason();
         loop.execute(() -> {
             Peer p = peers.get(peerIp);
-            if (p != null && p.channel != null && p.channel.isActive() && p.helloSeen && !CmConformanceBreak.NO_DISCONNECT) {
+            if (p != null && p.channel != null && p.channel.isActive() && p.helloSeen
+                    && !CmConformanceBreak.NO_DISCONNECT) {
                 p.send(d);
             }
             if (p != null) {
@@ -427,7 +428,8 @@ public final class ConnectionManager implements AutoCloseable {
             }
             long timeoutNs = TimeUnit.MILLISECONDS.toNanos(config.peerTimeoutMs());
             boolean silent = now - p.lastHeardNs > timeoutNs;
-            if (p.helloSeen && silent && !CmConformanceBreak.NO_PEER_TIMEOUT && !listener.dataPathActive(p.ip, timeoutNs)) {
+            if (p.helloSeen && silent && !CmConformanceBreak.NO_PEER_TIMEOUT
+                    && !listener.dataPathActive(p.ip, timeoutNs)) {
                 lost(p, "silent for more than " + config.peerTimeoutMs() + " ms");
             }
             if (p.channel == null || !p.channel.isActive()) {

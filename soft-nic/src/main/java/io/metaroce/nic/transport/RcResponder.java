@@ -358,7 +358,8 @@ public final class RcResponder {
             }
             return;
         }
-        if (d >= W + (ConformanceBreak.ACCEPT_RSN_WINDOW_256 ? 1 : 0) || (ConformanceBreak.DROP_OUT_OF_ORDER && d > 0)) {
+        if (d >= W + (ConformanceBreak.ACCEPT_RSN_WINDOW_256 ? 1 : 0)
+                || (ConformanceBreak.DROP_OUT_OF_ORDER && d > 0)) {
             dp.counters.outOfWindow++;
             owe(dp, now);
             return;
@@ -406,14 +407,16 @@ public final class RcResponder {
         if (msgLen > wr.capacity) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             wr.failed = true;
-            finalNak(dp, psn, ConformanceBreak.LENGTH_NAK_REMOTE_OP ? Wire.NAK_REMOTE_OPERATIONAL : Wire.NAK_INVALID_REQUEST);
+            finalNak(dp, psn,
+                    ConformanceBreak.LENGTH_NAK_REMOTE_OP ? Wire.NAK_REMOTE_OPERATIONAL : Wire.NAK_INVALID_REQUEST);
             qp.toError();
             return;
         }
         startMessage(frame, wr, psn, msgLen, opcode == Wire.OP_SEND_IMM, false);
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
-        wr.sges.copy(dp.scatter, ConformanceBreak.SEND_IGNORES_OFFSET ? 0 : offset, payloadLen, frame.address() + Wire.HEADER_SIZE, tag);
+        wr.sges.copy(dp.scatter, ConformanceBreak.SEND_IGNORES_OFFSET ? 0 : offset, payloadLen,
+                frame.address() + Wire.HEADER_SIZE, tag);
         dp.stage(qp, psn, payloadLen, wr);
         if (now) {
             owe(dp, true);
@@ -595,7 +598,8 @@ public final class RcResponder {
         }
         long va = reqVa[s];
         if ((va & 7) != 0) {
-            fail(dp, rsn, ConformanceBreak.MISALIGNED_ATOMIC_ACCESS_NAK ? Wire.NAK_REMOTE_ACCESS : Wire.NAK_INVALID_REQUEST); // 8-byte aligned
+            // atomics need an 8-byte aligned address
+            fail(dp, rsn, ConformanceBreak.MISALIGNED_ATOMIC_ACCESS_NAK ? Wire.NAK_REMOTE_ACCESS : Wire.NAK_INVALID_REQUEST);
             return false;
         }
         Mr mr = remoteRegion(dp, reqRkey[s], va, 8, Ibv.ACCESS_REMOTE_ATOMIC);
@@ -715,7 +719,8 @@ public final class RcResponder {
             while (j.left > 0 && n < BURST) {
                 int len = (int) Math.min(j.unit, j.end - j.next);
                 MemorySegment f = dp.responseFrames[n];
-                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn + (ConformanceBreak.READ_RESP_WRONG_RSN ? 1 : 0), qp.destQpNum, qp.qpn, qp.txToken, 0,
+                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn + (ConformanceBreak.READ_RESP_WRONG_RSN ? 1 : 0),
+                        qp.destQpNum, qp.qpn, qp.txToken, 0,
                         (int) j.next, (int) j.msgLen, 0, 0, 0);
                 if (len > 0) {
                     dp.gather.add(f.address() + Wire.HEADER_SIZE, j.base + j.next, len, n);
