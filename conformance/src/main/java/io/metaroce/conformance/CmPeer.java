@@ -70,7 +70,17 @@ final class CmPeer implements AutoCloseable {
             ByteBuffer b = ByteBuffer.allocate(4 + payload.length);
             b.putShort((short) (4 + payload.length)).put((byte) type).put((byte) flags).put(payload);
             out.write(b.array());
+            tap(true, b.array());
             out.flush();
+        }
+
+        /** Hands a frame to the recorder (for the pcap of a failing case). */
+        private void tap(boolean sent, byte[] frame) {
+            WirePeer w = recorder;
+            if (w != null && socket.getLocalSocketAddress() instanceof InetSocketAddress me
+                    && socket.getRemoteSocketAddress() instanceof InetSocketAddress them) {
+                w.recordTcp(sent, sent ? me : them, sent ? them : me, frame);
+            }
         }
 
         void sendRaw(byte[] bytes) throws IOException {
@@ -91,6 +101,8 @@ final class CmPeer implements AutoCloseable {
                     }
                     byte[] payload = new byte[len - 4];
                     in.readFully(payload);
+                    tap(false, ByteBuffer.allocate(len).putShort((short) len).put((byte) type).put((byte) flags)
+                            .put(payload).array());
                     onFrame(new Frame(type, flags, payload, this));
                 }
             } catch (IOException e) {
@@ -108,7 +120,9 @@ final class CmPeer implements AutoCloseable {
     private final ServerSocket server;
     private final InetAddress local;
     private final int cmPort;
-    private final long bootId = new SecureRandom().nextLong();
+    private volatile long bootId = new SecureRandom().nextLong();
+    /** The suite's QP whose CONNECT the manager leaves unanswered (a peer silent mid-handshake); 0: none. */
+    private volatile int withheld;
     private final List<Conn> conns = new CopyOnWriteArrayList<>();
     private final Map<Integer, Endpoint> ours = new HashMap<>();
     private final Map<Integer, Endpoint> theirConnects = new HashMap<>();
@@ -116,6 +130,8 @@ final class CmPeer implements AutoCloseable {
     private final Thread acceptor;
     private final Thread heartbeat;
     private volatile boolean closing;
+    /** Where the frames sent and received are recorded (with the datagrams), or null. */
+    volatile WirePeer recorder;
     /** While set, the suite's manager sends nothing: no PING, no PONG (a dead peer, CM §5). */
     volatile boolean silent;
     private long pingSeq;
@@ -205,7 +221,9 @@ final class CmPeer implements AutoCloseable {
                     mine = ours.get(theirs.peerQpn());
                     notifyAll();
                 }
-                if (mine == null) {
+                if (theirs.peerQpn() == withheld) {
+                    // no answer: the target's request must time out (CM-3.3)
+                } else if (mine == null) {
                     f.conn().send(REJECT, 0, ByteBuffer.allocate(16).putInt(requestId).putInt(theirs.peerQpn())
                             .putInt(theirs.qpn()).putShort((short) 1).putShort((short) 0).array());
                 } else {
@@ -217,6 +235,23 @@ final class CmPeer implements AutoCloseable {
                 // recorded above
             }
         }
+    }
+
+    /** A CONNECT naming the suite's QP {@code qpn} gets no answer at all (0: every one is answered). */
+    void withhold(int qpn) {
+        withheld = qpn;
+    }
+
+    /**
+     * The suite's manager "restarts": a new boot id, every connection closed, and a new one dialed
+     * to the target with a HELLO that carries the new boot id (CM §5).
+     */
+    void restart(InetAddress target, int port) throws IOException {
+        bootId = new SecureRandom().nextLong();
+        for (Conn c : conns) {
+            c.socket.close();
+        }
+        dial(target, port);
     }
 
     /** The suite's QP {@code mine.qpn()} exists: a CONNECT naming it is accepted with this endpoint. */

@@ -66,6 +66,7 @@ public final class Main {
         try (AgentClient agent = new AgentClient(agentHost, agentPort);
                 WirePeer wire = new WirePeer(local, dataPort, new InetSocketAddress(targetIp, dataPort));
                 CmPeer cm = new CmPeer(local, cmPort)) {
+            cm.recorder = wire;
             Suite suite = new Suite(agent, wire, cm, targetIp, cmPort);
             List<Suite.Case> cases = Suite.cases();
             for (Suite.Case c : cases) {

@@ -79,8 +79,9 @@ final class Report {
                     .putInt(228);
             out.write(gh.array());
             long t0 = System.currentTimeMillis() * 1_000_000L - System.nanoTime();
+            java.util.Map<String, Integer> tcpSeq = new java.util.HashMap<>();
             for (WirePeer.Frame f : frames) {
-                byte[] ip = ipv4Udp(f.src(), f.dst(), f.data());
+                byte[] ip = f.tcp() ? ipv4Tcp(f.src(), f.dst(), f.data(), tcpSeq) : ipv4Udp(f.src(), f.dst(), f.data());
                 long ns = t0 + f.timeNs();
                 ByteBuffer rh = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
                 rh.putInt((int) (ns / 1_000_000_000L)).putInt((int) (ns % 1_000_000_000L / 1000)).putInt(ip.length)
@@ -89,6 +90,40 @@ final class Report {
                 out.write(ip);
             }
         }
+    }
+
+    /**
+     * A connection-manager frame as one TCP segment (PSH, ACK) with made-up sequence numbers that
+     * run on per direction of a connection, so that Wireshark reassembles the stream.
+     */
+    static byte[] ipv4Tcp(InetSocketAddress src, InetSocketAddress dst, byte[] payload, java.util.Map<String, Integer> seq) {
+        String fwd = src + ">" + dst;
+        String rev = dst + ">" + src;
+        int s = seq.getOrDefault(fwd, 1);
+        seq.put(fwd, s + payload.length);
+        int ack = seq.getOrDefault(rev, 1);
+        ByteBuffer b = ByteBuffer.allocate(40 + payload.length);
+        b.put(ipv4Header(src, dst, 6, 40 + payload.length));
+        b.putShort((short) src.getPort()).putShort((short) dst.getPort()).putInt(s).putInt(ack)
+                .putShort((short) (0x5000 | 0x18)).putShort((short) 65535).putShort((short) 0).putShort((short) 0)
+                .put(payload);
+        return b.array();
+    }
+
+    private static byte[] ipv4Header(InetSocketAddress src, InetSocketAddress dst, int protocol, int totalLength) {
+        ByteBuffer b = ByteBuffer.allocate(20);
+        b.put((byte) 0x45).put((byte) 0).putShort((short) totalLength).putShort((short) 0)
+                .putShort((short) 0x4000).put((byte) 64).put((byte) protocol).putShort((short) 0)
+                .put(src.getAddress().getAddress()).put(dst.getAddress().getAddress());
+        int sum = 0;
+        for (int i = 0; i < 20; i += 2) {
+            sum += b.getShort(i) & 0xffff;
+        }
+        while ((sum >>> 16) != 0) {
+            sum = (sum & 0xffff) + (sum >>> 16);
+        }
+        b.putShort(10, (short) ~sum);
+        return b.array();
     }
 
     static byte[] ipv4Udp(InetSocketAddress src, InetSocketAddress dst, byte[] payload) {

@@ -36,8 +36,49 @@ final class Suite {
         void run(Suite s) throws Exception;
     }
 
-    /** A case: id, what it checks and where the spec says so, the body. */
-    record Case(String id, String spec, Body body) {}
+    /** The numbered requirements of docs/spec each case tests (the new cases name theirs in the text). */
+    static final Map<String, String> REQUIREMENTS = Map.ofEntries(
+            Map.entry("rc.write.in-order", "T-4.2, T-5.5"),
+            Map.entry("rc.write.out-of-order", "T-4.2, T-6.2"),
+            Map.entry("rc.send.out-of-order", "T-4.2, T-5.3, T-5.6"),
+            Map.entry("rc.write-imm.completes-receive", "T-5.3, T-5.6"),
+            Map.entry("rc.gap.acked-at-once", "T-5.1, T-6.9"),
+            Map.entry("rc.ack.path-reports", "T-6.1, T-6.3, T-7.1"),
+            Map.entry("rc.duplicate.dropped", "T-5.2, T-5.10"),
+            Map.entry("rc.window.edges", "T-5.2"),
+            Map.entry("rc.probe", "T-5.11, T-10.3"),
+            Map.entry("rc.drop.bad-token", "T-2.7, CM-4.2"),
+            Map.entry("rc.drop.bad-crc", "T-2.5, T-12.2"),
+            Map.entry("rc.drop.bad-version", "T-2.2"),
+            Map.entry("rc.drop.unknown-dst-qpn", "T-2.6"),
+            Map.entry("rc.drop.wrong-src-qpn", "T-2.6"),
+            Map.entry("rc.nak.rnr", "T-5.3, T-6.6, T-6.7"),
+            Map.entry("rc.nak.remote-access", "T-5.4, T-5.8, T-6.7"),
+            Map.entry("rc.nak.invalid-request.length", "T-5.3, T-6.6"),
+            Map.entry("rc.nak.invalid-request.atomic-alignment", "T-5.7, T-6.6"),
+            Map.entry("rc.read.responses", "T-5.7"),
+            Map.entry("rc.read.resend-range", "T-5.9, T-8a.4"),
+            Map.entry("rc.atomic.replay", "T-5.7, T-5.9, T-8a.4"),
+            Map.entry("rc.requester.retransmit-other-path", "T-6.4, T-8.1"),
+            Map.entry("rc.requester.read-rerequests-missing-range", "T-8a.3, T-8a.4"),
+            Map.entry("rc.requester.receive-window", "T-3.3, T-7.2"),
+            Map.entry("rc.requester.rnr-wait", "T-6.6"),
+            Map.entry("ud.qkey-and-grh", "T-13.2, T-13.4"),
+            Map.entry("cm.hello-and-endpoint", "CM-1.2, CM-2.1, CM-3.1, CM-4.1"),
+            Map.entry("cm.disconnect-on-destroy", "CM-5.3"),
+            Map.entry("cm.reject-fails-qp", "CM-3.3"),
+            Map.entry("cm.peer-timeout", "CM-5.2"),
+            Map.entry("cm.connect-no-qp", "CM-3.2"),
+            Map.entry("cm.ping-pong", "CM-5.1"),
+            Map.entry("cm.extension-ignored", "CM-2.9"),
+            Map.entry("cm.bad-frame-closes", "CM-1.3, CM-2.9"));
+
+    /** A case: id, what it checks and where the spec says so (its requirement ids first), the body. */
+    record Case(String id, String spec, Body body) {
+        Case {
+            spec = REQUIREMENTS.containsKey(id) ? REQUIREMENTS.get(id) + "; " + spec : spec;
+        }
+    }
 
     /** The suite's half of one RC connection with a target QP. */
     final class Rc {
@@ -196,6 +237,15 @@ final class Suite {
             cm.unregister(c.sq);
         }
         open.clear();
+        // Completions a case left behind (it failed, or the QP had work in flight) must not
+        // answer the next case's POLL: every case shares the agent's one completion queue.
+        try {
+            for (int i = 0; i < 4096 && agent.poll(0) != null; i++) {
+                // discarded
+            }
+        } catch (RuntimeException ignored) {
+            // an agent that went away: the next case says so
+        }
     }
 
     /** Checks what every packet of the target to one of our QPs must satisfy (T §2). */
@@ -290,6 +340,11 @@ final class Suite {
                 + "of the latest ACK", Suite::receiveWindow));
         l.add(new Case("rc.requester.rnr-wait", "T §6 NAK table, RNR: the requester sends nothing for the timer's "
                 + "delay, then resends", Suite::rnrWait));
+        l.add(new Case("rc.requester.path-retirement", "T-10.2, T-10.3: the target as requester retires a path "
+                + "whose packets are never acknowledged: it probes it (next PSN, no RSN, no payload) and sends it no "
+                + "more data, while the others carry the stream", Suite::pathRetirement));
+        l.add(new Case("rc.ecn.ce-counted", "T-11.2, T-6.3: packets that arrive with ECN CE are counted per path and the "
+                + "count reported in the path's next report", Suite::ecnCeCounted));
         l.add(new Case("ud.qkey-and-grh", "T §13: Q_Key checked silently; GRH, byte_len, src_qp of a UD receive",
                 Suite::udQkeyGrh));
         l.add(new Case("cm.hello-and-endpoint", "CM §1, §2, §3: HELLO fields, the CONNECT endpoint of the target's QP",
@@ -301,10 +356,14 @@ final class Suite {
         // before the cases that dial connections of their own (see docs/conformance.md, findings)
         l.add(new Case("cm.peer-timeout", "CM §5: a peer silent for the peer timeout (at least two heartbeats) is "
                 + "lost: its QPs go to the error state, their work requests flushed", Suite::cmPeerTimeout));
+        l.add(new Case("cm.connect-timeout", "CM-3.3: a request the peer never answers (silent mid-handshake, yet "
+                + "alive) fails after the connect timeout: the QP goes to the error state", Suite::cmConnectTimeout));
+        l.add(new Case("cm.peer-restart", "CM-5.2 (CM §5): a HELLO with a new boot id is the peer's restart: the QPs "
+                + "connected to its old instance go to the error state at once", Suite::cmPeerRestart));
         l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
                 Suite::cmConnectNoQp));
         l.add(new Case("cm.ping-pong", "CM §5: PING answered by PONG with its sequence", Suite::cmPingPong));
-        l.add(new Case("cm.extension-ignored", "CM §2.3 (CM-2.8): a frame of an ignorable type (64..255) is skipped,"
+        l.add(new Case("cm.extension-ignored", "CM §2.3: a frame of an ignorable type (64..255) is skipped,"
                 + " the connection lives on", Suite::cmExtensionIgnored));
         l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type below 64 is a protocol error, the connection"
                 + " closes", Suite::cmBadFrame));
@@ -970,6 +1029,149 @@ final class Suite {
         check((h.getShort(22) & 0xffff) >= 1, "CM §2: HELLO heartbeat " + (h.getShort(22) & 0xffff));
         check(Arrays.equals(Arrays.copyOfRange(hello, 24, 28), targetIp.getAddress()),
                 "CM §1: HELLO served address is not the target's");
+    }
+
+    /**
+     * The target streams WRITEs; the suite acknowledges (cumulative RSN, SACK, the path's report)
+     * every packet but those on one path, the first the target used: that path looks black-holed.
+     * The target must retire it: probe it and send it no more data (T-10.2), while its RSNs are
+     * resent on the other paths and the stream goes on.
+     */
+    void pathRetirement() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        agent.write(r, pattern(64, 40));
+        int outstanding = 0;
+        long wrId = 0;
+        int broken = -1;
+        int cum = 0;
+        java.util.BitSet got = new java.util.BitSet();
+        int probes = 0;
+        int brokenDataPsn = -1;
+        int dataAfterProbe = 0;
+        int othersAfterProbe = 0;
+        int firstProbePsn = -1;
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        boolean draining = false; // enough seen: no more posts, the outstanding WRITEs complete
+        while (System.nanoTime() < deadline && !(draining && outstanding == 0)) {
+            draining |= probes >= 3 && othersAfterProbe >= 600;
+            while (!draining && outstanding < 32) {
+                agent.post(c.tq, wrId++, "WRITE", r, 64, 0x40000 + 64L * (wrId % 64), 0x77);
+                outstanding++;
+            }
+            Packet p = wire.receive(20, x -> x.dstQpn == c.sq && (x.opcode == Packet.OP_WRITE
+                    || x.opcode == Packet.OP_PROBE));
+            if (p != null) {
+                headerRules(c, p);
+                if (broken < 0 && p.opcode == Packet.OP_WRITE) {
+                    broken = p.pathId;
+                }
+                if (p.pathId == broken) { // never acknowledged
+                    if (p.opcode == Packet.OP_PROBE) {
+                        check(p.rsn == 0 && p.payload.length == 0, "T-10.3: a PROBE with RSN " + p.rsn + " and "
+                                + p.payload.length + " payload bytes");
+                        check(p.psn - brokenDataPsn > 0, "T-10.3, T-3.2: PROBE PSN " + p.psn + " on path " + broken
+                                + " is not past its data PSN " + brokenDataPsn);
+                        firstProbePsn = probes++ == 0 ? p.psn : firstProbePsn;
+                    } else {
+                        brokenDataPsn = p.psn;
+                        // new data only: a tail-loss probe may resend on its path (T §8)
+                        dataAfterProbe += probes > 0 && (p.flags & Packet.FLAG_RETRANSMIT) == 0 ? 1 : 0;
+                    }
+                    continue;
+                }
+                Packet ack = ackTo(c, cum, 256, p);
+                if (p.opcode == Packet.OP_WRITE) {
+                    got.set(p.rsn - c.trsn0);
+                    while (got.get(cum)) {
+                        cum++;
+                    }
+                    int base = cum;
+                    int[] sack = got.stream().filter(k -> k > base && k - base < 256).map(k -> k - base).toArray();
+                    ack = ackTo(c, cum, 256, p);
+                    ack.payload = Packet.ackPayload(sack, new int[][] {{p.pathId, 0, 0, p.psn}});
+                    othersAfterProbe += probes > 0 ? 1 : 0;
+                }
+                wire.send(0, ack);
+            }
+            for (AgentClient.Completion wc = agent.poll(0); wc != null; wc = agent.poll(0)) {
+                check(wc.status() == WC_SUCCESS, "T-8.1: a WRITE failed while one path was black-holed: " + wc);
+                outstanding--;
+            }
+        }
+        check(broken >= 0, "T §4: the target sent no WRITE");
+        check(probes > 0, "T-10.2, T-10.3: the target never probed path " + broken + " whose packets were never "
+                + "acknowledged (cumulative RSN reached " + cum + ")");
+        check(dataAfterProbe == 0, "T-10.2: the target sent " + dataAfterProbe + " new data packets on path " + broken
+                + " after probing it (first probe PSN " + firstProbePsn + "), which it should have retired");
+        check(othersAfterProbe >= 600, "T-10.2: the stream stalled after path " + broken + " was probed ("
+                + othersAfterProbe + " packets on other paths, cumulative RSN " + cum + ")");
+        check(outstanding == 0, "T-8.1, T-8.5: " + outstanding + " WRITEs never completed (cumulative RSN " + cum + ")");
+    }
+
+    void ecnCeCounted() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        for (int k = 0; k < 3; k++) {
+            wire.sendCe(2, c.write(2, k, r + 64L * k, 0, 64, pattern(64, 30 + k)));
+        }
+        Packet last = c.write(2, 3, r + 192, 0, 64, pattern(64, 33));
+        last.flags = Packet.FLAG_ACK_NOW;
+        wire.send(2, last);
+        int ce = 0;
+        boolean done = false;
+        long deadline = System.nanoTime() + WAIT_MS * 1_000_000L;
+        while (!done && System.nanoTime() < deadline) {
+            Packet a = await(c, Packet.OP_ACK, WAIT_MS, x -> true);
+            check(a != null, "T-6.3: ACKs stopped before path 2 was reported at PSN 3");
+            int[] rep = a.reportOf(2);
+            if (rep != null) {
+                ce += rep[1];
+                done = rep[3] == 3;
+            }
+        }
+        check(done, "T-6.3: no report of path 2 at PSN 3 after 4 packets on it");
+        check(ce == 3, "T-11.2: path 2's reports counted " + ce + " CE marks for the 3 packets sent with ECN CE");
+        for (int k = 0; k < 4; k++) {
+            expectMemory(r + 64L * k, pattern(64, 30 + k), "T-4.2");
+        }
+    }
+
+    void cmConnectTimeout() throws Exception {
+        int tq = agent.createRc();
+        int sq = qpn24();
+        cm.withhold(sq);
+        try {
+            agent.connect(tq, wire.local.getHostAddress(), sq, random.nextInt(1 << 24), random.nextInt(1 << 24), MTU, 16,
+                    MIN_RNR_TIMER);
+            open.add(new Rc(tq, sq, 0, 0, 0, null));
+            check(cm.awaitConnect(sq, 10_000) != null, "CM-3.1: no CONNECT from the target within 10 s after its QP "
+                    + tq + " reached RTR");
+            long r = region();
+            agent.recv(tq, 66, r, 64);
+            check(agent.poll(QUIET_MS) == null, "CM-3.3: the receive completed while the request was still pending");
+            long t0 = System.nanoTime();
+            AgentClient.Completion wc = agent.poll(30_000);
+            check(wc != null, "CM-3.3: the QP's request, never answered, still pending 30 s after its CONNECT");
+            check(wc.wrId() == 66 && wc.status() == WC_WR_FLUSH_ERR, "CM-3.3: the timed-out QP flushed its receive"
+                    + " with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5), after " + (System.nanoTime() - t0) / 1_000_000L
+                    + " ms");
+        } finally {
+            cm.withhold(0);
+        }
+    }
+
+    void cmPeerRestart() throws Exception {
+        Rc c = openRc();
+        long r = region();
+        agent.recv(c.tq, 77, r, 64);
+        check(agent.poll(QUIET_MS) == null, "CM §5: the receive completed while the suite was alive");
+        cm.restart(targetIp, targetCmPort);
+        AgentClient.Completion wc = agent.poll(WAIT_MS);
+        check(wc != null, "CM-5.2: after a HELLO with a new boot id the QP connected to the old instance is still"
+                + " alive " + WAIT_MS + " ms later");
+        check(wc.wrId() == 77 && wc.status() == WC_WR_FLUSH_ERR,
+                "CM-5.2: the restarted peer's QP flushed its receive with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5)");
     }
 
     void cmConnectNoQp() throws Exception {

@@ -20,7 +20,12 @@ final class WirePeer implements AutoCloseable {
     static final int PATHS = 4;
 
     /** A datagram the suite sent or received. */
-    record Frame(long timeNs, boolean out, InetSocketAddress src, InetSocketAddress dst, byte[] data) {}
+    record Frame(long timeNs, boolean out, InetSocketAddress src, InetSocketAddress dst, byte[] data, boolean tcp) {
+        /** A UDP datagram. */
+        Frame(long timeNs, boolean out, InetSocketAddress src, InetSocketAddress dst, byte[] data) {
+            this(timeNs, out, src, dst, data, false);
+        }
+    }
 
     private final DatagramSocket rx;
     private final DatagramSocket[] tx = new DatagramSocket[PATHS];
@@ -55,6 +60,17 @@ final class WirePeer implements AutoCloseable {
 
     void send(int path, Packet p) throws IOException {
         send(path, p.encode());
+    }
+
+    /** As {@link #send(int, Packet)}, with the IP header's ECN field set to CE (as a congested queue marks it). */
+    void sendCe(int path, Packet p) throws IOException {
+        DatagramSocket s = tx[Math.floorMod(path, PATHS)];
+        s.setTrafficClass(0x03);
+        try {
+            send(path, p);
+        } finally {
+            s.setTrafficClass(0);
+        }
     }
 
     /** The next datagram from the target that decodes and matches, within timeoutMs; else null. */
@@ -111,6 +127,11 @@ final class WirePeer implements AutoCloseable {
 
     private synchronized void record(boolean out, InetSocketAddress src, InetSocketAddress dst, byte[] data) {
         log.add(new Frame(System.nanoTime(), out, src, dst, data));
+    }
+
+    /** Records a connection-manager frame (TCP) the suite sent or received, for the failing case's pcap. */
+    synchronized void recordTcp(boolean out, InetSocketAddress src, InetSocketAddress dst, byte[] frame) {
+        log.add(new Frame(System.nanoTime(), out, src, dst, frame, true));
     }
 
     /** The frames recorded since mark {@code from} ({@link #mark()}). */

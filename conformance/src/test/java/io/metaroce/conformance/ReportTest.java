@@ -48,4 +48,33 @@ class ReportTest {
         assertThat(ip.getShort(20) & 0xffff).isEqualTo(4794);
         assertThat(ip.getShort(22) & 0xffff).isEqualTo(4793);
     }
+
+    @Test
+    void connectionManagerFramesBecomeTcpSegmentsWithRunningSequenceNumbers(@TempDir Path dir) throws Exception {
+        InetSocketAddress suite = new InetSocketAddress("198.18.0.1", 40000);
+        InetSocketAddress target = new InetSocketAddress("198.18.0.2", 4792);
+        byte[] ping = {0, 12, 6, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+        byte[] pong = {0, 12, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+        Report r = new Report();
+        r.add(new Report.Result("cm.x", "CM-5.1", false, "no PONG", 0.1, List.of(
+                new WirePeer.Frame(1000, true, suite, target, ping, true),
+                new WirePeer.Frame(2000, true, suite, target, ping, true),
+                new WirePeer.Frame(3000, false, target, suite, pong, true))));
+        r.write(dir, "198.18.0.2:4793");
+        ByteBuffer pcap = ByteBuffer.wrap(Files.readAllBytes(dir.resolve("cm.x.pcap"))).order(ByteOrder.LITTLE_ENDIAN);
+        int seg = 16 + 40 + 12;
+        assertThat(pcap.capacity()).isEqualTo(24 + 3 * seg);
+        ByteBuffer first = pcap.slice(24 + 16, 52).order(ByteOrder.BIG_ENDIAN);
+        ByteBuffer second = pcap.slice(24 + seg + 16, 52).order(ByteOrder.BIG_ENDIAN);
+        ByteBuffer third = pcap.slice(24 + 2 * seg + 16, 52).order(ByteOrder.BIG_ENDIAN);
+        assertThat(first.get(9)).as("TCP").isEqualTo((byte) 6);
+        assertThat(first.getShort(2) & 0xffff).as("IPv4 total length").isEqualTo(52);
+        assertThat(first.getShort(22) & 0xffff).isEqualTo(4792);
+        assertThat(first.getInt(24)).as("first sequence number").isEqualTo(1);
+        assertThat(second.getInt(24)).as("runs on by the first frame's length").isEqualTo(13);
+        assertThat(third.getInt(24)).as("the other direction's own sequence").isEqualTo(1);
+        assertThat(third.getInt(28)).as("acknowledges both frames").isEqualTo(25);
+        assertThat(first.get(32) & 0xff).as("data offset 5 words").isEqualTo(0x50);
+        assertThat(first.get(40 + 2)).as("the frame's type byte").isEqualTo((byte) 6);
+    }
 }

@@ -100,7 +100,9 @@ public final class CmCodec {
      * (a well-formed frame whatever its flags) is skipped and gives {@code null}.
      */
     public static CmMessage decodeOrSkip(ByteBuf in, int len) {
-        if (len >= HEADER && len <= MAX_FRAME && in.getUnsignedByte(in.readerIndex() + 2) >= FIRST_IGNORABLE_TYPE) {
+        if (len >= HEADER && len <= MAX_FRAME && !CmConformanceBreak.CLOSE_ON_EXTENSION
+                && in.getUnsignedByte(in.readerIndex() + 2)
+                        >= (CmConformanceBreak.SKIP_BAD_FRAME ? 13 : FIRST_IGNORABLE_TYPE)) {
             in.skipBytes(len);
             return null;
         }

@@ -233,7 +233,7 @@ public final class ConnectionManager implements AutoCloseable {
             Pending pending = new Pending(id, local, f);
             p.pending.put(id, pending);
             pending.timeout = loop.schedule(() -> {
-                if (p.pending.remove(id) != null) {
+                if (!CmConformanceBreak.NO_CONNECT_TIMEOUT && p.pending.remove(id) != null) {
                     f.completeExceptionally(new CmRejectedException(CmMessage.REASON_TIMEOUT,
                             "no answer from " + ip(peerIp) + " within " + config.connectTimeoutMs() + " ms"
                                     + (p.refused == null ? "" : " (its connection was refused: " + p.refused + ")")));
@@ -253,7 +253,8 @@ public final class ConnectionManager implements AutoCloseable {
         int reason = d.reason();
         loop.execute(() -> {
             Peer p = peers.get(peerIp);
-            if (p != null && p.channel != null && p.channel.isActive() && p.helloSeen) {
+            if (p != null && p.channel != null && p.channel.isActive() && p.helloSeen
+                    && !CmConformanceBreak.NO_DISCONNECT) {
                 p.send(d);
             }
             if (p != null) {
@@ -427,7 +428,8 @@ public final class ConnectionManager implements AutoCloseable {
             }
             long timeoutNs = TimeUnit.MILLISECONDS.toNanos(config.peerTimeoutMs());
             boolean silent = now - p.lastHeardNs > timeoutNs;
-            if (p.helloSeen && silent && !listener.dataPathActive(p.ip, timeoutNs)) {
+            if (p.helloSeen && silent && !CmConformanceBreak.NO_PEER_TIMEOUT
+                    && !listener.dataPathActive(p.ip, timeoutNs)) {
                 lost(p, "silent for more than " + config.peerTimeoutMs() + " ms");
             }
             if (p.channel == null || !p.channel.isActive()) {
@@ -506,7 +508,7 @@ public final class ConnectionManager implements AutoCloseable {
                     throw new CmProtocolException("peer announces served address " + address(h.servedIp()).getHostAddress()
                             + " on a connection with " + address(ip).getHostAddress());
                 }
-                if (p.bootId != 0 && p.bootId != h.bootId()) {
+                if (p.bootId != 0 && p.bootId != h.bootId() && !CmConformanceBreak.IGNORE_RESTART) {
                     restarted(p);
                 }
                 // Several connections to one peer can exist (both dialed at once): each is read;
@@ -525,6 +527,7 @@ public final class ConnectionManager implements AutoCloseable {
                         completeFrom(p, c.endpoint());
                     }
                     case Decision.Later l -> completeFrom(p, c.endpoint());
+                    case Decision.Reject r when CmConformanceBreak.NO_REJECT_UNKNOWN_QP -> { }
                     case Decision.Reject r -> p.send(new CmMessage.Reject(c.requestId(), c.endpoint().peerQpn(),
                             c.endpoint().qpn(), r.reason()));
                 }
@@ -537,6 +540,7 @@ public final class ConnectionManager implements AutoCloseable {
                     completeFrom(p, a.endpoint());
                 }
             }
+            case CmMessage.Reject r when CmConformanceBreak.IGNORE_REJECT -> { }
             case CmMessage.Reject r -> {
                 Pending x = p.pending.remove(r.requestId());
                 if (x != null) {
@@ -545,6 +549,7 @@ public final class ConnectionManager implements AutoCloseable {
                 }
             }
             case CmMessage.Disconnect d -> listener.onDisconnect(ip, d);
+            case CmMessage.Ping ping when CmConformanceBreak.NO_PONG -> { }
             case CmMessage.Ping ping -> p.send(new CmMessage.Pong(ping.sequence()));
             case CmMessage.Pong pong -> {
                 // lastHeardNs already updated
@@ -820,7 +825,7 @@ public final class ConnectionManager implements AutoCloseable {
                 ip = ((a[0] & 0xff) << 24) | ((a[1] & 0xff) << 16) | ((a[2] & 0xff) << 8) | (a[3] & 0xff);
             }
             ownHello = new CmMessage.Hello(CmCodec.VERSION, auth == null ? 0 : CmMessage.CAP_AUTH, bootId, 0,
-                    config.heartbeatMs(), localIp);
+                    CmConformanceBreak.HELLO_HEARTBEAT_ZERO ? 0 : config.heartbeatMs(), localIp);
             ctx.write(ownHello);
             if (auth != null) {
                 ownNonce = auth.nonce(); // sent once the peer's HELLO shows the extension (CM-2.8)

@@ -231,7 +231,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             c.rxShort++;
             return;
         }
-        if (Wire.u8(frame, Wire.OFF_VERSION) != Wire.VERSION) {
+        if (Wire.u8(frame, Wire.OFF_VERSION) != Wire.VERSION && !ConformanceBreak.IGNORE_VERSION) {
             c.rxBadVersion++;
             return;
         }
@@ -249,9 +249,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             ud.onFrame(qp, frame, length, srcIp, port.localIp());
             return;
         }
-        if (qp == null || qp.qpn != qpn || qp.ud != null || qp.destQpNum != Wire.u32(frame, Wire.OFF_SRC_QPN)
-                || qp.state == Ibv.QPS_RESET) {
-            c.rxUnknownQp++;
+        if (qp == null || qp.qpn != qpn || qp.ud != null || qp.state == Ibv.QPS_RESET
+                || (qp.destQpNum != Wire.u32(frame, Wire.OFF_SRC_QPN) && !ConformanceBreak.IGNORE_SRC_QPN)) {
+            c.rxUnknownQp += ConformanceBreak.UNCOUNTED_UNKNOWN_QP ? 0 : 1;
             return;
         }
         if (srcIp != qp.peerIp) {

@@ -173,7 +173,7 @@ final class PathSet {
                 continue;
             }
             long room = Math.min(p.shareBytes, p.state == Path.SUSPECT ? p.cwndBytes / 4 : p.cwndBytes);
-            if (p.state == Path.DEAD) {
+            if (p.state == Path.DEAD && !ConformanceBreak.SEND_ON_DEAD_PATH) {
                 continue;
             }
             anyAlive = true;

@@ -834,6 +834,10 @@ public final class RcRequester {
             }
             long from = t.start + (long) first * t.unit;
             long to = Math.min(t.start + t.length, t.start + (long) i * t.unit);
+            if (ConformanceBreak.REREQUEST_WHOLE_READ) {
+                from = t.start;
+                to = t.start + t.length;
+            }
             sendResend(dp, t, wr, from, (int) (to - from));
             ranges++;
         }

@@ -208,7 +208,7 @@ public final class RcResponder {
 
     /** A PROBE (of a SUSPECT or retired path): track it and answer at once, on its own entropy. */
     public void onProbe(Datapath dp, MemorySegment frame, int ecn) {
-        if (!qp.canReceive()) {
+        if (!qp.canReceive() || ConformanceBreak.PROBE_UNANSWERED) {
             return;
         }
         dp.counters.probesRx++;
@@ -312,7 +312,7 @@ public final class RcResponder {
      */
     public void onData(Datapath dp, MemorySegment frame, int length, int ecn) {
         if (!qp.canReceive()) {
-            if (nakRepeat && qp.state == Ibv.QPS_ERR) {
+            if (nakRepeat && qp.state == Ibv.QPS_ERR && !ConformanceBreak.NAK_ONCE) {
                 sendNak(dp, nakRsn, nakSyndrome);
             }
             return;
@@ -358,7 +358,8 @@ public final class RcResponder {
             }
             return;
         }
-        if (d >= W) {
+        if (d >= W + (ConformanceBreak.ACCEPT_RSN_WINDOW_256 ? 1 : 0)
+                || (ConformanceBreak.DROP_OUT_OF_ORDER && d > 0)) {
             dp.counters.outOfWindow++;
             owe(dp, now);
             return;
@@ -406,14 +407,16 @@ public final class RcResponder {
         if (msgLen > wr.capacity) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             wr.failed = true;
-            finalNak(dp, psn, Wire.NAK_INVALID_REQUEST);
+            finalNak(dp, psn,
+                    ConformanceBreak.LENGTH_NAK_REMOTE_OP ? Wire.NAK_REMOTE_OPERATIONAL : Wire.NAK_INVALID_REQUEST);
             qp.toError();
             return;
         }
         startMessage(frame, wr, psn, msgLen, opcode == Wire.OP_SEND_IMM, false);
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
-        wr.sges.copy(dp.scatter, offset, payloadLen, frame.address() + Wire.HEADER_SIZE, tag);
+        wr.sges.copy(dp.scatter, ConformanceBreak.SEND_IGNORES_OFFSET ? 0 : offset, payloadLen,
+                frame.address() + Wire.HEADER_SIZE, tag);
         dp.stage(qp, psn, payloadLen, wr);
         if (now) {
             owe(dp, true);
@@ -509,13 +512,13 @@ public final class RcResponder {
             }
             // The receive's scatter list is not used: only its wr_id and the immediate data.
             wr.status = -1;
-            startMessage(frame, wr, psn, msgLen, true, true);
+            startMessage(frame, wr, psn, msgLen, !ConformanceBreak.WRITE_IMM_LOSES_IMM, true);
         }
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
         if (payloadLen > 0) {
             dp.scatter.add(frame.address() + Wire.HEADER_SIZE + Wire.RETH_SIZE,
-                    mr.translate(va + offset), payloadLen, tag);
+                    mr.translate(va + (ConformanceBreak.WRITE_IGNORES_OFFSET ? 0 : offset)), payloadLen, tag);
         }
         dp.stage(qp, psn, payloadLen, wr);
         if (now) {
@@ -595,7 +598,8 @@ public final class RcResponder {
         }
         long va = reqVa[s];
         if ((va & 7) != 0) {
-            fail(dp, rsn, Wire.NAK_INVALID_REQUEST); // atomics need an 8-byte aligned address
+            // atomics need an 8-byte aligned address
+            fail(dp, rsn, ConformanceBreak.MISALIGNED_ATOMIC_ACCESS_NAK ? Wire.NAK_REMOTE_ACCESS : Wire.NAK_INVALID_REQUEST);
             return false;
         }
         Mr mr = remoteRegion(dp, reqRkey[s], va, 8, Ibv.ACCESS_REMOTE_ATOMIC);
@@ -665,7 +669,7 @@ public final class RcResponder {
             return;
         }
         dp.counters.resendsRx++;
-        if (opcode != Wire.OP_READ_REQ) {
+        if (opcode != Wire.OP_READ_REQ && !ConformanceBreak.ATOMIC_NO_REPLAY) {
             for (int k = 0; k < ATOMIC_RESULTS; k++) {
                 if (atomicValid[k] && atomicRsn[k] == rsn) {
                     sendAtomicResponse(dp, rsn, atomicValue[k]);
@@ -715,7 +719,8 @@ public final class RcResponder {
             while (j.left > 0 && n < BURST) {
                 int len = (int) Math.min(j.unit, j.end - j.next);
                 MemorySegment f = dp.responseFrames[n];
-                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn, qp.destQpNum, qp.qpn, qp.txToken, 0,
+                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn + (ConformanceBreak.READ_RESP_WRONG_RSN ? 1 : 0),
+                        qp.destQpNum, qp.qpn, qp.txToken, 0,
                         (int) j.next, (int) j.msgLen, 0, 0, 0);
                 if (len > 0) {
                     dp.gather.add(f.address() + Wire.HEADER_SIZE, j.base + j.next, len, n);
@@ -899,9 +904,9 @@ public final class RcResponder {
         for (int k = 0; k < n; k++, off += Wire.REPORT_SIZE) {
             int path = newsList[k];
             Wire.putU8(f, off, path);
-            Wire.putU8(f, off + 1, Math.min(255, ceMarks[path]));
+            Wire.putU8(f, off + 1, ConformanceBreak.CE_UNREPORTED ? 0 : Math.min(255, ceMarks[path]));
             Wire.putU16(f, off + 2, gapLosses[path]);
-            Wire.putU32(f, off + 4, highest[path]);
+            Wire.putU32(f, off + 4, highest[path] + (ConformanceBreak.REPORT_PSN_AHEAD ? 1 : 0));
             news[path] = false;
             ceMarks[path] = 0;
             gapLosses[path] = 0;
@@ -923,7 +928,8 @@ public final class RcResponder {
     private void sendNak(Datapath dp, int rsn, int syndrome) {
         MemorySegment f = dp.port.claim();
         // message-length field: the cumulative RSN (every RSN below it landed)
-        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, msnHead, qp.minRnrTimer,
+        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, msnHead,
+                ConformanceBreak.RNR_TIMER_ZERO ? 0 : qp.minRnrTimer,
                 ePsn, syndrome, 0, 0);
         dp.sendClaimed(f, Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, replyEntropy);
         dp.counters.naksTx++;
