@@ -128,17 +128,7 @@ final class Report {
 
     static byte[] ipv4Udp(InetSocketAddress src, InetSocketAddress dst, byte[] payload) {
         ByteBuffer b = ByteBuffer.allocate(28 + payload.length);
-        b.put((byte) 0x45).put((byte) 0).putShort((short) (28 + payload.length)).putShort((short) 0)
-                .putShort((short) 0x4000).put((byte) 64).put((byte) 17).putShort((short) 0)
-                .put(src.getAddress().getAddress()).put(dst.getAddress().getAddress());
-        int sum = 0;
-        for (int i = 0; i < 20; i += 2) {
-            sum += b.getShort(i) & 0xffff;
-        }
-        while ((sum >>> 16) != 0) {
-            sum = (sum & 0xffff) + (sum >>> 16);
-        }
-        b.putShort(10, (short) ~sum);
+        b.put(ipv4Header(src, dst, 17, 28 + payload.length));
         b.putShort((short) src.getPort()).putShort((short) dst.getPort()).putShort((short) (8 + payload.length))
                 .putShort((short) 0).put(payload);
         return b.array();

@@ -82,8 +82,6 @@ final class EcmpFabric extends NetnsFabric {
 
     private final int links;
     private final int mtu;
-    private final Host a;
-    private final Host b;
     private final String leafA;
     private final String leafB;
 
@@ -107,15 +105,7 @@ final class EcmpFabric extends NetnsFabric {
         return f;
     }
 
-    @Override
-    public Host a() {
-        return a;
-    }
 
-    @Override
-    public Host b() {
-        return b;
-    }
 
     int links() {
         return links;

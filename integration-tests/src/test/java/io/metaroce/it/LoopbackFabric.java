@@ -16,8 +16,6 @@ import java.util.stream.Stream;
  */
 final class LoopbackFabric extends NetnsFabric {
 
-    private final Host a;
-    private final Host b;
     private final Path sockDir;
 
     private LoopbackFabric(String testName) {
@@ -39,15 +37,7 @@ final class LoopbackFabric extends NetnsFabric {
         return f;
     }
 
-    @Override
-    public Host a() {
-        return a;
-    }
 
-    @Override
-    public Host b() {
-        return b;
-    }
 
     @Override
     protected void build() {

@@ -66,9 +66,18 @@ public abstract class NetnsFabric implements AutoCloseable {
         this.shutdownHook = new Thread(this::teardown, "fabric-teardown-" + tag);
     }
 
-    public abstract Host a();
+    /** Host A (set by the subclass's constructor, from names this fabric's tag makes). */
+    protected Host a;
+    /** Host B (set by the subclass's constructor). */
+    protected Host b;
 
-    public abstract Host b();
+    public final Host a() {
+        return a;
+    }
+
+    public final Host b() {
+        return b;
+    }
 
     /**
      * Where a client in A reaches its server in B for the applications' own TCP exchange (QP

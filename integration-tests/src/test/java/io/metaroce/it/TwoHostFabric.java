@@ -18,8 +18,6 @@ final class TwoHostFabric extends NetnsFabric {
     private final int mtu;
     /** TX and RX queues of each end of a direct link (veth's default: 1). */
     private int queues = 1;
-    private final Host a;
-    private final Host b;
     private final String routerNs;
 
     private TwoHostFabric(String testName, boolean viaRouter, int mtu) {
@@ -56,15 +54,7 @@ final class TwoHostFabric extends NetnsFabric {
         return f;
     }
 
-    @Override
-    public Host a() {
-        return a;
-    }
 
-    @Override
-    public Host b() {
-        return b;
-    }
 
     @Override
     protected void build() {

@@ -21,8 +21,6 @@ import java.util.Map;
 final class TwoPlaneFabric extends NetnsFabric {
 
     private final int mtu;
-    private final Host a;
-    private final Host b;
     private final Host a2;
     private final Host b2;
 
@@ -41,15 +39,7 @@ final class TwoPlaneFabric extends NetnsFabric {
         return f;
     }
 
-    @Override
-    public Host a() {
-        return a;
-    }
 
-    @Override
-    public Host b() {
-        return b;
-    }
 
     /** Host A on plane 2. */
     Host a2() {

@@ -41,10 +41,10 @@ class JverbsCmServiceIT extends JverbsFabricTest {
             bytes += CmServiceApp.size(i);
         }
         String expected = String.format("OK messages=%d bytes=%d crc=0x%08x", n, bytes, crc.getValue());
-        try (Proc server = fabric.start(fabric.b, "server",
+        try (Proc server = fabric.start(fabric.b(), "server",
                 JverbsFabric.javaApp(CmServiceApp.class, "server", "7001", Integer.toString(n)))) {
             awaitLine(server, "LISTENING");
-            String client = run(fabric.a, "client", "client", fabric.b.addr(), "7001", Integer.toString(n));
+            String client = run(fabric.a(), "client", "client", fabric.b().addr(), "7001", Integer.toString(n));
             int se = server.waitFor(Duration.ofSeconds(60));
             String ctx = "--- server:\n" + server.output() + "\n--- client:\n" + client;
             assertThat(se).as(ctx).isZero();
@@ -57,10 +57,10 @@ class JverbsCmServiceIT extends JverbsFabricTest {
 
     @Test
     void aRejectCarriesItsPrivateDataToTheClient() {
-        try (Proc server = fabric.start(fabric.b, "reject-server",
+        try (Proc server = fabric.start(fabric.b(), "reject-server",
                 JverbsFabric.javaApp(CmServiceApp.class, "reject-server", "7002"))) {
             awaitLine(server, "LISTENING");
-            String client = run(fabric.a, "reject-client", "reject-client", fabric.b.addr(), "7002");
+            String client = run(fabric.a(), "reject-client", "reject-client", fabric.b().addr(), "7002");
             assertThat(server.waitFor(Duration.ofSeconds(60))).as(server.output()).isZero();
             assertThat(server.output()).contains("REQUEST private=hello from the client").contains("OK rejected");
             assertThat(client).contains("REJECTED private=go away: this server is full (code 503) message=connection to"
@@ -70,7 +70,7 @@ class JverbsCmServiceIT extends JverbsFabricTest {
 
     @Test
     void aServiceNobodyListensOnIsRefusedAtOnce() {
-        String client = run(fabric.a, "refused-client", "refused-client", fabric.b.addr(), "7099");
+        String client = run(fabric.a(), "refused-client", "refused-client", fabric.b().addr(), "7099");
         assertThat(client).contains("message=connection refused: nobody listens on service 7099 at 198.18.0.2"
                 + " (ECONNREFUSED)");
         Matcher m = Pattern.compile("REFUSED ms=(\\d+)").matcher(client);
@@ -82,11 +82,11 @@ class JverbsCmServiceIT extends JverbsFabricTest {
 
     @Test
     void aKilledListenerResetsItsRequesterAndFreesTheService() {
-        try (Proc taker = fabric.start(fabric.b, "take-server",
+        try (Proc taker = fabric.start(fabric.b(), "take-server",
                 JverbsFabric.javaApp(CmServiceApp.class, "take-server", "7003"))) {
             awaitLine(taker, "LISTENING");
-            try (Proc client = fabric.start(fabric.a, "reset-client",
-                    JverbsFabric.javaApp(CmServiceApp.class, "reset-client", fabric.b.addr(), "7003"))) {
+            try (Proc client = fabric.start(fabric.a(), "reset-client",
+                    JverbsFabric.javaApp(CmServiceApp.class, "reset-client", fabric.b().addr(), "7003"))) {
                 awaitLine(taker, "TOOK request from 198.18.0.1 private=hello from the client");
                 taker.close(); // SIGKILL: the daemon sees the connection close
                 assertThat(client.waitFor(Duration.ofSeconds(60))).as(client.output()).isZero();
@@ -95,10 +95,10 @@ class JverbsCmServiceIT extends JverbsFabricTest {
             }
         }
         // The service is free again, and works end to end.
-        try (Proc server = fabric.start(fabric.b, "server-again",
+        try (Proc server = fabric.start(fabric.b(), "server-again",
                 JverbsFabric.javaApp(CmServiceApp.class, "server", "7003", "10"))) {
             awaitLine(server, "LISTENING");
-            String client = run(fabric.a, "client-again", "client", fabric.b.addr(), "7003", "10");
+            String client = run(fabric.a(), "client-again", "client", fabric.b().addr(), "7003", "10");
             assertThat(server.waitFor(Duration.ofSeconds(60))).as(server.output()).isZero();
             assertThat(client).contains("OK messages=10");
             assertThat(server.output()).contains("OK messages=10");
@@ -107,13 +107,13 @@ class JverbsCmServiceIT extends JverbsFabricTest {
 
     @Test
     void rcPingPongThroughTheDaemonService() {
-        try (Proc server = fabric.start(fabric.b, "pp-server",
+        try (Proc server = fabric.start(fabric.b(), "pp-server",
                 JverbsFabric.jverbs("rc-pingpong", "-d", "mrce0", "-g", "0", "-n", "200", "-s", "2048", "-c",
                         "--cm", "daemon", "-p", "7004"))) {
             awaitLine(server, "listening on service 7004");
-            try (Proc client = fabric.start(fabric.a, "pp-client",
+            try (Proc client = fabric.start(fabric.a(), "pp-client",
                     JverbsFabric.jverbs("rc-pingpong", "-d", "mrce0", "-g", "0", "-n", "200", "-s", "2048", "-c",
-                            "--cm", "daemon", "-p", "7004", fabric.b.addr()))) {
+                            "--cm", "daemon", "-p", "7004", fabric.b().addr()))) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 String ctx = "--- server:\n" + server.output() + "\n--- client:\n" + client.output();

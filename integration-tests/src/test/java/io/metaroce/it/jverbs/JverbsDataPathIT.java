@@ -38,7 +38,7 @@ class JverbsDataPathIT extends JverbsFabricTest {
         String expected = String.format("OK messages=%d bytes=%d crc=0x%08x", n, bytes, crc.getValue());
         JverbsFabric.Outcome o = fabric.runPair(18790,
                 JverbsFabric.javaApp(SendRecvApp.class, "server", "18790", Integer.toString(n), Integer.toString(max)),
-                JverbsFabric.javaApp(SendRecvApp.class, "client", fabric.b.addr(), "18790", Integer.toString(n),
+                JverbsFabric.javaApp(SendRecvApp.class, "client", fabric.b().addr(), "18790", Integer.toString(n),
                         Integer.toString(max)),
                 Duration.ofSeconds(300));
         String ctx = o.both() + "\n" + fabric.diagnostics();
@@ -50,7 +50,7 @@ class JverbsDataPathIT extends JverbsFabricTest {
 
     @Test
     void errorsAreClear() {
-        try (Proc p = fabric.start(fabric.a, "errors", JverbsFabric.javaApp(ErrorsApp.class))) {
+        try (Proc p = fabric.start(fabric.a(), "errors", JverbsFabric.javaApp(ErrorsApp.class))) {
             int exit = p.waitFor(Duration.ofSeconds(120));
             String out = p.output();
             assertThat(out).as(out).contains("10 passed, 0 failed");
@@ -77,7 +77,7 @@ class JverbsDataPathIT extends JverbsFabricTest {
         var cmd = new java.util.ArrayList<>(JverbsFabric.javaApp(LeakApp.class, "120000", "20000"));
         int at = cmd.indexOf("-XX:+UseSerialGC");
         cmd.addAll(at, java.util.List.of("-Xint", "-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch"));
-        try (Proc p = fabric.start(fabric.a, "leak", cmd)) {
+        try (Proc p = fabric.start(fabric.a(), "leak", cmd)) {
             int exit = p.waitFor(Duration.ofSeconds(300));
             String out = p.output();
             assertThat(exit).as(out).isZero();

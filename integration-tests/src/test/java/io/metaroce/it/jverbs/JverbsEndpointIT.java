@@ -30,11 +30,11 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void echoWithPrivateDataRemoteBufferAndThePeerGoneEvent() {
-        try (Proc server = fabric.start(fabric.b, "echo-server",
+        try (Proc server = fabric.start(fabric.b(), "echo-server",
                 JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7201"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a, "echo-client",
-                    JverbsFabric.javaApp(EndpointApp.class, "echo-client", fabric.b.addr(), "7201", "500"))) {
+            try (Proc client = fabric.start(fabric.a(), "echo-client",
+                    JverbsFabric.javaApp(EndpointApp.class, "echo-client", fabric.b().addr(), "7201", "500"))) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 assertThat(ce).as(ctx(server, client)).isZero();
@@ -51,11 +51,11 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void closingAnEndpointUnder64BusyVirtualThreadsEndsThemWithExceptionsNeverACrash() {
-        try (Proc server = fabric.start(fabric.b, "echo-server-2",
+        try (Proc server = fabric.start(fabric.b(), "echo-server-2",
                 JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7206"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a, "close-during-use",
-                    JverbsFabric.javaApp(EndpointApp.class, "close-during-use", fabric.b.addr(), "7206"))) {
+            try (Proc client = fabric.start(fabric.a(), "close-during-use",
+                    JverbsFabric.javaApp(EndpointApp.class, "close-during-use", fabric.b().addr(), "7206"))) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 assertThat(ce).as(ctx(server, client)).isZero();
@@ -69,11 +69,11 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void aKilledPeerFailsThePendingFutures() {
-        try (Proc server = fabric.start(fabric.b, "hold-server",
+        try (Proc server = fabric.start(fabric.b(), "hold-server",
                 JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7202"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a, "dead-peer-client",
-                    JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b.addr(), "7202"))) {
+            try (Proc client = fabric.start(fabric.a(), "dead-peer-client",
+                    JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b().addr(), "7202"))) {
                 awaitLine(client, "READY");
                 server.close(); // SIGKILL: its daemon announces the QP's end to ours
                 int ce = client.waitFor(Duration.ofSeconds(120));
@@ -94,21 +94,21 @@ class JverbsEndpointIT extends JverbsFabricTest {
     void aBlackholedPeerFailsThePendingFuturesWhenTheRetriesRunOut() throws Exception {
         java.nio.file.Path marker = java.nio.file.Files.createTempFile("jverbs-peer-gone", ".marker");
         java.nio.file.Files.delete(marker);
-        try (Proc server = fabric.start(fabric.b, "hold-server-2",
+        try (Proc server = fabric.start(fabric.b(), "hold-server-2",
                 JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7205"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a, "dead-peer-client-2",
-                    JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b.addr(), "7205",
+            try (Proc client = fabric.start(fabric.a(), "dead-peer-client-2",
+                    JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b().addr(), "7205",
                             marker.toString()))) {
                 awaitLine(client, "READY");
                 // the peer host drops off the fabric: nothing announces it, only the client's send retries notice
-                Sh.check("ip", "-n", fabric.b.ns(), "link", "set", fabric.b.ifname(), "down");
+                Sh.check("ip", "-n", fabric.b().ns(), "link", "set", fabric.b().ifname(), "down");
                 try {
                     java.nio.file.Files.createFile(marker);
                     int ce = client.waitFor(Duration.ofSeconds(120));
                     assertThat(ce).as(ctx(server, client)).isZero();
                 } finally {
-                    Sh.check("ip", "-n", fabric.b.ns(), "link", "set", fabric.b.ifname(), "up");
+                    Sh.check("ip", "-n", fabric.b().ns(), "link", "set", fabric.b().ifname(), "up");
                     java.nio.file.Files.deleteIfExists(marker);
                 }
                 Matcher m = Pattern.compile("DEAD ms=(\\d+) local=false").matcher(client.output());
@@ -121,7 +121,7 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void acceptTimesOutAndACloseWakesIt() {
-        try (Proc p = fabric.start(fabric.b, "accept-timeout",
+        try (Proc p = fabric.start(fabric.b(), "accept-timeout",
                 JverbsFabric.javaApp(EndpointApp.class, "accept-timeout", "7203"))) {
             int e = p.waitFor(Duration.ofSeconds(60));
             assertThat(e).as(p.output()).isZero();
@@ -131,12 +131,12 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void rpcTenThousandVirtualThreadsOverAPoolOfEndpoints() {
-        try (Proc server = fabric.start(fabric.b, "rpc-server",
+        try (Proc server = fabric.start(fabric.b(), "rpc-server",
                 JverbsFabric.jverbs("rpc-server", "-d", "mrce0", "-p", "7204", "-w", "16", "-s", "512", "-n", "10000"))) {
             awaitLine(server, "listening on service 7204");
-            try (Proc client = fabric.start(fabric.a, "rpc-client",
+            try (Proc client = fabric.start(fabric.a(), "rpc-client",
                     JverbsFabric.jverbs("rpc-client", "-d", "mrce0", "-p", "7204", "-w", "16", "-s", "512", "-t",
-                            "10000", "-c", "1", "-e", "4", "--jfr", fabric.b.addr()))) {
+                            "10000", "-c", "1", "-e", "4", "--jfr", fabric.b().addr()))) {
                 int ce = client.waitFor(Duration.ofSeconds(300));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 System.out.println("JverbsEndpointIT rpc: " + client.output());

@@ -20,8 +20,6 @@ final class JverbsFabric extends NetnsFabric {
 
     private static final Duration LISTEN_TIMEOUT = Duration.ofSeconds(30);
 
-    final Host a;
-    final Host b;
     private final int mtu;
 
     /** Builds the two namespaces and the link (MTU {@code mtu}); does not start daemons. */
@@ -45,15 +43,7 @@ final class JverbsFabric extends NetnsFabric {
         return f;
     }
 
-    @Override
-    public Host a() {
-        return a;
-    }
 
-    @Override
-    public Host b() {
-        return b;
-    }
 
     @Override
     protected void build() {

@@ -28,13 +28,13 @@ class JverbsNettyIT extends JverbsFabricTest {
             serverArgs.add("--tcp");
             args.add("--tcp");
         }
-        args.add(fabric.b.addr());
+        args.add(fabric.b().addr());
         String listening = tcp ? "listening on TCP port " + service : "listening on service " + service;
-        try (Proc server = fabric.start(fabric.b, "netty-server-" + service,
+        try (Proc server = fabric.start(fabric.b(), "netty-server-" + service,
                 JverbsFabric.jverbs(serverArgs.toArray(String[]::new)))) {
             boolean up = Wait.until(Duration.ofSeconds(60), () -> server.output().contains(listening) || !server.isAlive());
             assertThat(up && server.output().contains(listening)).as(server.output()).isTrue();
-            try (Proc client = fabric.start(fabric.a, "netty-client-" + service,
+            try (Proc client = fabric.start(fabric.a(), "netty-client-" + service,
                     JverbsFabric.jverbs(args.toArray(String[]::new)))) {
                 int ce = client.waitFor(Duration.ofSeconds(180));
                 String ctx = "--- server:\n" + server.output() + "\n--- client:\n" + client.output();
@@ -66,11 +66,11 @@ class JverbsNettyIT extends JverbsFabricTest {
     @Test
     void aSlowReaderWithAutoReadOffHoldsBackA64MiBWriter() {
         long total = 64L << 20;
-        try (Proc server = fabric.start(fabric.b, "netty-flow-server", JverbsFabric.jverbs("netty-flow-server", "-d",
+        try (Proc server = fabric.start(fabric.b(), "netty-flow-server", JverbsFabric.jverbs("netty-flow-server", "-d",
                 "mrce0", "-p", "7304", "-t", Long.toString(total), "-r", "64"))) {
             awaitLine(server, "listening on service 7304");
-            try (Proc client = fabric.start(fabric.a, "netty-flow-client", JverbsFabric.jverbs("netty-flow-client",
-                    "-d", "mrce0", "-p", "7304", "-t", Long.toString(total), fabric.b.addr()))) {
+            try (Proc client = fabric.start(fabric.a(), "netty-flow-client", JverbsFabric.jverbs("netty-flow-client",
+                    "-d", "mrce0", "-p", "7304", "-t", Long.toString(total), fabric.b().addr()))) {
                 int ce = client.waitFor(Duration.ofSeconds(300));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 String ctx = "--- server:\n" + server.output() + "\n--- client:\n" + client.output();

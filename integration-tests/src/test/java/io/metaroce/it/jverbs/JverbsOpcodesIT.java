@@ -23,7 +23,7 @@ class JverbsOpcodesIT extends JverbsFabricTest {
     @Test
     void everyOpcodeBetweenTwoHosts() {
         JverbsFabric.Outcome o = fabric.runPair(18800, JverbsFabric.javaApp(OpcodesApp.class, "server", "18800"),
-                JverbsFabric.javaApp(OpcodesApp.class, "client", fabric.b.addr(), "18800"), Duration.ofSeconds(180));
+                JverbsFabric.javaApp(OpcodesApp.class, "client", fabric.b().addr(), "18800"), Duration.ofSeconds(180));
         String ctx = o.both() + "\n" + fabric.diagnostics();
         assertThat(o.clientOutput()).as(ctx).contains("9 passed, 0 failed");
         assertThat(o.serverOutput()).as(ctx).contains("7 passed, 0 failed");
@@ -33,7 +33,7 @@ class JverbsOpcodesIT extends JverbsFabricTest {
 
     @Test
     void sharedReceiveQueue() {
-        try (Proc p = fabric.start(fabric.a, "srq", JverbsFabric.javaApp(OpcodesApp.class, "srq"))) {
+        try (Proc p = fabric.start(fabric.a(), "srq", JverbsFabric.javaApp(OpcodesApp.class, "srq"))) {
             int exit = p.waitFor(Duration.ofSeconds(120));
             assertThat(p.output()).contains("PASS sharedReceiveQueueFeedsAQueuePair").contains("1 passed, 0 failed");
             assertThat(exit).isZero();
@@ -45,7 +45,7 @@ class JverbsOpcodesIT extends JverbsFabricTest {
         JverbsFabric.Outcome o = fabric.runPair(18801,
                 JverbsFabric.jverbs("write-bw", "-d", "mrce0", "-g", "0", "-p", "18801", "-s", "65536", "-n", "500", "-c"),
                 JverbsFabric.jverbs("write-bw", "-d", "mrce0", "-g", "0", "-p", "18801", "-s", "65536", "-n", "500", "-c",
-                        fabric.b.addr()),
+                        fabric.b().addr()),
                 Duration.ofSeconds(180));
         String ctx = o.both() + "\n" + fabric.diagnostics();
         assertThat(o.clientExit()).as(ctx).isZero();

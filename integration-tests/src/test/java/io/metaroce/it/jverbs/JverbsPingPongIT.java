@@ -48,7 +48,7 @@ class JverbsPingPongIT extends JverbsFabricTest {
     private static void run(boolean javaServer, boolean javaClient, int size, int iters, String... extra) {
         int port = PORT.getAndIncrement();
         List<String> a = args(port, size, iters, extra);
-        String serverAddr = fabric.b.addr();
+        String serverAddr = fabric.b().addr();
         JverbsFabric.Outcome o = fabric.runPair(port, javaServer ? java(a, null) : c(a, null),
                 javaClient ? java(a, serverAddr) : c(a, serverAddr), RUN);
         String ctx = o.both() + "\n" + fabric.diagnostics();

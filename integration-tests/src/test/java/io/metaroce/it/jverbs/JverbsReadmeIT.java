@@ -52,7 +52,7 @@ class JverbsReadmeIT extends JverbsFabricTest {
                 System.err, "-d", dir.toString(), "-cp", classes, src.toString());
         assertThat(rc).as("javac of the README snippet").isZero();
 
-        try (Proc server = fabric.start(fabric.b, "echo-server",
+        try (Proc server = fabric.start(fabric.b(), "echo-server",
                 JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7000"))) {
             boolean listening = Wait.until(Duration.ofSeconds(60),
                     () -> server.output().contains("LISTENING") || !server.isAlive());
@@ -60,7 +60,7 @@ class JverbsReadmeIT extends JverbsFabricTest {
             List<String> cmd = new ArrayList<>(List.of(Env.bin("mrce-run").toString(),
                     Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "--enable-native-access=ALL-UNNAMED", "-cp", dir + ":" + classes, "ReadmeSnippet"));
-            try (Proc client = fabric.start(fabric.a, "readme-snippet", cmd)) {
+            try (Proc client = fabric.start(fabric.a(), "readme-snippet", cmd)) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 String ctx = "--- server:\n" + server.output() + "\n--- snippet:\n" + client.output();

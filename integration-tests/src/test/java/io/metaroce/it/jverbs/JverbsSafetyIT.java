@@ -18,7 +18,7 @@ class JverbsSafetyIT extends JverbsFabricTest {
 
     @Test
     void closeDuringUseThrowsMemoryIsOwnedOrCheckedAndCompletionsAreAsync() {
-        try (Proc p = fabric.start(fabric.a, "safety", JverbsFabric.javaApp(SafetyApp.class))) {
+        try (Proc p = fabric.start(fabric.a(), "safety", JverbsFabric.javaApp(SafetyApp.class))) {
             int exit = p.waitFor(Duration.ofSeconds(300));
             String out = p.output();
             for (String name : new String[] {"closingACqWhileAPollerLoopsEndsThePollerWithAnException",
