@@ -25,22 +25,53 @@ import java.net.SocketException;
  */
 public class RdmaServerChannel extends AbstractServerChannel {
 
-    private final EndpointGroup group;
-    private final EndpointOptions options;
+    /** What the channel accepts from: an {@link EndpointListener} in production, a fake in the tests. */
+    interface Acceptor {
+        /** The next connected endpoint; throws {@link SocketException} once closed (also during the wait). */
+        Endpoint accept() throws IOException;
+
+        /** Stops listening and wakes an accept in progress. */
+        void close() throws IOException;
+    }
+
+    /** Starts listening on a service. */
+    interface Binder {
+        Acceptor bind(int service) throws IOException;
+    }
+
+    private final Binder binder;
     private final ChannelConfig config = new DefaultChannelConfig(this);
     private final RdmaIoHandle handle = new RdmaIoHandle(() -> {
         if (isOpen()) {
             unsafe().close(voidPromise());
         }
     });
-    private volatile EndpointListener listener;
+    private volatile Acceptor listener;
     private volatile boolean open = true;
     private volatile InetSocketAddress local;
 
     /** Children get endpoints built with {@code options}. */
     public RdmaServerChannel(EndpointGroup group, EndpointOptions options) {
-        this.group = group;
-        this.options = RdmaChannel.checked(options);
+        EndpointOptions checked = RdmaChannel.checked(options);
+        this.binder = service -> {
+            EndpointListener l = group.bind(service, checked);
+            return new Acceptor() {
+                @Override
+                public Endpoint accept() throws IOException {
+                    return l.accept();
+                }
+
+                @Override
+                public void close() throws IOException {
+                    l.close();
+                }
+            };
+        };
+    }
+
+    /** Accepts from what {@code binder} binds (the tests' fakes). */
+    RdmaServerChannel(Binder binder) {
+        this.binder = binder;
     }
 
     @Override
@@ -83,13 +114,13 @@ public class RdmaServerChannel extends AbstractServerChannel {
         if (!(localAddress instanceof InetSocketAddress a) || a.getPort() == 0) {
             throw new IllegalArgumentException("bind to new InetSocketAddress(service), service nonzero: " + localAddress);
         }
-        listener = group.bind(a.getPort(), options);
+        listener = binder.bind(a.getPort());
         local = a;
         Thread.ofVirtual().name("rdma-accept-" + a.getPort()).start(this::acceptLoop);
     }
 
     private void acceptLoop() {
-        EndpointListener l = listener;
+        Acceptor l = listener;
         while (open) {
             Endpoint e;
             try {
@@ -130,7 +161,7 @@ public class RdmaServerChannel extends AbstractServerChannel {
     @Override
     protected void doClose() throws Exception {
         open = false;
-        EndpointListener l = listener;
+        Acceptor l = listener;
         if (l != null) {
             l.close();
         }
