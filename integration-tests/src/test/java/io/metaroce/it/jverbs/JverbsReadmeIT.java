@@ -23,7 +23,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * java-verbs/README.md's first snippet ({@code <!-- snippet: run -->}) compiled as the body of a
  * main and run in namespace A against an echo endpoint on service 7000 of B (198.18.0.2, the
- * address the snippet names): it prints the echoed "ping" and the server's exposed buffer.
+ * address the snippet names): it prints the echoed "ping" and the server's exposed buffer. And
+ * its Netty snippet ({@code <!-- netty-snippet: run -->}), an echo server and its client in one
+ * process, run in namespace B (the client connects to 198.18.0.2, its own daemon): it prints the
+ * echoed "ping" and ends by itself (the client closes on the echo, the loops shut down).
  */
 @Timeout(300)
 class JverbsReadmeIT extends JverbsFabricTest {
@@ -70,6 +73,43 @@ class JverbsReadmeIT extends JverbsFabricTest {
                         .contains("the server exposes RemoteBuffer[0x").contains("65536 bytes");
                 assertThat(server.output()).as(ctx).contains("OK echoed=1 DISCONNECTED local=false");
             }
+        }
+    }
+
+    @Test
+    void theNettyReadmeSnippetRunsAnEchoOverMrce0(@TempDir Path dir) throws Exception {
+        Path root = Env.root();
+        Matcher m = Pattern.compile("<!-- netty-snippet: run -->\\s*```java\\n(.*?)```", Pattern.DOTALL)
+                .matcher(Files.readString(root.resolve("java-verbs/README.md")));
+        assertThat(m.find()).as("a netty-snippet run block in java-verbs/README.md").isTrue();
+        Path src = dir.resolve("ReadmeNettySnippet.java");
+        Files.writeString(src, """
+                import io.metaroce.verbs.endpoint.*;
+                import io.metaroce.verbs.netty.*;
+                import io.netty.bootstrap.*;
+                import io.netty.buffer.*;
+                import io.netty.channel.*;
+                import java.net.*;
+                import java.nio.charset.*;
+                public class ReadmeNettySnippet {
+                    public static void main(String[] args) throws Exception {
+                """ + m.group(1) + """
+                        System.out.println("SNIPPET DONE");
+                    }
+                }
+                """);
+        // this test's class path holds java-verbs, java-verbs-netty and Netty (through java-verbs-examples)
+        String cp = System.getProperty("java.class.path");
+        int rc = ToolProvider.getSystemJavaCompiler().run(null, new PrintStream(OutputStream.nullOutputStream()),
+                System.err, "-d", dir.toString(), "-cp", cp, src.toString());
+        assertThat(rc).as("javac of the README's Netty snippet").isZero();
+        List<String> cmd = new ArrayList<>(List.of(Env.bin("mrce-run").toString(),
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", dir + ":" + cp, "ReadmeNettySnippet"));
+        try (Proc p = fabric.start(fabric.b(), "readme-netty-snippet", cmd)) {
+            int e = p.waitFor(Duration.ofSeconds(120));
+            assertThat(e).as(p.output()).isZero();
+            assertThat(p.output()).as(p.output()).contains("echo: ping").contains("SNIPPET DONE");
         }
     }
 }

@@ -18,11 +18,11 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The Netty transport's snippet in java-verbs/README.md (the {@code <!-- netty-snippet -->}
  * block) compiles against this module, as the body of a {@code main} with the binding's, the
- * transport's and Netty's packages imported.
+ * transport's and Netty's packages imported. ({@code JverbsReadmeIT} runs it over mrce0.)
  */
 class ReadmeNettySnippetTest {
 
-    static final Pattern SNIPPET = Pattern.compile("<!-- netty-snippet: compile -->\\s*```java\\n(.*?)```",
+    static final Pattern SNIPPET = Pattern.compile("<!-- netty-snippet: run -->\\s*```java\\n(.*?)```",
             Pattern.DOTALL);
 
     static final String IMPORTS = """
