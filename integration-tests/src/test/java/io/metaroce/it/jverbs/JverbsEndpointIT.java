@@ -88,10 +88,38 @@ class JverbsEndpointIT extends JverbsFabricTest {
         }
     }
 
+    /** The client's RC attributes in the blackhole case: ack timeout 17 (4.096 us * 2^17 = 537 ms), retry_cnt 1. */
+    static final int BLACKHOLE_TIMEOUT = 17;
+    static final int BLACKHOLE_RETRY = 1;
+    /**
+     * The daemon's own QP timer: its QP RTO never exceeds twice the largest path RTO, and path
+     * RTOs stop doubling at rto_max (200 ms, docs/spec/transport.md section 8).
+     */
+    static final long DAEMON_QP_RTO_MAX_MS = 2 * 200;
+    /** Scheduling margin for a loaded 2-core CI host (JVM, daemon and poller threads). */
+    static final long SCHEDULING_MARGIN_MS = 300;
+
+    /**
+     * The QP's local ACK timeout as the application set it: (retry_cnt + 1) * 4.096 us * 2^timeout.
+     * The daemon fails a QP with IBV_WC_RETRY_EXC_ERR when more than retry_cnt of its own QP
+     * timeouts found no progress and this much time went without progress (T-8.4): at the first
+     * of its QP timeouts past both. With retry_cnt + 1 QP timeouts (each at most
+     * {@link #DAEMON_QP_RTO_MAX_MS}) shorter than the ACK timeout bound, the bound decides, and
+     * the daemon's slack is at most one QP timeout more; then the poller wakes (within 1 ms) and
+     * fails the futures.
+     */
+    static long localAckTimeoutMs(int timeout, int retry) {
+        return (retry + 1L) * (4096L << timeout) / 1_000_000L;
+    }
+
     /** Last (the others have the default order, Integer.MAX_VALUE / 2): it takes the link down and up again. */
     @Test
     @Order(Integer.MAX_VALUE)
-    void aBlackholedPeerFailsThePendingFuturesWhenTheRetriesRunOut() throws Exception {
+    void aBlackholedPeerFailsThePendingFuturesWithinTheQpsTimeout() throws Exception {
+        long ackBoundMs = localAckTimeoutMs(BLACKHOLE_TIMEOUT, BLACKHOLE_RETRY);
+        assertThat((BLACKHOLE_RETRY + 1) * DAEMON_QP_RTO_MAX_MS).as("the daemon's timers run out before the ACK bound")
+                .isLessThanOrEqualTo(ackBoundMs);
+        long limitMs = ackBoundMs + DAEMON_QP_RTO_MAX_MS + SCHEDULING_MARGIN_MS;
         java.nio.file.Path marker = java.nio.file.Files.createTempFile("jverbs-peer-gone", ".marker");
         java.nio.file.Files.delete(marker);
         try (Proc server = fabric.start(fabric.b(), "hold-server-2",
@@ -99,8 +127,13 @@ class JverbsEndpointIT extends JverbsFabricTest {
             awaitLine(server, "LISTENING");
             try (Proc client = fabric.start(fabric.a(), "dead-peer-client-2",
                     JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b().addr(), "7205",
-                            marker.toString()))) {
+                            marker.toString(), Integer.toString(BLACKHOLE_TIMEOUT), Integer.toString(BLACKHOLE_RETRY)))) {
                 awaitLine(client, "READY");
+                // the endpoint's QP got the attributes the bound is computed from
+                Matcher rc = Pattern.compile("RC timeout=(\\d+) retry=(\\d+)").matcher(client.output());
+                assertThat(rc.find()).as(client.output()).isTrue();
+                long configuredMs = localAckTimeoutMs(Integer.parseInt(rc.group(1)), Integer.parseInt(rc.group(2)));
+                assertThat(configuredMs).as(client.output()).isEqualTo(ackBoundMs);
                 // the peer host drops off the fabric: nothing announces it, only the client's send retries notice
                 Sh.check("ip", "-n", fabric.b().ns(), "link", "set", fabric.b().ifname(), "down");
                 try {
@@ -113,8 +146,12 @@ class JverbsEndpointIT extends JverbsFabricTest {
                 }
                 Matcher m = Pattern.compile("DEAD ms=(\\d+) local=false").matcher(client.output());
                 assertThat(m.find()).as(ctx(server, client)).isTrue();
-                System.out.println("JverbsEndpointIT: blackholed peer: " + client.output());
-                assertThat(Long.parseLong(m.group(1))).as(client.output()).isLessThan(10_000);
+                long ms = Long.parseLong(m.group(1));
+                System.out.println("JverbsEndpointIT: blackholed peer: futures failed " + ms + " ms after the send;"
+                        + " local ACK timeout " + ackBoundMs + " ms, limit " + limitMs + " ms: " + client.output());
+                assertThat(ms).as("ms from the send to the futures' failure; the QP's local ACK timeout is %d ms"
+                        + " (+ %d ms daemon QP timer + %d ms scheduling)%n%s", ackBoundMs, DAEMON_QP_RTO_MAX_MS,
+                        SCHEDULING_MARGIN_MS, client.output()).isLessThanOrEqualTo(limitMs);
             }
         }
     }

@@ -30,8 +30,11 @@ import java.util.concurrent.atomic.AtomicReference;
  *   echo-client HOST SERVICE N   connect; check the private data and the remote buffer; N messages echoed and
  *                                checked; close while a virtual thread waits in receive(): it fails, local
  *   hold-server SERVICE          accept one endpoint and never answer (the test kills it)
- *   dead-peer-client HOST SERVICE  connect; 4 receives and a send pending; print READY; expect every future to
- *                                fail once the peer is killed, and print how long that took
+ *   dead-peer-client HOST SERVICE [MARKER|- [TIMEOUT RETRY]]  connect (RC ack timeout and retry_cnt as given,
+ *                                else as options(); printed as RC timeout=T retry=R); 4 receives and a send
+ *                                pending; print READY; expect every future to fail once the peer is killed
+ *                                (with MARKER: once MARKER exists, after one more send), and print how long
+ *                                that took
  *   accept-timeout SERVICE       accept(200 ms) times out; then a close wakes a virtual thread in accept()
  *   close-during-use HOST SERVICE  64 virtual threads send and receive while the endpoint is closed under them
  * </pre>
@@ -81,7 +84,10 @@ public final class EndpointApp {
             case "echo-client" -> echoClient(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
             case "hold-server" -> holdServer(Integer.parseInt(args[1]));
             case "dead-peer-client" -> deadPeerClient(args[1], Integer.parseInt(args[2]),
-                    args.length > 3 ? java.nio.file.Path.of(args[3]) : null);
+                    args.length > 3 && !args[3].equals("-") ? java.nio.file.Path.of(args[3]) : null,
+                    args.length > 5 ? options().withRc(ConnectOptions.RcParameters.DEFAULTS
+                            .withTimeout(Integer.parseInt(args[4])).withRetries(Integer.parseInt(args[5]), 7))
+                            : options());
             case "accept-timeout" -> acceptTimeout(Integer.parseInt(args[1]));
             case "close-during-use" -> closeDuringUse(args[1], Integer.parseInt(args[2]));
             default -> fail("unknown mode " + args[0]);
@@ -252,10 +258,13 @@ public final class EndpointApp {
      * With {@code goneMarker}, waits after READY until the test creates that file (the peer is
      * off the fabric by then), then sends: that send's retries are what notice the silent peer.
      */
-    static void deadPeerClient(String host, int service, java.nio.file.Path goneMarker) throws Exception {
+    static void deadPeerClient(String host, int service, java.nio.file.Path goneMarker, EndpointOptions opts)
+            throws Exception {
         jdk.jfr.Recording rec = recordVerbsEvents();
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
-            Endpoint ep = g.connect(new InetSocketAddress(host, service), options());
+            Endpoint ep = g.connect(new InetSocketAddress(host, service), opts);
+            ConnectOptions.RcParameters rc = ep.options().connect().rc();
+            say("RC timeout=" + rc.timeout() + " retry=" + rc.retryCount());
             List<CompletableFuture<byte[]>> recvs = new ArrayList<>();
             for (int i = 0; i < 4; i++) {
                 recvs.add(ep.receive());
