@@ -139,13 +139,28 @@ public final class EndpointGroup implements AutoCloseable {
         return connect(server, options, false);
     }
 
+    /**
+     * {@link #connect(InetSocketAddress, EndpointOptions)} through another connection service:
+     * e.g. {@link io.metaroce.verbs.cm.RdmaCmConnectionService} (rdma_cm; {@code server.getPort()}
+     * is then the rdma_cm port). The endpoint behaves the same whichever service connected it.
+     */
+    public Endpoint connect(InetSocketAddress server, EndpointOptions options, ConnectionService service)
+            throws IOException {
+        return connect(server, options, false, service);
+    }
+
     Endpoint connect(InetSocketAddress server, EndpointOptions options, boolean ownsGroup) throws IOException {
+        return connect(server, options, ownsGroup, null);
+    }
+
+    private Endpoint connect(InetSocketAddress server, EndpointOptions options, boolean ownsGroup,
+            ConnectionService service) throws IOException {
         checkOpen();
         Endpoint e = new Endpoint(this, options, ownsGroup);
         EndpointEvents.Connect ev = new EndpointEvents.Connect();
         ev.begin();
         try {
-            ConnectionService svc = new DaemonConnectionService(options.timeout());
+            ConnectionService svc = service != null ? service : new DaemonConnectionService(options.timeout());
             ConnectionService.Connection c = svc.connect(server, e.qp,
                     options.connect().withPrivateData(options.wirePrivateData(e.exposedBuffer())));
             e.connected(c, server);
@@ -173,6 +188,16 @@ public final class EndpointGroup implements AutoCloseable {
         checkOpen();
         return new EndpointListener(this, new DaemonConnectionService(options.timeout()).listen(service), service,
                 options);
+    }
+
+    /**
+     * {@link #bind(int, EndpointOptions)} through another connection service: e.g.
+     * {@link io.metaroce.verbs.cm.RdmaCmConnectionService} (rdma_cm; {@code service} is then the
+     * rdma_cm port, 1..65535). The listener and its endpoints behave the same.
+     */
+    public EndpointListener bind(int service, EndpointOptions options, ConnectionService via) throws IOException {
+        checkOpen();
+        return new EndpointListener(this, via.listen(service), service, options);
     }
 
     void reserve(int entries) {

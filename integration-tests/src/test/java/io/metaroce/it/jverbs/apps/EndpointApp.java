@@ -8,6 +8,8 @@ import io.metaroce.verbs.endpoint.EndpointGroup;
 import io.metaroce.verbs.endpoint.EndpointListener;
 import io.metaroce.verbs.endpoint.EndpointOptions;
 import io.metaroce.verbs.cm.ConnectOptions;
+import io.metaroce.verbs.cm.ConnectionService;
+import io.metaroce.verbs.cm.RdmaCmConnectionService;
 import java.net.InetSocketAddress;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -38,6 +40,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *   accept-timeout SERVICE       accept(200 ms) times out; then a close wakes a virtual thread in accept()
  *   close-during-use HOST SERVICE  64 virtual threads send and receive while the endpoint is closed under them
  * </pre>
+ *
+ * <p>A mode prefixed {@code rdmacm:} (e.g. {@code rdmacm:echo-server}) connects and listens over rdma_cm
+ * ({@link RdmaCmConnectionService}; SERVICE is then the rdma_cm port) instead of the daemons' service.
  */
 public final class EndpointApp {
     static final String HELLO = "hello from the endpoint client";
@@ -78,7 +83,23 @@ public final class EndpointApp {
         return b;
     }
 
+    /** The connection service of an {@code rdmacm:} mode, null for the daemons' own. */
+    static ConnectionService cm;
+
+    static EndpointListener bind(EndpointGroup g, int service, EndpointOptions o) throws java.io.IOException {
+        return cm == null ? g.bind(service, o) : g.bind(service, o, cm);
+    }
+
+    static Endpoint connect(EndpointGroup g, InetSocketAddress a, EndpointOptions o) throws java.io.IOException {
+        return cm == null ? g.connect(a, o) : g.connect(a, o, cm);
+    }
+
     public static void main(String[] args) throws Exception {
+        if (args[0].startsWith("rdmacm:")) {
+            args[0] = args[0].substring("rdmacm:".length());
+            cm = new RdmaCmConnectionService(Duration.ofSeconds(30));
+            say("rdma_cm library " + io.metaroce.verbs.RdmaCm.library().orElse("(none)"));
+        }
         switch (args[0]) {
             case "echo-server" -> echoServer(Integer.parseInt(args[1]));
             case "echo-client" -> echoClient(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
@@ -97,7 +118,7 @@ public final class EndpointApp {
 
     static void echoServer(int service) throws Exception {
         try (EndpointGroup g = EndpointGroup.open("mrce0");
-                EndpointListener l = g.bind(service, options().withPrivateData(ascii(WELCOME)))) {
+                EndpointListener l = bind(g, service, options().withPrivateData(ascii(WELCOME)))) {
             say("LISTENING");
             try (Endpoint ep = l.accept(Duration.ofSeconds(60))) {
                 say("ACCEPTED private=" + new String(ep.peerPrivateData(), StandardCharsets.US_ASCII) + " remote="
@@ -152,7 +173,7 @@ public final class EndpointApp {
     static void echoClient(String host, int service, int n) throws Exception {
         jdk.jfr.Recording rec = recordVerbsEvents();
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
-            Endpoint ep = g.connect(new InetSocketAddress(host, service), options().withPrivateData(ascii(HELLO)));
+            Endpoint ep = connect(g, new InetSocketAddress(host, service), options().withPrivateData(ascii(HELLO)));
             String priv = new String(ep.peerPrivateData(), StandardCharsets.US_ASCII);
             if (!priv.equals(WELCOME)) {
                 fail("private data " + priv);
@@ -246,7 +267,7 @@ public final class EndpointApp {
 
     static void holdServer(int service) throws Exception {
         try (EndpointGroup g = EndpointGroup.open("mrce0");
-                EndpointListener l = g.bind(service, options())) {
+                EndpointListener l = bind(g, service, options())) {
             say("LISTENING");
             Endpoint ep = l.accept(Duration.ofSeconds(60));
             say("HOLDING " + ep);
@@ -262,7 +283,7 @@ public final class EndpointApp {
             throws Exception {
         jdk.jfr.Recording rec = recordVerbsEvents();
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
-            Endpoint ep = g.connect(new InetSocketAddress(host, service), opts);
+            Endpoint ep = connect(g, new InetSocketAddress(host, service), opts);
             ConnectOptions.RcParameters rc = ep.options().connect().rc();
             say("RC timeout=" + rc.timeout() + " retry=" + rc.retryCount());
             List<CompletableFuture<byte[]>> recvs = new ArrayList<>();
@@ -320,7 +341,7 @@ public final class EndpointApp {
 
     static void closeDuringUse(String host, int service) throws Exception {
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
-            Endpoint ep = g.connect(new InetSocketAddress(host, service), options());
+            Endpoint ep = connect(g, new InetSocketAddress(host, service), options());
             int threads = 64;
             java.util.concurrent.ConcurrentHashMap<String, java.util.concurrent.atomic.AtomicInteger> ends =
                     new java.util.concurrent.ConcurrentHashMap<>();
@@ -366,7 +387,7 @@ public final class EndpointApp {
 
     static void acceptTimeout(int service) throws Exception {
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
-            EndpointListener l = g.bind(service, options());
+            EndpointListener l = bind(g, service, options());
             try {
                 l.accept(Duration.ofMillis(200));
                 fail("accept returned");
