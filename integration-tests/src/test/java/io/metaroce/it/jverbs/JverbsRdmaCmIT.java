@@ -20,7 +20,9 @@ import org.junit.jupiter.api.Timeout;
  * libmetaroce-rdmacm.so, which bin/mrce-run preloads) between two namespaces: a Java endpoint
  * server accepts and a Java endpoint client connects (the endpoint echo of JverbsEndpointIT:
  * private data, remote buffer, 200 messages checked, the peer-gone event); accept times out and a
- * close wakes it; and a Java client with its own QP against rdmacm-utils' C {@code rdma_server}.
+ * close wakes it; nobody listening is refused and a request without the endpoint header is
+ * rejected with its reason; and a Java client with its own QP against rdmacm-utils' C
+ * {@code rdma_server}.
  */
 @Timeout(300)
 class JverbsRdmaCmIT extends JverbsFabricTest {
@@ -57,6 +59,24 @@ class JverbsRdmaCmIT extends JverbsFabricTest {
             int e = p.waitFor(Duration.ofSeconds(60));
             assertThat(e).as(p.output()).isZero();
             assertThat(p.output()).contains("TIMED OUT").contains("OK closeWokeAccept");
+        }
+    }
+
+    @Test
+    void nobodyListeningIsRefusedAndAForeignRequestIsRejected() {
+        try (Proc server = fabric.start(fabric.b(), "cm-reject-server",
+                JverbsFabric.javaApp(EndpointApp.class, "rdmacm:reject-foreign", "7304"))) {
+            awaitLine(server, "LISTENING");
+            try (Proc client = fabric.start(fabric.a(), "cm-reject-client", JverbsFabric.javaApp(RdmaCmClientApp.class,
+                    "refused-and-rejected", fabric.b().addr(), "7399", "7304"))) {
+                int ce = client.waitFor(Duration.ofSeconds(60));
+                int se = server.waitFor(Duration.ofSeconds(30));
+                assertThat(ce).as(ctx(server, client)).isZero();
+                assertThat(se).as(ctx(server, client)).isZero();
+                assertThat(client.output()).contains("REFUSED").contains("REJECTED not an endpoint request")
+                        .contains("OK");
+                assertThat(server.output()).contains("OK rejected a request of " + fabric.a().addr());
+            }
         }
     }
 

@@ -237,7 +237,12 @@ public final class RdmaCmConnectionService implements ConnectionService {
                 if (!timeout.isZero() && left <= 0) {
                     throw new SocketTimeoutException(what + ": no request within " + timeout.toMillis() + " ms");
                 }
-                RdmaCm.Event e = ch.next(left, what);
+                RdmaCm.Event e;
+                try {
+                    e = ch.next(left, what);
+                } catch (SocketTimeoutException te) {
+                    throw new SocketTimeoutException(what + ": no request within " + timeout.toMillis() + " ms");
+                }
                 if (e.type() == RdmaCm.CONNECT_REQUEST) {
                     return new CmRequest(e);
                 }

@@ -38,6 +38,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *                                (with MARKER: once MARKER exists, after one more send), and print how long
  *                                that took
  *   accept-timeout SERVICE       accept(200 ms) times out; then a close wakes a virtual thread in accept()
+ *   reject-foreign SERVICE       the first request carries no endpoint header: accept rejects it and prints OK
  *   close-during-use HOST SERVICE  64 virtual threads send and receive while the endpoint is closed under them
  * </pre>
  *
@@ -110,6 +111,7 @@ public final class EndpointApp {
                             .withTimeout(Integer.parseInt(args[4])).withRetries(Integer.parseInt(args[5]), 7))
                             : options());
             case "accept-timeout" -> acceptTimeout(Integer.parseInt(args[1]));
+            case "reject-foreign" -> rejectForeign(Integer.parseInt(args[1]));
             case "close-during-use" -> closeDuringUse(args[1], Integer.parseInt(args[2]));
             default -> fail("unknown mode " + args[0]);
         }
@@ -382,6 +384,22 @@ public final class EndpointApp {
                 fail("threads ended with " + ends);
             }
             say("OK closedUnder=" + threads + " sent=" + ep.stats().sentMessages() + " ends=" + new java.util.TreeMap<>(ends));
+        }
+    }
+
+    /** Listens; the first request is not an endpoint's (no header): accept rejects it and says so. */
+    static void rejectForeign(int service) throws Exception {
+        try (EndpointGroup g = EndpointGroup.open("mrce0"); EndpointListener l = bind(g, service, options())) {
+            say("LISTENING");
+            try {
+                l.accept(Duration.ofSeconds(60));
+                fail("accepted a request without an endpoint header");
+            } catch (java.io.IOException expected) {
+                if (!expected.getMessage().contains("rejected a request")) {
+                    throw expected;
+                }
+                say("OK " + expected.getMessage());
+            }
         }
     }
 

@@ -42,8 +42,12 @@ public final class RdmaCmClientApp {
     }
 
     public static void main(String[] args) throws Exception {
-        InetSocketAddress server = new InetSocketAddress(args[0], Integer.parseInt(args[1]));
         say("rdma_cm library " + io.metaroce.verbs.RdmaCm.library().orElse("(none)"));
+        if (args[0].equals("refused-and-rejected")) {
+            refusedAndRejected(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+            System.exit(0);
+        }
+        InetSocketAddress server = new InetSocketAddress(args[0], Integer.parseInt(args[1]));
         try (Arena arena = Arena.ofShared(); Context ctx = Device.open("mrce0");
                 ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             MemorySegment buf = arena.allocate(4096, 4096);
@@ -98,5 +102,35 @@ public final class RdmaCmClientApp {
             }
         }
         System.exit(0);
+    }
+
+    /**
+     * {@code refused-and-rejected HOST FREE PORT}: a connect to port FREE, where nobody listens, is
+     * refused ({@link java.net.ConnectException}, not a reject); a connect to an endpoint listener
+     * on PORT without the endpoint header is rejected with its reason as private data.
+     */
+    static void refusedAndRejected(String host, int free, int port) throws Exception {
+        try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(8)) {
+            ConnectionService svc = new RdmaCmConnectionService(Duration.ofSeconds(30));
+            for (int target : new int[] {free, port}) {
+                try (QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(2).maxRecvWr(2))) {
+                    qp.toInit(1, 0);
+                    svc.connect(new InetSocketAddress(host, target), qp, ConnectOptions.defaults(0)).close();
+                    fail("connect to port " + target + " succeeded");
+                } catch (io.metaroce.verbs.cm.ConnectionRejectedException r) {
+                    if (target == free) {
+                        fail("nobody listens on " + free + " but the connect was rejected: " + r);
+                    }
+                    say("REJECTED " + new String(r.privateData(), java.nio.charset.StandardCharsets.US_ASCII));
+                } catch (java.net.ConnectException c) {
+                    if (target != free) {
+                        fail("connect to the listener on " + port + " was refused: " + c);
+                    }
+                    say("REFUSED " + c.getMessage());
+                }
+            }
+        }
+        say("OK");
     }
 }
