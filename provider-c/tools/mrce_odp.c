@@ -13,7 +13,9 @@
  * The client (its source buffer an explicit ODP MR) RDMA WRITEs a pattern
  * into the buffer on QP 1 (must succeed), then into the unmapped page on
  * QP 1 (must complete with IBV_WC_REM_ACCESS_ERR), then a second pattern on
- * QP 2 (must succeed: the daemon and the other QPs go on). The server checks
+ * QP 2 (must succeed: the daemon and the other QPs go on), then from a page
+ * it unmapped inside an explicit ODP MR on QP 2 (must complete with
+ * IBV_WC_LOC_PROT_ERR, nothing sent). The server checks
  * every byte of both patterns and that the rest of the buffer is untouched.
  * Lines: "CHECK name: PASS|FAIL detail", then "mrce_odp: server OK" or
  * "mrce_odp: client OK"; any failure prints "mrce_odp: FAIL ..." and exits 1.
@@ -271,9 +273,9 @@ static int client(struct ibv_context *ctx, int gidx, const char *host, int port)
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	struct exch me = { 0 }, peer;
 	struct ibv_qp *qp[2];
-	struct ibv_mr *mr;
+	struct ibv_mr *mr, *gmr;
 	union ibv_gid gid;
-	uint8_t *src;
+	uint8_t *src, *gap;
 	char ok;
 	int fd, st;
 
@@ -288,6 +290,14 @@ static int client(struct ibv_context *ctx, int gidx, const char *host, int port)
 			IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
 	check("explicit_odp_reg", mr != NULL, "%s",
 	      mr ? "source buffer" : strerror(errno));
+	gap = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (gap == MAP_FAILED)
+		tool_fail("mmap: %s", strerror(errno));
+	gmr = ibv_reg_mr(pd, gap, 3 * 4096, IBV_ACCESS_ON_DEMAND);
+	if (!gmr)
+		tool_fail("reg_mr gap: %s", strerror(errno));
+	gap += 4096;
 	for (size_t i = 0; i < PAT1_LEN; i++)
 		src[i] = pattern(1, i);
 	for (size_t i = 0; i < PAT2_LEN; i++)
@@ -313,12 +323,19 @@ static int client(struct ibv_context *ctx, int gidx, const char *host, int port)
 			peer.buf + PAT2_OFF, peer.rkey, 3);
 	check("other_qp_goes_on", st == IBV_WC_SUCCESS, "status %s",
 	      ibv_wc_status_str(st));
+	/* A local SGE on a page unmapped inside an explicit ODP MR. */
+	if (munmap(gap, 4096))
+		tool_fail("munmap: %s", strerror(errno));
+	st = write_wait(qp[1], cq, gmr, gap, 64,
+			peer.buf + PAT2_OFF + PAT2_LEN + 4096, peer.rkey, 4);
+	check("local_sge_unmapped", st == IBV_WC_LOC_PROT_ERR, "status %s",
+	      ibv_wc_status_str(st));
 	tool_write_all(fd, "d", 1);
 	tool_read_all(fd, &ok, 1);
 	close(fd);
 	ibv_destroy_qp(qp[0]);
 	ibv_destroy_qp(qp[1]);
-	if (ibv_dereg_mr(mr))
+	if (ibv_dereg_mr(mr) || ibv_dereg_mr(gmr))
 		tool_fail("dereg_mr");
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);

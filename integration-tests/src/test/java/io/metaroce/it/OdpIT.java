@@ -19,7 +19,9 @@ import org.junit.jupiter.api.Timeout;
  * On-demand paging across the two namespaces (provider-c/build/mrce_odp): host B's process
  * registers an implicit ODP MR (the whole address space), maps a buffer after that, and host A's
  * RDMA WRITEs land in it byte for byte; a WRITE to a page B unmapped completes with
- * IBV_WC_REM_ACCESS_ERR on A while the daemons and B's other QP go on (a later WRITE on it lands).
+ * IBV_WC_REM_ACCESS_ERR on A while the daemons and B's other QP go on (a later WRITE on it lands),
+ * and a WRITE from a page A unmapped inside its explicit ODP MR completes with IBV_WC_LOC_PROT_ERR
+ * (nothing lands on B).
  * Also the ODP caps of ibv_query_device_ex and ibv_advise_mr's answers.
  */
 @Timeout(300)
@@ -29,7 +31,8 @@ class OdpIT {
             "advise_mr_prefetch", "advise_mr_bad_advice", "advise_mr_bad_flags", "advise_mr_no_sge",
             "hole_stayed_unmapped", "write_landed");
     static final List<String> CLIENT_CHECKS = List.of("odp_caps", "explicit_odp_reg",
-            "write_to_memory_mapped_after_reg", "write_to_unmapped_page", "other_qp_goes_on");
+            "write_to_memory_mapped_after_reg", "write_to_unmapped_page", "other_qp_goes_on",
+            "local_sge_unmapped");
 
     private static final Pattern CHECK = Pattern.compile("(?m)^CHECK (\\S+): (PASS|FAIL) ?(.*)$");
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(60);
