@@ -330,6 +330,7 @@ int mrce_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
 int mrce_query_device_ex(struct ibv_context *ctx,
 			 const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
+void mrce_odp_caps(struct ibv_odp_caps *caps, enum ibv_atomic_cap atomic);
 int mrce_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev);
 bool mrce_nl_addr_change(const void *buf, size_t len, int ifindex);
 int mrce_nl_filter(int fd, int ifindex);
@@ -345,6 +346,8 @@ int mrce_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *mrce_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			   uint64_t iova, unsigned int access);
 int mrce_dereg_mr(struct ibv_mr *mr);
+int mrce_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 int mrce_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 		  size_t length, int access);
 struct ibv_comp_channel *mrce_create_comp_channel(struct ibv_context *ctx);

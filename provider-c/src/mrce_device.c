@@ -182,9 +182,32 @@ struct ibv_device **mrce_unwrap_device_list(struct ibv_device **devs)
 }
 
 /*
+ * On-demand paging as the daemon offers it: it never pins memory (it copies
+ * with process_vm_readv/writev), so every MR may be IBV_ACCESS_ON_DEMAND,
+ * explicit or implicit (addr NULL, length SIZE_MAX), and every operation of
+ * RC and UD reaches ODP memory; atomics only where the device has them. UC
+ * and XRC are not served: no caps.
+ */
+void mrce_odp_caps(struct ibv_odp_caps *caps, enum ibv_atomic_cap atomic)
+{
+	uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		      IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		      IBV_ODP_SUPPORT_SRQ_RECV;
+
+	if (atomic != IBV_ATOMIC_NONE)
+		rc |= IBV_ODP_SUPPORT_ATOMIC;
+	memset(caps, 0, sizeof(*caps));
+	caps->general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	caps->per_transport_caps.rc_odp_caps = rc;
+	caps->per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND |
+					       IBV_ODP_SUPPORT_RECV |
+					       IBV_ODP_SUPPORT_SRQ_RECV;
+}
+
+/*
  * ibv_query_device_ex (through verbs_context): orig_attr as
  * ibv_query_device, the extended capabilities are all "none" except the
- * port count; copies at most attr_size bytes (older callers pass less).
+ * port count and the ODP caps; copies at most attr_size bytes (older callers pass less).
  */
 int mrce_query_device_ex(struct ibv_context *ctx,
 			 const struct ibv_query_device_ex_input *input,
@@ -203,6 +226,7 @@ int mrce_query_device_ex(struct ibv_context *ctx,
 		return ret;
 	full.device_cap_flags_ex = (uint64_t)full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+	mrce_odp_caps(&full.odp_caps, full.orig_attr.atomic_cap);
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }
@@ -286,6 +310,7 @@ struct ibv_context *mrce_open_device(struct ibv_device *dev)
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = mrce_vquery_port;
 	ctx->vctx.query_device_ex = mrce_query_device_ex;
+	ctx->vctx.advise_mr = mrce_advise_mr;
 	ctx->vctx.create_qp_ex = mrce_create_qp_ex;
 	ctx->vctx.create_cq_ex = mrce_create_cq_ex;
 	ctx->vctx.create_srq_ex = mrce_create_srq_ex;

@@ -120,6 +120,29 @@ int mrce_dereg_mr(struct ibv_mr *mr)
 }
 
 /*
+ * ibv_advise_mr (through verbs_context): the advice is accepted, and there is
+ * nothing to do for it: the daemon reads and writes application memory with
+ * process_vm_readv/writev, which fault pages in as any access does, so no
+ * translation is ever cached that a prefetch could fill. Bad arguments get
+ * the man page's EINVAL; the lkeys are checked on use, not here.
+ */
+int mrce_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	if (!pd)
+		return EINVAL;
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EINVAL;
+	if (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH)
+		return EINVAL;
+	if (!num_sge || !sg_list)
+		return EINVAL;
+	return 0;
+}
+
+/*
  * ibv_rereg_mr: the IBV_REREG_MR_ERR_* convention, errno set. Registered
  * memory is never pinned here (the daemon reads it with process_vm_readv),
  * so there is nothing to do about fork: only the daemon's record changes.

@@ -599,6 +599,38 @@ static void test_wait_restarts(void)
 	CHECK(mrce_wait_restarts());
 }
 
+/* On-demand paging: the caps ibv_query_device_ex reports, ibv_advise_mr. */
+static void test_odp(void)
+{
+	struct ibv_odp_caps c;
+	struct ibv_pd pd = { 0 };
+	struct ibv_sge sge = { .addr = 4096, .length = 4096, .lkey = 1 };
+
+	mrce_odp_caps(&c, IBV_ATOMIC_HCA);
+	CHECK(c.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+	CHECK(c.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE);
+	CHECK(c.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_ATOMIC);
+	CHECK(c.per_transport_caps.uc_odp_caps == 0);
+	CHECK(c.per_transport_caps.ud_odp_caps & IBV_ODP_SUPPORT_RECV);
+	mrce_odp_caps(&c, IBV_ATOMIC_NONE);
+	CHECK(!(c.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_ATOMIC));
+	CHECK(mrce_advise_mr(&pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1) == 0);
+	CHECK(mrce_advise_mr(&pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			     IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) == 0);
+	CHECK(mrce_advise_mr(&pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, 0,
+			     &sge, 1) == 0);
+	CHECK(mrce_advise_mr(&pd, (enum ibv_advise_mr_advice)9, 0, &sge, 1) ==
+	      EINVAL);
+	CHECK(mrce_advise_mr(&pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &sge, 1) ==
+	      EINVAL);
+	CHECK(mrce_advise_mr(&pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 0) ==
+	      EINVAL);
+	CHECK(mrce_advise_mr(&pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, NULL, 1) ==
+	      EINVAL);
+	CHECK(mrce_advise_mr(NULL, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1) ==
+	      EINVAL);
+}
+
 int main(void)
 {
 	test_verbs_device_layout();
@@ -613,6 +645,7 @@ int main(void)
 	test_async_fds_init();
 	test_create_cq_comp_vector();
 	test_wait_restarts();
+	test_odp();
 	if (failures) {
 		fprintf(stderr, "test_device: %d checks failed\n", failures);
 		return 1;

@@ -47,10 +47,15 @@ public final class Mr {
         return !revoked;
     }
 
-    /** True when [va, va + len) lies inside this region. */
+    /**
+     * True when [va, va + len) lies inside this region. Addresses and the length are unsigned
+     * 64-bit and the test never adds, so it cannot overflow: an implicit on-demand-paging region
+     * (iova 0, length 2^64 - 1) holds every range that does not wrap past the top.
+     */
     public boolean contains(long va, long len) {
-        long start = va - iova;
-        return len >= 0 && start >= 0 && start <= length && len <= length - start;
+        long start = va - iova; // wraps below iova to a huge unsigned offset, refused next
+        return len >= 0 && Long.compareUnsigned(start, length) <= 0
+                && Long.compareUnsigned(len, length - start) <= 0;
     }
 
     /** The application address of iova {@code va}. */

@@ -73,7 +73,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     static final int REREG_MR_CHANGE_PD = 2;
     static final int REREG_MR_CHANGE_ACCESS = 4;
     private static final int SUPPORTED_ACCESS = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE
-            | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC | Ibv.ACCESS_RELAXED_ORDERING;
+            | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC | Ibv.ACCESS_RELAXED_ORDERING
+            | Ibv.ACCESS_ON_DEMAND;
 
     private final EngineAgent engine;
     private final MrTable mrTable;
@@ -438,8 +439,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         long length = p.getLong((int) RegMrReqDescriptor.OFF_LENGTH);
         long iova = p.getLong((int) RegMrReqDescriptor.OFF_IOVA);
         int err = checkMr(pd, access, addr, length, iova);
-        if (err == 0) {
-            err = probe(s.space, addr, length);
+        if (err == 0 && (access & Ibv.ACCESS_ON_DEMAND) == 0) {
+            err = probe(s.space, addr, length); // ODP: pages may be mapped later
         }
         if (err != 0) {
             fail(s, MRCE_OP_REG_MR, seq, err);
@@ -449,7 +450,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
             return;
         }
-        if (!charge(s, UserQuota.MR_BYTES, length)) {
+        if (!charge(s, UserQuota.MR_BYTES, pinned(access, length))) {
             discharge(s, UserQuota.MRS, 1);
             fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
             return;
@@ -464,7 +465,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         if (mr == null) {
             discharge(s, UserQuota.MRS, 1);
-            discharge(s, UserQuota.MR_BYTES, length);
+            discharge(s, UserQuota.MR_BYTES, pinned(access, length));
             fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
             return;
         }
@@ -477,18 +478,38 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         s.session.respond(MRCE_OP_REG_MR, seq, 0, r);
     }
 
+    /**
+     * The bytes an MR counts against the user's MR_BYTES quota: its length, none for an
+     * on-demand-paging MR (nothing of it is resident on the daemon's account, and an implicit
+     * one spans the whole address space).
+     */
+    static long pinned(int access, long length) {
+        return (access & Ibv.ACCESS_ON_DEMAND) != 0 ? 0 : length;
+    }
+
+    /**
+     * An implicit ODP registration: ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | ...),
+     * the whole address space, the keys valid at any address.
+     */
+    static boolean implicitOdp(int access, long addr, long length, long iova) {
+        return (access & Ibv.ACCESS_ON_DEMAND) != 0 && addr == 0 && iova == 0 && length == -1L;
+    }
+
     /** ibv_reg_mr(3) argument rules; 0 or an errno. */
     private int checkMr(Pd pd, int access, long addr, long length, long iova) {
         if (pd == null) {
             return Errno.ENOENT;
         }
         if ((access & ~SUPPORTED_ACCESS) != 0) {
-            return (access & (Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_ZERO_BASED | Ibv.ACCESS_MW_BIND
+            return (access & (Ibv.ACCESS_ZERO_BASED | Ibv.ACCESS_MW_BIND
                     | Ibv.ACCESS_HUGETLB)) != 0 ? Errno.EOPNOTSUPP : Errno.EINVAL;
         }
         if ((access & (Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_ATOMIC)) != 0
                 && (access & Ibv.ACCESS_LOCAL_WRITE) == 0) {
             return Errno.EINVAL;
+        }
+        if (implicitOdp(access, addr, length, iova)) {
+            return 0; // above max_mr_size by definition; Mr.contains compares unsigned
         }
         if (length <= 0 || Long.compareUnsigned(length, limits.maxMrSize()) > 0) {
             return Errno.EINVAL;
@@ -531,7 +552,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         releaseMr(mr);
         discharge(s, UserQuota.MRS, 1);
-        discharge(s, UserQuota.MR_BYTES, mr.length);
+        discharge(s, UserQuota.MR_BYTES, pinned(mr.access, mr.length));
         LocalSession session = s.session;
         // Answer only after the engine revoked it: no copy touches the region once dereg returns.
         Runnable revoke = () -> {
@@ -917,7 +938,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     mr.revoke();
                     releaseMr(mr);
                     discharge(s, UserQuota.MRS, 1);
-                    discharge(s, UserQuota.MR_BYTES, mr.length);
+                    discharge(s, UserQuota.MR_BYTES, pinned(mr.access, mr.length));
                 }
                 s.mrs.clear();
                 for (int i = 0; i < s.pds.size(); i++) {
@@ -1127,21 +1148,22 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         long length = move ? p.getLong((int) ReregMrReqDescriptor.OFF_LENGTH) : old.length;
         long iova = move ? p.getLong((int) ReregMrReqDescriptor.OFF_IOVA) : old.iova;
         int err = checkMr(pd, access, addr, length, iova);
-        if (err == 0 && move) {
+        if (err == 0 && move && (access & Ibv.ACCESS_ON_DEMAND) == 0) {
             err = probe(s.space, addr, length);
         }
         if (err != 0) {
             fail(s, MRCE_OP_REREG_MR, seq, err);
             return;
         }
-        if (!charge(s, UserQuota.MR_BYTES, length - old.length)) {
+        long grown = pinned(access, length) - pinned(old.access, old.length);
+        if (!charge(s, UserQuota.MR_BYTES, grown)) {
             fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
             return;
         }
         // New keys first: if none is free the region stays as it was.
         Mr mr = mrTable.register(handle, pd, s.space, addr, length, iova, access);
         if (mr == null) {
-            discharge(s, UserQuota.MR_BYTES, length - old.length);
+            discharge(s, UserQuota.MR_BYTES, grown);
             fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOMEM);
             return;
         }

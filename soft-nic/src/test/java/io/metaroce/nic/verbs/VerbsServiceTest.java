@@ -107,6 +107,36 @@ class VerbsServiceTest {
     }
 
     @Test
+    void onDemandPagingRegistersUnmappedRangesAndTheWholeAddressSpace() {
+        node.hello();
+        int pd = node.allocPd();
+        int odp = Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE;
+        // explicit ODP: nothing is probed, pages may be mapped after registration
+        FakeSession.Response r = node.regMrRaw(pd, 4096, 8192, odp);
+        assertThat(r.status()).as("unmapped range, ODP").isZero();
+        // implicit ODP: ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | ...)
+        FakeSession.Response implicit = node.regMrRaw(pd, 0, -1L, odp);
+        assertThat(implicit.status()).isZero();
+        int rkey = implicit.payload().getInt((int) io.metaroce.abi.RegMrRespDescriptor.OFF_RKEY);
+        Mr mr = node.engine.datapath().mrs.byRkey(rkey);
+        assertThat(mr.length).isEqualTo(-1L);
+        assertThat(mr.contains(0x7f00_0000_0000L, 4096)).isTrue();
+        // SIZE_MAX without ODP, or not at address 0, is no implicit registration
+        assertThat(node.regMrRaw(pd, 0, -1L, Ibv.ACCESS_LOCAL_WRITE).status()).isEqualTo(Errno.EINVAL);
+        assertThat(node.regMrRaw(pd, 4096, -1L, odp).status()).isEqualTo(Errno.EINVAL);
+        assertThat(node.regMrRaw(pd, -4096, 8192, odp).status()).as("wraps").isEqualTo(Errno.EINVAL);
+        assertThat(node.regMrRaw(pd, 0, -1L, Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_REMOTE_WRITE).status())
+                .as("remote write needs local write").isEqualTo(Errno.EINVAL);
+        assertThat(VerbsService.pinned(odp, 1L << 40)).as("ODP pins nothing").isZero();
+        assertThat(VerbsService.pinned(Ibv.ACCESS_LOCAL_WRITE, 8192)).isEqualTo(8192);
+        int handle = implicit.payload().getInt((int) io.metaroce.abi.RegMrRespDescriptor.OFF_HANDLE);
+        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(handle)).status()).isZero();
+        int h2 = r.payload().getInt((int) io.metaroce.abi.RegMrRespDescriptor.OFF_HANDLE);
+        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(h2)).status()).isZero();
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isZero();
+    }
+
+    @Test
     void busyObjectsAndBadHandles() {
         node.hello();
         int pd = node.allocPd();
