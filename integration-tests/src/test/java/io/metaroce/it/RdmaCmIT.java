@@ -278,7 +278,12 @@ class RdmaCmIT {
      * race", after 0.4.11). When the server's child is descheduled between the two, the client's
      * connect reaches the daemon before the listen and is REJECTED with status 8 (invalid service
      * id), as the kernel's rdma_cm answers a REQ for a port nobody listens on. Seen with the
-     * client's REJECTED and no "listen on service" line yet in the server's rdmacm log.
+     * client's REJECTED and no "listen on service" line yet in the server's rdmacm log, and made
+     * to happen every time by stopping the server's child in gdb at rdma_listen (follow-fork-mode
+     * child): the client then fails with this test's message, "unexpected event from RDMA CM:
+     * Event rejected, expecting: Event established", its rdmacm log "connect answered: Connection
+     * refused". A qperf with the upstream order, or a library that reserves the port at
+     * rdma_bind_addr and holds requests until rdma_listen, ends it.
      */
     @Test
     void qperfCm() {
