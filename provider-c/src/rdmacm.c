@@ -1175,8 +1175,11 @@ EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	/*
 	 * A port the bind picked (port 0 asked for) is only a guess until the
 	 * daemon takes the listen: when another listener holds it, pick again,
-	 * as the kernel's bind would have picked a free one (qperf -cm1 binds
-	 * port 0 and sends the port to its client after rdma_listen).
+	 * as the kernel's bind would have picked a free one. An application
+	 * that read the port with rdma_get_src_port before rdma_listen (qperf
+	 * -cm1 does) then holds the old one: such a collision is rare (random
+	 * ports in 32768..60999), and the kernel reserves the port at bind
+	 * time, which the daemon's service has no op for yet.
 	 */
 	port = r->eph_port ? 0 : ntohs(r->id.route.addr.src_sin.sin_port);
 	for (i = 0; i < 64; i++) {
