@@ -175,8 +175,11 @@ class RdmaChannelFlowControlTest {
             if (heldBack) {
                 r.eventLoop().execute(() -> reader.grant(readerCtx, 64));
                 bursts++;
-                // bounded wait until the burst let the writer go on
+                // bounded wait until the burst let the writer go on, or until the reader used up its
+                // grant (the burst may free the writer and see it held back again before this thread
+                // looks: a new hold, which the outer loop answers with a new grant)
                 while (w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get()
+                        && r.eventLoop().submit(() -> reader.budget > 0).get()
                         && !writer.allWritten.get()) {
                     assertThat(System.nanoTime()).isLessThan(deadline);
                     java.util.concurrent.locks.LockSupport.parkNanos(50_000);
