@@ -455,7 +455,11 @@ bool mrce_wait_restarts(void)
 	int sig;
 
 	for (sig = 1; sig < NSIG; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa))
+		/* faults are raised by the faulting thread itself and never interrupt a
+		 * wait; sanitizer runtimes and JVMs catch them without SA_RESTART */
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS ||
+		    sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS ||
+		    sigaction(sig, NULL, &sa))
 			continue;
 		if (!(sa.sa_flags & SA_SIGINFO) &&
 		    (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
