@@ -211,9 +211,6 @@ public final class UdQp {
             MemorySegment.copy(f, 0, out, 0, frameLen);
             dp.port.commit(frameLen, burstDst[i], qp.peerPort, burstEntropy[i]);
             ud.packetsTx++;
-            if (burstSignaled[i]) {
-                cq.post(burstWrId[i], Ibv.WC_SUCCESS, Ibv.WC_SEND, burstLen[i], 0, qp.qpn, 0, 0, false);
-            }
         }
         int consumed = failedAt;
         if (failedAt < count) {
@@ -223,14 +220,24 @@ public final class UdQp {
             errWrId = burstWrId[failedAt];
         }
         if (errStatus >= 0) {
-            cq.post(errWrId, errStatus, Ibv.WC_SEND, 0, 0, qp.qpn, 0, 0, false);
-            ud.sendErrors++;
             consumed++;
-            qp.state = Ibv.QPS_SQE;
         }
+        // The send queue's slots are free before their completions are seen: an application that
+        // posts again as soon as it polls a completion (UCX's ud_verbs counts its room so) must
+        // find the room (it got ENOMEM from ibv_post_send when the completions came first).
         sqConsumer += consumed;
         if (consumed > 0) {
             qp.sq.consumerRelease(sqConsumer);
+        }
+        for (int i = 0; i < failedAt; i++) {
+            if (burstSignaled[i]) {
+                cq.post(burstWrId[i], Ibv.WC_SUCCESS, Ibv.WC_SEND, burstLen[i], 0, qp.qpn, 0, 0, false);
+            }
+        }
+        if (errStatus >= 0) {
+            cq.post(errWrId, errStatus, Ibv.WC_SEND, 0, 0, qp.qpn, 0, 0, false);
+            ud.sendErrors++;
+            qp.state = Ibv.QPS_SQE;
         }
         return consumed;
     }
