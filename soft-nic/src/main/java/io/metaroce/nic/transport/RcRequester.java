@@ -1267,7 +1267,7 @@ public final class RcRequester {
                 // neither was ever blamed.
                 long oldest = p.txSeq[p.una & Path.RING_MASK];
                 boolean evidence = lastDeliveredSeq > oldest || othersAwaitReports(dp, p, oldest, nowNs);
-                int q = evidence ? p.id : pathSet.freshest(p.id, slotLen[slot]);
+                int q = evidence ? p.id : pathSet.freshest(p.id);
                 long keep = p.lastProgressNs;
                 sendOnPath(dp, rsn, q, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
                 if (q == p.id) {
