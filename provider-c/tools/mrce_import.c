@@ -16,7 +16,10 @@
  * rkey. Destroying imported objects is the exporter's (EPERM); a handle the
  * exporter deregistered meanwhile is stale (ENOENT); an unimported PD can be
  * imported again. The exporter then checks every byte of its buffer: the
- * pattern where it was written, 0xa5 everywhere else. ibv_alloc_td and
+ * pattern where it was written, 0xa5 everywhere else. A second importer
+ * that imported another PD is killed holding it: the exporter's
+ * ibv_dealloc_pd of that PD is EBUSY before, and succeeds once the daemon
+ * dropped the dead process's reference. ibv_alloc_td and
  * ibv_alloc_parent_domain answer EOPNOTSUPP.
  * Lines: "CHECK name: PASS|FAIL detail", then "mrce_import: importer OK" and
  * "mrce_import: exporter OK"; any failure prints "mrce_import: FAIL ..." and
@@ -33,6 +36,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "mrce_tool_common.h"
@@ -246,6 +250,92 @@ static int importer(int sock, int gidx)
 	return 0;
 }
 
+/*
+ * A second importer that takes a reference to the PD and is killed holding
+ * it: the daemon must drop that reference, and only it.
+ */
+static int holder(int sock)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct offer o;
+	char c;
+	int fd;
+
+	fd = recv_fd(sock, &o, sizeof(o));
+	ctx = ibv_import_device(fd);
+	pd = ctx ? ibv_import_pd(ctx, o.pd_handle) : NULL;
+	if (!pd)
+		tool_fail("holder: import: %s", strerror(errno));
+	tool_write_all(sock, "i", 1);
+	tool_read_all(sock, &c, 1); /* until killed */
+	return 1;
+}
+
+/* Starts this program again as an importer ("-c") or holder ("-k") on sv[1]. */
+static pid_t start_importer(const char *self, const char *mode, int sv[2],
+			    int gidx, int timeout)
+{
+	pid_t pid;
+
+	/* SOCK_CLOEXEC on our end only: the importer keeps sv[1] over exec. */
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+	    fcntl(sv[0], F_SETFD, FD_CLOEXEC))
+		tool_fail("socketpair: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		tool_fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		char fdarg[16], garg[16], targ[16];
+
+		snprintf(fdarg, sizeof(fdarg), "%d", sv[1]);
+		snprintf(garg, sizeof(garg), "%d", gidx);
+		snprintf(targ, sizeof(targ), "%d", timeout);
+		execl(self, self, "-g", garg, "-t", targ, mode, fdarg,
+		      (char *)NULL);
+		printf("mrce_import: FAIL exec %s: %s\n", self, strerror(errno));
+		_exit(1);
+	}
+	close(sv[1]);
+	return pid;
+}
+
+/*
+ * The exporter's dealloc of a PD a killed importer held: EBUSY while held,
+ * then 0 once the daemon saw the process go (a bounded poll: the daemon
+ * reclaims a dead process's session on its own thread).
+ */
+static void check_killed_holder(const char *self, struct ibv_context *ctx,
+				int gidx, int timeout)
+{
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct offer o = { 0 };
+	int sv[2], status, ret, i;
+	pid_t pid;
+	char c;
+
+	if (!pd2)
+		tool_fail("alloc_pd: %s", strerror(errno));
+	o.pd_handle = pd2->handle;
+	pid = start_importer(self, "-k", sv, gidx, timeout);
+	send_fd(sv[0], ctx->cmd_fd, &o, sizeof(o));
+	tool_read_all(sv[0], &c, 1);
+	ret = ibv_dealloc_pd(pd2);
+	tool_check("dealloc_pd_while_imported_ebusy", ret == EBUSY, "ret %d",
+		   ret);
+	if (kill(pid, SIGKILL) || waitpid(pid, &status, 0) != pid)
+		tool_fail("kill holder: %s", strerror(errno));
+	close(sv[0]);
+	for (i = 0; i < 10000; i++) {
+		ret = ibv_dealloc_pd(pd2);
+		if (ret != EBUSY)
+			break;
+		usleep(1000);
+	}
+	tool_check("dealloc_pd_after_holder_killed", ret == 0,
+		   "ret %d after %d polls", ret, i);
+}
+
 static int exporter(const char *self, const char *dev, int gidx,
 		    int timeout)
 {
@@ -292,25 +382,7 @@ static int exporter(const char *self, const char *dev, int gidx,
 	if (ibv_dereg_mr(spare))
 		tool_fail("dereg_mr spare");
 
-	/* SOCK_CLOEXEC on our end only: the importer keeps sv[1] over exec. */
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
-	    fcntl(sv[0], F_SETFD, FD_CLOEXEC))
-		tool_fail("socketpair: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		tool_fail("fork: %s", strerror(errno));
-	if (pid == 0) {
-		char fdarg[16], garg[16], targ[16];
-
-		snprintf(fdarg, sizeof(fdarg), "%d", sv[1]);
-		snprintf(garg, sizeof(garg), "%d", gidx);
-		snprintf(targ, sizeof(targ), "%d", timeout);
-		execl(self, self, "-g", garg, "-t", targ, "-c", fdarg,
-		      (char *)NULL);
-		printf("mrce_import: FAIL exec %s: %s\n", self, strerror(errno));
-		_exit(1);
-	}
-	close(sv[1]);
+	pid = start_importer(self, "-c", sv, gidx, timeout);
 	send_fd(sv[0], ctx->cmd_fd, &o, sizeof(o));
 	tool_read_all(sv[0], &a, sizeof(a));
 	tool_rc_to_rts(qp, a.qpn, gid.raw, gidx);
@@ -331,6 +403,7 @@ static int exporter(const char *self, const char *dev, int gidx,
 		   "%zu of %d bytes wrong (pattern %d bytes at %d, crc 0x%08x)",
 		   bad, BUF_LEN, PAT_LEN, PAT_OFF,
 		   tool_crc32(buf + PAT_OFF, PAT_LEN));
+	check_killed_holder(self, ctx, gidx, timeout);
 	/* The importer's references are gone with it: everything goes. */
 	if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr))
 		tool_fail("destroy qp/mr: %s", strerror(errno));
@@ -347,14 +420,15 @@ static int exporter(const char *self, const char *dev, int gidx,
 int main(int argc, char **argv)
 {
 	const char *dev = "mrce0";
-	int gidx = 0, timeout = 60, sock = -1, c;
+	int gidx = 0, timeout = 60, sock = -1, hold = -1, c;
 
-	while ((c = getopt(argc, argv, "d:g:t:c:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:t:c:k:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
 		case 't': timeout = atoi(optarg); break;
 		case 'c': sock = atoi(optarg); break; /* the importer */
+		case 'k': hold = atoi(optarg); break;  /* the killed holder */
 		default:
 			fprintf(stderr, "usage: %s [-d DEV] [-g GIDX] [-t S]\n",
 				argv[0]);
@@ -365,5 +439,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (sock >= 0)
 		return importer(sock, gidx);
+	if (hold >= 0)
+		return holder(hold);
 	return exporter("/proc/self/exe", dev, gidx, timeout);
 }

@@ -21,8 +21,9 @@ import org.junit.jupiter.api.Timeout;
  * its own QP on the imported PD and RDMA WRITEs into the exporter's buffer with the imported MR's
  * address and rkey; the exporter finds the pattern byte for byte where it was written and its
  * fill everywhere else. Also refused: a pipe and a forged context memfd as cmd_fd, unknown and
- * stale handles, destroying imported objects (EPERM); ibv_alloc_td and parent domains answer
- * EOPNOTSUPP.
+ * stale handles, destroying imported objects (EPERM). A second importer killed while it holds
+ * another PD: the exporter's ibv_dealloc_pd is EBUSY before and succeeds after (the daemon drops
+ * the dead process's reference only). ibv_alloc_td and parent domains answer EOPNOTSUPP.
  */
 @Timeout(180)
 class ImportIT {
@@ -33,7 +34,7 @@ class ImportIT {
             "parent_domain_eopnotsupp", "rdma_write_into_exporters_mr", "dereg_imported_mr_eperm",
             "dealloc_imported_pd_eperm", "import_mr_stale_handle", "reimport_after_unimport",
             "reimport_mr_after_unimport", "close_device_closed_cmd_fd", "importer_exited_0", "write_landed",
-            "dealloc_pd_after_importer");
+            "dealloc_pd_while_imported_ebusy", "dealloc_pd_after_holder_killed", "dealloc_pd_after_importer");
 
     private static final Pattern CHECK = Pattern.compile("(?m)^CHECK (\\S+): (PASS|FAIL) ?(.*)$");
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(60);
