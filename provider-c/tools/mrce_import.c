@@ -13,7 +13,9 @@
  * PD and the MR (and refuses unknown handles), makes its own CQ, QP and source
  * MR on the imported PD, connects to the exporter's QP and RDMA WRITEs a
  * pattern into the exporter's buffer at the imported MR's address with its
- * rkey. Destroying imported objects is the exporter's (EPERM); a handle the
+ * rkey; the imported lkey as a source of its own QP completes with
+ * IBV_WC_LOC_PROT_ERR (a process's QPs reach only its own memory). Destroying
+ * imported objects is the exporter's (EPERM); a handle the
  * exporter deregistered meanwhile is stale (ENOENT); an unimported PD can be
  * imported again. The exporter then checks every byte of its buffer: the
  * pattern where it was written, 0xa5 everywhere else. A second importer
@@ -50,7 +52,7 @@ struct offer {
 	uint32_t pd_handle;
 	uint32_t mr_handle;
 	uint32_t spare_mr_handle; /* deregistered before the importer asks */
-	uint32_t qpn;
+	uint32_t qpn[2];
 	uint8_t gid[16];
 	uint64_t addr;            /* what ibv_import_mr must report */
 	uint64_t length;
@@ -58,8 +60,7 @@ struct offer {
 };
 
 struct answer {
-	uint32_t qpn;
-	uint32_t pad;
+	uint32_t qpn[2];
 };
 
 static uint8_t pattern(size_t i)
@@ -161,7 +162,7 @@ static int importer(int sock, int gidx)
 	struct ibv_pd *pd, *bad_pd;
 	struct ibv_mr *mr, *src_mr, *bad_mr;
 	struct ibv_cq *cq;
-	struct ibv_qp *qp;
+	struct ibv_qp *qp, *qp2;
 	uint8_t *src;
 	int fd, st, ret;
 	char go;
@@ -204,8 +205,11 @@ static int importer(int sock, int gidx)
 		tool_fail("reg_mr/create_cq on the imported PD: %s",
 			  strerror(errno));
 	qp = tool_rc_qp(pd, cq);
-	a.qpn = qp->qp_num;
-	tool_rc_to_rts(qp, o.qpn, o.gid, gidx);
+	qp2 = tool_rc_qp(pd, cq);
+	a.qpn[0] = qp->qp_num;
+	a.qpn[1] = qp2->qp_num;
+	tool_rc_to_rts(qp, o.qpn[0], o.gid, gidx);
+	tool_rc_to_rts(qp2, o.qpn[1], o.gid, gidx);
 	tool_write_all(sock, &a, sizeof(a));
 	tool_read_all(sock, &go, 1); /* the exporter's QP is ready */
 	st = tool_rc_write_wait(qp, cq, src_mr, src, PAT_LEN,
@@ -213,6 +217,14 @@ static int importer(int sock, int gidx)
 	tool_check("rdma_write_into_exporters_mr", st == IBV_WC_SUCCESS,
 		   "status %s, %d bytes, crc 0x%08x", ibv_wc_status_str(st),
 		   PAT_LEN, tool_crc32(src, PAT_LEN));
+	/*
+	 * The imported lkey names the exporter's memory: this process's QPs
+	 * never reach it (nothing is read, nothing lands).
+	 */
+	st = tool_rc_write_wait(qp2, cq, mr, mr->addr, 4096,
+				(uintptr_t)mr->addr + BUF_LEN - 4096, mr->rkey, 2);
+	tool_check("imported_lkey_not_local", st == IBV_WC_LOC_PROT_ERR,
+		   "status %s", ibv_wc_status_str(st));
 
 	/* Destroying is the exporter's; the importer unimports. */
 	ret = ibv_dereg_mr(mr);
@@ -224,7 +236,8 @@ static int importer(int sock, int gidx)
 	tool_check("import_mr_stale_handle", !bad_mr && errno == ENOENT,
 		   "errno %d (%s)", errno, strerror(errno));
 	ibv_unimport_mr(mr);
-	if (ibv_destroy_qp(qp) || ibv_destroy_cq(cq) || ibv_dereg_mr(src_mr))
+	if (ibv_destroy_qp(qp) || ibv_destroy_qp(qp2) || ibv_destroy_cq(cq) ||
+	    ibv_dereg_mr(src_mr))
 		tool_fail("destroy own objects: %s", strerror(errno));
 	ibv_unimport_pd(pd);
 	/* Unimporting dropped this process's reference only: the PD is there. */
@@ -345,7 +358,7 @@ static int exporter(const char *self, const char *dev, int gidx,
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	struct ibv_mr *mr, *spare;
-	struct ibv_qp *qp;
+	struct ibv_qp *qp, *qp2;
 	union ibv_gid gid;
 	struct stat sb;
 	size_t bad = 0;
@@ -370,10 +383,12 @@ static int exporter(const char *self, const char *dev, int gidx,
 	if (!mr || !spare)
 		tool_fail("reg_mr: %s", strerror(errno));
 	qp = tool_rc_qp(pd, cq);
+	qp2 = tool_rc_qp(pd, cq);
 	o.pd_handle = pd->handle;
 	o.mr_handle = mr->handle;
 	o.spare_mr_handle = spare->handle;
-	o.qpn = qp->qp_num;
+	o.qpn[0] = qp->qp_num;
+	o.qpn[1] = qp2->qp_num;
 	memcpy(o.gid, gid.raw, 16);
 	o.addr = (uintptr_t)mr->addr;
 	o.length = mr->length;
@@ -385,7 +400,8 @@ static int exporter(const char *self, const char *dev, int gidx,
 	pid = start_importer(self, "-c", sv, gidx, timeout);
 	send_fd(sv[0], ctx->cmd_fd, &o, sizeof(o));
 	tool_read_all(sv[0], &a, sizeof(a));
-	tool_rc_to_rts(qp, a.qpn, gid.raw, gidx);
+	tool_rc_to_rts(qp, a.qpn[0], gid.raw, gidx);
+	tool_rc_to_rts(qp2, a.qpn[1], gid.raw, gidx);
 	tool_write_all(sv[0], "g", 1);
 	tool_read_all(sv[0], &c, 1); /* the importer is done */
 	if (waitpid(pid, &status, 0) != pid)
@@ -405,7 +421,7 @@ static int exporter(const char *self, const char *dev, int gidx,
 		   tool_crc32(buf + PAT_OFF, PAT_LEN));
 	check_killed_holder(self, ctx, gidx, timeout);
 	/* The importer's references are gone with it: everything goes. */
-	if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr))
+	if (ibv_destroy_qp(qp) || ibv_destroy_qp(qp2) || ibv_dereg_mr(mr))
 		tool_fail("destroy qp/mr: %s", strerror(errno));
 	if (ibv_destroy_cq(cq))
 		tool_fail("destroy cq");

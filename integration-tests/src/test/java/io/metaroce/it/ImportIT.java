@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Timeout;
  * imports the device, the PD and the MR (ibv_import_device, ibv_import_pd, ibv_import_mr), makes
  * its own QP on the imported PD and RDMA WRITEs into the exporter's buffer with the imported MR's
  * address and rkey; the exporter finds the pattern byte for byte where it was written and its
- * fill everywhere else. Also refused: a pipe and a forged context memfd as cmd_fd, unknown and
+ * fill everywhere else (the imported lkey as the importer's own source fails with a local
+ * protection error: a process's QPs reach only its memory). Also refused: a pipe and a forged context memfd as cmd_fd, unknown and
  * stale handles, destroying imported objects (EPERM). A second importer killed while it holds
  * another PD: the exporter's ibv_dealloc_pd is EBUSY before and succeeds after (the daemon drops
  * the dead process's reference only). ibv_alloc_td and parent domains answer EOPNOTSUPP.
@@ -31,7 +32,7 @@ class ImportIT {
     static final List<String> CHECKS = List.of("cmd_fd_is_a_memfd", "import_pipe_refused",
             "import_forged_refused", "import_device", "cmd_fd_is_the_given_fd", "import_pd_unknown_handle",
             "import_pd", "import_mr_unknown_handle", "import_mr", "alloc_td_eopnotsupp",
-            "parent_domain_eopnotsupp", "rdma_write_into_exporters_mr", "dereg_imported_mr_eperm",
+            "parent_domain_eopnotsupp", "rdma_write_into_exporters_mr", "imported_lkey_not_local", "dereg_imported_mr_eperm",
             "dealloc_imported_pd_eperm", "import_mr_stale_handle", "reimport_after_unimport",
             "reimport_mr_after_unimport", "close_device_closed_cmd_fd", "importer_exited_0", "write_landed",
             "dealloc_pd_while_imported_ebusy", "dealloc_pd_after_holder_killed", "dealloc_pd_after_importer");
