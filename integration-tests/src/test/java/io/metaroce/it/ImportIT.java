@@ -15,16 +15,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A PD and an MR shared between two processes on one host (provider-c/build/mrce_import):
- * the exporter passes its context's cmd_fd by SCM_RIGHTS to a process it starts; that process
- * imports the device, the PD and the MR (ibv_import_device, ibv_import_pd, ibv_import_mr), makes
- * its own QP on the imported PD and RDMA WRITEs into the exporter's buffer with the imported MR's
- * address and rkey; the exporter finds the pattern byte for byte where it was written and its
- * fill everywhere else (the imported lkey as the importer's own source fails with a local
- * protection error: a process's QPs reach only its memory). Also refused: a pipe and a forged context memfd as cmd_fd, unknown and
- * stale handles, destroying imported objects (EPERM). A second importer killed while it holds
- * another PD: the exporter's ibv_dealloc_pd is EBUSY before and succeeds after (the daemon drops
- * the dead process's reference only). ibv_alloc_td and parent domains answer EOPNOTSUPP.
+ * A PD and an MR shared between two processes on one host (provider-c/build/mrce_import): the
+ * exporter passes its context's cmd_fd by SCM_RIGHTS to a process it starts; that process imports
+ * the device, the PD and the MR (ibv_import_device, ibv_import_pd, ibv_import_mr), makes its own
+ * QP on the imported PD and RDMA WRITEs into the exporter's buffer with the imported MR's address
+ * and rkey; the exporter finds the pattern byte for byte where it was written and its fill
+ * everywhere else. The imported lkey as the importer's own source fails with a local protection
+ * error (a process's QPs reach only its memory). Also refused: a pipe and a forged context memfd
+ * as cmd_fd, unknown and stale handles, destroying imported objects (EPERM). A second importer
+ * killed while it holds another PD: the exporter's ibv_dealloc_pd is EBUSY before and succeeds
+ * after (the daemon drops the dead process's reference only). ibv_alloc_td and parent domains
+ * answer EOPNOTSUPP.
  */
 @Timeout(180)
 class ImportIT {
