@@ -190,7 +190,8 @@ struct mrce_cqe {
  * Socket path: $METAROCE_SOCK if set, else
  * /tmp/metaroce/nicd-<inode of /proc/self/ns/net>.sock, so a process finds
  * the daemon of its own network namespace with no configuration.
- * Object handles are daemon-chosen u32 values, unique per connection.
+ * Object handles are daemon-chosen u32 values, unique per connection (per
+ * context for the connections of a shared context, ops 26..31).
  * MRCE_NO_HANDLE means "none" (no completion channel, no SRQ).
  * ------------------------------------------------------------------------ */
 #define MRCE_CTRL_MAX_FRAME 4096
