@@ -215,6 +215,11 @@ public final class NicDaemon implements Callable<Integer> {
             description = "then idle cycles yielding the CPU (sched_yield), before sleeping in epoll (default 0)")
     int idleYields;
 
+    @Option(names = "--no-warmup",
+            description = "report ready without first warming the data path (a loopback exchange in memory that"
+                    + " lets the JIT compile it; about a second at start, docs/architecture.md)")
+    boolean noWarmup;
+
     public static void main(String[] args) {
         System.exit(new CommandLine(new NicDaemon()).execute(args));
     }
@@ -377,6 +382,9 @@ public final class NicDaemon implements Callable<Integer> {
         CountDownLatch stop = new CountDownLatch(1);
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
+        if (!noWarmup) {
+            LOG.info("data path warmed: {}", io.metaroce.nic.warmup.Warmup.run());
+        }
         if (devices.size() == 1) {
             return serve(devices.get(0), 0, stop);
         }
