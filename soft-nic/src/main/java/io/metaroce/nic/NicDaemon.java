@@ -382,9 +382,6 @@ public final class NicDaemon implements Callable<Integer> {
         CountDownLatch stop = new CountDownLatch(1);
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
-        if (!noWarmup) {
-            LOG.info("data path warmed: {}", io.metaroce.nic.warmup.Warmup.run());
-        }
         if (devices.size() == 1) {
             return serve(devices.get(0), 0, stop);
         }
@@ -454,6 +451,9 @@ public final class NicDaemon implements Callable<Integer> {
             engine.datapath().rtoInitialNs = Math.max(engine.datapath().rtoInitialNs, 2 * rtoMinUs * 1000);
             engine.datapath().tlpMinNs = tlpMinUs * 1000;
             engine.datapath().ccSlackMinNs = ccSlackUs * 1000;
+            if (!noWarmup) {
+                LOG.info("data path warmed: {}", io.metaroce.nic.warmup.Warmup.once(engine.datapath()));
+            }
             CmBridge cm = cmPort == 0 ? null : CmBridge.start(engine, net.ipv4(),
                     new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
                     cmDisconnectGraceMs, cmSecret);

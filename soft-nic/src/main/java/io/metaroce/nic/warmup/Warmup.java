@@ -27,6 +27,7 @@ import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
+import io.metaroce.nic.transport.Datapath;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.NetInfo;
@@ -68,6 +69,8 @@ public final class Warmup {
     /** Bound on the warm-up's wall time: past it the warm-up stops where it is. */
     public static final long DEFAULT_BUDGET_NS = 10_000_000_000L;
     private static final int UDP_PORT = 4793;
+    /** Paths per QP at most: 48 (the daemon's default) made a round 20 to 80 ms long, 8 about 1 ms. */
+    private static final int WARM_PATHS = 8;
     private static final int BUF = 128 * 1024;
     private static final int[] SEND_SIZES = {64, 4096};
     private static final int WRITE_BIG = 65536;
@@ -88,21 +91,38 @@ public final class Warmup {
 
     private Warmup() {}
 
+    private static boolean done;
+
     /** The daemon's warm-up: until the JIT is quiet, within the round and time bounds. */
     public static Result run() throws Exception {
-        return run(MIN_ROUNDS, MAX_ROUNDS, DEFAULT_BUDGET_NS);
+        return run(MIN_ROUNDS, MAX_ROUNDS, DEFAULT_BUDGET_NS, null);
+    }
+
+    /**
+     * The daemon's warm-up, once per JVM (a daemon serving several devices warms up once): with
+     * the transport settings of {@code settings} (paths, timers, baseline mode), after the real
+     * port is open (its classes loaded, so that the code compiled here stays valid) and before the
+     * engine runs. Returns null when it already ran.
+     */
+    public static synchronized Result once(Datapath settings) throws Exception {
+        if (done) {
+            return null;
+        }
+        done = true;
+        return run(MIN_ROUNDS, MAX_ROUNDS, DEFAULT_BUDGET_NS, settings);
     }
 
     /** Exactly {@code rounds} rounds, unless {@code budgetNs} runs out first. */
     public static Result run(int rounds, long budgetNs) throws Exception {
-        return run(rounds, rounds, budgetNs);
+        return run(rounds, rounds, budgetNs, null);
     }
 
     /**
      * At least {@code minRounds} rounds, then until the JIT compiled nothing during
      * {@link #QUIET_ROUNDS} rounds, at most {@code maxRounds}; stops when {@code budgetNs} runs out.
+     * The transport settings are those of {@code settings}, or the defaults when it is null.
      */
-    public static Result run(int minRounds, int maxRounds, long budgetNs) throws Exception {
+    public static Result run(int minRounds, int maxRounds, long budgetNs, Datapath settings) throws Exception {
         long start = System.nanoTime();
         long deadline = start + budgetNs;
         int ipA = Inet4.parse("198.18.255.1");
@@ -111,12 +131,15 @@ public final class Warmup {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         boolean canWatch = jit != null && jit.isCompilationTimeMonitoringSupported();
         try (MemoryPortPair link = new MemoryPortPair(ipA, ipB, UDP_PORT, frame);
-                Host a = new Host(link.a, 1);
-                Host b = new Host(link.b, 2);
+                Host a = new Host(link.a, 1, settings);
+                Host b = new Host(link.b, 2, settings);
                 Arena arena = Arena.ofShared()) {
             MemorySegment bufA = arena.allocate(BUF, 4096);
             MemorySegment bufB = arena.allocate(BUF, 4096);
             Pair[] pairs = {connect(a, b, bufA, bufB, Ibv.MTU_1024), connect(a, b, bufA, bufB, Ibv.MTU_4096)};
+            // a QP that never connects, as a daemon polls while its applications set theirs up
+            a.idleQp();
+            b.idleQp();
             int done = 0;
             long jitMs = canWatch ? jit.getTotalCompilationTime() : 0;
             String stop = "rounds";
@@ -140,6 +163,10 @@ public final class Warmup {
                 }
             }
             long frames = link.a.counters().txFrames + link.b.counters().txFrames;
+            if (System.getProperty("mrce.warmup.debug") != null) {
+                System.err.println("warm-up: drops " + (link.a.drops + link.b.drops) + "; A " + a.engine.datapath().counters
+                        + "; B " + b.engine.datapath().counters);
+            }
             return new Result(done, System.nanoTime() - start, frames, stop);
         }
     }
@@ -286,9 +313,21 @@ public final class Warmup {
         private final WqeFlyweight wqe = new WqeFlyweight();
         private final CqeFlyweight cqe = new CqeFlyweight();
 
-        Host(MemoryPortPair.End port, long sessionId) throws Exception {
+        Host(MemoryPortPair.End port, long sessionId, Datapath settings) throws Exception {
             this.ip = port.localIp();
             this.engine = new EngineAgent(port, new MrTable(64));
+            if (settings != null) {
+                Datapath dp = engine.datapath();
+                // more paths make no other code run, only slower rounds (each waits on more paths' ACKs)
+                dp.paths = Math.min(settings.paths, WARM_PATHS);
+                dp.entropyPorts = settings.entropyPorts;
+                dp.baseline = settings.baseline;
+                dp.rtoMinNs = settings.rtoMinNs;
+                dp.rtoInitialNs = settings.rtoInitialNs;
+                dp.rtoMaxNs = settings.rtoMaxNs;
+                dp.tlpMinNs = settings.tlpMinNs;
+                dp.ccSlackMinNs = settings.ccSlackMinNs;
+            }
             VerbsService v;
             try {
                 v = new VerbsService(engine, engine.datapath().mrs, new NetInfo("warmup", ip, 9000, true, 0),
@@ -370,6 +409,16 @@ public final class Warmup {
                     p.getInt((int) CreateQpRespDescriptor.OFF_QP_NUM),
                     new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_SQ_OFFSET))),
                     new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET))));
+        }
+
+        /** A QP left in INIT. */
+        void idleQp() {
+            QpRef q = createQp(lastCq, 4);
+            QpAttrs init = new QpAttrs();
+            init.qpState = Ibv.QPS_INIT;
+            init.portNum = 1;
+            init.qpAccessFlags = Ibv.ACCESS_LOCAL_WRITE;
+            modify(q.handle(), Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS, init);
         }
 
         private void modify(int qp, int mask, QpAttrs attrs) {
