@@ -163,10 +163,6 @@ public final class Warmup {
                 }
             }
             long frames = link.a.counters().txFrames + link.b.counters().txFrames;
-            if (System.getProperty("mrce.warmup.debug") != null) {
-                System.err.println("warm-up: drops " + (link.a.drops + link.b.drops) + "; A " + a.engine.datapath().counters
-                        + "; B " + b.engine.datapath().counters);
-            }
             return new Result(done, System.nanoTime() - start, frames, stop);
         }
     }
