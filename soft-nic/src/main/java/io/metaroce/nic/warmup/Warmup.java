@@ -47,7 +47,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 /**
  * Warms the data path at daemon start, before the daemon reports ready: two throwaway hosts in
  * this process, each an {@link EngineAgent} with its {@link VerbsService}, joined by a
- * {@link MemoryPortPair}, and an application role played here as the provider plays it (control
+ * {@link MemorySwitch}, and an application role played here as the provider plays it (control
  * ops, SQ/RQ rings, CQ rings, registered memory copied with the daemon's own DMA). RC SEND/RECV
  * ping-pong, RDMA WRITE (with and without immediate), RDMA READ and a fetch-and-add run through
  * the real requester, responder and duty cycle at two path MTUs until the JIT has compiled them.
@@ -125,21 +125,25 @@ public final class Warmup {
     public static Result run(int minRounds, int maxRounds, long budgetNs, Datapath settings) throws Exception {
         long start = System.nanoTime();
         long deadline = start + budgetNs;
-        int ipA = Inet4.parse("198.18.255.1");
-        int ipB = Inet4.parse("198.18.255.2");
+        int[] ips = {Inet4.parse("198.18.255.1"), Inet4.parse("198.18.255.2"), Inet4.parse("198.18.255.3")};
         int frame = Wire.frameBytes(9000);
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         boolean canWatch = jit != null && jit.isCompilationTimeMonitoringSupported();
-        try (MemoryPortPair link = new MemoryPortPair(ipA, ipB, UDP_PORT, frame);
-                Host a = new Host(link.a, 1, settings);
-                Host b = new Host(link.b, 2, settings);
+        try (MemorySwitch link = new MemorySwitch(ips, UDP_PORT, frame);
+                Host a = new Host(link.end(0), 1, settings);
+                Host b = new Host(link.end(1), 2, settings);
+                Host c = new Host(link.end(2), 3, settings);
                 Arena arena = Arena.ofShared()) {
             MemorySegment bufA = arena.allocate(BUF, 4096);
             MemorySegment bufB = arena.allocate(BUF, 4096);
-            Pair[] pairs = {connect(a, b, bufA, bufB, Ibv.MTU_1024), connect(a, b, bufA, bufB, Ibv.MTU_4096)};
+            MemorySegment bufC = arena.allocate(BUF, 4096);
+            // three hosts, so that the engine's calls into its port see three port classes
+            Pair[] pairs = {connect(a, b, bufA, bufB, Ibv.MTU_1024), connect(b, c, bufB, bufC, Ibv.MTU_4096),
+                connect(c, a, bufC, bufA, Ibv.MTU_1024), connect(a, b, bufA, bufB, Ibv.MTU_4096)};
             // a QP that never connects, as a daemon polls while its applications set theirs up
             a.idleQp();
             b.idleQp();
+            c.idleQp();
             int done = 0;
             long jitMs = canWatch ? jit.getTotalCompilationTime() : 0;
             String stop = "rounds";
@@ -148,7 +152,7 @@ public final class Warmup {
                     stop = "time";
                     break;
                 }
-                if (!round(pairs[done & 1], deadline)) {
+                if (!round(pairs[done & 3], deadline)) {
                     stop = System.nanoTime() > deadline ? "time" : "failed";
                     break;
                 }
@@ -162,7 +166,8 @@ public final class Warmup {
                     jitMs = ms;
                 }
             }
-            long frames = link.a.counters().txFrames + link.b.counters().txFrames;
+            long frames = link.end(0).counters().txFrames + link.end(1).counters().txFrames
+                    + link.end(2).counters().txFrames;
             return new Result(done, System.nanoTime() - start, frames, stop);
         }
     }
@@ -309,7 +314,7 @@ public final class Warmup {
         private final WqeFlyweight wqe = new WqeFlyweight();
         private final CqeFlyweight cqe = new CqeFlyweight();
 
-        Host(MemoryPortPair.End port, long sessionId, Datapath settings) throws Exception {
+        Host(MemorySwitch.End port, long sessionId, Datapath settings) throws Exception {
             this.ip = port.localIp();
             this.engine = new EngineAgent(port, new MrTable(64));
             if (settings != null) {
