@@ -45,7 +45,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
- * Warms the data path at daemon start, before the daemon reports ready: two throwaway hosts in
+ * Warms the data path at daemon start, before the daemon reports ready: three throwaway hosts in
  * this process, each an {@link EngineAgent} with its {@link VerbsService}, joined by a
  * {@link MemorySwitch}, and an application role played here as the provider plays it (control
  * ops, SQ/RQ rings, CQ rings, registered memory copied with the daemon's own DMA). RC SEND/RECV
