@@ -131,6 +131,17 @@ public abstract class NetnsFabric implements AutoCloseable {
         Sh.check("ip", "-n", ns, "link", "set", "lo", "up");
     }
 
+    /**
+     * Turns IPv6 back on in a namespace {@link #addNamespace} made (for the IPv6-only fabrics),
+     * without router advertisements or autoconfigured addresses: a host has only the addresses
+     * its fabric gives it, plus the link-local one every IPv6 interface has.
+     */
+    protected static void enableIpv6(String ns) {
+        Sh.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0",
+                "net.ipv6.conf.default.disable_ipv6=0", "net.ipv6.conf.default.accept_ra=0",
+                "net.ipv6.conf.default.autoconf=0");
+    }
+
     /** Gives the host its address ({@code addr/prefixLength}) on its interface and brings that up. */
     protected static void addressUp(Host h, int prefixLength) {
         Sh.check("ip", "-n", h.ns(), "addr", "add", h.addr() + "/" + prefixLength, "dev", h.ifname());

@@ -475,7 +475,7 @@ public final class NicDaemon implements Callable<Integer> {
                     LOG.warn(conformanceBreak);
                 }
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
-                        device.name(), net.ifname(), Inet4.toString(net.ipv4()), udpPort,
+                        device.name(), net.ifname(), io.metaroce.abi.IpAddr.toString(net.ipv4()), udpPort,
                         socketPath);
                 LOG.info("connection manager: {}", cm == null ? "off (--cm-port 0): no connection tokens"
                         : "tcp port " + cmPort + ", heartbeat " + cmHeartbeatMs + " ms, peer timeout " + cmPeerTimeoutMs

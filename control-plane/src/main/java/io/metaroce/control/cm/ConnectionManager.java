@@ -18,8 +18,8 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetAddress;
+import io.metaroce.abi.IpAddr;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -147,7 +147,10 @@ public final class ConnectionManager implements AutoCloseable {
         this.server = server;
     }
 
-    /** Listens on {@code localIp:config.port} (host-order IPv4) and starts the keepalive timer. */
+    /**
+     * Listens on {@code localIp:config.port} ({@link IpAddr}: host-order IPv4 or an IPv6 handle) and
+     * starts the keepalive timer.
+     */
     public static ConnectionManager start(int localIp, Config config, Listener listener) throws IOException {
         return start(localIp, config, listener, null);
     }
@@ -504,9 +507,12 @@ public final class ConnectionManager implements AutoCloseable {
                 }
                 // A peer is the daemon serving the address it announces; its connections come from
                 // that address (it binds them there), whatever the kernel would have picked.
-                if (h.servedIp() != ip) {
-                    throw new CmProtocolException("peer announces served address " + address(h.servedIp()).getHostAddress()
-                            + " on a connection with " + address(ip).getHostAddress());
+                // Over IPv6 the field is 0: the connection's remote address is the one the peer
+                // serves, as it dials from that address (section 1).
+                if (h.servedIp() != (IpAddr.isV6(ip) ? 0 : ip)) {
+                    throw new CmProtocolException("peer announces served address "
+                            + (h.servedIp() >>> 24) + "." + ((h.servedIp() >>> 16) & 0xff) + "." + ((h.servedIp() >>> 8) & 0xff)
+                            + "." + (h.servedIp() & 0xff) + " on a connection with " + ip(ip));
                 }
                 if (p.bootId != 0 && p.bootId != h.bootId() && !CmConformanceBreak.IGNORE_RESTART) {
                     restarted(p);
@@ -817,15 +823,14 @@ public final class ConnectionManager implements AutoCloseable {
         public void channelActive(ChannelHandlerContext ctx) {
             if (ip == 0) {
                 InetSocketAddress remote = (InetSocketAddress) ctx.channel().remoteAddress();
-                byte[] a = remote.getAddress().getAddress();
-                if (a.length != 4) {
+                ip = IpAddr.of(remote.getAddress());
+                if (ip == 0 || IpAddr.isV6(ip) != IpAddr.isV6(localIp)) {
                     ctx.close();
                     return;
                 }
-                ip = ((a[0] & 0xff) << 24) | ((a[1] & 0xff) << 16) | ((a[2] & 0xff) << 8) | (a[3] & 0xff);
             }
             ownHello = new CmMessage.Hello(CmCodec.VERSION, auth == null ? 0 : CmMessage.CAP_AUTH, bootId, 0,
-                    CmConformanceBreak.HELLO_HEARTBEAT_ZERO ? 0 : config.heartbeatMs(), localIp);
+                    CmConformanceBreak.HELLO_HEARTBEAT_ZERO ? 0 : config.heartbeatMs(), IpAddr.isV6(localIp) ? 0 : localIp);
             ctx.write(ownHello);
             if (auth != null) {
                 ownNonce = auth.nonce(); // sent once the peer's HELLO shows the extension (CM-2.8)
@@ -967,14 +972,10 @@ public final class ConnectionManager implements AutoCloseable {
     }
 
     static InetAddress address(int ip) {
-        try {
-            return InetAddress.getByAddress(new byte[] {(byte) (ip >>> 24), (byte) (ip >>> 16), (byte) (ip >>> 8), (byte) ip});
-        } catch (UnknownHostException e) {
-            throw new IllegalArgumentException(e);
-        }
+        return IpAddr.toInet(ip);
     }
 
     static String ip(int ip) {
-        return address(ip).getHostAddress();
+        return IpAddr.toString(ip);
     }
 }

@@ -3,7 +3,7 @@ package io.metaroce.nic.admin;
 import io.metaroce.control.AdminHandler;
 import io.metaroce.control.AdminServer;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.nic.sys.Inet4;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
 import java.io.IOException;
@@ -38,11 +38,11 @@ public final class DaemonAdmin implements AdminHandler {
         this.engine = engine;
         this.verbs = verbs;
         this.ifname = net.ifname();
-        String ip = Inet4.toString(net.ipv4());
+        String ip = IpAddr.toString(net.ipv4());
         this.deviceJson = "{\"device\":" + AdminServer.jsonString(verbs.devName())
                 + ",\"ifname\":" + AdminServer.jsonString(net.ifname())
                 + ",\"ipv4\":" + AdminServer.jsonString(ip)
-                + ",\"gid\":" + AdminServer.jsonString("::ffff:" + ip)
+                + ",\"gid\":" + AdminServer.jsonString(IpAddr.isV6(net.ipv4()) ? ip : "::ffff:" + ip)
                 + ",\"ifMtu\":" + net.mtu()
                 + ",\"port\":" + AdminServer.jsonString(portKind)
                 + ",\"udpPort\":" + udpPort

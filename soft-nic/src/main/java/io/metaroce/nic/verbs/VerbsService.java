@@ -35,7 +35,7 @@ import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
-import io.metaroce.nic.sys.Inet4;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import io.metaroce.nic.transport.Qp;
@@ -356,12 +356,12 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         ByteBuffer r = resp(HelloRespDescriptor.SIZE);
         r.putInt((int) HelloRespDescriptor.OFF_ABI_VERSION, MRCE_ABI_VERSION);
         r.putInt((int) HelloRespDescriptor.OFF_DAEMON_PID, daemonPid);
-        r.put((int) HelloRespDescriptor.OFF_GID, Inet4.mappedGid(net.ipv4()));
+        byte[] gid = IpAddr.gid(net.ipv4());
+        r.put((int) HelloRespDescriptor.OFF_GID, gid);
         putString(r, (int) HelloRespDescriptor.OFF_DEV_NAME, devName);
         putString(r, (int) HelloRespDescriptor.OFF_IFNAME, net.ifname());
-        // node GUID, network order: 02:4d:52:ff:<ipv4>
-        byte[] guid = {0x02, 0x4d, 0x52, (byte) 0xff, (byte) (net.ipv4() >>> 24),
-            (byte) (net.ipv4() >>> 16), (byte) (net.ipv4() >>> 8), (byte) net.ipv4()};
+        // node GUID, network order: 02:4d:52:ff: and the last 4 bytes of the GID (the IPv4 address)
+        byte[] guid = {0x02, 0x4d, 0x52, (byte) 0xff, gid[12], gid[13], gid[14], gid[15]};
         r.put((int) HelloRespDescriptor.OFF_NODE_GUID, guid);
         r.putInt((int) HelloRespDescriptor.OFF_IF_MTU, net.mtu());
         r.putInt((int) HelloRespDescriptor.OFF_ACTIVE_MTU, activeMtu(net.mtu()));
