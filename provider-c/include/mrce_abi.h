@@ -102,9 +102,10 @@ struct mrce_ring_header {
  * swap), ATOMIC_FETCH_AND_ADD (compare_add = add); atomics take one 8-byte
  * SGE for the old value. UD: IBV_WR_SEND and SEND_WITH_IMM only; the
  * ud_* fields come from the work request's wr.ud (remote_qpn, remote_qkey)
- * and its address handle: ud_dest_ipv4 is bytes 12..15 of the AH's dgid as
- * they are in the GID (network order), with the AH's traffic class and hop
- * limit. send_flags carries IBV_SEND_FENCE (1), SIGNALED (2), SOLICITED (4),
+ * and its address handle: ud_dgid (bytes 32..47, where RC atomics have
+ * compare_add and swap) is the AH's dgid, ud_dest_ipv4 bytes 12..15 of it as
+ * they are in the GID (network order) when it is IPv4-mapped and 0 when it
+ * is an IPv6 address, with the AH's traffic class and hop limit. send_flags carries IBV_SEND_FENCE (1), SIGNALED (2), SOLICITED (4),
  * INLINE (8) as in enum ibv_send_flags.
  *
  * opcode is enum ibv_wr_opcode, send_flags the low 8 bits of enum
@@ -132,8 +133,13 @@ struct mrce_wqe {
 	uint32_t length;                /* 16 */
 	uint32_t rkey;                  /* 20 */
 	uint64_t remote_addr;           /* 24 */
-	uint64_t compare_add;           /* 32 */
-	uint64_t swap;                  /* 40 */
+	union {
+		struct {
+			uint64_t compare_add;   /* 32 */
+			uint64_t swap;          /* 40 */
+		};
+		uint8_t ud_dgid[16];    /* 32: UD only, the AH's dgid */
+	};
 	uint32_t ud_remote_qpn;         /* 48: UD only */
 	uint32_t ud_remote_qkey;        /* 52: UD only */
 	uint32_t ud_dest_ipv4;          /* 56: UD only, network order */

@@ -68,6 +68,52 @@ class Ipv6IT {
                 .assertCompleted(65536, 200, fabric.diagnostics());
     }
 
+    /** ibv_ud_pingpong -c: UD sends to an IPv6 address handle, the reply AH from the GRH's IPv6 sgid. */
+    @Test
+    void udPingPongWithDataChecked() {
+        java.util.List<String> cmd = java.util.List.of("ibv_ud_pingpong", "-d", "mrce0", "-g", "0", "-s", "512",
+                "-n", "500", "-c");
+        int port = PORT.getAndIncrement();
+        java.util.List<String> server = new java.util.ArrayList<>(cmd);
+        server.addAll(java.util.List.of("-p", Integer.toString(port)));
+        Proc s = fabric.startApp(fabric.b(), "ud_pingpong-server", server);
+        Proc c = null;
+        try {
+            fabric.awaitTcpListening(fabric.b(), port, s, Duration.ofSeconds(20));
+            java.util.List<String> client = new java.util.ArrayList<>(server);
+            client.add(fabric.appServerAddr());
+            c = fabric.startApp(fabric.a(), "ud_pingpong-client", client);
+            AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
+            String context = "\n--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
+            RcPingPong.parse("server", exits.server(), s.output()).assertCompleted(512, 500, context);
+            RcPingPong.parse("client", exits.client(), c.output()).assertCompleted(512, 500, context);
+            assertThat(c.output()).contains("GID " + fabric.a().addr()).contains("GID " + fabric.b().addr());
+        } finally {
+            s.close();
+            if (c != null) {
+                c.close();
+            }
+        }
+    }
+
+    /**
+     * mrce_integrity: 2000 messages of edge-case and random sizes, every byte, length and immediate
+     * checked by the server, the checksums of both sides equal.
+     */
+    @Test
+    void integrityOverIpv6() {
+        int messages = 2000;
+        Integrity.Result r = Integrity.run(fabric, PORT.getAndIncrement(), messages, 0x5eed0006L, RUN_TIMEOUT);
+        String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n" + r.client().output()
+                + "\n" + fabric.diagnostics();
+        assertThat(r.server().ok()).as("server reports OK" + context).isTrue();
+        assertThat(r.client().ok()).as("client reports OK" + context).isTrue();
+        assertThat(r.client().messages()).isEqualTo(messages);
+        assertThat(r.server().messages()).isEqualTo(messages);
+        assertThat(r.server().bytes()).isEqualTo(r.client().bytes()).isPositive();
+        assertThat(r.server().checksum()).isEqualTo(r.client().checksum());
+    }
+
     @Test
     void rcPingPongThroughAnIpv6Router() {
         try (TwoHostFabric routed = TwoHostFabric.routedIpv6("Ipv6IT-routed", 1500)) {
