@@ -13,9 +13,17 @@ import java.util.Enumeration;
 
 /**
  * What the daemon reports about the netdev it serves (read once at start). {@code ipv4} is the
- * served address as an {@link IpAddr} int: an IPv4 address, or the handle of an IPv6 address.
+ * served address as an {@link IpAddr} int: an IPv4 address, or the handle of an IPv6 address;
+ * {@code mtu} the netdev's MTU as the transport counts it (over IPv6, {@link
+ * #IPV6_EXTRA_HEADER} less).
  */
 public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int speedMbps) {
+
+    /**
+     * How much longer an IPv6 header is than an IPv4 one. A daemon serving IPv6 reports, and
+     * computes its frame and payload sizes from, {@code mtu} = the netdev MTU less this.
+     */
+    public static final int IPV6_EXTRA_HEADER = 20;
 
     /**
      * Reads the interface from the current network namespace. {@code addrOverride} (an
@@ -60,7 +68,10 @@ public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int spee
         } catch (IOException | NumberFormatException e) {
             speed = 0; // virtual devices have none
         }
-        return new NetInfo(ifname, ip, nif.getMTU(), nif.isUp(), speed);
+        // The transport's formulas count a 20-byte IPv4 header (docs/spec/transport.md, section 1):
+        // over IPv6, whose header is 40 bytes, they work on the netdev MTU less 20.
+        int mtu = IpAddr.isV6(ip) ? nif.getMTU() - IPV6_EXTRA_HEADER : nif.getMTU();
+        return new NetInfo(ifname, ip, mtu, nif.isUp(), speed);
     }
 
     /** The netdev's carrier now (/sys/class/net/IF/carrier; unreadable while the link is down). */

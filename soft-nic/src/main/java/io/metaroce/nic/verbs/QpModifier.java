@@ -109,9 +109,9 @@ public final class QpModifier {
             return Errno.EINVAL;
         }
         if ((mask & Ibv.QP_AV) != 0) {
-            // RoCE v2 needs a GRH: the GID is the peer's address (IPv4-mapped, or IPv6), our GID
-            // index 0.
-            if (a.isGlobal == 0 || a.sgidIndex != 0 || IpAddr.fromGid(a.dgid) == 0
+            // RoCE v2 needs a GRH: the GID is the peer's address (IPv4-mapped, or IPv6 unicast),
+            // our GID index 0.
+            if (a.isGlobal == 0 || a.sgidIndex != 0 || IpAddr.fromGid(a.dgid) == 0 || a.dgid[0] == (byte) 0xff
                     || (a.ahPortNum != 0 && a.ahPortNum != 1)) {
                 return Errno.EINVAL;
             }
