@@ -51,7 +51,8 @@ public final class AbiConstants {
     public static final int MRCE_OP_CM_GET_REQUEST = 23;
     public static final int MRCE_OP_CM_ACCEPT = 24;
     public static final int MRCE_OP_CM_REJECT = 25;
-    public static final int MRCE_OP_MAX = 25;
+    public static final int MRCE_OP_CM_BIND = 26;
+    public static final int MRCE_OP_MAX = 26;
     public static final int MRCE_CM_PRIVATE_DATA_MAX = 192;
     public static final int MRCE_CM_ACCEPTED = 0;
     public static final int MRCE_CM_REJECTED = 1;

@@ -80,6 +80,7 @@ public final class ControlProtocol {
     public static final int OP_CM_GET_REQUEST = AbiConstants.MRCE_OP_CM_GET_REQUEST;
     public static final int OP_CM_ACCEPT = AbiConstants.MRCE_OP_CM_ACCEPT;
     public static final int OP_CM_REJECT = AbiConstants.MRCE_OP_CM_REJECT;
+    public static final int OP_CM_BIND = AbiConstants.MRCE_OP_CM_BIND;
     public static final int OP_MAX = AbiConstants.MRCE_OP_MAX;
     /** {@code MRCE_CM_*}: the rdma_cm-style service (ops 20..25). */
     public static final int CM_PRIVATE_DATA_MAX = AbiConstants.MRCE_CM_PRIVATE_DATA_MAX;
@@ -121,6 +122,7 @@ public final class ControlProtocol {
         op(OP_CM_GET_REQUEST, "CM_GET_REQUEST", CmGetRequestReqDescriptor.SIZE, CmRequestDescriptor.SIZE, 0);
         op(OP_CM_ACCEPT, "CM_ACCEPT", CmAcceptReqDescriptor.SIZE, 0, 0);
         op(OP_CM_REJECT, "CM_REJECT", CmRejectReqDescriptor.SIZE, 0, 0);
+        op(OP_CM_BIND, "CM_BIND", CmListenReqDescriptor.SIZE, 0, 0);
     }
 
     private ControlProtocol() {}

@@ -56,7 +56,7 @@ class ControlProtocolAbiTest {
         String[] ops = {null, "HELLO", "ALLOC_PD", "DEALLOC_PD", "REG_MR", "DEREG_MR", "CREATE_COMP_CHANNEL",
             "DESTROY_COMP_CHANNEL", "CREATE_CQ", "DESTROY_CQ", "CREATE_QP", "MODIFY_QP", "QUERY_QP", "DESTROY_QP",
             "CREATE_SRQ", "MODIFY_SRQ", "QUERY_SRQ", "DESTROY_SRQ", "GET_ASYNC_EVENT", "REREG_MR", "CM_LISTEN",
-            "CM_UNLISTEN", "CM_CONNECT", "CM_GET_REQUEST", "CM_ACCEPT", "CM_REJECT"};
+            "CM_UNLISTEN", "CM_CONNECT", "CM_GET_REQUEST", "CM_ACCEPT", "CM_REJECT", "CM_BIND"};
         for (int op = 1; op <= ControlProtocol.OP_MAX; op++) {
             assertThat(ControlProtocol.opName(op)).isEqualTo(ops[op]);
             assertThat(C).as(ops[op]).containsEntry("const.MRCE_OP_" + ops[op], (long) op);
@@ -73,7 +73,7 @@ class ControlProtocolAbiTest {
             {"REREG_MR", "mrce_rereg_mr_req", "mrce_reg_mr_resp"}, {"ALLOC_PD", null, "mrce_handle_resp"},
             {"CM_LISTEN", "mrce_cm_listen_req", null}, {"CM_CONNECT", "mrce_cm_connect_req", "mrce_cm_connect_resp"},
             {"CM_GET_REQUEST", "mrce_cm_get_request_req", "mrce_cm_request"}, {"CM_ACCEPT", "mrce_cm_accept_req", null},
-            {"CM_REJECT", "mrce_cm_reject_req", null}};
+            {"CM_REJECT", "mrce_cm_reject_req", null}, {"CM_BIND", "mrce_cm_listen_req", null}};
         for (String[] row : table) {
             int op = C.get("const.MRCE_OP_" + row[0]).intValue();
             long req = row[1] == null ? 0 : C.get(row[1] + ".__size");
