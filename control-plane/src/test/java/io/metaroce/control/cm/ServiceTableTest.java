@@ -375,15 +375,21 @@ class ServiceTableTest {
         expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 21, 0), 0);
     }
 
+    /** SERVER binds SERVICE at B, and CLIENT's connect to it (QPN, private data PD) is held there: its seq. */
+    private int heldConnect(Session server, Session client, int service, int qpn, String pd) throws Exception {
+        expect(server, ControlProtocol.OP_CM_BIND, bind(b, server, service), 0);
+        int conn = connect(a, client, B, service, qpn, 0x25, pd, 0);
+        waitFor(() -> b.held() == 1);
+        assertThat(b.held()).as("held at B").isEqualTo(1);
+        assertThat(client.responses).as("no answer while held").isEmpty();
+        return conn;
+    }
+
     @Test
     void aRequestForABoundServiceIsHeldUntilItsListen() throws Exception {
         Session server = new Session();
         Session client = new Session();
-        expect(server, ControlProtocol.OP_CM_BIND, bind(b, server, 23), 0);
-        int conn = connect(a, client, B, 23, 0x15, 0x25, "early", 0);
-        waitFor(() -> b.held() == 1);
-        assertThat(b.held()).as("held at B").isEqualTo(1);
-        assertThat(client.responses).as("no answer while held").isEmpty();
+        int conn = heldConnect(server, client, 23, 0x15, "early");
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 23, 0), 0);
         assertThat(b.held()).isZero();
         Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
@@ -401,14 +407,10 @@ class ServiceTableTest {
     void heldRequestsAreRefusedWhenTheBindGoesAway() throws Exception {
         Session server = new Session();
         Session client = new Session();
-        expect(server, ControlProtocol.OP_CM_BIND, bind(b, server, 24), 0);
-        int c1 = connect(a, client, B, 24, 1, 1, "", 0);
-        waitFor(() -> b.held() == 1);
+        int c1 = heldConnect(server, client, 24, 1, "");
         expect(server, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, server, 24), 0);
         expect(client, ControlProtocol.OP_CM_CONNECT, c1, Errno.ECONNREFUSED); // NO_LISTENER
-        expect(server, ControlProtocol.OP_CM_BIND, bind(b, server, 24), 0);
-        int c2 = connect(a, client, B, 24, 2, 2, "", 0);
-        waitFor(() -> b.held() == 1);
+        int c2 = heldConnect(server, client, 24, 2, "");
         b.onSessionClosed(server);
         expect(client, ControlProtocol.OP_CM_CONNECT, c2, Errno.ECONNREFUSED);
         assertThat(b.kept()).isZero();
@@ -435,9 +437,7 @@ class ServiceTableTest {
     void aHeldRequestWithdrawnByItsRequesterIsDropped() throws Exception {
         Session server = new Session();
         Session client = new Session();
-        expect(server, ControlProtocol.OP_CM_BIND, bind(b, server, 26), 0);
-        connect(a, client, B, 26, 1, 1, "", 0);
-        waitFor(() -> b.held() == 1);
+        heldConnect(server, client, 26, 1, "");
         a.onSessionClosed(client);
         waitFor(() -> b.held() == 0);
         assertThat(b.kept()).isZero();
