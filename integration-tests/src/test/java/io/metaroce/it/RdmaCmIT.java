@@ -653,6 +653,9 @@ class RdmaCmIT {
             assertThat(o.path("totals").path("qps").asInt()).as(h.name() + " QPs").isZero();
             assertThat(o.path("totals").path("cqs").asInt()).as(h.name() + " CQs").isZero();
             assertThat(o.path("totals").path("pds").asInt()).as(h.name() + " PDs").isZero();
+            for (String n : List.of("listening", "bound", "kept", "connecting")) {
+                assertThat(o.path("cmService").path(n).asInt(-1)).as(h.name() + " connection service " + n).isZero();
+            }
             // a few fds of the daemon's own may come and go (logs, timers)
             assertThat(o.path("daemon").path("openFds").asLong()).as(h.name() + " daemon fds")
                     .isLessThanOrEqualTo(fdsBefore[k] + 8);
