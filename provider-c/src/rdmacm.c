@@ -72,7 +72,6 @@ struct rc_id {
 	struct rdma_cm_id id;
 	bool sync;             /* created without a channel: calls wait for their event */
 	bool destroying, device_lost, own_cqs;
-	uint32_t bound_sid;    /* the service id rdma_bind_addr reserved at the daemon (CM_BIND), 0: none */
 	enum rc_state st;
 	struct rc_conn *conn;  /* own control connection (listen, connect, watch) */
 	struct rc_conn *lconn; /* a child's listener's connection (accept, reject) */
@@ -529,11 +528,11 @@ static int loopback_refused(const char *what)
  * as the kernel's bind does: another bind of the port on this host is
  * EADDRINUSE. Beyond the kernel, connect requests that arrive before
  * rdma_listen are held for it, not rejected (qperf 0.4.11 sends its port to
- * the client before it listens). Port
- * 0 picks a free port in 32768..60999. The reservation goes with the id's
- * connection (rdma_destroy_id, the process's exit), which refuses what was
- * held. A daemon without the service (--cm-port 0) reserves nothing: the
- * id binds, and listen and connect fail there as before.
+ * the client before it listens). Port 0 picks a free port in 32768..60999.
+ * The reservation goes with the id's connection (rdma_destroy_id, the
+ * process's exit), which refuses what was held. A daemon without the service
+ * (--cm-port 0) reserves nothing: the id binds, and listen and connect fail
+ * there as before.
  */
 static int own_conn(struct rc_id *r);
 
@@ -547,10 +546,8 @@ static int reserve_port(struct rc_id *r, uint16_t port)
 
 		req.service_id = sid_of(r->id.ps, p);
 		ret = rc_conn_call(r->conn, MRCE_OP_CM_BIND, &req, sizeof(req), NULL, 0);
-		if (!ret) {
-			r->bound_sid = req.service_id;
+		if (!ret)
 			r->id.route.addr.src_sin.sin_port = htons(p);
-		}
 		if (ret != EADDRINUSE || port)
 			break;
 	}
