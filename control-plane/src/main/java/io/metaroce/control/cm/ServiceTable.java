@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The daemon's rdma_cm-style service (connection-manager.md, "Service"; control-protocol.md, ops
- * 20..26): which local connection binds or listens on which service id, the requests that arrived
+ * 20..25, 32): which local connection binds or listens on which service id, the requests that arrived
  * for them (held while the id is bound and not listened on yet), and the requests local
  * connections made to peers. It serves the CM_* ops of the local
  * control protocol and the {@link ConnectionManager.ServiceHandler} callbacks of the manager.

@@ -30,7 +30,8 @@ import org.junit.jupiter.api.Test;
 class ServiceTableTest {
     static final int A = ConnectionManagerTest.A;
     static final int B = ConnectionManagerTest.B;
-    static final ConnectionManager.Config FAST = new ConnectionManager.Config(24794, 50, 300, 2000);
+    /** No peer is lost in the middle of a test when the machine stalls a JVM (30 s peer timeout). */
+    static final ConnectionManager.Config STEADY = new ConnectionManager.Config(24794, 50, 30_000, 2000);
     static final byte[] GID_A = ConnectionManagerServiceTest.GID_A;
     static final byte[] GID_B = ConnectionManagerServiceTest.GID_B;
     private static final AtomicLong IDS = new AtomicLong(1);
@@ -106,8 +107,8 @@ class ServiceTableTest {
 
     @BeforeEach
     void start() throws Exception {
-        cmA = ConnectionManager.start(A, FAST, new ConnectionManagerTest.FakeDaemon());
-        cmB = ConnectionManager.start(B, FAST, new ConnectionManagerTest.FakeDaemon());
+        cmA = ConnectionManager.start(A, STEADY, new ConnectionManagerTest.FakeDaemon());
+        cmB = ConnectionManager.start(B, STEADY, new ConnectionManagerTest.FakeDaemon());
         a = new ServiceTable(cmA, 2000);
         b = new ServiceTable(cmB, 2000);
         cmA.serviceHandler(a);
