@@ -237,7 +237,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     case MRCE_OP_IMPORT_MR -> importMr(s, seq, p);
                     case MRCE_OP_UNIMPORT_MR -> unimportMr(s, seq, p);
                     case MRCE_OP_CM_LISTEN, MRCE_OP_CM_UNLISTEN, MRCE_OP_CM_CONNECT, MRCE_OP_CM_GET_REQUEST,
-                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT -> {
+                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT, MRCE_OP_CM_BIND -> {
                         io.metaroce.control.cm.ServiceTable t = services;
                         if (t == null) {
                             session.respond(op, seq, Errno.EOPNOTSUPP, empty());
@@ -1487,7 +1487,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     /**
      * The live objects per provider connection and in all, as JSON (for mrce-ctl objects and the
-     * leak checks of the tests): {@code {"sessions":n,"totals":{...},"perSession":[...]}}.
+     * leak checks of the tests): {@code {"sessions":n,"totals":{...},"perSession":[...],"cmService":{...}}}.
      */
     public String objectsJson() {
         StringBuilder per = new StringBuilder(256);
@@ -1525,7 +1525,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         return "{\"sessions\":" + n + ",\"totals\":{\"pds\":" + pds + ",\"mrs\":" + mrs
                 + ",\"compChannels\":" + channels + ",\"cqs\":" + cqs + ",\"qps\":" + qps
-                + "},\"perSession\":[" + per + "]}";
+                + "},\"perSession\":[" + per + "]" + cmServiceJson() + "}";
+    }
+
+    /** {@code ,"cmService":{...}} (the connection service's listens, binds and requests), or nothing without it. */
+    private String cmServiceJson() {
+        io.metaroce.control.cm.ServiceTable t = services;
+        return t == null ? "" : ",\"cmService\":" + t.json();
     }
 
     @Override
