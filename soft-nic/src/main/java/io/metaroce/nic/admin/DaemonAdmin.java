@@ -34,7 +34,7 @@ public final class DaemonAdmin implements AdminHandler {
     private final String ifname;
 
     public DaemonAdmin(EngineAgent engine, VerbsService verbs, NetInfo net, String portKind,
-            int udpPort, Path controlSocket, String transport, int pathsPerQp) {
+            int udpPort, Path controlSocket) {
         this.engine = engine;
         this.verbs = verbs;
         this.ifname = net.ifname();
@@ -46,8 +46,8 @@ public final class DaemonAdmin implements AdminHandler {
                 + ",\"ifMtu\":" + net.mtu()
                 + ",\"port\":" + AdminServer.jsonString(portKind)
                 + ",\"udpPort\":" + udpPort
-                + ",\"transport\":" + AdminServer.jsonString(transport)
-                + ",\"pathsPerQp\":" + pathsPerQp
+                + ",\"transport\":" + AdminServer.jsonString(engine.datapath().settings.transportName())
+                + ",\"pathsPerQp\":" + engine.datapath().settings.pathsPerQp()
                 + ",\"controlSocket\":" + AdminServer.jsonString(controlSocket.toString())
                 + ",\"pid\":" + ProcessHandle.current().pid();
     }

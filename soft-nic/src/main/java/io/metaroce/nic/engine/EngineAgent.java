@@ -7,6 +7,7 @@ import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import io.metaroce.nic.transport.ConformanceBreak;
 import io.metaroce.nic.transport.Datapath;
+import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.transport.UdTransport;
 import io.metaroce.nic.transport.UdWire;
 import io.metaroce.nic.transport.Wire;
@@ -58,7 +59,8 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private long nowNs;
     private Thread owner;
 
-    public EngineAgent(Port port, MrTable mrs) throws NativeException {
+    /** An engine serving {@code port} with the MR table {@code mrs} and the transport {@code settings}. */
+    public EngineAgent(Port port, MrTable mrs, TransportSettings settings) throws NativeException {
         if (port.maxFrame() < FRAME_BYTES) {
             // a full IBV_MTU_4096 packet, an RDMA WRITE with its RETH included, must fit one frame
             throw new IllegalArgumentException("port frames of " + port.maxFrame()
@@ -66,7 +68,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         this.port = port;
         this.loop = new LoopbackPort(port);
-        this.dp = new Datapath(loop, mrs);
+        this.dp = new Datapath(loop, mrs, settings);
         this.ud = new UdTransport(dp);
         this.wakeFd = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
         this.epollFd = LibC.epollCreate1(LibC.EPOLL_CLOEXEC);
@@ -323,8 +325,8 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public String statsJson(long timeNs) {
         StringBuilder b = new StringBuilder(4096);
         b.append("{\"timeNs\":").append(timeNs)
-                .append(",\"transport\":\"").append(dp.baseline ? "baseline" : "metaroce")
-                .append("\",\"pathsPerQp\":").append(dp.baseline ? 1 : dp.paths)
+                .append(",\"transport\":\"").append(dp.settings.transportName())
+                .append("\",\"pathsPerQp\":").append(dp.settings.pathsPerQp())
                 .append(",\"ecnReadable\":").append(port.readsEcn()).append(",\"counters\":");
         Stats.counters(b, dp.counters);
         b.append(",\"ud\":{");

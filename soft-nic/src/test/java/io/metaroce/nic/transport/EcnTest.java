@@ -14,11 +14,9 @@ class EcnTest {
     @Test
     void ceMarksReachThePathCountersAndTheTransferCompletes() throws Exception {
         TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(5, 0, 0, 0, 400,
-                Ibv.MTU_1024, p -> {
+                Ibv.MTU_1024, TransportSettings.SIMULATION.withPaths(4), p -> {
                     p.link.paths(4, new double[4]);
                     p.link.ceRate = 0.05;
-                    p.a.engine.datapath().paths = 4;
-                    p.b.engine.datapath().paths = 4;
                 }, null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 400);
