@@ -457,7 +457,7 @@ public final class NicDaemon implements Callable<Integer> {
                     AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
                     MetricsEndpoint metrics = devMetricsPort == null ? null
                             : new MetricsEndpoint(new InetSocketAddress(config.metricsAddr(), devMetricsPort),
-                                    admin::stats)) {
+                                    admin::telemetry)) {
                 String conformanceBreak = io.metaroce.nic.transport.ConformanceBreak.describe();
                 if (conformanceBreak != null) {
                     LOG.warn(conformanceBreak);

@@ -88,6 +88,11 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return ud;
     }
 
+    /** The local queue of frames to this daemon's own address (its counters). */
+    LoopbackPort loopback() {
+        return loop;
+    }
+
     /** Frames looped back to this daemon's own address; dropped when the local queue was full. */
     public long loopedFrames() {
         return loop.looped;
@@ -308,50 +313,35 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 break;
             }
         }
-        StringBuilder b = new StringBuilder(1024);
-        Stats.qp(b, qp, true);
         if (closedQps.size() == CLOSED_QPS_KEPT) {
             closedQps.removeFirst();
         }
-        closedQps.addLast(b.toString());
+        closedQps.addLast(Telemetry.row(qp, true));
         qp.requester.close();
     }
 
-    /** QPs removed lately, as JSON (kept so a snapshot after an application exits still shows them). */
-    private final java.util.ArrayDeque<String> closedQps = new java.util.ArrayDeque<>();
+    /** QPs removed lately, as numbers (kept so a snapshot after an application exits still shows them). */
+    private final java.util.ArrayDeque<Telemetry.QpRow> closedQps = new java.util.ArrayDeque<>();
     private static final int CLOSED_QPS_KEPT = 16;
 
-    /** Telemetry snapshot as JSON: counters, every QP and its paths. Engine thread (a command). */
-    public String statsJson(long timeNs) {
-        StringBuilder b = new StringBuilder(4096);
-        b.append("{\"timeNs\":").append(timeNs)
-                .append(",\"transport\":\"").append(dp.settings.transportName())
-                .append("\",\"pathsPerQp\":").append(dp.settings.pathsPerQp())
-                .append(",\"ecnReadable\":").append(port.readsEcn()).append(",\"counters\":");
-        Stats.counters(b, dp.counters);
-        b.append(",\"ud\":{");
-        ud.appendJson(b);
-        b.append("},\"loopback\":{\"frames\":").append(loop.looped).append(",\"drops\":")
-                .append(loop.drops).append('}');
-        b.append(",\"port\":");
-        Stats.port(b, port.counters());
-        b.append(",\"qps\":[");
+    /**
+     * A copy of the numbers of every active QP and of those removed lately. Engine thread (a
+     * command: {@link Telemetry#take}); the counters are read by the thread that asked.
+     */
+    Telemetry.QpRows qpTelemetry() {
+        Telemetry.QpRow[] rows = new Telemetry.QpRow[activeCount];
         for (int i = 0; i < activeCount; i++) {
-            if (i > 0) {
-                b.append(',');
-            }
-            Stats.qp(b, active[i], false);
+            rows[i] = Telemetry.row(active[i], false);
         }
-        b.append("],\"closedQps\":[");
-        boolean first = true;
-        for (String q : closedQps) {
-            if (!first) {
-                b.append(',');
-            }
-            first = false;
-            b.append(q);
-        }
-        return b.append("]}\n").toString();
+        return new Telemetry.QpRows(java.util.List.of(rows), java.util.List.copyOf(closedQps));
+    }
+
+    /**
+     * The telemetry snapshot, taken on the engine thread (a test driving the engine by hand, or a
+     * stopped engine); other threads use {@link Telemetry#take}.
+     */
+    public Telemetry telemetry(long timeNs) {
+        return Telemetry.of(this, timeNs, qpTelemetry());
     }
 
     /** Engine thread only: how many paths of the active QPs are dead (retired, being probed). */

@@ -31,7 +31,7 @@ class EcnTest {
             assertThat(rx).isPositive().isLessThanOrEqualTo(o.pair().link.ceMarked);
             assertThat(reported).as("marks reported to the sender").isPositive()
                     .isLessThanOrEqualTo(o.pair().b.engine.datapath().counters.ecnMarksRx);
-            assertThat(o.pair().a.engine.statsJson(0)).contains("\"ecnReadable\":true")
+            assertThat(o.pair().a.engine.telemetry(0).toJson()).contains("\"ecnReadable\":true")
                     .contains("\"ecnMarksRx\":");
         } finally {
             o.pair().close();
