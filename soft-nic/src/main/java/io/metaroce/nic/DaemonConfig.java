@@ -6,7 +6,8 @@ import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.verbs.UserQuota;
 import java.nio.file.Path;
 import java.util.List;
-import picocli.CommandLine.ITypeConverter;
+import java.util.Locale;
+import picocli.CommandLine;
 import picocli.CommandLine.TypeConversionException;
 
 /**
@@ -70,13 +71,15 @@ record DaemonConfig(List<NicDaemon.Device> devices, Threading threading, PortKin
                 && Runtime.getRuntime().availableProcessors() < 4 * devices.size()));
     }
 
-    /** An option's value that has a name on the command line other than its constant's. */
+    /** An option's value: its name on the command line is its constant's, lower case, '_' as '-'. */
     interface Named {
-        String cliName();
+        default String cliName() {
+            return ((Enum<?>) this).name().toLowerCase(Locale.ROOT).replace('_', '-');
+        }
     }
 
     /** The constant of {@code type} named {@code s} on the command line, or a clear error listing them. */
-    static <E extends Enum<E> & Named> E parse(Class<E> type, String option, String s) {
+    static <E extends Enum<E> & Named> E parse(Class<E> type, String s) {
         StringBuilder known = new StringBuilder();
         for (E e : type.getEnumConstants()) {
             if (e.cliName().equals(s)) {
@@ -84,86 +87,31 @@ record DaemonConfig(List<NicDaemon.Device> devices, Threading threading, PortKin
             }
             known.append(known.isEmpty() ? "" : ", ").append(e.cliName());
         }
-        throw new TypeConversionException("unknown " + option + " " + s + " (" + known + ")");
+        throw new TypeConversionException("'" + s + "' is not one of " + known);
+    }
+
+    /** Lets {@code cl} read every option of type {@link Named} by its command-line names. */
+    static CommandLine withNamedValues(CommandLine cl) {
+        register(cl, PortKind.class);
+        register(cl, Threading.class);
+        register(cl, TransportKind.class);
+        register(cl, IdleKind.class);
+        return cl;
+    }
+
+    private static <E extends Enum<E> & Named> void register(CommandLine cl, Class<E> type) {
+        cl.registerConverter(type, s -> parse(type, s));
     }
 
     /** --port: packet I/O. */
-    enum PortKind implements Named {
-        UDP("udp"), XDP("xdp"), XDP_NATIVE("xdp-native");
-
-        private final String cliName;
-
-        PortKind(String cliName) {
-            this.cliName = cliName;
-        }
-
-        @Override
-        public String cliName() {
-            return cliName;
-        }
-
-        static final class Converter implements ITypeConverter<PortKind> {
-            @Override
-            public PortKind convert(String s) {
-                return parse(PortKind.class, "--port", s);
-            }
-        }
-    }
+    enum PortKind implements Named { UDP, XDP, XDP_NATIVE }
 
     /** --threading: how several devices' engines run. */
-    enum Threading implements Named {
-        AUTO, SHARED, DEDICATED;
-
-        @Override
-        public String cliName() {
-            return name().toLowerCase(java.util.Locale.ROOT);
-        }
-
-        static final class Converter implements ITypeConverter<Threading> {
-            @Override
-            public Threading convert(String s) {
-                return parse(Threading.class, "--threading", s);
-            }
-        }
-    }
+    enum Threading implements Named { AUTO, SHARED, DEDICATED }
 
     /** --transport. */
-    enum TransportKind implements Named {
-        METAROCE, BASELINE;
-
-        @Override
-        public String cliName() {
-            return name().toLowerCase(java.util.Locale.ROOT);
-        }
-
-        static final class Converter implements ITypeConverter<TransportKind> {
-            @Override
-            public TransportKind convert(String s) {
-                return parse(TransportKind.class, "--transport", s);
-            }
-        }
-    }
+    enum TransportKind implements Named { METAROCE, BASELINE }
 
     /** --idle-strategy. */
-    enum IdleKind implements Named {
-        BACKOFF("backoff"), BUSY_SPIN("busy-spin"), YIELD("yield");
-
-        private final String cliName;
-
-        IdleKind(String cliName) {
-            this.cliName = cliName;
-        }
-
-        @Override
-        public String cliName() {
-            return cliName;
-        }
-
-        static final class Converter implements ITypeConverter<IdleKind> {
-            @Override
-            public IdleKind convert(String s) {
-                return parse(IdleKind.class, "--idle-strategy", s);
-            }
-        }
-    }
+    enum IdleKind implements Named { BACKOFF, BUSY_SPIN, YIELD }
 }

@@ -70,12 +70,12 @@ public final class NicDaemon implements Callable<Integer> {
     /** One device this daemon serves: its verbs name and its interface. */
     record Device(String name, String ifname) {}
 
-    @Option(names = "--threading", defaultValue = "auto", converter = DaemonConfig.Threading.Converter.class,
+    @Option(names = "--threading", defaultValue = "auto",
             description = "with several devices: shared (one engine thread runs them all), dedicated (a thread"
                     + " each) or auto (default: dedicated when the machine has 4 cores per device, else shared)")
     DaemonConfig.Threading threading;
 
-    @Option(names = "--port", defaultValue = "udp", converter = DaemonConfig.PortKind.Converter.class,
+    @Option(names = "--port", defaultValue = "udp",
             description = "packet I/O: udp (default), xdp (AF_XDP, SKB mode; root) or xdp-native (driver mode)")
     DaemonConfig.PortKind portKind;
 
@@ -132,7 +132,7 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--user-max-srq", defaultValue = "0", description = "SRQs one user may hold (0: no limit)")
     long userMaxSrq;
 
-    @Option(names = "--transport", defaultValue = "metaroce", converter = DaemonConfig.TransportKind.Converter.class,
+    @Option(names = "--transport", defaultValue = "metaroce",
             description = "metaroce (multipath, default) or baseline (one path, go-back-N: classic RoCE)")
     DaemonConfig.TransportKind transport;
 
@@ -216,7 +216,7 @@ public final class NicDaemon implements Callable<Integer> {
      * a yield storm costs context switches; a thread woken from epoll is scheduled promptly.
      * With a core of its own, a daemon gains from spinning longer.
      */
-    @Option(names = "--idle-strategy", defaultValue = "backoff", converter = DaemonConfig.IdleKind.Converter.class,
+    @Option(names = "--idle-strategy", defaultValue = "backoff",
             description = "what an idle engine thread does: backoff (default: --idle-spins, then --idle-yields, then"
                     + " sleep in epoll until a doorbell, a frame or a timer), busy-spin (never sleeps: a core of its own)"
                     + " or yield (never sleeps, yields the CPU)")
@@ -233,7 +233,7 @@ public final class NicDaemon implements Callable<Integer> {
     int idleYields;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new NicDaemon()).execute(args));
+        System.exit(DaemonConfig.withNamedValues(new CommandLine(new NicDaemon())).execute(args));
     }
 
     /** "0660" as "rw-rw----"; only the rw bits of user, group and others. */

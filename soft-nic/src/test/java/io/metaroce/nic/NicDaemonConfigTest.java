@@ -12,13 +12,13 @@ class NicDaemonConfigTest {
 
     private static DaemonConfig config(String... args) {
         NicDaemon d = new NicDaemon();
-        new CommandLine(d).parseArgs(args);
+        DaemonConfig.withNamedValues(new CommandLine(d)).parseArgs(args);
         return d.config();
     }
 
     private static CommandLine.ParameterException parseError(String... args) {
         try {
-            new CommandLine(new NicDaemon()).parseArgs(args);
+            DaemonConfig.withNamedValues(new CommandLine(new NicDaemon())).parseArgs(args);
         } catch (CommandLine.ParameterException e) {
             return e;
         }
@@ -60,9 +60,13 @@ class NicDaemonConfigTest {
         assertThat(c.transport().transportName()).isEqualTo("baseline");
         assertThat(c.entropyPorts()).as("the port sends from the data port").isZero();
         assertThat(c.transport().entropyPorts()).as("one entropy class for the transport").isEqualTo(1);
-        assertThat(parseError("--ifname", "eth0", "--port", "tcp")).hasMessageContaining("unknown --port tcp (udp, xdp, xdp-native)");
-        assertThat(parseError("--ifname", "eth0", "--transport", "rxe")).hasMessageContaining("unknown --transport rxe");
-        assertThat(parseError("--ifname", "eth0", "--threading", "many")).hasMessageContaining("unknown --threading");
+        assertThat(parseError("--ifname", "eth0", "--port", "tcp")).hasMessageContaining("--port")
+                .hasMessageContaining("'tcp' is not one of udp, xdp, xdp-native");
+        assertThat(parseError("--ifname", "eth0", "--transport", "rxe")).hasMessageContaining("--transport")
+                .hasMessageContaining("'rxe' is not one of metaroce, baseline");
+        assertThat(parseError("--ifname", "eth0", "--idle-strategy", "nap")).hasMessageContaining("--idle-strategy")
+                .hasMessageContaining("'nap' is not one of backoff, busy-spin, yield");
+        assertThat(parseError("--ifname", "eth0", "--threading", "many")).hasMessageContaining("--threading");
     }
 
     @Test
