@@ -7,6 +7,7 @@ import io.metaroce.nic.sim.SimClock;
 import io.metaroce.nic.sim.SimFabric;
 import io.metaroce.nic.sim.SimLink;
 import io.metaroce.nic.transport.TransportCounters;
+import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -52,8 +53,9 @@ final class BenchRun {
             fabric.selector(selector);
             fabric.forEachLink(l -> l.delayNs(cfg.delayNs).rateBitsPerSec(cfg.rateBitsPerSec)
                     .queueBytes(cfg.queueBytes));
-            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock);
-            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock);
+            TransportSettings transport = mode.settings(TransportSettings.SIMULATION);
+            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock, transport);
+            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock, transport);
             try {
                 return stream(fabric, selector, clock, arena, a, b, wallStart);
             } finally {
@@ -65,8 +67,6 @@ final class BenchRun {
 
     private Result stream(SimFabric fabric, LinkSelector selector, SimClock clock, Arena arena, TestNode a,
             TestNode b, long wallStart) {
-        mode.configure(a.engine);
-        mode.configure(b.engine);
         check(a.hello().status() == 0 && b.hello().status() == 0, "hello");
         int pdA = a.allocPd();
         int pdB = b.allocPd();
