@@ -359,18 +359,6 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return n;
     }
 
-    public int deadPaths() {
-        int n = 0;
-        for (int i = 0; i < activeCount; i++) {
-            io.metaroce.nic.transport.RcRequester r = active[i].requester;
-            for (int p = 0; p < r.pathCount(); p++) {
-                if (r.path(p).state == io.metaroce.nic.transport.Path.DEAD) {
-                    n++;
-                }
-            }
-        }
-        return n;
-    }
 
     public Qp qpByQpn(int qpn) {
         Qp qp = byIndex[qpn & (MAX_QP - 1)];
