@@ -196,7 +196,8 @@ struct mrce_cqe {
  * Socket path: $METAROCE_SOCK if set, else
  * /tmp/metaroce/nicd-<inode of /proc/self/ns/net>.sock, so a process finds
  * the daemon of its own network namespace with no configuration.
- * Object handles are daemon-chosen u32 values, unique per connection.
+ * Object handles are daemon-chosen u32 values, unique per connection (per
+ * context for the connections of a shared context, ops 26..31).
  * MRCE_NO_HANDLE means "none" (no completion channel, no SRQ).
  * ------------------------------------------------------------------------ */
 #define MRCE_CTRL_MAX_FRAME 4096
@@ -233,13 +234,22 @@ enum mrce_ctrl_op {
 	MRCE_OP_GET_ASYNC_EVENT = 18,/* req empty; resp async_event (status EAGAIN when none is queued) */
 	MRCE_OP_REREG_MR = 19,       /* req rereg_mr_req; resp reg_mr_resp (lkey/rkey may change) */
 	/* The rdma_cm-style service (connection-manager.md, "Service"): */
-	MRCE_OP_CM_LISTEN = 20,      /* req cm_listen_req; resp empty (EADDRINUSE: the service has a listener here) */
-	MRCE_OP_CM_UNLISTEN = 21,    /* req cm_listen_req; resp empty (ENOENT: this connection does not listen on it) */
+	MRCE_OP_CM_LISTEN = 20,      /* req cm_listen_req; resp empty (EADDRINUSE: another connection binds or listens on it) */
+	MRCE_OP_CM_UNLISTEN = 21,    /* req cm_listen_req; resp empty (ENOENT: this connection neither binds nor listens on it) */
 	MRCE_OP_CM_CONNECT = 22,     /* req cm_connect_req; resp cm_connect_resp once the peer's application answered */
 	MRCE_OP_CM_GET_REQUEST = 23, /* req cm_get_request_req; resp cm_request (EAGAIN at the timeout) */
 	MRCE_OP_CM_ACCEPT = 24,      /* req cm_accept_req; resp empty once the requester took the reply */
 	MRCE_OP_CM_REJECT = 25,      /* req cm_reject_req; resp empty */
-	MRCE_OP_MAX = 25,
+	/* Sharing a context between processes (ibv_import_device/pd/mr; see below): */
+	MRCE_OP_CONTEXT_FD = 26,     /* req empty; resp empty + fds [context memfd] (EEXIST: the connection has one or was imported) */
+	MRCE_OP_IMPORT_CONTEXT = 27, /* req import_context_req; resp empty */
+	MRCE_OP_IMPORT_PD = 28,      /* req handle_req (the PD's handle); resp empty */
+	MRCE_OP_UNIMPORT_PD = 29,    /* req handle_req; resp empty (EBUSY while this connection's objects use it) */
+	MRCE_OP_IMPORT_MR = 30,      /* req import_mr_req; resp import_mr_resp */
+	MRCE_OP_UNIMPORT_MR = 31,    /* req handle_req; resp empty */
+	/* The rdma_cm-style service, continued: */
+	MRCE_OP_CM_BIND = 32,        /* req cm_listen_req; resp empty (EADDRINUSE: the service is bound or listened on here) */
+	MRCE_OP_MAX = 32,
 };
 
 /*
@@ -477,9 +487,9 @@ struct mrce_modify_qp_req {
 #define MRCE_CM_DEFAULT_BACKLOG 64   /* cm_listen_req.backlog 0 */
 #define MRCE_CM_MAX_BACKLOG 1024
 
-struct mrce_cm_listen_req {          /* CM_LISTEN, CM_UNLISTEN */
+struct mrce_cm_listen_req {          /* CM_LISTEN, CM_UNLISTEN, CM_BIND */
 	uint32_t service_id;         /* 0: nonzero */
-	uint32_t backlog;            /* 4: requests kept for the application at most (0: default; UNLISTEN: ignored) */
+	uint32_t backlog;            /* 4: requests kept for the application at most (0: default; UNLISTEN, BIND: ignored) */
 };                                   /* 8 */
 
 struct mrce_cm_connect_req {
@@ -536,5 +546,59 @@ struct mrce_cm_reject_req {
 	uint32_t private_data_len;   /* 4 */
 	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 8 */
 };                                   /* 200 */
+
+/*
+ * Sharing a context (ops 26..31; ibv_import_device(3), ibv_import_pd(3),
+ * ibv_import_mr(3)). A context is the set of connections that share one
+ * handle space. CONTEXT_FD, sent once right after HELLO, makes the connection
+ * the first of a context and returns the context memfd, the context's
+ * cmd_fd: the daemon made it, keeps it open while a connection of the context
+ * lives, and wrote an mrce_context_token into it (so a holder finds the
+ * device). A process that holds a duplicate of that fd (SCM_RIGHTS, dup,
+ * pidfd_getfd) opens its own connection, sends HELLO and then IMPORT_CONTEXT
+ * with the fd's number in its own fd table: the daemon takes the file from
+ * the caller's fd table (pidfd_getfd on the connection's pidfd) and compares
+ * its inode with the memfds it issued. Errors: EBADF (no such fd in the
+ * caller), EINVAL (not a context memfd of this daemon, or its context has no
+ * connection left), EEXIST (the connection already has a context or
+ * objects). Handles made by any connection of a context are unique in it.
+ *
+ * IMPORT_PD / IMPORT_MR give the caller a reference to a PD / MR another
+ * connection of its context made (ENOENT: no such live object in the context,
+ * or one of the caller's own; EEXIST: imported already). An imported PD takes
+ * QPs, SRQs and MRs of the importer; its owner's DEALLOC_PD answers EBUSY
+ * while it is imported. UNIMPORT_* drops the reference only (ENOENT when the
+ * caller holds none); DEALLOC_PD / DEREG_MR of an imported handle answer
+ * EPERM: an object is destroyed by the connection that made it, and goes with
+ * it. Memory is always reached in the process that registered it, by QPs of
+ * that process: an imported MR's rkey serves a peer's RDMA through the
+ * owner's QPs on the PD; the importer's own QPs reach only its own MRs.
+ * ------------------------------------------------------------------------ */
+#define MRCE_CONTEXT_MAGIC 0x5854434du /* "MCTX" little-endian */
+
+struct mrce_context_token {  /* the first bytes of the context memfd */
+	uint32_t magic;      /* 0: MRCE_CONTEXT_MAGIC */
+	uint32_t abi_version;/* 4: MRCE_ABI_VERSION */
+	char dev_name[16];   /* 8: the device, NUL-terminated ("mrce0") */
+};                           /* 24 */
+
+struct mrce_import_context_req {
+	int32_t fd;          /* 0: the context memfd's number in the caller's fd table */
+	uint32_t pad;        /* 4 */
+};                           /* 8 */
+
+struct mrce_import_mr_req {
+	uint32_t pd;         /* 0: a PD of the caller (own or imported) */
+	uint32_t handle;     /* 4: the MR (EINVAL: it is not on that PD) */
+};                           /* 8 */
+
+struct mrce_import_mr_resp {
+	uint32_t handle;     /* 0 */
+	uint32_t lkey;       /* 4 */
+	uint32_t rkey;       /* 8 */
+	uint32_t access;     /* 12: enum ibv_access_flags */
+	uint64_t addr;       /* 16: the iova the keys are used with */
+	uint64_t length;     /* 24 */
+};                           /* 32 */
 
 #endif /* MRCE_ABI_H */

@@ -135,10 +135,12 @@ struct mrce_context {
 
 struct mrce_pd {
 	struct ibv_pd ibv_pd;
+	bool imported;          /* ibv_import_pd: another process's PD */
 };
 
 struct mrce_mr {
 	struct ibv_mr ibv_mr;
+	bool imported;          /* ibv_import_mr */
 };
 
 struct mrce_comp_channel {
@@ -307,6 +309,8 @@ struct ibv_device **mrce_wrap_device_list(struct ibv_device **real,
 					  int *num_devices);
 struct ibv_device **mrce_unwrap_device_list(struct ibv_device **list);
 struct ibv_context *mrce_open_device(struct ibv_device *dev);
+struct ibv_device *mrce_context_fd_device(int cmd_fd);
+struct ibv_context *mrce_import_device(struct ibv_device *dev, int cmd_fd);
 int mrce_close_device(struct ibv_context *ctx);
 int mrce_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr);
 int mrce_query_port(struct ibv_context *ctx, uint8_t port,
@@ -346,6 +350,10 @@ int mrce_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *mrce_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			   uint64_t iova, unsigned int access);
 int mrce_dereg_mr(struct ibv_mr *mr);
+struct ibv_pd *mrce_import_pd(struct ibv_context *ctx, uint32_t pd_handle);
+void mrce_unimport_pd(struct ibv_pd *pd);
+struct ibv_mr *mrce_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
+void mrce_unimport_mr(struct ibv_mr *mr);
 int mrce_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 int mrce_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,

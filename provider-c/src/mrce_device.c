@@ -271,12 +271,34 @@ static const struct ibv_context_ops mrce_ctx_ops = {
 	.post_recv = mrce_post_recv,
 };
 
-struct ibv_context *mrce_open_device(struct ibv_device *dev)
+/*
+ * The context's cmd_fd: with import_fd < 0 a new context, whose cmd_fd is the
+ * memfd the daemon makes for it (CONTEXT_FD); else the context that
+ * import_fd, a copy of another process's cmd_fd, names (IMPORT_CONTEXT), and
+ * import_fd becomes this context's cmd_fd. Either way the context has its own
+ * connection: two processes never share a control stream.
+ */
+static int mrce_context_cmd_fd(struct mrce_context *ctx, int import_fd,
+			       int *cmd_fd)
+{
+	struct mrce_import_context_req req = { .fd = import_fd };
+
+	if (import_fd < 0)
+		return mrce_conn_call(&ctx->conn, MRCE_OP_CONTEXT_FD, NULL, 0,
+				      NULL, 0, cmd_fd, 1);
+	*cmd_fd = import_fd;
+	return mrce_conn_call(&ctx->conn, MRCE_OP_IMPORT_CONTEXT, &req,
+			      sizeof(req), NULL, 0, NULL, 0);
+}
+
+static struct ibv_context *mrce_open_context(struct ibv_device *dev,
+					     int import_fd)
 {
 	struct mrce_device *md = to_mdev(dev);
 	char sock[MRCE_SOCK_PATH_MAX];
 	struct mrce_context *ctx;
 	int fds[2];
+	int cmd_fd = -1;
 	int ret;
 
 	if (!md) {
@@ -301,6 +323,9 @@ struct ibv_context *mrce_open_device(struct ibv_device *dev)
 	ret = mrce_hello(&ctx->conn, &ctx->hello, fds);
 	if (ret)
 		goto err_conn;
+	ret = mrce_context_cmd_fd(ctx, import_fd, &cmd_fd);
+	if (ret)
+		goto err_fds;
 	/* mrce_conn_open made the verified daemon our ptracer (Yama scope 1). */
 
 	pthread_mutex_init(&ctx->obj_lock, NULL);
@@ -316,19 +341,65 @@ struct ibv_context *mrce_open_device(struct ibv_device *dev)
 	ctx->vctx.create_srq_ex = mrce_create_srq_ex;
 	ctx->vctx.context.device = dev;
 	ctx->vctx.context.ops = mrce_ctx_ops;
-	ctx->vctx.context.cmd_fd = ctx->conn.fd;
+	ctx->vctx.context.cmd_fd = cmd_fd;
 	mrce_async_fds_init(ctx, fds[1]);
 	ctx->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	return &ctx->vctx.context;
 
+err_fds:
+	close(fds[0]);
+	close(fds[1]);
 err_conn:
 	mrce_conn_close(&ctx->conn);
 err_free:
 	free(ctx);
 	errno = ret;
 	return NULL;
+}
+
+struct ibv_context *mrce_open_device(struct ibv_device *dev)
+{
+	return mrce_open_context(dev, -1);
+}
+
+/*
+ * The mrce device whose context memfd cmd_fd is, or NULL (errno ENODEV when
+ * it names a device this process does not see; 0 when cmd_fd is no context
+ * memfd at all, so it goes to the real libibverbs). The token only tells
+ * which daemon to ask: that daemon alone decides whether the fd is one of
+ * its contexts.
+ */
+struct ibv_device *mrce_context_fd_device(int cmd_fd)
+{
+	struct mrce_context_token tok;
+	struct ibv_device **list, *found = NULL;
+	int i, n = 0;
+
+	errno = 0;
+	if (pread(cmd_fd, &tok, sizeof(tok), 0) != (ssize_t)sizeof(tok) ||
+	    tok.magic != MRCE_CONTEXT_MAGIC) {
+		errno = 0;
+		return NULL;
+	}
+	tok.dev_name[sizeof(tok.dev_name) - 1] = 0;
+	/* Listing assigns the device slots this process has not seen yet. */
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n && !found; i++)
+		if (is_mrce_dev(list[i]) &&
+		    strcmp(list[i]->name, tok.dev_name) == 0)
+			found = list[i];
+	if (list)
+		ibv_free_device_list(list);
+	if (!found)
+		errno = ENODEV;
+	return found;
+}
+
+struct ibv_context *mrce_import_device(struct ibv_device *dev, int cmd_fd)
+{
+	return mrce_open_context(dev, cmd_fd);
 }
 
 int mrce_close_device(struct ibv_context *ibctx)
@@ -342,6 +413,7 @@ int mrce_close_device(struct ibv_context *ibctx)
 							    __ATOMIC_RELAXED));
 	/* Closing the connection makes the daemon destroy what is left. */
 	mrce_conn_close(&ctx->conn);
+	close(ibctx->cmd_fd); /* the context memfd, made or imported */
 	close(ctx->doorbell_fd);
 	if (ctx->nl_on) {
 		close(ctx->nl_fd);

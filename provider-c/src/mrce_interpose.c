@@ -58,6 +58,7 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 	X(ibv_reg_dmabuf_mr, "IBVERBS_1.12")                \
 	X(ibv_rereg_mr, "IBVERBS_1.1")                      \
 	X(ibv_dereg_mr, "IBVERBS_1.1")                      \
+	X(ibv_import_device, "IBVERBS_1.10")                \
 	X(ibv_import_pd, "IBVERBS_1.10")                    \
 	X(ibv_unimport_pd, "IBVERBS_1.10")                  \
 	X(ibv_import_mr, "IBVERBS_1.10")                    \
@@ -436,30 +437,49 @@ EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	return REAL(ibv_dereg_mr, ENOSYS, mr);
 }
 
+/*
+ * An mrce context's cmd_fd is the context memfd the daemon made for it
+ * (mrce_abi.h, "Sharing a context"); any other fd is the real libibverbs'.
+ */
+EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	struct ibv_device *dev = mrce_context_fd_device(cmd_fd);
+
+	if (dev)
+		return mrce_import_device(dev, cmd_fd);
+	if (errno)
+		return NULL; /* a context memfd of a device not seen here */
+	return REAL(ibv_import_device, (struct ibv_context *)NULL, cmd_fd);
+}
+
 EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 				    uint32_t pd_handle)
 {
 	if (is_mrce_ctx(context))
-		return MRCE_NULL_ERRNO(EOPNOTSUPP);
+		return mrce_import_pd(context, pd_handle);
 	return REAL(ibv_import_pd, (struct ibv_pd *)NULL, context, pd_handle);
 }
 
 EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	if (!is_mrce_ctx(pd->context))
+	if (is_mrce_ctx(pd->context))
+		mrce_unimport_pd(pd);
+	else
 		REAL_VOID(ibv_unimport_pd, pd);
 }
 
 EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
 	if (is_mrce_ctx(pd->context))
-		return MRCE_NULL_ERRNO(EOPNOTSUPP);
+		return mrce_import_mr(pd, mr_handle);
 	return REAL(ibv_import_mr, (struct ibv_mr *)NULL, pd, mr_handle);
 }
 
 EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-	if (!is_mrce_ctx(mr->context))
+	if (is_mrce_ctx(mr->context))
+		mrce_unimport_mr(mr);
+	else
 		REAL_VOID(ibv_unimport_mr, mr);
 }
 

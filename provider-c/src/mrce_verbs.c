@@ -120,6 +120,86 @@ int mrce_dereg_mr(struct ibv_mr *mr)
 }
 
 /*
+ * ibv_import_pd(3) and ibv_import_mr(3): the handle another process of this
+ * context (ibv_import_device) got from ibv_alloc_pd / ibv_reg_mr. The daemon
+ * keeps a reference for this connection; ibv_unimport_* drops it and frees
+ * the local object (an app that unimports a PD its own objects still use
+ * leaves the reference to the connection's close). Destroying is the
+ * maker's: ibv_dealloc_pd / ibv_dereg_mr of an imported object fail with
+ * EPERM and keep it.
+ */
+struct ibv_pd *mrce_import_pd(struct ibv_context *ibctx, uint32_t pd_handle)
+{
+	struct mrce_handle_req req = { .handle = pd_handle };
+	struct mrce_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = mrce_conn_call(&ctx_of(ibctx)->conn, MRCE_OP_IMPORT_PD, &req,
+			     sizeof(req), NULL, 0, NULL, 0);
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	pd->ibv_pd.context = ibctx;
+	pd->ibv_pd.handle = pd_handle;
+	pd->imported = true;
+	return &pd->ibv_pd;
+}
+
+void mrce_unimport_pd(struct ibv_pd *pd)
+{
+	if (!to_mpd(pd)->imported)
+		return; /* not an import: the app must dealloc it */
+	mrce_destroy_cmd(ctx_of(pd->context), MRCE_OP_UNIMPORT_PD, pd->handle);
+	free(to_mpd(pd));
+}
+
+struct ibv_mr *mrce_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct mrce_import_mr_req req = { .pd = pd->handle,
+					  .handle = mr_handle };
+	struct mrce_import_mr_resp resp;
+	struct mrce_mr *mr;
+	int ret;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = mrce_conn_call(&ctx_of(pd->context)->conn, MRCE_OP_IMPORT_MR,
+			     &req, sizeof(req), &resp, sizeof(resp), NULL, 0);
+	if (ret) {
+		free(mr);
+		errno = ret;
+		return NULL;
+	}
+	mr->ibv_mr.context = pd->context;
+	mr->ibv_mr.pd = pd;
+	mr->ibv_mr.addr = (void *)(uintptr_t)resp.addr;
+	mr->ibv_mr.length = resp.length;
+	mr->ibv_mr.handle = resp.handle;
+	mr->ibv_mr.lkey = resp.lkey;
+	mr->ibv_mr.rkey = resp.rkey;
+	mr->imported = true;
+	return &mr->ibv_mr;
+}
+
+void mrce_unimport_mr(struct ibv_mr *mr)
+{
+	if (!to_mmr(mr)->imported)
+		return;
+	mrce_destroy_cmd(ctx_of(mr->context), MRCE_OP_UNIMPORT_MR, mr->handle);
+	free(to_mmr(mr));
+}
+
+/*
  * ibv_advise_mr (through verbs_context): the advice is accepted, and there is
  * nothing to do for it: the daemon reads and writes application memory with
  * process_vm_readv/writev, which fault pages in as any access does, so no

@@ -148,6 +148,16 @@ int main(void)
 	F(mrce_modify_qp_req, handle); F(mrce_modify_qp_req, attr_mask);
 	F(mrce_modify_qp_req, attr); SZ(mrce_modify_qp_req);
 
+	F(mrce_context_token, magic); F(mrce_context_token, abi_version);
+	F(mrce_context_token, dev_name); SZ(mrce_context_token);
+	F(mrce_import_context_req, fd); SZ(mrce_import_context_req);
+	F(mrce_import_mr_req, pd); F(mrce_import_mr_req, handle);
+	SZ(mrce_import_mr_req);
+	F(mrce_import_mr_resp, handle); F(mrce_import_mr_resp, lkey);
+	F(mrce_import_mr_resp, rkey); F(mrce_import_mr_resp, access);
+	F(mrce_import_mr_resp, addr); F(mrce_import_mr_resp, length);
+	SZ(mrce_import_mr_resp);
+
 	C(MRCE_ABI_VERSION); C(MRCE_RING_MAGIC); C(MRCE_RING_VERSION);
 	C(MRCE_RING_SLOTS_OFF); C(MRCE_WQE_SIZE); C(MRCE_WQE_DATA_OFF);
 	C(MRCE_MAX_SGE); C(MRCE_MAX_INLINE); C(MRCE_CQE_SIZE);
@@ -177,6 +187,14 @@ int main(void)
 	C(MRCE_OP_CM_GET_REQUEST);
 	C(MRCE_OP_CM_ACCEPT);
 	C(MRCE_OP_CM_REJECT);
+	C(MRCE_OP_CM_BIND);
+	C(MRCE_OP_CONTEXT_FD);
+	C(MRCE_OP_IMPORT_CONTEXT);
+	C(MRCE_OP_IMPORT_PD);
+	C(MRCE_OP_UNIMPORT_PD);
+	C(MRCE_OP_IMPORT_MR);
+	C(MRCE_OP_UNIMPORT_MR);
+	C(MRCE_CONTEXT_MAGIC);
 	C(MRCE_CM_PRIVATE_DATA_MAX); C(MRCE_CM_ACCEPTED); C(MRCE_CM_REJECTED);
 	C(MRCE_CM_DEFAULT_BACKLOG); C(MRCE_CM_MAX_BACKLOG);
 	C(MRCE_RING_KIND_SQ); C(MRCE_RING_KIND_RQ); C(MRCE_RING_KIND_CQ);

@@ -21,7 +21,6 @@
  * "mrce_odp: client OK"; any failure prints "mrce_odp: FAIL ..." and exits 1.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,104 +47,9 @@ struct exch {
 	uint32_t pad;
 };
 
-static void check(const char *name, int ok, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void check(const char *name, int ok, const char *fmt, ...)
-{
-	char detail[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	printf("CHECK %s: %s %s\n", name, ok ? "PASS" : "FAIL", detail);
-	fflush(stdout);
-	if (!ok)
-		tool_fail("%s: %s", name, detail);
-}
-
 static uint8_t pattern(int which, size_t i)
 {
 	return (uint8_t)tool_mix(((uint64_t)which << 32) + i);
-}
-
-static void to_rts(struct ibv_qp *qp, uint32_t dest, const uint8_t *gid,
-		   int gidx)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		tool_fail("INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
-	a.ah_attr.grh.sgid_index = (uint8_t)gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		tool_fail("RTR: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC))
-		tool_fail("RTS: %s", strerror(errno));
-}
-
-/* Posts one signaled RDMA WRITE and waits for its completion: the status. */
-static int write_wait(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
-		      const uint8_t *src, uint32_t len, uint64_t raddr,
-		      uint32_t rkey, uint64_t id)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len,
-			       .lkey = mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_wc wc;
-	int n;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	if (ibv_post_send(qp, &wr, &bad))
-		tool_fail("post_send: %s", strerror(errno));
-	do
-		n = ibv_poll_cq(cq, 1, &wc); /* the run's timeout bounds it */
-	while (n == 0);
-	if (n < 0)
-		tool_fail("poll_cq");
-	if (wc.wr_id != id)
-		tool_fail("completion of wr %llu, expected %llu",
-			  (unsigned long long)wc.wr_id, (unsigned long long)id);
-	return wc.status;
-}
-
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
-				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
-						.max_send_sge = 1, .max_recv_sge = 1 } };
-	struct ibv_qp *qp;
-
-	qa.send_cq = qa.recv_cq = cq;
-	qp = ibv_create_qp(pd, &qa);
-	if (!qp)
-		tool_fail("create_qp: %s", strerror(errno));
-	return qp;
 }
 
 static void check_caps(struct ibv_context *ctx)
@@ -158,7 +62,7 @@ static void check_caps(struct ibv_context *ctx)
 	memset(&attr, 0, sizeof(attr));
 	if (ibv_query_device_ex(ctx, NULL, &attr))
 		tool_fail("query_device_ex");
-	check("odp_caps", (c->general_caps & IBV_ODP_SUPPORT) &&
+	tool_check("odp_caps", (c->general_caps & IBV_ODP_SUPPORT) &&
 		  (c->general_caps & IBV_ODP_SUPPORT_IMPLICIT) &&
 		  (c->per_transport_caps.rc_odp_caps & rc_need) == rc_need &&
 		  (c->per_transport_caps.ud_odp_caps &
@@ -189,7 +93,7 @@ static int server(struct ibv_context *ctx, int gidx, int port)
 	check_caps(ctx);
 	mr = ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND |
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	check("implicit_odp_reg", mr != NULL, "%s",
+	tool_check("implicit_odp_reg", mr != NULL, "%s",
 	      mr ? "whole address space" : strerror(errno));
 	/* Mapped after the registration: the implicit MR covers it anyway. */
 	buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE,
@@ -208,19 +112,19 @@ static int server(struct ibv_context *ctx, int gidx, int port)
 
 		ret = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 				    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
-		check("advise_mr_prefetch", ret == 0, "ret %d", ret);
+		tool_check("advise_mr_prefetch", ret == 0, "ret %d", ret);
 		ret = ibv_advise_mr(pd, (enum ibv_advise_mr_advice)77, 0,
 				    &sge, 1);
-		check("advise_mr_bad_advice", ret == EINVAL, "ret %d", ret);
+		tool_check("advise_mr_bad_advice", ret == EINVAL, "ret %d", ret);
 		ret = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80,
 				    &sge, 1);
-		check("advise_mr_bad_flags", ret == EINVAL, "ret %d", ret);
+		tool_check("advise_mr_bad_flags", ret == EINVAL, "ret %d", ret);
 		ret = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0,
 				    &sge, 0);
-		check("advise_mr_no_sge", ret == EINVAL, "ret %d", ret);
+		tool_check("advise_mr_no_sge", ret == EINVAL, "ret %d", ret);
 	}
-	qp[0] = make_qp(pd, cq);
-	qp[1] = make_qp(pd, cq);
+	qp[0] = tool_rc_qp(pd, cq);
+	qp[1] = tool_rc_qp(pd, cq);
 	me.qpn[0] = qp[0]->qp_num;
 	me.qpn[1] = qp[1]->qp_num;
 	memcpy(me.gid, gid.raw, 16);
@@ -229,8 +133,8 @@ static int server(struct ibv_context *ctx, int gidx, int port)
 	me.rkey = mr->rkey;
 	fd = tool_tcp_accept(port);
 	tool_read_all(fd, &peer, sizeof(peer));
-	to_rts(qp[0], peer.qpn[0], peer.gid, gidx);
-	to_rts(qp[1], peer.qpn[1], peer.gid, gidx);
+	tool_rc_to_rts(qp[0], peer.qpn[0], peer.gid, gidx);
+	tool_rc_to_rts(qp[1], peer.qpn[1], peer.gid, gidx);
 	if (munmap(hole, 4096))
 		tool_fail("munmap: %s", strerror(errno));
 	tool_write_all(fd, &me, sizeof(me));
@@ -239,7 +143,7 @@ static int server(struct ibv_context *ctx, int gidx, int port)
 		unsigned char vec;
 
 		ret = mincore(hole, 4096, &vec);
-		check("hole_stayed_unmapped", ret == -1 && errno == ENOMEM,
+		tool_check("hole_stayed_unmapped", ret == -1 && errno == ENOMEM,
 		      "mincore %d (%s)", ret, ret ? strerror(errno) : "mapped");
 	}
 	for (size_t i = 0; i < BUF_LEN; i++) {
@@ -251,7 +155,7 @@ static int server(struct ibv_context *ctx, int gidx, int port)
 			want = pattern(2, i - PAT2_OFF);
 		bad += buf[i] != want;
 	}
-	check("write_landed", bad == 0,
+	tool_check("write_landed", bad == 0,
 	      "%zu of %d bytes wrong (patterns %d + %d bytes, crc 0x%08x)",
 	      bad, BUF_LEN, PAT1_LEN, PAT2_LEN,
 	      tool_crc32(buf + PAT1_OFF, PAT1_LEN));
@@ -288,7 +192,7 @@ static int client(struct ibv_context *ctx, int gidx, const char *host, int port)
 	/* An explicit ODP MR for the source. */
 	mr = ibv_reg_mr(pd, src, PAT1_LEN + PAT2_LEN,
 			IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
-	check("explicit_odp_reg", mr != NULL, "%s",
+	tool_check("explicit_odp_reg", mr != NULL, "%s",
 	      mr ? "source buffer" : strerror(errno));
 	gap = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -302,33 +206,33 @@ static int client(struct ibv_context *ctx, int gidx, const char *host, int port)
 		src[i] = pattern(1, i);
 	for (size_t i = 0; i < PAT2_LEN; i++)
 		src[PAT1_LEN + i] = pattern(2, i);
-	qp[0] = make_qp(pd, cq);
-	qp[1] = make_qp(pd, cq);
+	qp[0] = tool_rc_qp(pd, cq);
+	qp[1] = tool_rc_qp(pd, cq);
 	me.qpn[0] = qp[0]->qp_num;
 	me.qpn[1] = qp[1]->qp_num;
 	memcpy(me.gid, gid.raw, 16);
 	fd = tool_tcp_connect(host, port);
 	tool_write_all(fd, &me, sizeof(me));
 	tool_read_all(fd, &peer, sizeof(peer));
-	to_rts(qp[0], peer.qpn[0], peer.gid, gidx);
-	to_rts(qp[1], peer.qpn[1], peer.gid, gidx);
-	st = write_wait(qp[0], cq, mr, src, PAT1_LEN, peer.buf + PAT1_OFF,
+	tool_rc_to_rts(qp[0], peer.qpn[0], peer.gid, gidx);
+	tool_rc_to_rts(qp[1], peer.qpn[1], peer.gid, gidx);
+	st = tool_rc_write_wait(qp[0], cq, mr, src, PAT1_LEN, peer.buf + PAT1_OFF,
 			peer.rkey, 1);
-	check("write_to_memory_mapped_after_reg", st == IBV_WC_SUCCESS,
+	tool_check("write_to_memory_mapped_after_reg", st == IBV_WC_SUCCESS,
 	      "status %s", ibv_wc_status_str(st));
-	st = write_wait(qp[0], cq, mr, src, 64, peer.hole, peer.rkey, 2);
-	check("write_to_unmapped_page", st == IBV_WC_REM_ACCESS_ERR,
+	st = tool_rc_write_wait(qp[0], cq, mr, src, 64, peer.hole, peer.rkey, 2);
+	tool_check("write_to_unmapped_page", st == IBV_WC_REM_ACCESS_ERR,
 	      "status %s", ibv_wc_status_str(st));
-	st = write_wait(qp[1], cq, mr, src + PAT1_LEN, PAT2_LEN,
+	st = tool_rc_write_wait(qp[1], cq, mr, src + PAT1_LEN, PAT2_LEN,
 			peer.buf + PAT2_OFF, peer.rkey, 3);
-	check("other_qp_goes_on", st == IBV_WC_SUCCESS, "status %s",
+	tool_check("other_qp_goes_on", st == IBV_WC_SUCCESS, "status %s",
 	      ibv_wc_status_str(st));
 	/* A local SGE on a page unmapped inside an explicit ODP MR. */
 	if (munmap(gap, 4096))
 		tool_fail("munmap: %s", strerror(errno));
-	st = write_wait(qp[1], cq, gmr, gap, 64,
+	st = tool_rc_write_wait(qp[1], cq, gmr, gap, 64,
 			peer.buf + PAT2_OFF + PAT2_LEN + 4096, peer.rkey, 4);
-	check("local_sge_unmapped", st == IBV_WC_LOC_PROT_ERR, "status %s",
+	tool_check("local_sge_unmapped", st == IBV_WC_LOC_PROT_ERR, "status %s",
 	      ibv_wc_status_str(st));
 	tool_write_all(fd, "d", 1);
 	tool_read_all(fd, &ok, 1);

@@ -180,3 +180,94 @@ struct ibv_context *tool_open_device(const char *name)
 		tool_fail("ibv_open_device: %s", strerror(errno));
 	return ctx;
 }
+
+void tool_check(const char *name, int ok, const char *fmt, ...)
+{
+	char detail[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	printf("CHECK %s: %s %s\n", name, ok ? "PASS" : "FAIL", detail);
+	fflush(stdout);
+	if (!ok)
+		tool_fail("%s: %s", name, detail);
+}
+
+void tool_rc_to_rts(struct ibv_qp *qp, uint32_t dest, const uint8_t *gid,
+		    int gidx)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		tool_fail("INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
+	a.ah_attr.grh.sgid_index = (uint8_t)gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		tool_fail("RTR: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+			  IBV_QP_MAX_QP_RD_ATOMIC))
+		tool_fail("RTS: %s", strerror(errno));
+}
+
+int tool_rc_write_wait(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
+		       const uint8_t *src, uint32_t len, uint64_t raddr,
+		       uint32_t rkey, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	int n;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(qp, &wr, &bad))
+		tool_fail("post_send: %s", strerror(errno));
+	do
+		n = ibv_poll_cq(cq, 1, &wc); /* the run's timeout bounds it */
+	while (n == 0);
+	if (n < 0)
+		tool_fail("poll_cq");
+	if (wc.wr_id != id)
+		tool_fail("completion of wr %llu, expected %llu",
+			  (unsigned long long)wc.wr_id, (unsigned long long)id);
+	return wc.status;
+}
+
+struct ibv_qp *tool_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *qp;
+
+	qa.send_cq = qa.recv_cq = cq;
+	qp = ibv_create_qp(pd, &qa);
+	if (!qp)
+		tool_fail("create_qp: %s", strerror(errno));
+	return qp;
+}

@@ -15,7 +15,9 @@ public final class AbiDescriptors {
             CreateSrqRespDescriptor.LAYOUT, ModifySrqReqDescriptor.LAYOUT, SrqAttrDescriptor.LAYOUT,
             AsyncEventDescriptor.LAYOUT, ReregMrReqDescriptor.LAYOUT,
             CmListenReqDescriptor.LAYOUT, CmConnectReqDescriptor.LAYOUT, CmConnectRespDescriptor.LAYOUT, CmGetRequestReqDescriptor.LAYOUT,
-            CmRequestDescriptor.LAYOUT, CmAcceptReqDescriptor.LAYOUT, CmRejectReqDescriptor.LAYOUT);
+            CmRequestDescriptor.LAYOUT, CmAcceptReqDescriptor.LAYOUT, CmRejectReqDescriptor.LAYOUT,
+            ContextTokenDescriptor.LAYOUT, ImportContextReqDescriptor.LAYOUT, ImportMrReqDescriptor.LAYOUT,
+            ImportMrRespDescriptor.LAYOUT);
 
     private AbiDescriptors() {}
 }

@@ -20,6 +20,9 @@ import io.metaroce.abi.HandleReqDescriptor;
 import io.metaroce.abi.HandleRespDescriptor;
 import io.metaroce.abi.HelloReqDescriptor;
 import io.metaroce.abi.HelloRespDescriptor;
+import io.metaroce.abi.ImportContextReqDescriptor;
+import io.metaroce.abi.ImportMrReqDescriptor;
+import io.metaroce.abi.ImportMrRespDescriptor;
 import io.metaroce.abi.ModifyQpReqDescriptor;
 import io.metaroce.abi.ModifySrqReqDescriptor;
 import io.metaroce.abi.QpAttrDescriptor;
@@ -80,6 +83,13 @@ public final class ControlProtocol {
     public static final int OP_CM_GET_REQUEST = AbiConstants.MRCE_OP_CM_GET_REQUEST;
     public static final int OP_CM_ACCEPT = AbiConstants.MRCE_OP_CM_ACCEPT;
     public static final int OP_CM_REJECT = AbiConstants.MRCE_OP_CM_REJECT;
+    public static final int OP_CONTEXT_FD = AbiConstants.MRCE_OP_CONTEXT_FD;
+    public static final int OP_IMPORT_CONTEXT = AbiConstants.MRCE_OP_IMPORT_CONTEXT;
+    public static final int OP_IMPORT_PD = AbiConstants.MRCE_OP_IMPORT_PD;
+    public static final int OP_UNIMPORT_PD = AbiConstants.MRCE_OP_UNIMPORT_PD;
+    public static final int OP_IMPORT_MR = AbiConstants.MRCE_OP_IMPORT_MR;
+    public static final int OP_UNIMPORT_MR = AbiConstants.MRCE_OP_UNIMPORT_MR;
+    public static final int OP_CM_BIND = AbiConstants.MRCE_OP_CM_BIND;
     public static final int OP_MAX = AbiConstants.MRCE_OP_MAX;
     /** {@code MRCE_CM_*}: the rdma_cm-style service (ops 20..25). */
     public static final int CM_PRIVATE_DATA_MAX = AbiConstants.MRCE_CM_PRIVATE_DATA_MAX;
@@ -121,6 +131,13 @@ public final class ControlProtocol {
         op(OP_CM_GET_REQUEST, "CM_GET_REQUEST", CmGetRequestReqDescriptor.SIZE, CmRequestDescriptor.SIZE, 0);
         op(OP_CM_ACCEPT, "CM_ACCEPT", CmAcceptReqDescriptor.SIZE, 0, 0);
         op(OP_CM_REJECT, "CM_REJECT", CmRejectReqDescriptor.SIZE, 0, 0);
+        op(OP_CONTEXT_FD, "CONTEXT_FD", 0, 0, 1);
+        op(OP_IMPORT_CONTEXT, "IMPORT_CONTEXT", ImportContextReqDescriptor.SIZE, 0, 0);
+        op(OP_IMPORT_PD, "IMPORT_PD", HandleReqDescriptor.SIZE, 0, 0);
+        op(OP_UNIMPORT_PD, "UNIMPORT_PD", HandleReqDescriptor.SIZE, 0, 0);
+        op(OP_IMPORT_MR, "IMPORT_MR", ImportMrReqDescriptor.SIZE, ImportMrRespDescriptor.SIZE, 0);
+        op(OP_UNIMPORT_MR, "UNIMPORT_MR", HandleReqDescriptor.SIZE, 0, 0);
+        op(OP_CM_BIND, "CM_BIND", CmListenReqDescriptor.SIZE, 0, 0);
     }
 
     private ControlProtocol() {}

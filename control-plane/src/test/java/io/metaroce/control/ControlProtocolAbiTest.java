@@ -56,7 +56,8 @@ class ControlProtocolAbiTest {
         String[] ops = {null, "HELLO", "ALLOC_PD", "DEALLOC_PD", "REG_MR", "DEREG_MR", "CREATE_COMP_CHANNEL",
             "DESTROY_COMP_CHANNEL", "CREATE_CQ", "DESTROY_CQ", "CREATE_QP", "MODIFY_QP", "QUERY_QP", "DESTROY_QP",
             "CREATE_SRQ", "MODIFY_SRQ", "QUERY_SRQ", "DESTROY_SRQ", "GET_ASYNC_EVENT", "REREG_MR", "CM_LISTEN",
-            "CM_UNLISTEN", "CM_CONNECT", "CM_GET_REQUEST", "CM_ACCEPT", "CM_REJECT"};
+            "CM_UNLISTEN", "CM_CONNECT", "CM_GET_REQUEST", "CM_ACCEPT", "CM_REJECT", "CONTEXT_FD", "IMPORT_CONTEXT",
+            "IMPORT_PD", "UNIMPORT_PD", "IMPORT_MR", "UNIMPORT_MR", "CM_BIND"};
         for (int op = 1; op <= ControlProtocol.OP_MAX; op++) {
             assertThat(ControlProtocol.opName(op)).isEqualTo(ops[op]);
             assertThat(C).as(ops[op]).containsEntry("const.MRCE_OP_" + ops[op], (long) op);
@@ -73,7 +74,10 @@ class ControlProtocolAbiTest {
             {"REREG_MR", "mrce_rereg_mr_req", "mrce_reg_mr_resp"}, {"ALLOC_PD", null, "mrce_handle_resp"},
             {"CM_LISTEN", "mrce_cm_listen_req", null}, {"CM_CONNECT", "mrce_cm_connect_req", "mrce_cm_connect_resp"},
             {"CM_GET_REQUEST", "mrce_cm_get_request_req", "mrce_cm_request"}, {"CM_ACCEPT", "mrce_cm_accept_req", null},
-            {"CM_REJECT", "mrce_cm_reject_req", null}};
+            {"CM_REJECT", "mrce_cm_reject_req", null}, {"CONTEXT_FD", null, null},
+            {"IMPORT_CONTEXT", "mrce_import_context_req", null}, {"IMPORT_PD", "mrce_handle_req", null},
+            {"UNIMPORT_PD", "mrce_handle_req", null}, {"IMPORT_MR", "mrce_import_mr_req", "mrce_import_mr_resp"},
+            {"UNIMPORT_MR", "mrce_handle_req", null}, {"CM_BIND", "mrce_cm_listen_req", null}};
         for (String[] row : table) {
             int op = C.get("const.MRCE_OP_" + row[0]).intValue();
             long req = row[1] == null ? 0 : C.get(row[1] + ".__size");
@@ -122,6 +126,10 @@ class ControlProtocolAbiTest {
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_ACCEPT)).isEqualTo(232);
         assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_ACCEPT)).isZero();
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_REJECT)).isEqualTo(200);
+        assertThat(ControlProtocol.responseFds(ControlProtocol.OP_CONTEXT_FD)).isEqualTo(1);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_IMPORT_CONTEXT)).isEqualTo(8);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_IMPORT_MR)).isEqualTo(8);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_IMPORT_MR)).isEqualTo(32);
     }
 
     @Test

@@ -38,7 +38,6 @@ import org.slf4j.LoggerFactory;
 class CmStateFuzzing {
     private static final int CM_IP = 0x7f4d0001; // 127.77.0.1
     private static final int PEER_IP = 0x7f4d0002; // 127.77.0.2
-    private static final int PORT = 24893;
 
     /** The daemon: QPN % 3 == 0 accepts with a fixed endpoint, 1 defers, 2 rejects. */
     static final class Daemon implements ConnectionManager.Listener, ConnectionManager.ServiceHandler {
@@ -261,7 +260,13 @@ class CmStateFuzzing {
         log.addAppender(unexpected);
         daemon = new Daemon();
         // a heartbeat of a minute: no tick during a run (inputs, not time, drive the manager)
-        cm = ConnectionManager.start(CM_IP, new ConnectionManager.Config(PORT, 60_000, 120_000, 1000), daemon);
+        // any free port: the inputs reach the manager's pipeline on an EmbeddedChannel, never its
+        // listener, and a fixed port collided with another build's fuzzer on the same machine
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.77.0.1"))) {
+            port = probe.getLocalPort();
+        }
+        cm = ConnectionManager.start(CM_IP, new ConnectionManager.Config(port, 60_000, 120_000, 1000), daemon);
         cm.serviceHandler(daemon);
         Field f = ConnectionManager.class.getDeclaredField("loop");
         f.setAccessible(true);

@@ -85,9 +85,9 @@ class ConnectionManagerSourceAddressTest {
     void theDialedPeerSeesTheServedAddressNotTheKernelsChoice() throws Exception {
         Recorder ra = new Recorder();
         Recorder rb = new Recorder();
-        ConnectionManager.Config fast = new ConnectionManager.Config(portFreeOnBoth(), 50, 300, 2000);
-        a = ConnectionManager.start(A, fast, ra);
-        b = ConnectionManager.start(B, fast, rb);
+        ConnectionManager.Config steady = new ConnectionManager.Config(portFreeOnBoth(), 50, 30_000, 2000);
+        a = ConnectionManager.start(A, steady, ra);
+        b = ConnectionManager.start(B, steady, rb);
         ra.qps.put(10, ep(10, 20));
         // B dials A: the route to 127.0.0.1 would take 127.0.0.1 as source.
         assertThat(b.connect(A, ep(20, 10)).get(5, TimeUnit.SECONDS)).isEqualTo(ep(10, 20));
@@ -101,7 +101,7 @@ class ConnectionManagerSourceAddressTest {
     @Test
     void aHelloAnnouncingAnotherAddressThanTheConnectionsIsAProtocolError() throws Exception {
         int port = portFreeOnBoth();
-        a = ConnectionManager.start(A, new ConnectionManager.Config(port, 50, 300, 2000), new Recorder());
+        a = ConnectionManager.start(A, new ConnectionManager.Config(port, 50, 30_000, 2000), new Recorder());
         ByteBuf hello = Unpooled.buffer();
         CmCodec.encode(new CmMessage.Hello(CmCodec.VERSION, 0, 42, 0, 50, 0x7f000003), hello);
         byte[] bytes = new byte[hello.readableBytes()];

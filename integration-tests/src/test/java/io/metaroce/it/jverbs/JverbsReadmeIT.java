@@ -33,12 +33,8 @@ class JverbsReadmeIT extends JverbsFabricTest {
 
     @Test
     void theReadmeSnippetRunsAgainstAnEchoEndpoint(@TempDir Path dir) throws Exception {
-        Path root = Env.root();
-        Matcher m = Pattern.compile("<!-- snippet: run -->\\s*```java\\n(.*?)```", Pattern.DOTALL)
-                .matcher(Files.readString(root.resolve("java-verbs/README.md")));
-        assertThat(m.find()).as("a run snippet in java-verbs/README.md").isTrue();
-        Path src = dir.resolve("ReadmeSnippet.java");
-        Files.writeString(src, """
+        String classes = Env.root().resolve("java-verbs/target/classes").toString();
+        List<String> cmd = compiledSnippet(dir, "snippet", "ReadmeSnippet", classes, """
                 import io.metaroce.verbs.*;
                 import io.metaroce.verbs.cm.*;
                 import io.metaroce.verbs.endpoint.*;
@@ -47,22 +43,12 @@ class JverbsReadmeIT extends JverbsFabricTest {
                 import java.nio.charset.*;
                 import java.time.*;
                 import java.util.concurrent.*;
-                public class ReadmeSnippet {
-                    public static void main(String[] args) throws Exception {
-                """ + m.group(1) + "    }\n}\n");
-        String classes = root.resolve("java-verbs/target/classes").toString();
-        int rc = ToolProvider.getSystemJavaCompiler().run(null, new PrintStream(OutputStream.nullOutputStream()),
-                System.err, "-d", dir.toString(), "-cp", classes, src.toString());
-        assertThat(rc).as("javac of the README snippet").isZero();
-
+                """, "");
         try (Proc server = fabric.start(fabric.b(), "echo-server",
                 JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7000"))) {
             boolean listening = Wait.until(Duration.ofSeconds(60),
                     () -> server.output().contains("LISTENING") || !server.isAlive());
             assertThat(listening && server.output().contains("LISTENING")).as(server.output()).isTrue();
-            List<String> cmd = new ArrayList<>(List.of(Env.bin("mrce-run").toString(),
-                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "--enable-native-access=ALL-UNNAMED", "-cp", dir + ":" + classes, "ReadmeSnippet"));
             try (Proc client = fabric.start(fabric.a(), "readme-snippet", cmd)) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
@@ -78,12 +64,9 @@ class JverbsReadmeIT extends JverbsFabricTest {
 
     @Test
     void theNettyReadmeSnippetRunsAnEchoOverMrce0(@TempDir Path dir) throws Exception {
-        Path root = Env.root();
-        Matcher m = Pattern.compile("<!-- netty-snippet: run -->\\s*```java\\n(.*?)```", Pattern.DOTALL)
-                .matcher(Files.readString(root.resolve("java-verbs/README.md")));
-        assertThat(m.find()).as("a netty-snippet run block in java-verbs/README.md").isTrue();
-        Path src = dir.resolve("ReadmeNettySnippet.java");
-        Files.writeString(src, """
+        // this test's class path holds java-verbs, java-verbs-netty and Netty (through java-verbs-examples)
+        List<String> cmd = compiledSnippet(dir, "netty-snippet", "ReadmeNettySnippet",
+                System.getProperty("java.class.path"), """
                 import io.metaroce.verbs.endpoint.*;
                 import io.metaroce.verbs.netty.*;
                 import io.netty.bootstrap.*;
@@ -91,25 +74,32 @@ class JverbsReadmeIT extends JverbsFabricTest {
                 import io.netty.channel.*;
                 import java.net.*;
                 import java.nio.charset.*;
-                public class ReadmeNettySnippet {
-                    public static void main(String[] args) throws Exception {
-                """ + m.group(1) + """
-                        System.out.println("SNIPPET DONE");
-                    }
-                }
-                """);
-        // this test's class path holds java-verbs, java-verbs-netty and Netty (through java-verbs-examples)
-        String cp = System.getProperty("java.class.path");
-        int rc = ToolProvider.getSystemJavaCompiler().run(null, new PrintStream(OutputStream.nullOutputStream()),
-                System.err, "-d", dir.toString(), "-cp", cp, src.toString());
-        assertThat(rc).as("javac of the README's Netty snippet").isZero();
-        List<String> cmd = new ArrayList<>(List.of(Env.bin("mrce-run").toString(),
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", dir + ":" + cp, "ReadmeNettySnippet"));
+                """, "        System.out.println(\"SNIPPET DONE\");\n");
         try (Proc p = fabric.start(fabric.b(), "readme-netty-snippet", cmd)) {
             int e = p.waitFor(Duration.ofSeconds(120));
             assertThat(e).as(p.output()).isZero();
             assertThat(p.output()).as(p.output()).contains("echo: ping").contains("SNIPPET DONE");
         }
+    }
+
+    /**
+     * The README block marked {@code <!-- MARKER: run -->} compiled, after {@code imports}, as the
+     * body of {@code main} of class {@code name} (then {@code tail}) against {@code classPath};
+     * returns the command that runs it under {@code bin/mrce-run}.
+     */
+    private static List<String> compiledSnippet(Path dir, String marker, String name, String classPath,
+            String imports, String tail) throws Exception {
+        Matcher m = Pattern.compile("<!-- " + marker + ": run -->\\s*```java\\n(.*?)```", Pattern.DOTALL)
+                .matcher(Files.readString(Env.root().resolve("java-verbs/README.md")));
+        assertThat(m.find()).as("a %s run block in java-verbs/README.md", marker).isTrue();
+        Path src = dir.resolve(name + ".java");
+        Files.writeString(src, imports + "public class " + name + " {\n"
+                + "    public static void main(String[] args) throws Exception {\n" + m.group(1) + tail + "    }\n}\n");
+        int rc = ToolProvider.getSystemJavaCompiler().run(null, new PrintStream(OutputStream.nullOutputStream()),
+                System.err, "-d", dir.toString(), "-cp", classPath, src.toString());
+        assertThat(rc).as("javac of the README's %s block", marker).isZero();
+        return new ArrayList<>(List.of(Env.bin("mrce-run").toString(),
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", dir + ":" + classPath, name));
     }
 }

@@ -229,19 +229,13 @@ public final class DaemonConnectionService implements ConnectionService {
         }
     }
 
-    private static final class DaemonRequest implements ConnectionRequest {
+    private static final class DaemonRequest extends ReceivedRequest {
         private final DaemonControl c;
         private final int handle;
         private final int service;
-        private final QpEndpoint remote;
-        private final byte[] privateData;
-        private final InetSocketAddress peer;
         private boolean answered;
 
         DaemonRequest(DaemonControl c, ByteBuffer r) {
-            this.c = c;
-            this.handle = r.getInt(DaemonControl.REQUEST_HANDLE);
-            this.service = r.getInt(DaemonControl.REQUEST_SERVICE);
             byte[] ip = new byte[4];
             r.get(DaemonControl.REQUEST_PEER, ip);
             InetAddress a;
@@ -250,29 +244,16 @@ public final class DaemonConnectionService implements ConnectionService {
             } catch (UnknownHostException e) {
                 throw new IllegalStateException(e); // 4 bytes are always an address
             }
-            this.peer = new InetSocketAddress(a, 0);
-            this.remote = new QpEndpoint(0, r.getInt(DaemonControl.QPN), r.getInt(DaemonControl.PSN),
-                    gidOr(r, DaemonControl.GID, ip));
-            this.privateData = readPrivateData(r, DaemonControl.PD_LEN, DaemonControl.PD);
-        }
-
-        @Override
-        public QpEndpoint remote() {
-            return remote;
-        }
-
-        @Override
-        public byte[] privateData() {
-            return privateData.clone();
-        }
-
-        @Override
-        public InetSocketAddress peer() {
-            return peer;
+            super(new QpEndpoint(0, r.getInt(DaemonControl.QPN), r.getInt(DaemonControl.PSN),
+                    gidOr(r, DaemonControl.GID, ip)), readPrivateData(r, DaemonControl.PD_LEN, DaemonControl.PD),
+                    new InetSocketAddress(a, 0));
+            this.c = c;
+            this.handle = r.getInt(DaemonControl.REQUEST_HANDLE);
+            this.service = r.getInt(DaemonControl.REQUEST_SERVICE);
         }
 
         private String what() {
-            return "request " + handle + " from " + peer.getAddress().getHostAddress() + " for service "
+            return "request " + handle + " from " + peer().getAddress().getHostAddress() + " for service "
                     + Integer.toUnsignedString(service);
         }
 
@@ -282,7 +263,7 @@ public final class DaemonConnectionService implements ConnectionService {
             QpEndpoint local;
             try {
                 local = RcConnector.localEndpoint(qp, options);
-                RcConnector.connect(qp, options, remote); // RTR and RTS before the answer, as the IB CM does
+                RcConnector.connect(qp, options, remote()); // RTR and RTS before the answer, as the IB CM does
             } catch (RuntimeException e) {
                 // Do not leave the requester waiting for its timeout: refuse, then report.
                 c.send(DaemonControl.OP_CM_REJECT, le(DaemonControl.REJECT_SIZE).putInt(DaemonControl.REJECT_HANDLE, handle));
@@ -301,7 +282,7 @@ public final class DaemonConnectionService implements ConnectionService {
                         + " (ECONNRESET)");
                 default -> check(r, "CM_ACCEPT of " + what());
             }
-            return new Connection(qp, local, remote, privateData);
+            return new Connection(qp, local, remote(), receivedPrivateData());
         }
 
         @Override

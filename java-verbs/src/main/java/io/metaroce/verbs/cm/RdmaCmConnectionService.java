@@ -262,41 +262,22 @@ public final class RdmaCmConnectionService implements ConnectionService {
         }
     }
 
-    private final class CmRequest implements ConnectionRequest {
+    private final class CmRequest extends ReceivedRequest {
         private final RdmaCm.Id id;
-        private final byte[] privateData;
-        private final InetSocketAddress peer;
-        private final QpEndpoint remote;
         private boolean answered;
 
         CmRequest(RdmaCm.Event e) {
-            this.id = e.id();
-            this.privateData = e.privateData();
-            this.peer = id.peerAddress();
+            RdmaCm.Id id = e.id();
             RdmaCm.QpAttributes a = id.qpAttributes();
-            this.remote = new QpEndpoint(0, a.destQpNum(), a.rqPsn(), a.destGid());
-        }
-
-        @Override
-        public QpEndpoint remote() {
-            return remote;
-        }
-
-        @Override
-        public byte[] privateData() {
-            return privateData.clone();
-        }
-
-        @Override
-        public InetSocketAddress peer() {
-            return peer;
+            super(new QpEndpoint(0, a.destQpNum(), a.rqPsn(), a.destGid()), e.privateData(), id.peerAddress());
+            this.id = id;
         }
 
         @Override
         public synchronized Connection accept(QueuePair qp, ConnectOptions options) throws IOException {
             once();
             byte[] pd = options.privateData();
-            String what = "rdma_cm accept of " + peer.getAddress().getHostAddress();
+            String what = "rdma_cm accept of " + peer().getAddress().getHostAddress();
             RdmaCm.Channel ch = new RdmaCm.Channel();
             try {
                 if (pd.length > MAX_PRIVATE_DATA) {
@@ -307,9 +288,9 @@ public final class RdmaCmConnectionService implements ConnectionService {
                 ConnectOptions.RcParameters rc = options.rc();
                 try {
                     // RTR toward the requester before the answer; RTS once the library chose our PSN
-                    AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(remote.gid(), remote.lid(),
+                    AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(remote().gid(), remote().lid(),
                             options.sl(), Math.max(options.gidIndex(), 0), options.port());
-                    qp.toRtr(options.mtu(), remote.qpn(), remote.psn(), path, rc.maxDestRdAtomic(), rc.minRnrTimer());
+                    qp.toRtr(options.mtu(), remote().qpn(), remote().psn(), path, rc.maxDestRdAtomic(), rc.minRnrTimer());
                 } catch (RuntimeException ex) {
                     id.reject(new byte[0]);
                     throw ex;
@@ -323,7 +304,7 @@ public final class RdmaCmConnectionService implements ConnectionService {
                     throw failed(e, what);
                 }
                 QpEndpoint local = RcConnector.localEndpoint(qp, withPsn(options, psn));
-                return new Connection(qp, local, remote, privateData).owning(new Link(ch, id, qp));
+                return new Connection(qp, local, remote(), receivedPrivateData()).owning(new Link(ch, id, qp));
             } catch (IOException | RuntimeException ex) {
                 id.destroy();
                 ch.close();
@@ -336,7 +317,7 @@ public final class RdmaCmConnectionService implements ConnectionService {
             once();
             byte[] pd = ConnectOptions.checkPrivateData(data);
             try {
-                step(id.reject(pd), "rdma_reject", "rdma_cm reject of " + peer.getAddress().getHostAddress());
+                step(id.reject(pd), "rdma_reject", "rdma_cm reject of " + peer().getAddress().getHostAddress());
             } finally {
                 id.destroy();
             }
@@ -344,7 +325,7 @@ public final class RdmaCmConnectionService implements ConnectionService {
 
         private void once() {
             if (answered) {
-                throw new IllegalStateException("request of " + peer + " was already answered");
+                throw new IllegalStateException("request of " + peer() + " was already answered");
             }
             answered = true;
         }

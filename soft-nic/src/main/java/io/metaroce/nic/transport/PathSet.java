@@ -218,16 +218,13 @@ final class PathSet {
     }
 
     /**
-     * The path for a tail-loss probe of {@code bytes} of a packet of {@code from}: the ACTIVE path
-     * other than {@code from} whose deliveries were reported most recently (the one most likely to
-     * carry it now) among those with window room for it, else among all ACTIVE ones (a probe is
-     * one packet); {@code from} itself when no other has delivered anything yet. Preferring room
-     * spreads the probes of many silent paths (a dead link's share of 256) over the live paths
-     * instead of piling them all onto one.
+     * The path for a tail-loss probe of a packet of {@code from}: the ACTIVE path other than
+     * {@code from} whose deliveries were reported most recently (the one most likely to carry it
+     * now), whatever its window (a probe is one packet); {@code from} itself when no other has
+     * delivered anything yet.
      */
-    int freshest(int from, int bytes) {
+    int freshest(int from) {
         int best = -1;
-        int bestWithRoom = -1;
         for (int i = 0; i < count; i++) {
             Path p = paths[i];
             if (i == from || p.state != Path.ACTIVE || p.ringFull() || p.lastDeliveryNs == Long.MIN_VALUE) {
@@ -236,12 +233,8 @@ final class PathSet {
             if (best < 0 || p.lastDeliveryNs - paths[best].lastDeliveryNs > 0) {
                 best = i;
             }
-            if (p.inflightBytes + bytes <= Math.min(p.shareBytes, p.cwndBytes)
-                    && (bestWithRoom < 0 || p.lastDeliveryNs - paths[bestWithRoom].lastDeliveryNs > 0)) {
-                bestWithRoom = i;
-            }
         }
-        return bestWithRoom >= 0 ? bestWithRoom : best < 0 ? from : best;
+        return best < 0 ? from : best;
     }
 
     /** The entropy of the next live path in rotation (re-requests spread over the paths). */

@@ -5,9 +5,7 @@ import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.dma.DmaBatch;
 import java.lang.foreign.Arena;
-import io.metaroce.abi.WqeDescriptor;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 /**
  * The sending half of an RC QP (docs/spec/transport.md sections 3, 6-11). Reads the SQ into
@@ -16,9 +14,10 @@ import java.lang.foreign.ValueLayout;
  * retransmission) and sprays them over the QP's {@link Path}s ({@link PathSet}), each with its own
  * PSN space. Path reports in ACKs resolve every transmission of a path up to the reported PSN:
  * delivered, or lost (a path is FIFO); a lost RSN is resent on another healthy path with a fresh
- * PSN, and one stuck on a slow path is sent again on a fast one (section 10a). Tail-loss probes,
- * per-path RTOs, path retirement and probing; per-path congestion windows in
- * {@link PathCongestion}; READ and atomic responses in {@link ResponseTrackers}. Work requests
+ * PSN, and one stuck on a slow path is sent again on a fast one (section 10a). Loss detection,
+ * tail-loss probes, per-path RTOs, path retirement and probing are {@link PathRecovery}'s;
+ * per-path congestion windows in {@link PathCongestion}; READ and atomic responses in
+ * {@link ResponseTrackers}. Work requests
  * complete in order once every RSN is acknowledged. The baseline mode is a classic go-back-N
  * requester on one path.
  *
@@ -34,14 +33,10 @@ public final class RcRequester {
     /** Packets a QP may send per duty cycle, so one QP cannot starve the others. */
     private static final int BURST = 32;
     public static final int MAX_PATHS = 256;
-    private static final int RE_ADMIT_PROBES = 3;
-    private static final int CLEAN_RUN_TO_ACTIVE = 16;
     /** READ and atomic requests outstanding at most (the most max_rd_atomic may ask for). */
     public static final int TRACKERS = ResponseTrackers.CAPACITY;
     /** Response packets one READ request covers at most (a longer READ is cut into several). */
     static final int SEGMENT_PACKETS = ResponseTrackers.SEGMENT_PACKETS;
-    /** Missing ranges re-requested per tracker and timeout at most. */
-    private static final int RANGES_PER_RESEND = 8;
 
     private final Qp qp;
     private final Arena arena = Arena.ofShared();
@@ -65,6 +60,8 @@ public final class RcRequester {
     private int retxTail;
     private final int[] built = new int[BURST];
     private final ResponseTrackers trackers = new ResponseTrackers();
+    /** READ and atomic responses: placing them, their timers (spec 8a). */
+    private final ResponseReceiver responses;
     /** The QP's paths and how packets are sprayed over them (spec 10). */
     private final PathSet pathSet = new PathSet();
     /** {@code pathSet}'s array, for brevity. */
@@ -85,6 +82,8 @@ public final class RcRequester {
     private int rwnd = WINDOW;
     /** The QP window and the paths' shares of it (spec 10a rules 2 and 3). */
     private final QpWindow qpWindow = new QpWindow();
+    /** Loss detection and path states (spec 8, 10). */
+    private final PathRecovery recovery;
     private long rtoNs;
     private long deadlineNs;
     private boolean timerArmed;
@@ -94,37 +93,10 @@ public final class RcRequester {
     private int rnrRetries;
     private boolean rnrWait;
     private long nowNs;
-    /**
-     * Transmission order: every packet this QP puts on a path (data, retransmission, probe) gets
-     * the next number, its order on the wire (ports send in commit order) whatever the clock says:
-     * a duty cycle stamps everything it sends with one time, and frames wait in the TX ring behind
-     * earlier kicks.
-     */
-    private long txSeq;
-    /**
-     * The highest transmission number reported delivered (data or answered probe), on any path:
-     * the evidence that the peer is alive, that packets sent before it on a silent path are lost
-     * (cross-path detection) and that a path's timeout is its own failure.
-     */
-    private long lastDeliveredSeq;
-    /**
-     * Reordering tolerance of cross-path detection, learnt: 0 until a detection proves false (the
-     * packet's own report arrives after it was resolved lost), then per false detection at least
-     * doubled and at least as late as that packet was beyond its threshold (and a quarter of the
-     * path's min RTT), at most rto_min; halved after every
-     * {@link #REORDER_DECAY_PACKETS} packets delivered without one (spec 8).
-     */
-    private long reorderSlackNs;
-    private int reorderCleanPackets;
-    /** Probe budget (spec 10): the daemon epoch this QP last probed in, its probes in it, its credit (1/1024 probes). */
-    private long probeEpoch = Long.MIN_VALUE;
-    private int probesInEpoch;
-    private int probeCredit;
-    /** Where the next scan for due probes starts (so every path gets its turn under the budget). */
-    private int probeCursor;
-
     public RcRequester(Qp qp) {
         this.qp = qp;
+        this.recovery = new PathRecovery(this, qp, pathSet, qpWindow);
+        this.responses = new ResponseReceiver(this, qp, trackers, pathSet);
         int n = qp.maxSendWr;
         this.wrs = new SendWr[n];
         for (int i = 0; i < n; i++) {
@@ -146,9 +118,7 @@ public final class RcRequester {
         nextRsn = qp.sqPsn;
         gbnCursor = nextRsn;
         rtoNs = dp.rtoInitialNs;
-        lastDeliveredSeq = -1;
-        reorderSlackNs = 0;
-        reorderCleanPackets = 0;
+        recovery.start();
         rwnd = WINDOW;
         qpWindow.reset();
         timerArmed = false;
@@ -161,15 +131,12 @@ public final class RcRequester {
         java.util.Arrays.fill(slotOrp, false);
         trackers.clear();
         long initialCwnd = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
-        probeEpoch = Long.MIN_VALUE;
-        probeCredit = 0;
-        probeCursor = 0;
         pathSet.start(qp.qpn, pathCount(dp), dp.entropyPorts, baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
     }
 
     /** Paths of a QP on this datapath (the baseline has one). */
     public static int pathCount(Datapath dp) {
-        return dp.baseline ? 1 : Math.max(1, Math.min(MAX_PATHS, dp.paths));
+        return dp.settings.pathsPerQp(); // the settings checked 1..MAX_PATHS
     }
 
     /** The entropy (UDP source port class) of path {@code id} of QP {@code qpn} after {@code generation} retirements. */
@@ -239,7 +206,7 @@ public final class RcRequester {
             }
             if (qp.canSend() && !rnrWait) {
                 if (!baseline) {
-                    work += pathTimers(dp, nowNs);
+                    work += recovery.timers(dp, nowNs);
                 }
                 work += baseline ? resendGoBackN(dp, nowNs) : retransmit(dp, nowNs);
                 if (!baseline) {
@@ -249,7 +216,7 @@ public final class RcRequester {
                 work += transmit(dp, nowNs);
             }
             if (qp.canSend() && trackers.active() > 0) {
-                work += responseTimers(dp, nowNs);
+                work += responses.timers(dp, nowNs);
             }
         }
         return work + retire();
@@ -264,7 +231,9 @@ public final class RcRequester {
         while (sqConsumer != producer && wrTail - wrHead < wrs.length) {
             long slot = qp.sq.slotOffset(sqConsumer);
             wqe.wrap(qp.sq.segment(), slot);
-            readWqe(dp, wrs[wrTail & wrMask], wrTail & wrMask, qp.sq.segment(), slot);
+            int index = wrTail & wrMask;
+            wrs[index].read(wqe, qp.sq.segment(), slot, qp, dp.mrs, inlineBuf,
+                    (long) index * AbiConstants.MRCE_MAX_INLINE);
             sqConsumer++;
             wrTail++;
             n++;
@@ -275,86 +244,10 @@ public final class RcRequester {
         return n;
     }
 
-    /** Copies and validates one WQE; the app may rewrite the slot afterwards, we never look again. */
-    private void readWqe(Datapath dp, SendWr wr, int index, MemorySegment ring, long slot) {
-        wr.wrId = wqe.wrId();
-        wr.opcode = wqe.opcode();
-        wr.flags = wqe.sendFlags();
-        wr.imm = wqe.immData();
-        wr.status = -1;
-        wr.failed = false;
-        wr.packets = 0;
-        wr.packetsAcked = 0;
-        wr.responsesDone = 0;
-        wr.length = 0;
-        wr.sges.count = 0;
-        wr.inline = false;
-        wr.kind = SendWr.KIND_SEND;
-        if (qp.state == Ibv.QPS_ERR) {
-            wr.status = Ibv.WC_WR_FLUSH_ERR;
-            return;
-        }
-        int localAccess = 0;
-        switch (wr.opcode) {
-            case Ibv.WR_SEND, Ibv.WR_SEND_WITH_IMM -> wr.kind = SendWr.KIND_SEND;
-            case Ibv.WR_RDMA_WRITE, Ibv.WR_RDMA_WRITE_WITH_IMM -> wr.kind = SendWr.KIND_WRITE;
-            case Ibv.WR_RDMA_READ -> {
-                wr.kind = SendWr.KIND_READ;
-                localAccess = Ibv.ACCESS_LOCAL_WRITE;
-            }
-            case Ibv.WR_ATOMIC_CMP_AND_SWP, Ibv.WR_ATOMIC_FETCH_AND_ADD -> {
-                wr.kind = SendWr.KIND_ATOMIC;
-                localAccess = Ibv.ACCESS_LOCAL_WRITE;
-            }
-            default -> {
-                wr.status = Ibv.WC_LOC_QP_OP_ERR;
-                return;
-            }
-        }
-        if (wr.kind != SendWr.KIND_SEND) {
-            // fields the WqeFlyweight does not expose (struct mrce_wqe, native order)
-            wr.rkey = ring.get(ValueLayout.JAVA_INT_UNALIGNED, slot + WqeDescriptor.OFF_RKEY);
-            wr.remoteAddr = ring.get(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_REMOTE_ADDR);
-            wr.compareAdd = ring.get(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_COMPARE_ADD);
-            wr.swap = ring.get(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_SWAP);
-        }
-        // IBV_SEND_INLINE applies to SEND and RDMA WRITE only; READ and atomics always use SGEs.
-        if ((wr.flags & Ibv.SEND_INLINE) != 0
-                && (wr.kind == SendWr.KIND_SEND || wr.kind == SendWr.KIND_WRITE)) {
-            int len = wqe.length();
-            if (len < 0 || len > qp.maxInlineData || len > AbiConstants.MRCE_MAX_INLINE) {
-                wr.status = Ibv.WC_LOC_LEN_ERR;
-                return;
-            }
-            MemorySegment.copy(wqe.segment(), wqe.inlineDataOffset(), inlineBuf,
-                    (long) index * AbiConstants.MRCE_MAX_INLINE, len);
-            wr.inline = true;
-            wr.length = len;
-            return;
-        }
-        int numSge = wqe.numSge();
-        if (numSge > qp.maxSendSge) {
-            wr.status = Ibv.WC_LOC_LEN_ERR;
-            return;
-        }
-        long total = wr.sges.load(dp.mrs, qp, wqe, numSge, localAccess);
-        if (total < 0) {
-            wr.status = Ibv.WC_LOC_PROT_ERR;
-            return;
-        }
-        if (total > Integer.MAX_VALUE || (wr.kind == SendWr.KIND_ATOMIC && total != 8)) {
-            wr.status = Ibv.WC_LOC_LEN_ERR;
-            return;
-        }
-        wr.length = (int) total;
-    }
-
-    // ---- path choice ----
-
     // ---- sending ----
 
     /** Puts a built packet (slot of RSN {@code rsn}) on path {@code pi} and queues it. */
-    private void sendOnPath(Datapath dp, int rsn, int pi, int flags, long nowNs) {
+    void sendOnPath(Datapath dp, int rsn, int pi, int flags, long nowNs) {
         int slot = rsn & MASK;
         Path p = paths[pi];
         if (!p.hasInflight()) {
@@ -375,7 +268,7 @@ public final class RcRequester {
         int r = psn & Path.RING_MASK;
         p.txRsn[r] = rsn;
         p.txTimeNs[r] = nowNs;
-        p.txSeq[r] = ++txSeq;
+        p.txSeq[r] = recovery.nextSeq();
         p.crossLost[r] = false;
         p.tlpAway[r] = false;
         p.tlpCopy[r] = false;
@@ -431,8 +324,24 @@ public final class RcRequester {
         return n;
     }
 
-    private boolean acked(int rsn) {
+    boolean acked(int rsn) {
         return rsn - una < 0 || slotAcked[rsn & MASK];
+    }
+
+    /**
+     * Transmission {@code psn} of path {@code pathId}, which carried RSN {@code rsn}, is lost: the
+     * RSN goes again on another path if that was its latest transmission and it is unacknowledged.
+     */
+    void requeueIfLatest(int rsn, int pathId, int psn) {
+        if (isLatestUnacked(rsn, pathId, psn)) {
+            queueRetransmit(rsn);
+        }
+    }
+
+    /** Whether RSN {@code rsn} is unacknowledged and its latest transmission is {@code psn} of path {@code pathId}. */
+    boolean isLatestUnacked(int rsn, int pathId, int psn) {
+        int slot = rsn & MASK;
+        return !acked(rsn) && slotPath[slot] == pathId && slotPsn[slot] == psn;
     }
 
     private void queueRetransmit(int rsn) {
@@ -610,7 +519,7 @@ public final class RcRequester {
         return count;
     }
 
-    private static int wireOpcode(int wrOpcode) {
+    static int wireOpcode(int wrOpcode) {
         return switch (wrOpcode) {
             case Ibv.WR_SEND_WITH_IMM -> Wire.OP_SEND_IMM;
             case Ibv.WR_RDMA_WRITE -> Wire.OP_WRITE;
@@ -635,7 +544,7 @@ public final class RcRequester {
     }
 
     /** The smallest window: one packet without extension. */
-    private long minWindowBytes() {
+    long minWindowBytes() {
         return Wire.HEADER_SIZE + qp.payloadPerPacket();
     }
 
@@ -670,7 +579,7 @@ public final class RcRequester {
                 continue; // resolved on its path (a loss queues it anyway)
             }
             int e = psn & Path.RING_MASK;
-            if (lastDeliveredSeq < x.txSeq[e]) {
+            if (recovery.lastDeliveredSeq() < x.txSeq[e]) {
                 continue; // nothing sent after it arrived anywhere: no path is known to be faster
             }
             long expectNs = x.hasRtt() ? x.srttNs : x.ptoNs(dp.rtoInitialNs, dp.tlpMinNs);
@@ -696,168 +605,39 @@ public final class RcRequester {
 
     // ---- READ and atomic responses ----
 
-    /**
-     * A READ or atomic response: places its payload (out of order, by its offset) in the work
-     * request's scatter list; it also acknowledges its request.
-     */
+    /** A READ or atomic response ({@link ResponseReceiver#onResponse}). */
     public void onResponse(Datapath dp, MemorySegment frame, int length, long nowNs) {
-        if (!qp.canSend()) {
-            return;
-        }
-        int rsn = Wire.u32(frame, Wire.OFF_RSN);
-        int ti = trackers.indexOf(rsn);
-        if (ti < 0) {
-            dp.counters.duplicates++; // late: its request completed or the QP was reset
-            return;
-        }
-        ResponseTrackers.Tracker t = trackers.get(ti);
-        SendWr wr = wrs[t.wr & wrMask];
-        int op = Wire.u8(frame, Wire.OFF_OPCODE);
-        int index;
-        int len;
-        long off;
-        if (op == Wire.OP_ATOMIC_RESP) {
-            if (!t.atomic || length != Wire.ATOMIC_RESP_SIZE) {
-                dp.counters.malformed++;
-                return;
-            }
-            index = 0;
-            len = 8;
-            off = 0;
-        } else {
-            off = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
-            len = length - Wire.HEADER_SIZE;
-            long rel = off - t.start;
-            if (t.atomic || (Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL) != wr.length || rel < 0
-                    || rel >= Math.max(1, t.length) || rel % t.unit != 0
-                    || len != Math.min(t.unit, t.length - rel)) {
-                dp.counters.malformed++;
-                return;
-            }
-            index = (int) (rel / t.unit);
-        }
-        if (!t.take(index)) {
-            dp.counters.duplicates++;
-            return;
-        }
-        dp.counters.responsesRx++;
-        dp.prepareStage(qp.pid);
-        int tag = dp.nextStage();
-        if (op == Wire.OP_ATOMIC_RESP) {
-            wr.sges.copy(dp.scatter, 0, 8, dp.atomicScratch(tag, Wire.u64(frame, Wire.OFF_ORIGINAL)), tag);
-        } else if (len > 0) {
-            wr.sges.copy(dp.scatter, off, len, frame.address() + Wire.HEADER_SIZE, tag);
-        }
-        dp.stageResponse(qp, rsn, ti);
-        // Progress: the responder is alive; requests queued behind this one restart their timers.
+        responses.onResponse(dp, frame, length, nowNs);
+    }
+
+    /** A staged response landed (or failed to) ({@link ResponseReceiver#commit}). */
+    void commitResponse(Datapath dp, int rsn, int ti, boolean failed) {
+        responses.commit(dp, rsn, ti, failed);
+    }
+
+    /** The work request at index {@code wr} (of the SQ's sequence, any wrap). */
+    SendWr wr(int wr) {
+        return wrs[wr & wrMask];
+    }
+
+    /**
+     * A response to RSN {@code rsn} arrived: the responder is alive (the retry count starts
+     * again) and, as a response acknowledges its request, so is that RSN.
+     */
+    void responseArrived(Datapath dp, int rsn, long nowNs) {
         retriesReset(nowNs);
-        t.timeouts = 0;
-        trackers.restartFrom(rsn, nowNs + qpRtoNs());
         if (rsn - una >= 0 && rsn - nextRsn < 0 && !slotAcked[rsn & MASK]) {
-            markAcked(rsn); // a response acknowledges its request
+            markAcked(rsn);
             advanceUna(dp, nowNs);
         }
     }
 
-    /** A staged response landed (or failed to): count it; a request whose responses all landed is done. */
-    void commitResponse(Datapath dp, int rsn, int ti, boolean failed) {
-        ResponseTrackers.Tracker t = trackers.get(ti);
-        if (!qp.canSend() || !t.active || t.rsn != rsn) {
-            return;
-        }
-        SendWr wr = wrs[t.wr & wrMask];
-        if (failed) {
-            wr.status = Ibv.WC_LOC_PROT_ERR;
-            wr.failed = true;
-            qp.toError();
-            return;
-        }
-        if (++t.landed == t.packets) {
-            trackers.finish(t);
-            wr.responsesDone++;
-        }
-    }
-
     /**
-     * Response timers: a request the responder acknowledged whose responses stopped coming (for
-     * {@link #qpRtoNs()}, doubling per timeout of that request) has its missing ranges re-requested
-     * with {@link Wire#FLAG_RESEND}. Each round with timeouts counts once against retry_cnt; any
-     * response (or new acknowledgement) resets the count.
+     * A round of response timeouts: counts once against retry_cnt; whether the QP has now run
+     * out of retries (the request then fails and the QP goes to ERR).
      */
-    private int responseTimers(Datapath dp, long nowNs) {
-        int expired = -1;
-        for (int i = 0; i < TRACKERS; i++) {
-            ResponseTrackers.Tracker t = trackers.get(i);
-            if (!t.active || nowNs - t.deadlineNs < 0) {
-                continue;
-            }
-            if (!acked(t.rsn)) {
-                // The request itself is not known to have arrived: the RSN recovery resends it.
-                t.deadlineNs = nowNs + qpRtoNs();
-                continue;
-            }
-            if (t.staged < t.packets) {
-                resendMissing(dp, t);
-            }
-            t.timeouts++;
-            t.deadlineNs = nowNs + Math.min(dp.rtoMaxNs, qpRtoNs() << Math.min(t.timeouts, 6));
-            if (expired < 0 || t.rsn - trackers.get(expired).rsn < 0) {
-                expired = i;
-            }
-        }
-        if (expired < 0) {
-            return 0;
-        }
-        dp.counters.responseTimeouts++;
-        if (++retries > qp.retryCnt && retriesExhausted(nowNs)) {
-            SendWr wr = wrs[trackers.get(expired).wr & wrMask];
-            wr.status = Ibv.WC_RETRY_EXC_ERR;
-            wr.failed = true;
-            qp.toError();
-        }
-        return 1;
-    }
-
-    /** Re-requests the missing response ranges of {@code t} (runs of missing packets). */
-    private void resendMissing(Datapath dp, ResponseTrackers.Tracker t) {
-        SendWr wr = wrs[t.wr & wrMask];
-        int ranges = 0;
-        int i = 0;
-        while (i < t.packets && ranges < RANGES_PER_RESEND) {
-            if (t.has(i)) {
-                i++;
-                continue;
-            }
-            int first = i;
-            while (i < t.packets && !t.has(i)) {
-                i++;
-            }
-            long from = t.start + (long) first * t.unit;
-            long to = Math.min(t.start + t.length, t.start + (long) i * t.unit);
-            if (ConformanceBreak.REREQUEST_WHOLE_READ) {
-                from = t.start;
-                to = t.start + t.length;
-            }
-            sendResend(dp, t, wr, from, (int) (to - from));
-            ranges++;
-        }
-    }
-
-    private void sendResend(Datapath dp, ResponseTrackers.Tracker t, SendWr wr, long from, int len) {
-        MemorySegment f = dp.port.claim();
-        int op = wireOpcode(wr.opcode);
-        int frameLen = Wire.HEADER_SIZE + (t.atomic ? Wire.ATOMIC_EXT_SIZE : Wire.RETH_SIZE);
-        Wire.header(f, op, Wire.FLAG_RESEND, 0, 0, t.rsn, qp.destQpNum, qp.qpn, qp.txToken, wr.msn, (int) from,
-                wr.length, t.atomic ? 0 : len, 0, 0);
-        Wire.putU32(f, Wire.OFF_RKEY, wr.rkey);
-        Wire.putU32(f, Wire.OFF_RESP_UNIT, t.atomic ? 0 : t.unit);
-        Wire.putU64(f, Wire.OFF_VA, wr.remoteAddr);
-        if (t.atomic) {
-            Wire.putU64(f, Wire.OFF_COMPARE_ADD, wr.compareAdd);
-            Wire.putU64(f, Wire.OFF_SWAP, wr.opcode == Ibv.WR_ATOMIC_CMP_AND_SWP ? wr.swap : 0);
-        }
-        dp.sendClaimed(f, frameLen, qp.peerIp, qp.peerPort, pathSet.nextLiveEntropy());
-        dp.counters.resendsTx++;
+    boolean responseRetryExhausted(long nowNs) {
+        return ++retries > qp.retryCnt && retriesExhausted(nowNs);
     }
 
     // ---- acknowledgements ----
@@ -904,7 +684,7 @@ public final class RcRequester {
             for (int k = 0; k < reports && off + Wire.REPORT_SIZE <= length; k++, off += Wire.REPORT_SIZE) {
                 int pi = Wire.u8(frame, off);
                 if (pi < pathSet.count) {
-                    onPathReport(dp, paths[pi], Wire.u8(frame, off + 1), Wire.u32(frame, off + 4), nowNs);
+                    recovery.onReport(dp, paths[pi], Wire.u8(frame, off + 1), Wire.u32(frame, off + 4), nowNs);
                 }
             }
         } else {
@@ -960,111 +740,8 @@ public final class RcRequester {
         deadlineNs = nowNs + qpRtoNs();
     }
 
-    /** Resolves every transmission of path {@code p} up to PSN {@code highest}: delivered or lost. */
-    private void onPathReport(Datapath dp, Path p, int ceCount, int highest, long nowNs) {
-        if (highest - p.una < 0 && p.nextPsn - highest <= Path.RING && p.crossLost[highest & Path.RING_MASK]) {
-            spuriousLoss(dp, p, highest, nowNs);
-            return;
-        }
-        if (highest - p.una < 0 || highest - p.nextPsn >= 0) {
-            return; // old news, or nonsense
-        }
-        int r = highest & Path.RING_MASK;
-        long sampleNs = nowNs - p.txTimeNs[r];
-        boolean probe = p.txBytes[r] == Path.PROBE_LEN;
-        boolean lossBurst = false;
-        long delivered = 0;
-        int deliveredPackets = 0;
-        int lost = 0;
-        for (int psn = p.una; psn - highest <= 0; psn++) {
-            int e = psn & Path.RING_MASK;
-            int bytes = p.txBytes[e];
-            if (bytes == Path.PROBE_LEN) {
-                if (psn == highest) {
-                    p.probesOk++;
-                    p.lastDeliveryNs = nowNs;
-                    lastDeliveredSeq = Math.max(lastDeliveredSeq, p.txSeq[e]);
-                } else {
-                    p.probesOk = 0;
-                }
-                continue;
-            }
-            p.inflightBytes -= bytes;
-            int rsn = p.txRsn[e];
-            if (acked(rsn)) {
-                delivered += bytes;
-                deliveredPackets++;
-                lastDeliveredSeq = Math.max(lastDeliveredSeq, p.txSeq[e]);
-                lossBurst |= p.recordOutcome(false);
-            } else {
-                lost++;
-                p.losses++;
-                dp.counters.pathLosses++;
-                lossBurst |= p.recordOutcome(true);
-                int slot = rsn & MASK;
-                if (slotPath[slot] == p.id && slotPsn[slot] == psn) {
-                    queueRetransmit(rsn);
-                }
-            }
-        }
-        p.una = highest + 1;
-        p.lastProgressNs = nowNs;
-        p.tlpSent = false;
-        p.deliveredBytes += delivered;
-        if (delivered > 0) {
-            p.lastDeliveryNs = nowNs;
-        }
-        if (reorderSlackNs > 0 && (reorderCleanPackets += deliveredPackets) >= REORDER_DECAY_PACKETS) {
-            reorderCleanPackets = 0;
-            reorderSlackNs /= 2;
-        }
-        if (delivered > 0) {
-            // The responder is alive and taking data: a timeout while one packet is still being
-            // re-routed (say, off a black-holed link) is no failed retry of the connection.
-            retriesReset(nowNs);
-        }
-        p.ecnMarks += ceCount;
-        p.rttSample(sampleNs, dp.rtoMinNs, dp.rtoMaxNs);
-        if (PathCongestion.updateRate(p, delivered, nowNs)) {
-            qpWindow.invalidate();
-        }
-        if (p.state == Path.DEAD) {
-            if (probe && p.probesOk >= RE_ADMIT_PROBES) {
-                p.state = Path.ACTIVE;
-                p.cwndBytes = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
-                p.lossHistory = 0;
-                p.cleanRun = 0;
-                p.restartRate();
-                qpWindow.invalidate();
-            }
-            return;
-        }
-        PathCongestion.onReport(dp, p, minWindowBytes(), sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
-        if (lost > 0 && lossBurst) {
-            demote(dp, p, nowNs);
-        } else if (p.state == Path.SUSPECT && (p.cleanRun >= CLEAN_RUN_TO_ACTIVE
-                || probe && p.probesOk >= RE_ADMIT_PROBES)) {
-            p.state = Path.ACTIVE;
-        }
-    }
-
-    /** ACTIVE to SUSPECT; SUSPECT to DEAD (retired: new entropy, probed until clean). */
-    private void demote(Datapath dp, Path p, long nowNs) {
-        if (p.state == Path.ACTIVE && pathSet.count > 1) {
-            p.state = Path.SUSPECT;
-            p.cleanRun = 0;
-            p.probesOk = 0;
-            p.nextProbeNs = nowNs;
-            return;
-        }
-        if (p.state == Path.DEAD || pathSet.count == 1 || !pathSet.anotherUsable(p)) {
-            return; // the last usable path stays SUSPECT: a QP always keeps one to send on
-        }
-        retire(dp, p, nowNs);
-    }
-
     /** Progress: the retry counter and its clock start again. */
-    private void retriesReset(long nowNs) {
+    void retriesReset(long nowNs) {
         retries = 0;
         retriesSinceNs = nowNs;
     }
@@ -1087,7 +764,7 @@ public final class RcRequester {
      * The QP RTO in force: its own (initial, doubled per timeout) but never below twice the
      * largest RTO of a live path, so that the paths' own timers recover a loss first.
      */
-    private long qpRtoNs() {
+    long qpRtoNs() {
         long t = rtoNs;
         for (int i = 0; i < pathSet.count; i++) {
             Path p = paths[i];
@@ -1096,352 +773,6 @@ public final class RcRequester {
             }
         }
         return t;
-    }
-
-    private void retire(Datapath dp, Path p, long nowNs) {
-        // Everything still in flight on it is lost; its RSNs go elsewhere.
-        for (int psn = p.una; psn != p.nextPsn; psn++) {
-            int e = psn & Path.RING_MASK;
-            if (p.txBytes[e] == Path.PROBE_LEN) {
-                continue;
-            }
-            int rsn = p.txRsn[e];
-            int slot = rsn & MASK;
-            if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
-                queueRetransmit(rsn);
-            }
-        }
-        p.una = p.nextPsn;
-        p.inflightBytes = 0;
-        p.state = Path.DEAD;
-        p.generation++;
-        p.replacements++;
-        p.entropy = pathSet.redraw(p, nowNs);
-        p.probesOk = 0;
-        p.failedAtNs = nowNs;
-        p.nextProbeNs = nowNs;
-        p.lossHistory = 0;
-        p.cwndBytes = minWindowBytes();
-        qpWindow.invalidate();
-        dp.counters.pathRetirements++;
-    }
-
-    /** Per path: probes of SUSPECT and retired paths (within the budget), tail-loss probe, RTO. */
-    private int pathTimers(Datapath dp, long nowNs) {
-        int work = probes(dp, nowNs);
-        // A DEAD path's probe waits at least twice the slowest live path's srtt: its own RTO is
-        // from before it died, and a probe queued behind the QP's own data is late, not lost.
-        long liveSrtt = -1; // computed when a DEAD path needs it
-        for (int i = 0; i < pathSet.count; i++) {
-            Path p = paths[i];
-            if (!p.hasInflight()) {
-                continue;
-            }
-            long idle = nowNs - p.lastProgressNs;
-            if (p.state != Path.DEAD && p.hasRtt() && overdue(dp, p, p.una, nowNs)) {
-                work += crossPathLoss(dp, p, nowNs);
-                if (!p.hasInflight()) {
-                    continue;
-                }
-            }
-            if (p.state == Path.DEAD && idle >= p.rtoNs && liveSrtt < 0) {
-                liveSrtt = pathSet.largestLiveSrtt();
-            }
-            if (idle >= (p.state == Path.DEAD ? Math.max(p.rtoNs, 2 * liveSrtt) : p.rtoNs)) {
-                work += pathTimeout(dp, p, nowNs);
-            } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs, dp.tlpMinNs)) {
-                p.tlpSent = true;
-                work += tailLossProbe(dp, p, nowNs);
-            }
-        }
-        return work;
-    }
-
-    /**
-     * Whether transmission {@code psn} of {@code p} (unresolved) is lost by cross-path evidence:
-     * something sent after it on another path was reported delivered (a report of {@code p} itself
-     * would have resolved it), and it is older than {@code p}'s own srtt + k * rttvar, so that
-     * paths of different delay do not accuse each other of losses. No RTO floor.
-     */
-    private boolean overdue(Datapath dp, Path p, int psn, long nowNs) {
-        int e = psn & Path.RING_MASK;
-        if (p.tlpAway[e] && p.txBytes[e] != Path.PROBE_LEN && acked(p.txRsn[e])) {
-            // Its tail-loss probe went on another path and arrived, this copy is still
-            // unreported: the path's RTO judges it and blames the path (something sent after it
-            // arrived); a slow path's report may still come before that.
-            return false;
-        }
-        return lastDeliveredSeq > p.txSeq[e]
-                && nowNs - p.txTimeNs[e] > p.srttNs + dp.lossDetectVarFactor * p.rttvarNs + reorderSlackNs;
-    }
-
-    /** Delivered packets after which a learnt reordering tolerance halves. */
-    static final int REORDER_DECAY_PACKETS = 1024;
-
-    /**
-     * A report of PSN {@code psn} of {@code p}, which cross-path detection had resolved lost: it
-     * arrived after all, so the paths reorder more than srtt + k * rttvar. Widen the tolerance;
-     * a path made SUSPECT by the false detection is reinstated.
-     */
-    private void spuriousLoss(Datapath dp, Path p, int psn, long nowNs) {
-        int e = psn & Path.RING_MASK;
-        p.crossLost[e] = false;
-        dp.counters.spuriousLosses++;
-        // at least how late it was beyond the threshold it was judged by (its report came now)
-        long excess = nowNs - p.txTimeNs[e] - (p.srttNs + dp.lossDetectVarFactor * p.rttvarNs);
-        long floor = Math.max(1000L, p.minRttNs == Long.MAX_VALUE ? 0 : p.minRttNs / 4);
-        reorderSlackNs = Math.min(dp.rtoMinNs, Math.max(Math.max(floor, excess), 2 * reorderSlackNs));
-        reorderCleanPackets = 0;
-        if (p.state == Path.SUSPECT) {
-            p.state = Path.ACTIVE;
-            p.lossHistory = 0;
-        }
-    }
-
-    /**
-     * Cross-path, time-based loss detection: resolves as lost the overdue transmissions at the
-     * head of {@code p} (they are in send order), queues their RSNs for retransmission elsewhere
-     * and turns an ACTIVE path SUSPECT (a SUSPECT one that keeps losing is retired).
-     */
-    private int crossPathLoss(Datapath dp, Path p, long nowNs) {
-        boolean lossBurst = false;
-        boolean probeLost = false;
-        int lost = 0;
-        int psn = p.una;
-        while (psn != p.nextPsn && overdue(dp, p, psn, nowNs)) {
-            int e = psn & Path.RING_MASK;
-            int bytes = p.txBytes[e];
-            if (bytes == Path.PROBE_LEN) {
-                p.probesOk = 0;
-                probeLost = true;
-            } else {
-                p.inflightBytes -= bytes;
-                int rsn = p.txRsn[e];
-                if (!acked(rsn)) {
-                    lost++;
-                    p.crossLost[e] = true;
-                    p.losses++;
-                    dp.counters.pathLosses++;
-                    dp.counters.crossPathLosses++;
-                    lossBurst |= p.recordOutcome(true);
-                    int slot = rsn & MASK;
-                    if (slotPath[slot] == p.id && slotPsn[slot] == psn) {
-                        queueRetransmit(rsn);
-                    }
-                }
-            }
-            psn++;
-        }
-        p.una = psn;
-        if (lost == 0 && !probeLost) {
-            // Only transmissions whose requests were acknowledged through other copies: no
-            // evidence against this path.
-            return 1;
-        }
-        PathCongestion.halveOncePerSrtt(p, minWindowBytes(), nowNs);
-        if (p.state == Path.ACTIVE || lossBurst || probeLost) {
-            demote(dp, p, nowNs); // a SUSPECT path whose probe is lost is retired, as on its RTO
-        }
-        return 1;
-    }
-
-    private int tailLossProbe(Datapath dp, Path p, long nowNs) {
-        for (int psn = p.nextPsn - 1; psn - p.una >= 0; psn--) {
-            int e = psn & Path.RING_MASK;
-            if (p.txBytes[e] == Path.PROBE_LEN) {
-                continue;
-            }
-            int rsn = p.txRsn[e];
-            int slot = rsn & MASK;
-            if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
-                // On the same path when there is evidence to judge this path by: something sent
-                // after its oldest packet already arrived, or another live path, not silent
-                // itself, still awaits a report (either is the evidence of the cross-path rule and
-                // of the RTO's blame). With neither, as in a ping-pong whose message went into a
-                // black hole, nothing could ever tell whether this path is at fault: the probe goes
-                // on the path that delivered most recently, so that if it arrives the request is
-                // done at once and this path's RTO blames it; if that copy is lost too, the peer
-                // may be the one stalled, and nothing is blamed. A path as silent as this one, or
-                // a probe another silent path sent on itself, is no evidence: two dead paths
-                // holding a message's last two packets each took the other for evidence, and
-                // neither was ever blamed.
-                long oldest = p.txSeq[p.una & Path.RING_MASK];
-                boolean evidence = lastDeliveredSeq > oldest || othersAwaitReports(dp, p, oldest, nowNs);
-                int q = evidence ? p.id : pathSet.freshest(p.id, slotLen[slot]);
-                long keep = p.lastProgressNs;
-                sendOnPath(dp, rsn, q, Wire.FLAG_RETRANSMIT | Wire.FLAG_ACK_NOW, nowNs);
-                if (q == p.id) {
-                    p.lastProgressNs = keep;
-                    p.tlpCopy[(p.nextPsn - 1) & Path.RING_MASK] = evidence;
-                } else {
-                    p.tlpAway[e] = true;
-                }
-                p.tlps++;
-                paths[q].retransmitsSent++;
-                dp.counters.dataRetransmits++;
-                dp.counters.tlps++;
-                return 1;
-            }
-        }
-        return 0;
-    }
-
-    /**
-     * Whether a live path other than {@code p} carries a request the peer has not acknowledged yet
-     * whose report is evidence for or against {@code p}: one sent after {@code seq} ({@code p}'s
-     * oldest, in send order), or any while that path is not silent itself (it had a report within
-     * its own PTO). Probes, tail-loss probes sent on their own silent path and copies of requests
-     * already acknowledged do not count. Scans the paths' rings: tail-loss probes only.
-     */
-    private boolean othersAwaitReports(Datapath dp, Path p, long seq, long nowNs) {
-        for (int i = 0; i < pathSet.count; i++) {
-            Path x = paths[i];
-            if (x == p || x.state == Path.DEAD || x.inflightBytes == 0) {
-                continue;
-            }
-            boolean silent = nowNs - x.lastProgressNs >= x.ptoNs(dp.rtoInitialNs, dp.tlpMinNs);
-            for (int psn = x.una; psn != x.nextPsn; psn++) {
-                int e = psn & Path.RING_MASK;
-                if ((!silent || x.txSeq[e] > seq) && x.txBytes[e] != Path.PROBE_LEN && !x.tlpCopy[e]
-                        && !acked(x.txRsn[e])) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
-    private int pathTimeout(Datapath dp, Path p, long nowNs) {
-        p.timeouts++;
-        dp.counters.pathTimeouts++;
-        // The path's own failure if the peer was heard from about something sent after this
-        // path's oldest packet (or, for a path already SUSPECT, if no other path carries
-        // anything to compare with); when the other paths are just as silent, the peer (or this
-        // host) stalled and every path times out in turn: no path is to blame, none is demoted.
-        boolean blame = lastDeliveredSeq > p.txSeq[p.una & Path.RING_MASK]
-                || p.state == Path.SUSPECT && !pathSet.othersInflight(p);
-        boolean probeLost = false;
-        for (int psn = p.una; psn != p.nextPsn; psn++) {
-            int e = psn & Path.RING_MASK;
-            if (p.txBytes[e] == Path.PROBE_LEN) {
-                p.probesOk = 0;
-                probeLost = true;
-                continue;
-            }
-            p.losses++;
-            p.recordOutcome(true);
-            int rsn = p.txRsn[e];
-            int slot = rsn & MASK;
-            if (!acked(rsn) && slotPath[slot] == p.id && slotPsn[slot] == psn) {
-                queueRetransmit(rsn);
-            }
-        }
-        p.una = p.nextPsn;
-        p.inflightBytes = 0;
-        p.tlpSent = false;
-        if (p.state != Path.DEAD) {
-            // A DEAD path's probes keep their own pace (one per probe interval); backing off
-            // its RTO would space them up to rto_max apart and delay the re-admission.
-            p.rtoNs = Math.min(dp.rtoMaxNs, p.rtoNs * 2);
-        }
-        PathCongestion.halve(p, minWindowBytes(), nowNs);
-        if (p.state != Path.DEAD && blame) {
-            demote(dp, p, nowNs);
-        } else if (p.state == Path.DEAD && probeLost) {
-            redrawDead(dp, p, nowNs);
-        }
-        return 1;
-    }
-
-    /**
-     * Probes the idle SUSPECT and DEAD paths that are due (one per probe interval each), in
-     * rotation from where the last scan stopped, as far as the probe budget allows (spec 10).
-     */
-    private int probes(Datapath dp, long nowNs) {
-        int n = pathSet.count;
-        int work = 0;
-        int last = -1;
-        for (int k = 0; k < n; k++) {
-            int i = probeCursor + k;
-            if (i >= n) {
-                i -= n;
-            }
-            Path p = paths[i];
-            if (p.state == Path.ACTIVE || p.hasInflight() || nowNs - p.nextProbeNs < 0) {
-                continue;
-            }
-            if (!probeBudget(dp, nowNs)) {
-                break;
-            }
-            sendProbe(dp, p, nowNs);
-            p.nextProbeNs = nowNs + Math.max(p.srttNs, PROBE_INTERVAL_MIN_NS);
-            work++;
-            last = i;
-        }
-        if (last >= 0) {
-            probeCursor = last + 1 == n ? 0 : last + 1;
-        }
-        return work;
-    }
-
-    /** Smallest interval between two probes of one path. */
-    static final long PROBE_INTERVAL_MIN_NS = 1_000_000L;
-
-    /**
-     * Takes one probe from the budget (spec 10): per epoch at most {@link Datapath#probesPerQp} for
-     * this QP and {@link Datapath#probesPerDaemon} for the daemon; a QP that wants to probe earns
-     * per epoch an equal part of the daemon's budget among the QPs that wanted to in the last one.
-     */
-    private boolean probeBudget(Datapath dp, long nowNs) {
-        dp.probeEpoch(nowNs);
-        if (probeEpoch != dp.probeEpoch) {
-            probeEpoch = dp.probeEpoch;
-            probesInEpoch = 0;
-            dp.probersInEpoch++;
-            int share = (int) Math.min(1 << 30, (dp.probesPerDaemon * 1024L) / Math.max(1, dp.probersLastEpoch));
-            probeCredit = (int) Math.min(dp.probesPerQp * 1024L, (long) probeCredit + share);
-        }
-        if (probeCredit < 1024 || probesInEpoch >= dp.probesPerQp || dp.probesInEpoch >= dp.probesPerDaemon) {
-            return false;
-        }
-        probeCredit -= 1024;
-        probesInEpoch++;
-        dp.probesInEpoch++;
-        return true;
-    }
-
-    /** A DEAD path whose probe was lost leaves its entropy for a redrawn one (spec 10). */
-    private void redrawDead(Datapath dp, Path p, long nowNs) {
-        p.entropy = pathSet.redraw(p, nowNs);
-        p.generation++;
-        p.replacements++;
-        p.probesOk = 0; // the next probe, under the new entropy, keeps the probe interval
-        dp.counters.entropyRedraws++;
-    }
-
-    private void sendProbe(Datapath dp, Path p, long nowNs) {
-        int psn = p.nextPsn;
-        if (p.ringFull()) {
-            return;
-        }
-        if (!p.hasInflight()) {
-            p.lastProgressNs = nowNs;
-        }
-        p.nextPsn++;
-        MemorySegment f = dp.port.claim();
-        Wire.header(f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, p.id, psn, 0, qp.destQpNum, qp.qpn, qp.txToken, 0, 0,
-                0, 0, p.entropy, 0);
-        dp.sendClaimed(f, Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, p.entropy);
-        int e = psn & Path.RING_MASK;
-        p.txRsn[e] = 0;
-        p.txTimeNs[e] = nowNs;
-        p.txSeq[e] = ++txSeq;
-        p.crossLost[e] = false;
-        p.tlpAway[e] = false;
-        p.tlpCopy[e] = false;
-        p.txBytes[e] = Path.PROBE_LEN;
-        p.probesSent++;
-        dp.counters.probesTx++;
     }
 
     private void markAcked(int rsn) {

@@ -4,7 +4,6 @@ import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.model.Mr;
-import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
 import java.lang.foreign.MemorySegment;
 
@@ -17,34 +16,15 @@ import java.lang.foreign.MemorySegment;
  * Duplicates are suppressed per RSN with a {@link RcRequester#WINDOW}-bit bitmap above the
  * cumulative RSN; messages complete in order once every byte landed and every earlier RSN was
  * placed. READ requests and atomics execute in RSN order (after everything before them landed):
- * READ responses are sent from a queue of read jobs, atomic results are kept by RSN so that a
+ * READ responses are sent from a queue of read jobs ({@link ReadJobs}), atomic results are kept by RSN so that a
  * duplicate request is answered with the original value and never executed twice. A packet for a
  * message with no posted receive yet is dropped and answered with an RNR NAK.
  *
  * <p>Engine thread only.
  */
 public final class RcResponder {
-    /** Read jobs queued at most (requests being answered plus re-requests). */
-    static final int JOBS = 32;
     /** Atomic results kept for duplicates (more than max_dest_rd_atomic can have outstanding). */
     static final int ATOMIC_RESULTS = Wire.ATOMIC_REPLAY_WINDOW;
-    private static final int BURST = Datapath.RESPONSE_BURST;
-
-    /** One READ request (or re-request) being answered: response packets still to send. */
-    static final class ReadJob {
-        int rsn;
-        Mr mr;
-        /** Application address of the READ's byte 0. */
-        long base;
-        long next;
-        long end;
-        long msgLen;
-        int unit;
-        /** Packets still to send (a zero-length READ sends one empty response). */
-        int left;
-        /** An original request (counts against max_dest_rd_atomic), not a re-request. */
-        boolean original;
-    }
 
     private final Qp qp;
     private final WqeFlyweight wqe = new WqeFlyweight();
@@ -89,10 +69,8 @@ public final class RcResponder {
     private final int[] reqUnit = new int[W];
     private final long[] reqCompareAdd = new long[W];
     private final long[] reqSwap = new long[W];
-    private final ReadJob[] jobs = new ReadJob[JOBS];
-    private int jobHead;
-    private int jobTail;
-    private int originalJobs;
+    /** READ requests (and re-requests) being answered. */
+    private final ReadJobs reads = new ReadJobs();
     private final int[] atomicRsn = new int[ATOMIC_RESULTS];
     private final long[] atomicValue = new long[ATOMIC_RESULTS];
     private final boolean[] atomicValid = new boolean[ATOMIC_RESULTS];
@@ -108,8 +86,6 @@ public final class RcResponder {
     private boolean nakRepeat;
     private int nakRsn;
     private int nakSyndrome;
-    private final int[] responseLen = new int[BURST];
-    private final int[] responseJob = new int[BURST];
 
     public RcResponder(Qp qp) {
         this.qp = qp;
@@ -119,9 +95,6 @@ public final class RcResponder {
             wrs[i] = new RecvWr();
         }
         this.wrMask = n - 1;
-        for (int i = 0; i < JOBS; i++) {
-            jobs[i] = new ReadJob();
-        }
     }
 
     /** Entering RTR: the receive PSN space starts at rq_psn. */
@@ -138,8 +111,7 @@ public final class RcResponder {
         ePsn = qp.rqPsn;
         java.util.Arrays.fill(reqOp, 0);
         java.util.Arrays.fill(atomicValid, false);
-        jobHead = jobTail = 0;
-        originalJobs = 0;
+        reads.clear();
         errPending = false;
         nakRepeat = false;
         seenCount = 0;
@@ -228,8 +200,7 @@ public final class RcResponder {
         qp.rq.consumerRelease(rqConsumer);
         wrHead = wrTail = 0;
         msnHead = 0;
-        jobHead = jobTail = 0;
-        originalJobs = 0;
+        reads.clear();
         nakRepeat = false;
         errPending = false;
     }
@@ -242,11 +213,10 @@ public final class RcResponder {
     public int doWork(Datapath dp) {
         int work = pollRq(dp);
         if (qp.state == Ibv.QPS_ERR) {
-            jobHead = jobTail;
-            originalJobs = 0;
+            reads.clear();
             work += flush();
-        } else if (jobHead != jobTail && qp.canReceive()) {
-            work += serveReads(dp);
+        } else if (!reads.isEmpty() && qp.canReceive()) {
+            work += reads.serve(dp, qp, this);
         }
         return work;
     }
@@ -259,7 +229,7 @@ public final class RcResponder {
         int n = 0;
         while (rqConsumer != producer && wrTail - wrHead < wrs.length) {
             wqe.wrap(qp.rq.segment(), qp.rq.slotOffset(rqConsumer));
-            readWqe(dp, wrs[wrTail & wrMask], qp.pd, qp.pid, qp.maxRecvSge);
+            wrs[wrTail & wrMask].read(wqe, qp.state == Ibv.QPS_ERR, dp.mrs, qp.pd, qp.pid, qp.maxRecvSge);
             rqConsumer++;
             wrTail++;
             n++;
@@ -277,32 +247,10 @@ public final class RcResponder {
     private void pullSrq(Datapath dp, int m) {
         Srq srq = qp.srq;
         while (m >= wrTail - wrHead && wrTail - wrHead < wrs.length && srq.peek(wqe)) {
-            readWqe(dp, wrs[wrTail & wrMask], srq.pd, srq.pid, srq.maxSge);
+            wrs[wrTail & wrMask].read(wqe, qp.state == Ibv.QPS_ERR, dp.mrs, srq.pd, srq.pid, srq.maxSge);
             srq.consume();
             wrTail++;
         }
-    }
-
-    private void readWqe(Datapath dp, RecvWr wr, Pd pd, int pid, int maxSge) {
-        wr.reset();
-        wr.wrId = wqe.wrId();
-        wr.sges.count = 0;
-        wr.capacity = 0;
-        if (qp.state == Ibv.QPS_ERR) {
-            wr.status = Ibv.WC_WR_FLUSH_ERR;
-            return;
-        }
-        int numSge = wqe.numSge();
-        if (numSge > maxSge) {
-            wr.status = Ibv.WC_LOC_LEN_ERR;
-            return;
-        }
-        long total = wr.sges.load(dp.mrs, pd, pid, wqe, numSge, Ibv.ACCESS_LOCAL_WRITE);
-        if (total < 0) {
-            wr.status = Ibv.WC_LOC_PROT_ERR;
-            return;
-        }
-        wr.capacity = total;
     }
 
     /**
@@ -584,7 +532,7 @@ public final class RcResponder {
             return false;
         }
         if (op == Wire.OP_READ_REQ) {
-            if (originalJobs >= qp.maxDestRdAtomic || jobTail - jobHead >= JOBS) {
+            if (!reads.admitsOriginal(qp.maxDestRdAtomic)) {
                 fail(dp, rsn, Wire.NAK_INVALID_REQUEST); // more outstanding than max_dest_rd_atomic
                 return false;
             }
@@ -642,20 +590,7 @@ public final class RcResponder {
                 return Wire.NAK_REMOTE_ACCESS;
             }
         }
-        ReadJob j = jobs[jobTail & (JOBS - 1)];
-        j.rsn = rsn;
-        j.mr = mr;
-        j.base = mr == null ? 0 : mr.translate(va);
-        j.next = offset;
-        j.end = offset + len;
-        j.msgLen = msgLen;
-        j.unit = unit;
-        j.left = Math.max(1, (int) ((len + (long) unit - 1) / unit));
-        j.original = original;
-        jobTail++;
-        if (original) {
-            originalJobs++;
-        }
+        reads.add(rsn, mr, mr == null ? 0 : mr.translate(va), offset, len, msgLen, unit, original);
         return 0;
     }
 
@@ -683,15 +618,12 @@ public final class RcResponder {
             return;
         }
         long offset = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
-        for (int i = jobHead; i != jobTail; i++) {
-            ReadJob j = jobs[i & (JOBS - 1)];
-            if (j.rsn == rsn && j.next <= offset && offset < j.end) {
-                return; // still being answered
-            }
+        if (reads.answering(rsn, offset)) {
+            return; // still being answered
         }
         // Re-requests leave room for the READs max_dest_rd_atomic admits (spec T-5.13): busy,
         // the requester asks again.
-        if (jobTail - jobHead >= JOBS - Math.max(0, qp.maxDestRdAtomic - originalJobs)) {
+        if (!reads.admitsResend(qp.maxDestRdAtomic)) {
             return;
         }
         boolean whole = ConformanceBreak.RESEND_WHOLE_READ;
@@ -703,60 +635,6 @@ public final class RcResponder {
         }
     }
 
-    /**
-     * Sends up to a burst of READ response packets: the payloads are gathered from the
-     * application with one process_vm_readv, then copied into port frames.
-     */
-    private int serveReads(Datapath dp) {
-        dp.gather.begin(qp.pid);
-        int n = 0;
-        for (int i = jobHead; i != jobTail && n < BURST; i++) {
-            ReadJob j = jobs[i & (JOBS - 1)];
-            if (j.mr != null && !j.mr.live()) {
-                fail(dp, j.rsn, Wire.NAK_REMOTE_ACCESS); // deregistered while being read
-                return n;
-            }
-            while (j.left > 0 && n < BURST) {
-                int len = (int) Math.min(j.unit, j.end - j.next);
-                MemorySegment f = dp.responseFrames[n];
-                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn + (ConformanceBreak.READ_RESP_WRONG_RSN ? 1 : 0),
-                        qp.destQpNum, qp.qpn, qp.txToken, 0,
-                        (int) j.next, (int) j.msgLen, 0, 0, 0);
-                if (len > 0) {
-                    dp.gather.add(f.address() + Wire.HEADER_SIZE, j.base + j.next, len, n);
-                }
-                responseLen[n] = Wire.HEADER_SIZE + len;
-                responseJob[n] = j.rsn;
-                j.next += len;
-                j.left--;
-                n++;
-            }
-        }
-        if (dp.gather.count() > 0 && dp.gather.flush() > 0) {
-            for (int i = 0; i < dp.gather.count(); i++) {
-                if (dp.gather.failed(i)) {
-                    fail(dp, responseJob[dp.gather.tag(i)], Wire.NAK_REMOTE_OPERATIONAL);
-                    return n;
-                }
-            }
-        }
-        while (jobHead != jobTail && jobs[jobHead & (JOBS - 1)].left == 0) {
-            if (jobs[jobHead & (JOBS - 1)].original) {
-                originalJobs--;
-            }
-            jobs[jobHead & (JOBS - 1)].mr = null;
-            jobHead++;
-        }
-        for (int i = 0; i < n; i++) {
-            int len = responseLen[i];
-            MemorySegment out = dp.port.claim();
-            MemorySegment.copy(dp.responseFrames[i], 0, out, 0, len);
-            dp.sendClaimed(out, len, qp.peerIp, qp.peerPort, responseEntropy());
-        }
-        dp.counters.responsesTx += n;
-        return n;
-    }
-
     private void sendAtomicResponse(Datapath dp, int rsn, long original) {
         MemorySegment f = dp.port.claim();
         Wire.header(f, Wire.OP_ATOMIC_RESP, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, 0, 0, 8, 0, 0, 0);
@@ -766,7 +644,7 @@ public final class RcResponder {
     }
 
     /** The reply entropy of the next path seen, in rotation: responses spread over the links. */
-    private int responseEntropy() {
+    int responseEntropy() {
         if (seenCount == 0) {
             return replyEntropy;
         }
@@ -792,7 +670,7 @@ public final class RcResponder {
     }
 
     /** Refuses request {@code rsn}: NAK with {@code syndrome}, the QP goes to ERR (async event). */
-    private void fail(Datapath dp, int rsn, int syndrome) {
+    void fail(Datapath dp, int rsn, int syndrome) {
         if (!qp.canReceive()) {
             return;
         }

@@ -1,5 +1,10 @@
 package io.metaroce.nic.transport;
 
+import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.abi.WqeFlyweight;
+import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.model.Pd;
+
 /** Daemon-side copy of one receive work request and the message landing in it. */
 final class RecvWr {
     long wrId;
@@ -30,5 +35,32 @@ final class RecvWr {
         writeImm = false;
         imm = 0;
         solicited = false;
+    }
+
+    /**
+     * Copies and validates the receive WQE {@code wqe} wraps (of a QP's RQ or an SRQ of
+     * {@code pd}, {@code pid}, at most {@code maxSge} entries); a QP in ERR flushes it. A
+     * validation error is kept in {@link #status}.
+     */
+    void read(WqeFlyweight wqe, boolean qpInError, MrTable mrs, Pd pd, int pid, int maxSge) {
+        reset();
+        wrId = wqe.wrId();
+        sges.count = 0;
+        capacity = 0;
+        if (qpInError) {
+            status = Ibv.WC_WR_FLUSH_ERR;
+            return;
+        }
+        int numSge = wqe.numSge();
+        if (numSge > maxSge) {
+            status = Ibv.WC_LOC_LEN_ERR;
+            return;
+        }
+        long total = sges.load(mrs, pd, pid, wqe, numSge, Ibv.ACCESS_LOCAL_WRITE);
+        if (total < 0) {
+            status = Ibv.WC_LOC_PROT_ERR;
+            return;
+        }
+        capacity = total;
     }
 }

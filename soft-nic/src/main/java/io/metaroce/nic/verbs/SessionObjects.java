@@ -33,6 +33,11 @@ final class SessionObjects {
     final Map<Integer, Cq> cqs = new LinkedHashMap<>();
     final Map<Integer, Qp> qps = new LinkedHashMap<>();
     final Map<Integer, Srq> srqs = new LinkedHashMap<>();
+    /** The context this connection shares (CONTEXT_FD or IMPORT_CONTEXT); null: its own handles. */
+    SharedContext context;
+    /** PDs and MRs of other members of the context this connection imported, by handle. */
+    final Map<Integer, Pd> importedPds = new LinkedHashMap<>();
+    final Map<Integer, Mr> importedMrs = new LinkedHashMap<>();
 
     SessionObjects(LocalSession session, int pid) {
         this.session = session;
@@ -40,10 +45,25 @@ final class SessionObjects {
     }
 
     int newHandle() {
+        if (context != null) {
+            return context.newHandle();
+        }
         int h = nextHandle++;
         if (nextHandle == -1) {
             nextHandle = 1;
         }
         return h;
+    }
+
+    /** The PD {@code handle} names for this connection: one of its own or one it imported. */
+    Pd pd(int handle) {
+        Pd pd = pds.get(handle);
+        return pd != null ? pd : importedPds.get(handle);
+    }
+
+    /** True while the connection has made or imported nothing. */
+    boolean noObjects() {
+        return pds.isEmpty() && mrs.isEmpty() && channels.isEmpty() && cqs.isEmpty() && qps.isEmpty()
+                && srqs.isEmpty() && importedPds.isEmpty() && importedMrs.isEmpty();
     }
 }

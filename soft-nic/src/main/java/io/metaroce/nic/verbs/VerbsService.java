@@ -16,6 +16,10 @@ import io.metaroce.abi.HandleReqDescriptor;
 import io.metaroce.abi.HandleRespDescriptor;
 import io.metaroce.abi.HelloReqDescriptor;
 import io.metaroce.abi.HelloRespDescriptor;
+import io.metaroce.abi.ContextTokenDescriptor;
+import io.metaroce.abi.ImportContextReqDescriptor;
+import io.metaroce.abi.ImportMrReqDescriptor;
+import io.metaroce.abi.ImportMrRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.ModifyQpReqDescriptor;
 import io.metaroce.abi.ModifySrqReqDescriptor;
@@ -36,6 +40,7 @@ import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
 import io.metaroce.abi.IpAddr;
+import io.metaroce.nic.sys.FileIds;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import io.metaroce.nic.transport.Qp;
@@ -83,6 +88,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private final Limits limits;
     private final int daemonPid = LibC.getpid();
     private final ConcurrentHashMap<Long, SessionObjects> sessions = new ConcurrentHashMap<>();
+    /** Shared contexts by their memfd's file; guarded by itself (lock order: a session, then this). */
+    private final Map<FileIds.FileId, SharedContext> contexts = new java.util.HashMap<>();
     private final short[] qpGeneration = new short[EngineAgent.MAX_QP];
     private final boolean[] qpIndexUsed = new boolean[EngineAgent.MAX_QP];
     /** Draws QPNs' random bits (SecureRandom; a seeded one in tests, see identifierRandom). */
@@ -223,8 +230,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     case MRCE_OP_DESTROY_SRQ -> destroySrq(s, seq, p);
                     case MRCE_OP_GET_ASYNC_EVENT -> getAsyncEvent(s, seq);
                     case MRCE_OP_REREG_MR -> reregMr(s, seq, p);
+                    case MRCE_OP_CONTEXT_FD -> contextFd(s, seq);
+                    case MRCE_OP_IMPORT_CONTEXT -> importContext(s, seq, p);
+                    case MRCE_OP_IMPORT_PD -> importPd(s, seq, p);
+                    case MRCE_OP_UNIMPORT_PD -> unimportPd(s, seq, p);
+                    case MRCE_OP_IMPORT_MR -> importMr(s, seq, p);
+                    case MRCE_OP_UNIMPORT_MR -> unimportMr(s, seq, p);
                     case MRCE_OP_CM_LISTEN, MRCE_OP_CM_UNLISTEN, MRCE_OP_CM_CONNECT, MRCE_OP_CM_GET_REQUEST,
-                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT -> {
+                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT, MRCE_OP_CM_BIND -> {
                         io.metaroce.control.cm.ServiceTable t = services;
                         if (t == null) {
                             session.respond(op, seq, Errno.EOPNOTSUPP, empty());
@@ -416,24 +429,55 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         Pd pd = new Pd(s.newHandle(), s.session.id());
         s.pds.put(pd.handle, pd);
+        if (s.context != null) {
+            s.context.pds.put(pd.handle, pd);
+        }
         ByteBuffer r = resp(HandleRespDescriptor.SIZE);
         r.putInt((int) HandleRespDescriptor.OFF_HANDLE, pd.handle);
         s.session.respond(MRCE_OP_ALLOC_PD, seq, 0, r);
     }
 
     private void deallocPd(SessionObjects s, int seq, ByteBuffer p) {
-        destroyUnused(s, MRCE_OP_DEALLOC_PD, seq, p, s.pds, pd -> pd.users, pd -> {
-            synchronized (this) {
-                pdCount--;
+        int handle = p.getInt((int) HandleReqDescriptor.OFF_HANDLE);
+        Pd pd = s.pds.get(handle);
+        if (pd == null) {
+            // An imported PD is destroyed by the connection that made it (ibv_unimport_pd here).
+            fail(s, MRCE_OP_DEALLOC_PD, seq, s.importedPds.containsKey(handle) ? Errno.EPERM : Errno.ENOENT);
+            return;
+        }
+        // Under the PD's lock, so that no other member of the context imports it meanwhile.
+        synchronized (pd) {
+            if (pd.users > 0) {
+                fail(s, MRCE_OP_DEALLOC_PD, seq, Errno.EBUSY);
+                return;
             }
-            discharge(s, UserQuota.PDS, 1);
-        });
+            if (s.context != null) {
+                s.context.pds.remove(handle, pd);
+            }
+        }
+        s.pds.remove(handle);
+        synchronized (this) {
+            pdCount--;
+        }
+        discharge(s, UserQuota.PDS, 1);
+        s.session.respond(MRCE_OP_DEALLOC_PD, seq, 0, empty());
+    }
+
+    /**
+     * Adds {@code delta} to the PD's users (MRs, QPs, SRQs of any member of its context, and
+     * imports). Under the PD's own lock: members of one context update it under different
+     * session locks.
+     */
+    private static void use(Pd pd, int delta) {
+        synchronized (pd) {
+            pd.users += delta;
+        }
     }
 
     // ---- MR ----
 
     private void regMr(SessionObjects s, int seq, ByteBuffer p) {
-        Pd pd = s.pds.get(p.getInt((int) RegMrReqDescriptor.OFF_PD));
+        Pd pd = s.pd(p.getInt((int) RegMrReqDescriptor.OFF_PD));
         int access = p.getInt((int) RegMrReqDescriptor.OFF_ACCESS);
         long addr = p.getLong((int) RegMrReqDescriptor.OFF_ADDR);
         long length = p.getLong((int) RegMrReqDescriptor.OFF_LENGTH);
@@ -469,8 +513,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_REG_MR, seq, Errno.ENOMEM);
             return;
         }
-        pd.users++;
+        use(pd, 1);
         s.mrs.put(mr.handle, mr);
+        if (s.context != null) {
+            s.context.mrs.put(mr.handle, mr);
+        }
         ByteBuffer r = resp(RegMrRespDescriptor.SIZE);
         r.putInt((int) RegMrRespDescriptor.OFF_HANDLE, mr.handle);
         r.putInt((int) RegMrRespDescriptor.OFF_LKEY, mr.lkey);
@@ -545,10 +592,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     }
 
     private void deregMr(SessionObjects s, int seq, ByteBuffer p) {
-        Mr mr = s.mrs.remove(p.getInt((int) HandleReqDescriptor.OFF_HANDLE));
+        int handle = p.getInt((int) HandleReqDescriptor.OFF_HANDLE);
+        Mr mr = s.mrs.remove(handle);
         if (mr == null) {
-            fail(s, MRCE_OP_DEREG_MR, seq, Errno.ENOENT);
+            fail(s, MRCE_OP_DEREG_MR, seq, s.importedMrs.containsKey(handle) ? Errno.EPERM : Errno.ENOENT);
             return;
+        }
+        if (s.context != null) {
+            s.context.mrs.remove(handle, mr);
         }
         releaseMr(mr);
         discharge(s, UserQuota.MRS, 1);
@@ -566,7 +617,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     private void releaseMr(Mr mr) {
         mrTable.remove(mr);
-        mr.pd.users--;
+        use(mr.pd, -1);
         synchronized (this) {
             mrCount--;
         }
@@ -687,7 +738,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     // ---- QP ----
 
     private void createQp(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
-        Pd pd = s.pds.get(p.getInt((int) CreateQpReqDescriptor.OFF_PD));
+        Pd pd = s.pd(p.getInt((int) CreateQpReqDescriptor.OFF_PD));
         Cq sendCq = s.cqs.get(p.getInt((int) CreateQpReqDescriptor.OFF_SEND_CQ));
         Cq recvCq = s.cqs.get(p.getInt((int) CreateQpReqDescriptor.OFF_RECV_CQ));
         int srqHandle = p.getInt((int) CreateQpReqDescriptor.OFF_SRQ);
@@ -761,7 +812,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.EAGAIN);
             return;
         }
-        pd.users++;
+        use(pd, 1);
         sendCq.qpUsers++;
         recvCq.qpUsers++;
         if (srq != null) {
@@ -882,7 +933,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     /** After the engine dropped the QP. Caller holds the session lock. */
     private void releaseQp(Qp qp) {
-        qp.pd.users--;
+        use(qp.pd, -1);
         qp.sendCq.qpUsers--;
         qp.recvCq.qpUsers--;
         if (qp.srq != null) {
@@ -915,6 +966,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 engine.removeQp(qp);
             }
             synchronized (s) {
+                leaveContext(s);
                 for (Qp qp : qps) {
                     releaseQp(qp);
                     discharge(s, UserQuota.QPS, 1);
@@ -966,10 +1018,248 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
     }
 
+    // ---- shared contexts: ibv_import_device, ibv_import_pd, ibv_import_mr ----
+
+    /**
+     * CONTEXT_FD: makes the connection the first member of a new context and answers with the
+     * context memfd (the provider's cmd_fd). The daemon keeps its copy while a member lives, so
+     * the memfd's inode names this context and no other while anyone can present it.
+     */
+    private void contextFd(SessionObjects s, int seq) throws NativeException {
+        if (s.context != null) {
+            fail(s, MRCE_OP_CONTEXT_FD, seq, Errno.EEXIST);
+            return;
+        }
+        if (!s.noObjects()) {
+            fail(s, MRCE_OP_CONTEXT_FD, seq, Errno.EBUSY); // only right after HELLO
+            return;
+        }
+        int fd = LibC.memfdCreate("mrce-context", LibC.MFD_CLOEXEC);
+        FileIds.FileId id;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment token = arena.allocate(ContextTokenDescriptor.SIZE);
+            token.set(java.lang.foreign.ValueLayout.JAVA_INT, ContextTokenDescriptor.OFF_MAGIC, MRCE_CONTEXT_MAGIC);
+            token.set(java.lang.foreign.ValueLayout.JAVA_INT, ContextTokenDescriptor.OFF_ABI_VERSION, MRCE_ABI_VERSION);
+            byte[] name = devName.getBytes(StandardCharsets.US_ASCII);
+            MemorySegment.copy(name, 0, token, java.lang.foreign.ValueLayout.JAVA_BYTE,
+                    ContextTokenDescriptor.OFF_DEV_NAME, Math.min(name.length, 15));
+            long n = LibC.write(fd, token, ContextTokenDescriptor.SIZE);
+            if (n != ContextTokenDescriptor.SIZE) {
+                throw new NativeException("write(context memfd)", n < 0 ? (int) -n : Errno.EIO);
+            }
+            id = FileIds.of(fd);
+        } catch (NativeException e) {
+            LibC.close(fd);
+            throw e;
+        }
+        SharedContext ctx = new SharedContext(fd, id);
+        synchronized (contexts) {
+            contexts.put(id, ctx);
+            ctx.members.add(s);
+        }
+        s.context = ctx;
+        s.session.respond(MRCE_OP_CONTEXT_FD, seq, 0, empty(), fd);
+    }
+
+    /**
+     * IMPORT_CONTEXT: joins the context whose memfd the caller holds as fd {@code fd}. The file
+     * is taken from the caller's own fd table through the connection's pidfd, so only a process
+     * that was given the fd can join, whatever number it names.
+     */
+    private void importContext(SessionObjects s, int seq, ByteBuffer p) {
+        int fd = p.getInt((int) ImportContextReqDescriptor.OFF_FD);
+        if (s.context != null || !s.noObjects()) {
+            fail(s, MRCE_OP_IMPORT_CONTEXT, seq, Errno.EEXIST);
+            return;
+        }
+        if (fd < 0) {
+            fail(s, MRCE_OP_IMPORT_CONTEXT, seq, Errno.EBADF);
+            return;
+        }
+        int mine = FileIds.pidfdGetfd(s.memory.pidFd(), fd);
+        if (mine < 0) {
+            fail(s, MRCE_OP_IMPORT_CONTEXT, seq, -mine);
+            return;
+        }
+        FileIds.FileId id;
+        try {
+            id = FileIds.of(mine);
+        } catch (NativeException e) {
+            fail(s, MRCE_OP_IMPORT_CONTEXT, seq, e.errno());
+            return;
+        } finally {
+            LibC.close(mine);
+        }
+        SharedContext ctx;
+        synchronized (contexts) {
+            ctx = contexts.get(id);
+            if (ctx != null) {
+                ctx.members.add(s);
+            }
+        }
+        if (ctx == null) {
+            fail(s, MRCE_OP_IMPORT_CONTEXT, seq, Errno.EINVAL); // not a live context of this daemon
+            return;
+        }
+        s.context = ctx;
+        s.session.respond(MRCE_OP_IMPORT_CONTEXT, seq, 0, empty());
+    }
+
+    /** IMPORT_PD: a reference to a PD another member made; its owner's dealloc is EBUSY meanwhile. */
+    private void importPd(SessionObjects s, int seq, ByteBuffer p) {
+        int handle = p.getInt((int) HandleReqDescriptor.OFF_HANDLE);
+        if (s.context == null) {
+            fail(s, MRCE_OP_IMPORT_PD, seq, Errno.EINVAL);
+            return;
+        }
+        if (s.pd(handle) != null) {
+            fail(s, MRCE_OP_IMPORT_PD, seq, Errno.EEXIST);
+            return;
+        }
+        Pd pd = s.context.pds.get(handle);
+        boolean live = false;
+        if (pd != null) {
+            synchronized (pd) { // against the owner's dealloc
+                live = s.context.pds.get(handle) == pd;
+                if (live) {
+                    pd.users++;
+                }
+            }
+        }
+        if (!live) {
+            fail(s, MRCE_OP_IMPORT_PD, seq, Errno.ENOENT);
+            return;
+        }
+        s.importedPds.put(handle, pd);
+        s.session.respond(MRCE_OP_IMPORT_PD, seq, 0, empty());
+    }
+
+    private void unimportPd(SessionObjects s, int seq, ByteBuffer p) {
+        int handle = p.getInt((int) HandleReqDescriptor.OFF_HANDLE);
+        Pd pd = s.importedPds.get(handle);
+        if (pd == null) {
+            fail(s, MRCE_OP_UNIMPORT_PD, seq, Errno.ENOENT);
+            return;
+        }
+        if (usesPd(s, pd)) {
+            fail(s, MRCE_OP_UNIMPORT_PD, seq, Errno.EBUSY); // its MRs, QPs or SRQs first
+            return;
+        }
+        s.importedPds.remove(handle);
+        use(pd, -1);
+        s.session.respond(MRCE_OP_UNIMPORT_PD, seq, 0, empty());
+    }
+
+    /** True when an object of this connection (made or imported) is on {@code pd}. */
+    private static boolean usesPd(SessionObjects s, Pd pd) {
+        for (Mr mr : s.mrs.values()) {
+            if (mr.pd == pd) {
+                return true;
+            }
+        }
+        for (Mr mr : s.importedMrs.values()) {
+            if (mr.pd == pd) {
+                return true;
+            }
+        }
+        for (Qp qp : s.qps.values()) {
+            if (qp.pd == pd) {
+                return true;
+            }
+        }
+        for (Srq srq : s.srqs.values()) {
+            if (srq.pd == pd) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * IMPORT_MR: the keys and range of an MR another member registered, on a PD the caller has.
+     * The reference holds nothing: the owner's DEREG_MR revokes the keys for everyone.
+     */
+    private void importMr(SessionObjects s, int seq, ByteBuffer p) {
+        Pd pd = s.pd(p.getInt((int) ImportMrReqDescriptor.OFF_PD));
+        int handle = p.getInt((int) ImportMrReqDescriptor.OFF_HANDLE);
+        if (s.context == null || pd == null) {
+            fail(s, MRCE_OP_IMPORT_MR, seq, s.context == null ? Errno.EINVAL : Errno.ENOENT);
+            return;
+        }
+        if (s.mrs.containsKey(handle) || s.importedMrs.containsKey(handle)) {
+            fail(s, MRCE_OP_IMPORT_MR, seq, Errno.EEXIST);
+            return;
+        }
+        Mr mr = s.context.mrs.get(handle);
+        if (mr == null) {
+            fail(s, MRCE_OP_IMPORT_MR, seq, Errno.ENOENT);
+            return;
+        }
+        if (mr.pd != pd) {
+            fail(s, MRCE_OP_IMPORT_MR, seq, Errno.EINVAL);
+            return;
+        }
+        s.importedMrs.put(handle, mr);
+        ByteBuffer r = resp(ImportMrRespDescriptor.SIZE);
+        r.putInt(ImportMrRespDescriptor.OFF_HANDLE, handle);
+        r.putInt(ImportMrRespDescriptor.OFF_LKEY, mr.lkey);
+        r.putInt(ImportMrRespDescriptor.OFF_RKEY, mr.rkey);
+        r.putInt(ImportMrRespDescriptor.OFF_ACCESS, mr.access);
+        r.putLong(ImportMrRespDescriptor.OFF_ADDR, mr.iova);
+        r.putLong(ImportMrRespDescriptor.OFF_LENGTH, mr.length);
+        s.session.respond(MRCE_OP_IMPORT_MR, seq, 0, r);
+    }
+
+    private static void unimportMr(SessionObjects s, int seq, ByteBuffer p) {
+        if (s.importedMrs.remove(p.getInt((int) HandleReqDescriptor.OFF_HANDLE)) == null) {
+            fail(s, MRCE_OP_UNIMPORT_MR, seq, Errno.ENOENT);
+            return;
+        }
+        s.session.respond(MRCE_OP_UNIMPORT_MR, seq, 0, empty());
+    }
+
+    /**
+     * Session teardown (caller holds the session lock): drops what it imported, withdraws what it
+     * made from the context, and closes the context memfd with its last member.
+     */
+    private void leaveContext(SessionObjects s) {
+        for (Pd pd : s.importedPds.values()) {
+            use(pd, -1);
+        }
+        s.importedPds.clear();
+        s.importedMrs.clear();
+        SharedContext ctx = s.context;
+        if (ctx == null) {
+            return;
+        }
+        for (Pd pd : s.pds.values()) {
+            synchronized (pd) {
+                ctx.pds.remove(pd.handle, pd);
+            }
+        }
+        for (Mr mr : s.mrs.values()) {
+            ctx.mrs.remove(mr.handle, mr);
+        }
+        synchronized (contexts) {
+            ctx.members.remove(s);
+            if (ctx.members.isEmpty()) {
+                contexts.remove(ctx.id, ctx);
+                LibC.close(ctx.tokenFd);
+            }
+        }
+    }
+
+    /** Contexts with at least one member, by their memfd's file (for tests). */
+    int contextCount() {
+        synchronized (contexts) {
+            return contexts.size();
+        }
+    }
+
     // ---- SRQ ----
 
     private void createSrq(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
-        Pd pd = s.pds.get(p.getInt((int) CreateSrqReqDescriptor.OFF_PD));
+        Pd pd = s.pd(p.getInt((int) CreateSrqReqDescriptor.OFF_PD));
         int maxWr = p.getInt((int) CreateSrqReqDescriptor.OFF_MAX_WR);
         int maxSge = p.getInt((int) CreateSrqReqDescriptor.OFF_MAX_SGE);
         int limit = p.getInt((int) CreateSrqReqDescriptor.OFF_SRQ_LIMIT);
@@ -1010,7 +1300,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         Srq srq = new Srq(s.newHandle(), s.space, pd, map, slots, sge);
         srq.asyncEvents = s.events;
         srq.arm(limit);
-        pd.users++;
+        use(pd, 1);
         s.srqs.put(srq.handle, srq);
         ByteBuffer r = resp(CreateSrqRespDescriptor.SIZE);
         r.putInt((int) CreateSrqRespDescriptor.OFF_HANDLE, srq.handle);
@@ -1070,7 +1360,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     /** Caller holds the session lock; no QP uses the SRQ any more. */
     private void releaseSrq(Srq srq) {
         srq.asyncEvents = AsyncEventSink.NONE;
-        srq.pd.users--;
+        use(srq.pd, -1);
         unmap(srq.mapping);
         uncount(MRCE_OP_CREATE_SRQ);
     }
@@ -1135,7 +1425,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         Pd pd = old.pd;
         if ((flags & REREG_MR_CHANGE_PD) != 0) {
-            pd = s.pds.get(p.getInt((int) ReregMrReqDescriptor.OFF_PD));
+            pd = s.pd(p.getInt((int) ReregMrReqDescriptor.OFF_PD));
             if (pd == null) {
                 fail(s, MRCE_OP_REREG_MR, seq, Errno.ENOENT);
                 return;
@@ -1168,9 +1458,12 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             return;
         }
         mrTable.remove(old);
-        old.pd.users--;
-        pd.users++;
+        use(old.pd, -1);
+        use(pd, 1);
         s.mrs.put(handle, mr);
+        if (s.context != null) {
+            s.context.mrs.put(handle, mr);
+        }
         ByteBuffer r = resp(RegMrRespDescriptor.SIZE);
         r.putInt((int) RegMrRespDescriptor.OFF_HANDLE, mr.handle);
         r.putInt((int) RegMrRespDescriptor.OFF_LKEY, mr.lkey);
@@ -1194,7 +1487,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     /**
      * The live objects per provider connection and in all, as JSON (for mrce-ctl objects and the
-     * leak checks of the tests): {@code {"sessions":n,"totals":{...},"perSession":[...]}}.
+     * leak checks of the tests): {@code {"sessions":n,"totals":{...},"perSession":[...],"cmService":{...}}}.
      */
     public String objectsJson() {
         StringBuilder per = new StringBuilder(256);
@@ -1232,7 +1525,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         return "{\"sessions\":" + n + ",\"totals\":{\"pds\":" + pds + ",\"mrs\":" + mrs
                 + ",\"compChannels\":" + channels + ",\"cqs\":" + cqs + ",\"qps\":" + qps
-                + "},\"perSession\":[" + per + "]}";
+                + "},\"perSession\":[" + per + "]" + cmServiceJson() + "}";
+    }
+
+    /** {@code ,"cmService":{...}} (the connection service's listens, binds and requests), or nothing without it. */
+    private String cmServiceJson() {
+        io.metaroce.control.cm.ServiceTable t = services;
+        return t == null ? "" : ",\"cmService\":" + t.json();
     }
 
     @Override

@@ -1,5 +1,7 @@
 package io.metaroce.it.jverbs.apps;
 
+import static io.metaroce.it.jverbs.apps.AppOutput.say;
+
 import io.metaroce.verbs.Access;
 import io.metaroce.verbs.CompletionQueue;
 import io.metaroce.verbs.Context;
@@ -75,11 +77,6 @@ public final class CmServiceApp {
         System.out.println("FAIL " + why);
         System.out.flush();
         System.exit(1);
-    }
-
-    static void say(String line) {
-        System.out.println(line);
-        System.out.flush();
     }
 
     public static void main(String[] args) throws Exception {

@@ -1,5 +1,8 @@
 package io.metaroce.it.jverbs.apps;
 
+import static io.metaroce.it.jverbs.apps.AppOutput.say;
+import static io.metaroce.it.jverbs.apps.AppOutput.fail;
+
 import io.metaroce.verbs.AccessFlag;
 import io.metaroce.verbs.endpoint.Disconnect;
 import io.metaroce.verbs.endpoint.Endpoint;
@@ -53,16 +56,6 @@ public final class EndpointApp {
     static final int RW_SEED = 4011; // message(4011): 1 + 4011 * 37 % 4096 = 952 bytes
 
     private EndpointApp() {}
-
-    static void say(String s) {
-        System.out.println(s);
-        System.out.flush();
-    }
-
-    static void fail(String why) {
-        say("FAIL " + why);
-        System.exit(1);
-    }
 
     static byte[] ascii(String s) {
         return s.getBytes(StandardCharsets.US_ASCII);

@@ -1,5 +1,8 @@
 package io.metaroce.it.jverbs.apps;
 
+import static io.metaroce.it.jverbs.apps.AppOutput.say;
+import static io.metaroce.it.jverbs.apps.AppOutput.fail;
+
 import io.metaroce.verbs.Access;
 import io.metaroce.verbs.CompletionQueue;
 import io.metaroce.verbs.Context;
@@ -30,16 +33,6 @@ import java.time.Duration;
 public final class RdmaCmClientApp {
 
     private RdmaCmClientApp() {}
-
-    static void say(String s) {
-        System.out.println(s);
-        System.out.flush();
-    }
-
-    static void fail(String why) {
-        say("FAIL " + why);
-        System.exit(1);
-    }
 
     public static void main(String[] args) throws Exception {
         say("rdma_cm library " + io.metaroce.verbs.RdmaCm.library().orElse("(none)"));

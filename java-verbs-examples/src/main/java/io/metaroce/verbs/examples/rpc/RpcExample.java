@@ -23,8 +23,12 @@ import jdk.jfr.consumer.RecordingFile;
  * server answers each request with its payload reversed; the client runs {@code -t} virtual
  * threads, each making {@code -c} calls of 1..{@code -s} bytes (contents from the thread and call
  * number) over a pool of {@code -e} endpoints with {@code -w} credits each, checks every response
- * byte and prints {@code OK calls=N bytes=B bad=0 ...}. With {@code --jfr} it records
- * {@code jdk.VirtualThreadPinned} (threshold 0) during the calls and prints {@code pinned=N}.
+ * byte and prints {@code OK calls=N bytes=B bad=0 ...}. {@code --warmup N} first makes N calls
+ * from the main thread (not counted in {@code calls}), so that the classes the calls use are
+ * initialised before the virtual threads start: a class initialiser that two virtual threads reach
+ * at once pins the second one for as long as the first runs it (a JDK limit, once per class, not
+ * this library's doing). With {@code --jfr} it records {@code jdk.VirtualThreadPinned} (threshold 0)
+ * during the calls after the warm-up and prints {@code pinned=N}.
  *
  * <p><b>Thread safety:</b> the entry points are meant to be run once per process, from main.
  */
@@ -104,6 +108,7 @@ public final class RpcExample {
         int pool = Integer.parseInt(o.getOrDefault("e", "4"));
         int max = Integer.parseInt(o.getOrDefault("s", "1024"));
         boolean jfr = o.containsKey("jfr");
+        int warmup = Integer.parseInt(o.getOrDefault("warmup", "0"));
         InetSocketAddress server = new InetSocketAddress(pos.get(0), Integer.parseInt(o.getOrDefault("p", "7100")));
         AtomicLong done = new AtomicLong();
         AtomicLong bytes = new AtomicLong();
@@ -111,6 +116,13 @@ public final class RpcExample {
         AtomicReference<Throwable> firstError = new AtomicReference<>();
         try (EndpointGroup g = EndpointGroup.open(o.getOrDefault("d", "mrce0"));
                 RpcClient c = RpcClient.connect(g, server, options(o), pool)) {
+            for (int k = 0; k < warmup; k++) {
+                byte[] p = payload(threads + k, 0, max);
+                if (!java.util.Arrays.equals(c.call(p).get(120, TimeUnit.SECONDS), reversed(p))) {
+                    System.out.println("rpc-client: FAIL warm-up call " + k + " came back wrong");
+                    return 1;
+                }
+            }
             Recording rec = null;
             if (jfr) {
                 rec = new Recording();
