@@ -4,7 +4,8 @@
  * UDP packets, to make a veth link lossy. This kernel has no netem, so loss
  * is made here.
  *
- * Only IPv4 UDP packets whose source or destination port is MRCE_UDP_PORT are
+ * Only UDP packets (IPv4, or IPv6 with UDP as the first next header) whose
+ * source or destination port is MRCE_UDP_PORT are
  * candidates; everything else (ARP, the apps' TCP exchange, ...) passes, so a
  * test's out-of-band connection setup never suffers. The share is fixed at
  * build time in parts per million (DROP_PPM): the Makefile builds one object
@@ -17,6 +18,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
@@ -37,6 +39,17 @@ static __always_inline int is_mrce_udp(struct __sk_buff *skb)
 	struct udphdr udp;
 	__u32 ihl_bytes;
 
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)) < 0 ||
+		    ip6.nexthdr != IPPROTO_UDP ||
+		    bpf_skb_load_bytes(skb, ETH_HLEN + sizeof(ip6), &udp,
+				       sizeof(udp)) < 0)
+			return 0;
+		return udp.source == bpf_htons(MRCE_UDP_PORT) ||
+		       udp.dest == bpf_htons(MRCE_UDP_PORT);
+	}
 	if (skb->protocol != bpf_htons(ETH_P_IP))
 		return 0;
 	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) < 0)

@@ -102,9 +102,10 @@ struct mrce_ring_header {
  * swap), ATOMIC_FETCH_AND_ADD (compare_add = add); atomics take one 8-byte
  * SGE for the old value. UD: IBV_WR_SEND and SEND_WITH_IMM only; the
  * ud_* fields come from the work request's wr.ud (remote_qpn, remote_qkey)
- * and its address handle: ud_dest_ipv4 is bytes 12..15 of the AH's dgid as
- * they are in the GID (network order), with the AH's traffic class and hop
- * limit. send_flags carries IBV_SEND_FENCE (1), SIGNALED (2), SOLICITED (4),
+ * and its address handle: ud_dgid (bytes 32..47, where RC atomics have
+ * compare_add and swap) is the AH's dgid, ud_dest_ipv4 bytes 12..15 of it as
+ * they are in the GID (network order) when it is IPv4-mapped and 0 when it
+ * is an IPv6 address, with the AH's traffic class and hop limit. send_flags carries IBV_SEND_FENCE (1), SIGNALED (2), SOLICITED (4),
  * INLINE (8) as in enum ibv_send_flags.
  *
  * opcode is enum ibv_wr_opcode, send_flags the low 8 bits of enum
@@ -132,8 +133,13 @@ struct mrce_wqe {
 	uint32_t length;                /* 16 */
 	uint32_t rkey;                  /* 20 */
 	uint64_t remote_addr;           /* 24 */
-	uint64_t compare_add;           /* 32 */
-	uint64_t swap;                  /* 40 */
+	union {
+		struct {
+			uint64_t compare_add;   /* 32 */
+			uint64_t swap;          /* 40 */
+		};
+		uint8_t ud_dgid[16];    /* 32: UD only, the AH's dgid */
+	};
 	uint32_t ud_remote_qpn;         /* 48: UD only */
 	uint32_t ud_remote_qkey;        /* 52: UD only */
 	uint32_t ud_dest_ipv4;          /* 56: UD only, network order */
@@ -228,8 +234,8 @@ enum mrce_ctrl_op {
 	MRCE_OP_GET_ASYNC_EVENT = 18,/* req empty; resp async_event (status EAGAIN when none is queued) */
 	MRCE_OP_REREG_MR = 19,       /* req rereg_mr_req; resp reg_mr_resp (lkey/rkey may change) */
 	/* The rdma_cm-style service (connection-manager.md, "Service"): */
-	MRCE_OP_CM_LISTEN = 20,      /* req cm_listen_req; resp empty (EADDRINUSE: the service has a listener here) */
-	MRCE_OP_CM_UNLISTEN = 21,    /* req cm_listen_req; resp empty (ENOENT: this connection does not listen on it) */
+	MRCE_OP_CM_LISTEN = 20,      /* req cm_listen_req; resp empty (EADDRINUSE: another connection binds or listens on it) */
+	MRCE_OP_CM_UNLISTEN = 21,    /* req cm_listen_req; resp empty (ENOENT: this connection neither binds nor listens on it) */
 	MRCE_OP_CM_CONNECT = 22,     /* req cm_connect_req; resp cm_connect_resp once the peer's application answered */
 	MRCE_OP_CM_GET_REQUEST = 23, /* req cm_get_request_req; resp cm_request (EAGAIN at the timeout) */
 	MRCE_OP_CM_ACCEPT = 24,      /* req cm_accept_req; resp empty once the requester took the reply */
@@ -241,7 +247,9 @@ enum mrce_ctrl_op {
 	MRCE_OP_UNIMPORT_PD = 29,    /* req handle_req; resp empty (EBUSY while this connection's objects use it) */
 	MRCE_OP_IMPORT_MR = 30,      /* req import_mr_req; resp import_mr_resp */
 	MRCE_OP_UNIMPORT_MR = 31,    /* req handle_req; resp empty */
-	MRCE_OP_MAX = 31,
+	/* The rdma_cm-style service, continued: */
+	MRCE_OP_CM_BIND = 32,        /* req cm_listen_req; resp empty (EADDRINUSE: the service is bound or listened on here) */
+	MRCE_OP_MAX = 32,
 };
 
 /*
@@ -479,9 +487,9 @@ struct mrce_modify_qp_req {
 #define MRCE_CM_DEFAULT_BACKLOG 64   /* cm_listen_req.backlog 0 */
 #define MRCE_CM_MAX_BACKLOG 1024
 
-struct mrce_cm_listen_req {          /* CM_LISTEN, CM_UNLISTEN */
+struct mrce_cm_listen_req {          /* CM_LISTEN, CM_UNLISTEN, CM_BIND */
 	uint32_t service_id;         /* 0: nonzero */
-	uint32_t backlog;            /* 4: requests kept for the application at most (0: default; UNLISTEN: ignored) */
+	uint32_t backlog;            /* 4: requests kept for the application at most (0: default; UNLISTEN, BIND: ignored) */
 };                                   /* 8 */
 
 struct mrce_cm_connect_req {

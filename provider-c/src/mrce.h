@@ -188,7 +188,7 @@ struct mrce_srq {
 struct mrce_ah {
 	struct ibv_ah ibv_ah;
 	struct ibv_ah_attr attr;
-	uint32_t dest_ipv4;     /* dgid bytes 12..15, network order */
+	uint32_t dest_ipv4;     /* dgid bytes 12..15, network order; 0: IPv6 */
 };
 
 /* struct ibv_qp_ex starts with a struct ibv_qp, so every QP is one. */
@@ -388,7 +388,8 @@ struct ibv_srq *mrce_create_srq_ex(struct ibv_context *ctx,
 int mrce_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
 int mrce_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int mrce_destroy_srq(struct ibv_srq *srq);
-int mrce_ah_attr_check(const struct ibv_ah_attr *attr, uint32_t *dest_ipv4);
+int mrce_ah_attr_check(const struct mrce_context *ctx,
+		       const struct ibv_ah_attr *attr, uint32_t *dest_ipv4);
 struct ibv_ah *mrce_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int mrce_destroy_ah(struct ibv_ah *ah);
 int mrce_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,

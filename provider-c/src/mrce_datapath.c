@@ -77,6 +77,8 @@ static bool mrce_opcode_ok(const struct mrce_qp *qp, enum ibv_wr_opcode op)
 	 IBV_SEND_INLINE)
 
 /* The UD fields of a WQE from an address handle of this context. */
+static const uint8_t mrce_no_dgid[16];
+
 static int mrce_wqe_set_ud(struct mrce_qp *qp, struct mrce_wqe *wqe,
 			   struct ibv_ah *ibah, uint32_t remote_qpn,
 			   uint32_t remote_qkey)
@@ -89,6 +91,7 @@ static int mrce_wqe_set_ud(struct mrce_qp *qp, struct mrce_wqe *wqe,
 	wqe->ud_remote_qpn = remote_qpn & 0xffffff;
 	wqe->ud_remote_qkey = remote_qkey;
 	wqe->ud_dest_ipv4 = ah->dest_ipv4;
+	memcpy(wqe->ud_dgid, ah->attr.grh.dgid.raw, sizeof(wqe->ud_dgid));
 	wqe->ud_traffic_class = ah->attr.grh.traffic_class;
 	wqe->ud_hop_limit = ah->attr.grh.hop_limit;
 	return 0;
@@ -405,7 +408,8 @@ static void mrce_wr_finish(struct mrce_qp *qp)
 	    (wqe->num_sge != 1 || wqe->data.sge[0].length != 8 ||
 	     (wqe->send_flags & IBV_SEND_INLINE)))
 		mrce_wr_fail(qp, EINVAL);
-	if (qp->ibv_qp.qp_type == IBV_QPT_UD && wqe->ud_dest_ipv4 == 0)
+	if (qp->ibv_qp.qp_type == IBV_QPT_UD && wqe->ud_dest_ipv4 == 0 &&
+	    !memcmp(wqe->ud_dgid, mrce_no_dgid, sizeof(wqe->ud_dgid)))
 		mrce_wr_fail(qp, EINVAL); /* no wr_set_ud_addr */
 }
 

@@ -179,19 +179,39 @@ int mrce_destroy_srq(struct ibv_srq *ibsrq)
 static const uint8_t mrce_v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0,
 						  0, 0, 0, 0, 0xff, 0xff };
 
-/*
- * An AH of mrce0 addresses an IPv4 host: it needs a GRH whose dgid is
- * IPv4-mapped (::ffff:a.b.c.d), sgid index 0 and port 1 (or 0, "any").
- */
-int mrce_ah_attr_check(const struct ibv_ah_attr *attr, uint32_t *dest_ipv4)
+static bool mrce_gid_is_v4mapped(const uint8_t gid[16])
 {
+	return memcmp(gid, mrce_v4mapped_prefix, sizeof(mrce_v4mapped_prefix)) == 0;
+}
+
+/*
+ * An AH of mrce0 addresses a host of the family the daemon serves (its GID,
+ * HELLO's gid): it needs a GRH, sgid index 0 and port 1 (or 0, "any"), and
+ * a dgid that is IPv4-mapped (::ffff:a.b.c.d, non-zero address) when the
+ * daemon serves IPv4, or an IPv6 address that is neither IPv4-mapped, nor
+ * zero, nor multicast (ff00::/8) when it serves IPv6. *dest_ipv4 is the
+ * IPv4 address (network order), 0 for an IPv6 host.
+ */
+int mrce_ah_attr_check(const struct mrce_context *ctx,
+		       const struct ibv_ah_attr *attr, uint32_t *dest_ipv4)
+{
+	static const uint8_t zero[16];
+	const uint8_t *dgid = attr->grh.dgid.raw;
+
 	if (!attr->is_global || attr->grh.sgid_index != 0 ||
-	    (attr->port_num != 0 && attr->port_num != MRCE_PORT) ||
-	    memcmp(attr->grh.dgid.raw, mrce_v4mapped_prefix,
-		   sizeof(mrce_v4mapped_prefix)) != 0)
+	    (attr->port_num != 0 && attr->port_num != MRCE_PORT))
+		return EINVAL;
+	*dest_ipv4 = 0;
+	if (!mrce_gid_is_v4mapped(ctx->hello.gid)) {
+		if (mrce_gid_is_v4mapped(dgid) || !memcmp(dgid, zero, 16) ||
+		    dgid[0] == 0xff)
+			return EINVAL;
+		return 0;
+	}
+	if (!mrce_gid_is_v4mapped(dgid))
 		return EINVAL;
 	/* Bytes 12..15 as they are in the GID: network order. */
-	memcpy(dest_ipv4, attr->grh.dgid.raw + 12, sizeof(*dest_ipv4));
+	memcpy(dest_ipv4, dgid + 12, sizeof(*dest_ipv4));
 	if (*dest_ipv4 == 0)
 		return EINVAL;
 	return 0;
@@ -203,7 +223,7 @@ struct ibv_ah *mrce_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	struct mrce_ah *ah;
 	uint32_t ipv4, n;
 
-	if (!attr || mrce_ah_attr_check(attr, &ipv4)) {
+	if (!attr || mrce_ah_attr_check(ctx, attr, &ipv4)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -238,7 +258,7 @@ int mrce_destroy_ah(struct ibv_ah *ibah)
 
 /*
  * The AH that answers a UD receive, from the GRH the daemon wrote in front
- * of the payload (mrce_abi.h, CQE): sgid is the sender (::ffff:its IPv4),
+ * of the payload (mrce_abi.h, CQE): sgid is the sender (its GID),
  * dgid is us; we check that the dgid is our GID, as libibverbs checks that
  * it is in the GID table.
  */
@@ -266,7 +286,7 @@ int mrce_init_ah_from_wc(struct ibv_context *ibctx, uint8_t port_num,
 	ah_attr->grh.hop_limit = 0xff;
 	ah_attr->grh.traffic_class = (uint8_t)((vtf >> 20) & 0xff);
 	ah_attr->grh.flow_label = vtf & 0xfffff;
-	return mrce_ah_attr_check(ah_attr, &ipv4);
+	return mrce_ah_attr_check(ctx, ah_attr, &ipv4);
 }
 
 struct ibv_ah *mrce_create_ah_from_wc(struct ibv_pd *pd,

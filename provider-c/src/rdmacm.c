@@ -72,7 +72,6 @@ struct rc_id {
 	struct rdma_cm_id id;
 	bool sync;             /* created without a channel: calls wait for their event */
 	bool destroying, device_lost, own_cqs;
-	bool eph_port;         /* the port was picked by rdma_bind_addr: listen may pick another */
 	enum rc_state st;
 	struct rc_conn *conn;  /* own control connection (listen, connect, watch) */
 	struct rc_conn *lconn; /* a child's listener's connection (accept, reject) */
@@ -524,6 +523,38 @@ static int loopback_refused(const char *what)
 	return EADDRNOTAVAIL;
 }
 
+/*
+ * Reserves the id's port at the daemon (CM_BIND on the id's own connection),
+ * as the kernel's bind does: another bind of the port on this host is
+ * EADDRINUSE. Beyond the kernel, connect requests that arrive before
+ * rdma_listen are held for it, not rejected (qperf 0.4.11 sends its port to
+ * the client before it listens). Port 0 picks a free port in 32768..60999.
+ * The reservation goes with the id's connection (rdma_destroy_id, the
+ * process's exit), which refuses what was held. A daemon without the service
+ * (--cm-port 0) reserves nothing: the id binds, and listen and connect fail
+ * there as before.
+ */
+static int own_conn(struct rc_id *r);
+
+static int reserve_port(struct rc_id *r, uint16_t port)
+{
+	struct mrce_cm_listen_req req = { 0 };
+	int i, ret = own_conn(r);
+
+	for (i = 0; !ret && i < 64; i++) {
+		uint16_t p = port ? port : ephemeral_port();
+
+		req.service_id = sid_of(r->id.ps, p);
+		ret = rc_conn_call(r->conn, MRCE_OP_CM_BIND, &req, sizeof(req), NULL, 0);
+		if (!ret)
+			r->id.route.addr.src_sin.sin_port = htons(p);
+		if (ret != EADDRINUSE || port)
+			break;
+	}
+	DBG("id %p: bind service 0x%x: %s\n", (void *)r, req.service_id, strerror(ret));
+	return ret == EOPNOTSUPP ? 0 : ret;
+}
+
 EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct rc_id *r = rc(id);
@@ -546,9 +577,19 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (ret)
 		return fail(ret);
 	memcpy(&r->id.route.addr.src_sin, sin, sizeof(*sin));
-	if (!sin->sin_port) { /* the kernel picks the port at bind time: rdma_get_src_port tells it */
-		r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
-		r->eph_port = true;
+	if (is_loopback(sin->sin_addr.s_addr)) {
+		/* nothing can listen or connect from it: no reservation */
+		if (!sin->sin_port)
+			r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
+	} else {
+		/* the kernel picks port 0's port at bind time: rdma_get_src_port tells it */
+		ret = reserve_port(r, ntohs(sin->sin_port));
+		if (ret) {
+			memset(&r->id.route.addr.src_sin, 0, sizeof(r->id.route.addr.src_sin));
+			return fail(ret);
+		}
+		if (!r->id.route.addr.src_sin.sin_port)
+			r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
 	}
 	/* A wildcard (or loopback) bind leaves verbs NULL, as the kernel does for a wildcard. */
 	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
@@ -1150,8 +1191,7 @@ EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct rc_id *r = rc(id);
 	struct mrce_cm_listen_req req = { 0 };
-	uint16_t port;
-	int i, ret;
+	int ret;
 
 	if (!r)
 		return fail(EINVAL);
@@ -1173,26 +1213,11 @@ EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	req.backlog = backlog <= 0 ? 0 : backlog > MRCE_CM_MAX_BACKLOG ?
 		MRCE_CM_MAX_BACKLOG : (uint32_t)backlog;
 	/*
-	 * A port the bind picked (port 0 asked for) is only a guess until the
-	 * daemon takes the listen: when another listener holds it, pick again,
-	 * as the kernel's bind would have picked a free one. An application
-	 * that read the port with rdma_get_src_port before rdma_listen (qperf
-	 * -cm1 does) then holds the old one: such a collision is rare (random
-	 * ports in 32768..60999), and the kernel reserves the port at bind
-	 * time, which the daemon's service has no op for yet.
+	 * The bind reserved the port (CM_BIND): listening on it takes the
+	 * requests the daemon held since then, in arrival order.
 	 */
-	port = r->eph_port ? 0 : ntohs(r->id.route.addr.src_sin.sin_port);
-	for (i = 0; i < 64; i++) {
-		uint16_t p = port ? port : i == 0 && r->eph_port ?
-			ntohs(r->id.route.addr.src_sin.sin_port) : ephemeral_port();
-
-		req.service_id = sid_of(r->id.ps, p);
-		ret = rc_conn_call(r->conn, MRCE_OP_CM_LISTEN, &req, sizeof(req), NULL, 0);
-		if (!ret)
-			r->id.route.addr.src_sin.sin_port = htons(p);
-		if (ret != EADDRINUSE || port)
-			break;
-	}
+	req.service_id = sid_of(r->id.ps, ntohs(r->id.route.addr.src_sin.sin_port));
+	ret = rc_conn_call(r->conn, MRCE_OP_CM_LISTEN, &req, sizeof(req), NULL, 0);
 	DBG("id %p: listen on service 0x%x: %s\n", (void *)r, req.service_id, strerror(ret));
 	if (ret)
 		return fail(ret);

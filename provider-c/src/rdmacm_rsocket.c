@@ -642,7 +642,59 @@ static bool nonblocking(struct rs *s, int flags)
 	return s->nonblock || (flags & MSG_DONTWAIT);
 }
 
-EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+/* Posts what the send credits allow of SRC's N bytes; the bytes posted. */
+static size_t send_some(struct rs *s, const uint8_t *src, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len && writable(s) && !s->broken) {
+		uint32_t n = len - done > RS_BUF ? RS_BUF : (uint32_t)(len - done);
+
+		if (!post_staged(s, src + done, n, RS_IMM(RS_K_DATA, s->unreported),
+				 IBV_WR_SEND_WITH_IMM, 0, 0))
+			break;
+		s->peer_credits += s->unreported;
+		s->unreported = 0;
+		s->credits--;
+		done += n;
+		progress(s);
+	}
+	return done;
+}
+
+/* Copies what has arrived, up to LEN bytes, to DST, reposting each receive it empties; the bytes copied. */
+static size_t recv_some(struct rs *s, uint8_t *dst, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len && s->rq_count) {
+		uint32_t idx = s->rq_idx[s->rq_head], left = s->rq_len[s->rq_head] - s->rq_off;
+		uint32_t n = len - done < left ? (uint32_t)(len - done) : left;
+
+		memcpy(dst + done, s->rbuf + (size_t)idx * RS_BUF + s->rq_off, n);
+		done += n;
+		s->rq_off += n;
+		if (s->rq_off == s->rq_len[s->rq_head]) {
+			s->rq_off = 0;
+			s->rq_head = (s->rq_head + 1) % RS_NRECV;
+			s->rq_count--;
+			if (!s->broken && post_recv(s, idx))
+				s->broken = true;
+			s->unreported++;
+		}
+	}
+	maybe_credit(s);
+	return done;
+}
+
+/*
+ * rsend (OUT) and rrecv: moves what it can, then returns or waits for
+ * progress. A send returns once all is posted (a non-blocking one: once
+ * something is), EPIPE after the end of the stream or a failure; a receive
+ * once something arrived (all, with MSG_WAITALL) or at the end of the stream
+ * (0 then). Non-blocking, with nothing moved: EAGAIN.
+ */
+static ssize_t stream_io(int socket, uint8_t *buf, size_t len, int flags, bool out)
 {
 	struct rs *s = rs_connected(socket);
 	size_t done = 0;
@@ -651,63 +703,28 @@ EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 		return -1;
 	for (;;) {
 		progress(s);
-		if (s->broken || s->fin_sent)
+		if (out && (s->broken || s->fin_sent))
 			return done ? (ssize_t)done : rs_fail(EPIPE);
-		while (done < len && writable(s) && !s->broken) {
-			uint32_t n = len - done > RS_BUF ? RS_BUF : (uint32_t)(len - done);
-
-			if (!post_staged(s, (const uint8_t *)buf + done, n,
-					 RS_IMM(RS_K_DATA, s->unreported), IBV_WR_SEND_WITH_IMM, 0, 0))
-				break;
-			s->peer_credits += s->unreported;
-			s->unreported = 0;
-			s->credits--;
-			done += n;
-			progress(s);
-		}
-		if (done == len || (done && nonblocking(s, flags)))
+		done += out ? send_some(s, buf + done, len - done) : recv_some(s, buf + done, len - done);
+		if (done == len || (done && (out ? nonblocking(s, flags) : !(flags & MSG_WAITALL))))
 			return (ssize_t)done;
+		if (!out && (s->fin_rcvd || s->broken))
+			return (ssize_t)done; /* end of stream */
 		if (nonblocking(s, flags))
-			return rs_fail(EAGAIN);
+			return done ? (ssize_t)done : rs_fail(EAGAIN);
 		if (!s->broken)
 			wait_for(s, -1);
 	}
 }
 
+EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+{
+	return stream_io(socket, (uint8_t *)buf, len, flags, true);
+}
+
 EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 {
-	struct rs *s = rs_connected(socket);
-	size_t done = 0;
-
-	if (!s)
-		return -1;
-	for (;;) {
-		progress(s);
-		while (done < len && s->rq_count) {
-			uint32_t idx = s->rq_idx[s->rq_head], left = s->rq_len[s->rq_head] - s->rq_off;
-			uint32_t n = len - done < left ? (uint32_t)(len - done) : left;
-
-			memcpy((uint8_t *)buf + done, s->rbuf + (size_t)idx * RS_BUF + s->rq_off, n);
-			done += n;
-			s->rq_off += n;
-			if (s->rq_off == s->rq_len[s->rq_head]) {
-				s->rq_off = 0;
-				s->rq_head = (s->rq_head + 1) % RS_NRECV;
-				s->rq_count--;
-				if (!s->broken && post_recv(s, idx))
-					s->broken = true;
-				s->unreported++;
-			}
-		}
-		maybe_credit(s);
-		if (done == len || (done && !(flags & MSG_WAITALL)))
-			return (ssize_t)done;
-		if (s->fin_rcvd || s->broken)
-			return (ssize_t)done; /* end of stream */
-		if (nonblocking(s, flags))
-			return done ? (ssize_t)done : rs_fail(EAGAIN);
-		wait_for(s, -1);
-	}
+	return stream_io(socket, buf, len, flags, false);
 }
 
 EXPORT ssize_t rread(int socket, void *buf, size_t count)

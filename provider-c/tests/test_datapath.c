@@ -493,6 +493,63 @@ static void test_cq_ex(void)
 	CHECK(ibv_start_poll(x, &pa) == EINVAL);
 }
 
+/*
+ * A daemon serving IPv6 (HELLO's gid an IPv6 address): AHs name IPv6 hosts,
+ * a UD send carries the whole dgid in ud_dgid and 0 in ud_dest_ipv4; an
+ * IPv4-mapped, zero or multicast dgid is EINVAL; the reply AH of a receive
+ * is the sender's IPv6 GID.
+ */
+static void test_ah_ipv6(void)
+{
+	struct ibv_pd pd = { .context = &ctx->vctx.context };
+	struct ibv_ah_attr a = { .is_global = 1, .port_num = 1,
+				 .grh = { .hop_limit = 64 } };
+	struct ibv_wc wc = { .wc_flags = IBV_WC_GRH, .src_qp = 5 };
+	struct ibv_ah_attr got;
+	struct ibv_grh grh;
+	uint8_t saved[16];
+	struct mrce_qp *qp;
+	struct ibv_ah *ah;
+	struct ibv_sge sge = { .addr = 0x1000, .length = 10, .lkey = 3 };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND }, *bad;
+	struct mrce_wqe *q;
+	uint32_t ip = 1;
+
+	memcpy(saved, ctx->hello.gid, 16);
+	inet_pton(AF_INET6, "2001:db8::2", ctx->hello.gid);
+	inet_pton(AF_INET6, "2001:db8::1", a.grh.dgid.raw);
+	CHECK(mrce_ah_attr_check(ctx, &a, &ip) == 0 && ip == 0);
+	ah = mrce_create_ah(&pd, &a);
+	CHECK(ah != NULL && to_mah(ah)->dest_ipv4 == 0);
+	qp = make_qp(IBV_QPT_UD, MRCE_UD_SEND_OPS);
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = 7;
+	w.wr.ud.remote_qkey = 9;
+	CHECK(ibv_post_send(&qp->ibv_qp, &w, &bad) == 0);
+	q = sq_wqe(qp, 0);
+	CHECK(q->ud_dest_ipv4 == 0 &&
+	      !memcmp(q->ud_dgid, a.grh.dgid.raw, 16) && q->ud_remote_qpn == 7);
+	mrce_destroy_ah(ah);
+
+	memset(&grh, 0, sizeof(grh));
+	grh.version_tclass_flow = htonl(6u << 28);
+	memcpy(grh.sgid.raw, a.grh.dgid.raw, 16);
+	memcpy(grh.dgid.raw, ctx->hello.gid, 16);
+	CHECK(mrce_init_ah_from_wc(&ctx->vctx.context, 1, &wc, &grh, &got) == 0);
+	CHECK(!memcmp(got.grh.dgid.raw, a.grh.dgid.raw, 16));
+
+	memset(a.grh.dgid.raw, 0, 16);
+	CHECK(mrce_ah_attr_check(ctx, &a, &ip) == EINVAL); /* zero */
+	a.grh.dgid.raw[10] = 0xff;
+	a.grh.dgid.raw[11] = 0xff;
+	a.grh.dgid.raw[12] = 198;
+	CHECK(mrce_ah_attr_check(ctx, &a, &ip) == EINVAL); /* IPv4 peer */
+	inet_pton(AF_INET6, "ff02::1", a.grh.dgid.raw);
+	CHECK(mrce_ah_attr_check(ctx, &a, &ip) == EINVAL); /* multicast */
+	memcpy(ctx->hello.gid, saved, 16);
+}
+
 static void test_ah(void)
 {
 	struct ibv_pd pd = { .context = &ctx->vctx.context };
@@ -506,17 +563,17 @@ static void test_ah(void)
 	a.grh.dgid.raw[10] = 0xff;
 	a.grh.dgid.raw[11] = 0xff;
 	memcpy(a.grh.dgid.raw + 12, "\xc6\x12\x00\x01", 4);
-	CHECK(mrce_ah_attr_check(&a, &ip) == 0 &&
+	CHECK(mrce_ah_attr_check(ctx, &a, &ip) == 0 &&
 	      ip == inet_addr("198.18.0.1"));
 	a.is_global = 0;
 	errno = 0;
 	CHECK(mrce_create_ah(&pd, &a) == NULL && errno == EINVAL);
 	a.is_global = 1;
 	a.grh.dgid.raw[10] = 0; /* a real IPv6 GID */
-	CHECK(mrce_ah_attr_check(&a, &ip) == EINVAL);
+	CHECK(mrce_ah_attr_check(ctx, &a, &ip) == EINVAL);
 	a.grh.dgid.raw[10] = 0xff;
 	a.grh.sgid_index = 1;
-	CHECK(mrce_ah_attr_check(&a, &ip) == EINVAL);
+	CHECK(mrce_ah_attr_check(ctx, &a, &ip) == EINVAL);
 	a.grh.sgid_index = 0;
 	ctx->hello.max_ah = 1;
 	ah = mrce_create_ah(&pd, &a);
@@ -589,6 +646,7 @@ int main(void)
 	test_srq();
 	test_cq_ex();
 	test_ah();
+	test_ah_ipv6();
 	test_async_translate();
 	close(peer_fd);
 	if (failures) {

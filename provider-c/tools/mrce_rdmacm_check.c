@@ -6,12 +6,22 @@
  *   server PORT accept   accept with private data "welcome", print the
  *                        requester's private data, then wait for DISCONNECTED
  *   server PORT reject   reject with private data "go-away"
- *   client ADDR PORT [hold]
+ *   server PORT late FIFO
+ *                        bind PORT and print BOUND (a second id's bind of it
+ *                        must fail EADDRINUSE), then wait for a word on FIFO
+ *                        (the test's signal, sent once the client's request
+ *                        is held by the daemon): "listen" listens, accepts as
+ *                        above with a receive posted, and checks the client's
+ *                        DATA_LEN bytes (RECEIVED ... ok); "destroy" destroys
+ *                        the bound id without listening (DESTROYED)
+ *   bind PORT            bind PORT and print BIND OK or BIND <errno name>
+ *   client ADDR PORT [hold|data]
  *                        connect with private data "hello"; print every event
  *                        with its status and private data; with hold, stay
  *                        connected until killed or the next event (the test
- *                        kills the peer or the daemon), else disconnect and
- *                        wait for DISCONNECTED
+ *                        kills the peer or the daemon), else (with data after
+ *                        sending DATA_LEN patterned bytes: SENT) disconnect
+ *                        and wait for DISCONNECTED
  * Every line is "EVENT <name> status <n> pdata <text>" or a failure; exit 0
  * when the sequence was as expected for the mode, 1 otherwise.
  */
@@ -26,6 +36,9 @@
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#define DATA_LEN 4096
 
 static struct rdma_event_channel *ch;
 
@@ -81,18 +94,97 @@ static struct ibv_qp_init_attr qp_attr(void)
 	return a;
 }
 
-static int server(int port, const char *mode)
+/* The bytes the client sends: a pattern of the offset, and their FNV-1a hash. */
+static void fill(uint8_t *b)
+{
+	for (int i = 0; i < DATA_LEN; i++)
+		b[i] = (uint8_t)(i * 7 + (i >> 8));
+}
+
+static uint32_t fnv1a(const uint8_t *b, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *b++) * 16777619u;
+	return h;
+}
+
+static const char *errno_name(int e)
+{
+	return e == EADDRINUSE ? "EADDRINUSE" : e == EINVAL ? "EINVAL" : strerror(e);
+}
+
+static int bind_only(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	if (rdma_bind_addr(id, (struct sockaddr *)&sin))
+		printf("BIND %s\n", errno_name(errno));
+	else
+		printf("BIND OK %d\n", ntohs(rdma_get_src_port(id)));
+	rdma_destroy_id(id);
+	return 0;
+}
+
+/* Binds LISTEN to PORT; then waits for the test's word on FIFO; true: listen. */
+static bool late_listen(struct rdma_cm_id *listen, int port, const char *fifo)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct rdma_cm_id *again;
+	char word[16] = "";
+	FILE *f;
+
+	if (rdma_bind_addr(listen, (struct sockaddr *)&sin))
+		die("rdma_bind_addr");
+	if (rdma_create_id(ch, &again, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	if (!rdma_bind_addr(again, (struct sockaddr *)&sin)) {
+		printf("FAIL a second bind of port %d succeeded\n", port);
+		exit(1);
+	}
+	printf("BIND-AGAIN %s\n", errno_name(errno));
+	rdma_destroy_id(again);
+	printf("BOUND %d\n", port);
+	f = fopen(fifo, "r"); /* blocks until the test opens it to write */
+	if (!f || fscanf(f, "%15s", word) != 1)
+		die("reading the fifo");
+	fclose(f);
+	if (!strcmp(word, "destroy")) {
+		rdma_destroy_id(listen);
+		printf("DESTROYED\n");
+		return false;
+	}
+	if (strcmp(word, "listen")) {
+		printf("FAIL unknown word %s\n", word);
+		exit(1);
+	}
+	if (rdma_listen(listen, 4))
+		die("rdma_listen");
+	return true;
+}
+
+static int server(int port, const char *mode, const char *fifo)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct rdma_cm_id *listen, *id;
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = { .private_data = "welcome", .private_data_len = 8,
 				      .responder_resources = 1, .initiator_depth = 1 };
+	static uint8_t buf[DATA_LEN], want[DATA_LEN];
+	struct ibv_mr *mr = NULL;
 
 	if (rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP))
 		die("rdma_create_id");
-	if (rdma_bind_addr(listen, (struct sockaddr *)&sin) || rdma_listen(listen, 4))
+	if (fifo) {
+		if (!late_listen(listen, port, fifo))
+			return 0;
+	} else if (rdma_bind_addr(listen, (struct sockaddr *)&sin) || rdma_listen(listen, 4)) {
 		die("bind/listen");
+	}
 	printf("LISTENING %d\n", port);
 	fflush(stdout);
 	ev = next_event();
@@ -116,10 +208,26 @@ static int server(int port, const char *mode)
 		if (rdma_create_qp(id, NULL, &a))
 			die("rdma_create_qp");
 	}
+	if (fifo) {
+		mr = ibv_reg_mr(id->qp->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+		if (!mr || rdma_post_recv(id, NULL, buf, sizeof(buf), mr))
+			die("posting a receive");
+	}
 	if (rdma_accept(id, &cp))
 		die("rdma_accept");
 	expect(RDMA_CM_EVENT_ESTABLISHED);
+	if (fifo) {
+		struct ibv_wc wc;
+
+		if (rdma_get_recv_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS)
+			die("the receive");
+		fill(want);
+		printf("RECEIVED %u sum %08x %s\n", wc.byte_len, fnv1a(buf, wc.byte_len),
+		       wc.byte_len == DATA_LEN && !memcmp(buf, want, DATA_LEN) ? "ok" : "CORRUPT");
+	}
 	expect(RDMA_CM_EVENT_DISCONNECTED);
+	if (mr)
+		ibv_dereg_mr(mr);
 	rdma_disconnect(id);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
@@ -128,7 +236,24 @@ static int server(int port, const char *mode)
 	return 0;
 }
 
-static int client(const char *addr, int port, bool hold)
+/* Sends DATA_LEN patterned bytes on ID's QP and waits for the send's completion. */
+static void send_data(struct rdma_cm_id *id)
+{
+	static uint8_t buf[DATA_LEN];
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	fill(buf);
+	mr = ibv_reg_mr(id->qp->pd, buf, sizeof(buf), 0);
+	if (!mr || rdma_post_send(id, NULL, buf, sizeof(buf), mr, IBV_SEND_SIGNALED))
+		die("posting the send");
+	if (rdma_get_send_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS)
+		die("the send");
+	printf("SENT %d sum %08x\n", DATA_LEN, fnv1a(buf, DATA_LEN));
+	ibv_dereg_mr(mr);
+}
+
+static int client(const char *addr, int port, bool hold, bool data)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
 	struct rdma_conn_param cp = { .private_data = "hello", .private_data_len = 6,
@@ -181,6 +306,8 @@ static int client(const char *addr, int port, bool hold)
 		printf("DONE\n");
 		return 0;
 	}
+	if (data)
+		send_data(id);
 	if (rdma_disconnect(id))
 		die("rdma_disconnect");
 	expect(RDMA_CM_EVENT_DISCONNECTED);
@@ -205,10 +332,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc == 4 && !strcmp(argv[1], "server"))
-		return server(atoi(argv[2]), argv[3]);
+		return server(atoi(argv[2]), argv[3], NULL);
+	if (argc == 5 && !strcmp(argv[1], "server") && !strcmp(argv[3], "late"))
+		return server(atoi(argv[2]), "accept", argv[4]);
+	if (argc == 3 && !strcmp(argv[1], "bind"))
+		return bind_only(atoi(argv[2]));
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "client"))
-		return client(argv[2], atoi(argv[3]), argc == 5 && !strcmp(argv[4], "hold"));
+		return client(argv[2], atoi(argv[3]), argc == 5 && !strcmp(argv[4], "hold"),
+			      argc == 5 && !strcmp(argv[4], "data"));
 	fprintf(stderr, "usage: mrce_rdmacm_check server PORT accept|reject | "
-		"client ADDR PORT [hold]\n");
+		"server PORT late FIFO | bind PORT | client ADDR PORT [hold|data]\n");
 	return 2;
 }

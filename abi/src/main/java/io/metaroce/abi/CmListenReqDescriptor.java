@@ -3,7 +3,7 @@ package io.metaroce.abi;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
 
-/** {@code struct mrce_cm_listen_req} of mrce_abi.h: CM_LISTEN and CM_UNLISTEN request. */
+/** {@code struct mrce_cm_listen_req} of mrce_abi.h: CM_LISTEN, CM_UNLISTEN and CM_BIND request. */
 public final class CmListenReqDescriptor {
     public static final String C_NAME = "mrce_cm_listen_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(

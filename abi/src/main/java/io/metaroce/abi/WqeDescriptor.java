@@ -52,6 +52,11 @@ public final class WqeDescriptor {
     public static final int OFF_UD_REMOTE_QPN = Layouts.off(LAYOUT, "ud_remote_qpn");
     public static final int OFF_UD_REMOTE_QKEY = Layouts.off(LAYOUT, "ud_remote_qkey");
     public static final int OFF_UD_DEST_IPV4 = Layouts.off(LAYOUT, "ud_dest_ipv4");
+    /**
+     * On a UD SQ, bytes 32..47 (where RC atomics have compare_add and swap) hold the address
+     * handle's dgid, {@code ud_dgid[16]} in C; {@code ud_dest_ipv4} is 0 when it is an IPv6 GID.
+     */
+    public static final int OFF_UD_DGID = OFF_COMPARE_ADD;
     public static final int OFF_UD_TRAFFIC_CLASS = Layouts.off(LAYOUT, "ud_traffic_class");
     public static final int OFF_UD_HOP_LIMIT = Layouts.off(LAYOUT, "ud_hop_limit");
     public static final int OFF_DATA = Layouts.off(LAYOUT, "data");

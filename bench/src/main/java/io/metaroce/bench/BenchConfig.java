@@ -17,7 +17,8 @@ final class BenchConfig {
     long warmupNs = 5_000_000;
     long measureNs = 100_000_000;
     long stepNs = 1_000;
-    long seed = 1;
+    /** Fabric seeds: every row runs once per seed and reports the median. */
+    long[] seeds = {1, 2, 3};
     boolean hashSelector;
     List<TransportMode> modes = new ArrayList<>(TransportMode.available());
     List<Scenario> scenarios = new ArrayList<>(List.of(Scenario.values()));
@@ -35,7 +36,8 @@ final class BenchConfig {
               --warmup-ms W       not measured (default 5)
               --measure-ms M      measured simulated time (default 100)
               --step-ns S         simulation step (default 1000)
-              --seed X            fabric seed (default 1)
+              --seeds X,Y,..      fabric seeds, one run each, medians reported (default 1,2,3)
+              --seed X            one seed only
               --hash              ECMP-like hash selects the link (default: entropy mod links)
             """;
 
@@ -84,7 +86,8 @@ final class BenchConfig {
                 case "--warmup-ms" -> c.warmupNs = (long) (Double.parseDouble(v) * 1e6);
                 case "--measure-ms" -> c.measureNs = (long) (Double.parseDouble(v) * 1e6);
                 case "--step-ns" -> c.stepNs = Long.parseLong(v);
-                case "--seed" -> c.seed = Long.parseLong(v);
+                case "--seed" -> c.seeds = new long[] {Long.parseLong(v)};
+                case "--seeds" -> c.seeds = java.util.Arrays.stream(v.split(",")).mapToLong(Long::parseLong).toArray();
                 default -> throw new IllegalArgumentException("unknown option " + a + "\n" + USAGE);
             }
         }
@@ -100,7 +103,7 @@ final class BenchConfig {
                 + " us, queue " + queueBytes / 1024 + " KiB per path, MTU " + Ibv.mtuBytes(mtu) + ", SENDs of "
                 + messageBytes / 1024 + " KiB (" + sendsOutstanding + " outstanding), warm-up "
                 + warmupNs / 1e6 + " ms, measured " + measureNs / 1e6 + " ms simulated, step " + stepNs
-                + " ns, seed " + seed + ", link = " + (hashSelector ? "hash of the 4-tuple" : "entropy mod "
+                + " ns, seeds " + java.util.Arrays.toString(seeds) + ", link = " + (hashSelector ? "hash of the 4-tuple" : "entropy mod "
                 + links);
     }
 }

@@ -7,6 +7,7 @@ import io.metaroce.nic.sim.SimClock;
 import io.metaroce.nic.sim.SimFabric;
 import io.metaroce.nic.sim.SimLink;
 import io.metaroce.nic.transport.TransportCounters;
+import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,18 +24,20 @@ final class BenchRun {
     static final int IP_B = 0xC6120002; // 198.18.0.2
     static final int UDP = 4793;
 
-    record Result(Scenario scenario, TransportMode mode, long goodBytes, double goodputBps,
-            double fraction, long messages, long retransmits, long timeouts, long linkDrops,
+    record Result(Scenario scenario, TransportMode mode, long seed, int impairedLink, long goodBytes,
+            double goodputBps, double fraction, long messages, long retransmits, long timeouts, long linkDrops,
             long detectNs, long detectSrttNs, String note, double wallSeconds) {}
 
     private final BenchConfig cfg;
     private final Scenario scenario;
     private final TransportMode mode;
+    private final long seed;
 
-    BenchRun(BenchConfig cfg, Scenario scenario, TransportMode mode) {
+    BenchRun(BenchConfig cfg, Scenario scenario, TransportMode mode, long seed) {
         this.cfg = cfg;
         this.scenario = scenario;
         this.mode = mode;
+        this.seed = seed;
     }
 
     Result run() throws Exception {
@@ -44,16 +47,17 @@ final class BenchRun {
         // enough frames for every queue full plus what is in flight on the wires
         long perLinkFrames = cfg.queueBytes / 256 + cfg.rateBitsPerSec / 8 * 2 * cfg.delayNs / 1_000_000_000L / 64;
         int pool = (int) Math.min(1 << 17, Math.max(8192, 2 * cfg.links * (perLinkFrames / 4 + 256)));
-        try (SimFabric fabric = new SimFabric(cfg.seed, cfg.links, clock, maxFrame, pool, 2);
+        try (SimFabric fabric = new SimFabric(seed, cfg.links, clock, maxFrame, pool, 2);
                 Arena arena = Arena.ofShared()) {
-            fabric.selector(cfg.hashSelector ? LinkSelector.HASH : LinkSelector.ENTROPY_MOD);
+            LinkSelector selector = cfg.hashSelector ? LinkSelector.HASH : LinkSelector.ENTROPY_MOD;
+            fabric.selector(selector);
             fabric.forEachLink(l -> l.delayNs(cfg.delayNs).rateBitsPerSec(cfg.rateBitsPerSec)
                     .queueBytes(cfg.queueBytes));
-            scenario.before(fabric, cfg.rateBitsPerSec);
-            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock);
-            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock);
+            TransportSettings transport = mode.settings(TransportSettings.SIMULATION);
+            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock, transport);
+            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock, transport);
             try {
-                return stream(fabric, clock, arena, a, b, wallStart);
+                return stream(fabric, selector, clock, arena, a, b, wallStart);
             } finally {
                 a.close();
                 b.close();
@@ -61,10 +65,8 @@ final class BenchRun {
         }
     }
 
-    private Result stream(SimFabric fabric, SimClock clock, Arena arena, TestNode a, TestNode b,
-            long wallStart) {
-        mode.configure(a.engine);
-        mode.configure(b.engine);
+    private Result stream(SimFabric fabric, LinkSelector selector, SimClock clock, Arena arena, TestNode a,
+            TestNode b, long wallStart) {
         check(a.hello().status() == 0 && b.hello().status() == 0, "hello");
         int pdA = a.allocPd();
         int pdB = b.allocPd();
@@ -81,6 +83,14 @@ final class BenchRun {
         TestNode.CqHandles cqB = b.createCq(1024, AbiConstants.NO_HANDLE);
         TestNode.QpHandles qpA = a.createQp(pdA, cqA.handle(), cqA.handle(), 64, 1, 0);
         TestNode.QpHandles qpB = b.createQp(pdB, cqB.handle(), cqB.handle(), 64, 1, 0);
+        // The impaired link: the one the baseline's single path (path 0 of 1) takes from A to B.
+        int impaired = selector.link(IP_A, IP_B, UDP,
+                io.metaroce.nic.transport.RcRequester.entropy(qpA.qpn(), 0, 1, 0) & 0xffff, cfg.links);
+        scenario.before(fabric, cfg.rateBitsPerSec, impaired);
+        long[] framesBefore = new long[fabric.links()];
+        for (int i = 0; i < fabric.links(); i++) {
+            framesBefore[i] = fabric.link(i).txFrames;
+        }
         a.connect(qpA.handle(), IP_B, qpB.qpn(), 0x10000, 0x20000, cfg.mtu);
         b.connect(qpB.handle(), IP_A, qpA.qpn(), 0x20000, 0x10000, cfg.mtu);
 
@@ -136,7 +146,7 @@ final class BenchRun {
                 for (int i = 0; i < sender.requester.pathCount(); i++) {
                     srttBefore[i] = sender.requester.path(i).srttNs;
                 }
-                scenario.midRun(fabric);
+                scenario.midRun(fabric, impaired);
                 eventDone = true;
             }
             a.pump();
@@ -172,6 +182,19 @@ final class BenchRun {
                 throw new IllegalStateException("received bytes differ from the sent ones (slot " + slot + ")");
             }
         }
+        if (!mode.exposesPathStates()) {
+            // the baseline's traffic must have taken the impaired link: it carried the most frames
+            int busiest = 0;
+            for (int i = 1; i < fabric.links(); i++) {
+                if (fabric.link(i).txFrames - framesBefore[i] > fabric.link(busiest).txFrames - framesBefore[busiest]) {
+                    busiest = i;
+                }
+            }
+            if (busiest != impaired) {
+                throw new IllegalStateException("the baseline's frames went over link " + busiest
+                        + ", not the impaired link " + impaired);
+            }
+        }
         TransportCounters tc = a.engine.datapath().counters;
         long drops = 0;
         for (int i = 0; i < fabric.links(); i++) {
@@ -185,7 +208,7 @@ final class BenchRun {
             detectNs = -2; // n/a
         }
         double bps = goodBytes * 8 * 1e9 / cfg.measureNs;
-        return new Result(scenario, mode, goodBytes, bps, bps / cfg.aggregateBitsPerSec(), messages,
+        return new Result(scenario, mode, seed, impaired, goodBytes, bps, bps / cfg.aggregateBitsPerSec(), messages,
                 tc.dataRetransmits - retransmitsAtStart, tc.timeouts - timeoutsAtStart, drops, detectNs,
                 detectSrttNs, note, (System.nanoTime() - wallStart) / 1e9);
     }

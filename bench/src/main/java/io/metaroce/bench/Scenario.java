@@ -3,8 +3,10 @@ package io.metaroce.bench;
 import io.metaroce.nic.sim.SimFabric;
 
 /**
- * An impairment of the fabric. The impaired path is link 0, the one a single-path transport
- * (entropy 0) uses, so a one-path transport is hit the way an ECMP flow on that link would be.
+ * An impairment of the fabric. The impaired link is the one the go-back-N baseline's single path
+ * takes (from its entropy and the fabric's link selector; {@link BenchRun} checks it against the
+ * links' counters), so a one-path transport is hit the way an ECMP flow on that link would be, and
+ * the same link is impaired for every transport.
  */
 public enum Scenario {
     NO_LOSS("no loss"),
@@ -19,12 +21,12 @@ public enum Scenario {
         this.title = title;
     }
 
-    /** Sets the impairment up before traffic starts. */
-    void before(SimFabric fabric, long rateBitsPerSec) {
+    /** Sets the impairment of link {@code impaired} up before traffic starts. */
+    void before(SimFabric fabric, long rateBitsPerSec, int impaired) {
         switch (this) {
-            case LOSS_1PCT_ONE -> fabric.link(0).lossRate(0.01);
+            case LOSS_1PCT_ONE -> fabric.link(impaired).lossRate(0.01);
             case LOSS_1PCT_ALL -> fabric.forEachLink(l -> l.lossRate(0.01));
-            case SLOW_ONE -> fabric.link(0).rateBitsPerSec(rateBitsPerSec / 4);
+            case SLOW_ONE -> fabric.link(impaired).rateBitsPerSec(rateBitsPerSec / 4);
             default -> { }
         }
     }
@@ -34,10 +36,10 @@ public enum Scenario {
         return this == BLACKHOLE_ONE;
     }
 
-    /** Applied at the middle of the measured interval. */
-    void midRun(SimFabric fabric) {
+    /** Applied to link {@code impaired} at the middle of the measured interval. */
+    void midRun(SimFabric fabric, int impaired) {
         if (this == BLACKHOLE_ONE) {
-            fabric.link(0).blackhole(true);
+            fabric.link(impaired).blackhole(true);
         }
     }
 

@@ -1,6 +1,7 @@
 package io.metaroce.bench;
 
 import io.metaroce.nic.engine.EngineAgent;
+import io.metaroce.nic.transport.TransportSettings;
 import java.util.List;
 
 /**
@@ -11,8 +12,8 @@ public interface TransportMode {
 
     String name();
 
-    /** Configures a fresh engine, before any QP exists. */
-    void configure(EngineAgent engine);
+    /** The transport settings a fresh engine of this mode is built with, from the simulation's. */
+    TransportSettings settings(TransportSettings base);
 
     /**
      * Whether the engine currently holds any path as dead (or suspect, if the transport only has
@@ -33,8 +34,8 @@ public interface TransportMode {
     /** The two transports of soft-nic's {@code Datapath}, chosen per engine. */
     record Engines(String name, boolean baseline) implements TransportMode {
         @Override
-        public void configure(EngineAgent engine) {
-            engine.datapath().baseline = baseline;
+        public TransportSettings settings(TransportSettings base) {
+            return base.withBaseline(baseline);
         }
 
         @Override

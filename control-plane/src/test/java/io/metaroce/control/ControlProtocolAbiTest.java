@@ -57,7 +57,7 @@ class ControlProtocolAbiTest {
             "DESTROY_COMP_CHANNEL", "CREATE_CQ", "DESTROY_CQ", "CREATE_QP", "MODIFY_QP", "QUERY_QP", "DESTROY_QP",
             "CREATE_SRQ", "MODIFY_SRQ", "QUERY_SRQ", "DESTROY_SRQ", "GET_ASYNC_EVENT", "REREG_MR", "CM_LISTEN",
             "CM_UNLISTEN", "CM_CONNECT", "CM_GET_REQUEST", "CM_ACCEPT", "CM_REJECT", "CONTEXT_FD", "IMPORT_CONTEXT",
-            "IMPORT_PD", "UNIMPORT_PD", "IMPORT_MR", "UNIMPORT_MR"};
+            "IMPORT_PD", "UNIMPORT_PD", "IMPORT_MR", "UNIMPORT_MR", "CM_BIND"};
         for (int op = 1; op <= ControlProtocol.OP_MAX; op++) {
             assertThat(ControlProtocol.opName(op)).isEqualTo(ops[op]);
             assertThat(C).as(ops[op]).containsEntry("const.MRCE_OP_" + ops[op], (long) op);
@@ -77,7 +77,7 @@ class ControlProtocolAbiTest {
             {"CM_REJECT", "mrce_cm_reject_req", null}, {"CONTEXT_FD", null, null},
             {"IMPORT_CONTEXT", "mrce_import_context_req", null}, {"IMPORT_PD", "mrce_handle_req", null},
             {"UNIMPORT_PD", "mrce_handle_req", null}, {"IMPORT_MR", "mrce_import_mr_req", "mrce_import_mr_resp"},
-            {"UNIMPORT_MR", "mrce_handle_req", null}};
+            {"UNIMPORT_MR", "mrce_handle_req", null}, {"CM_BIND", "mrce_cm_listen_req", null}};
         for (String[] row : table) {
             int op = C.get("const.MRCE_OP_" + row[0]).intValue();
             long req = row[1] == null ? 0 : C.get(row[1] + ".__size");

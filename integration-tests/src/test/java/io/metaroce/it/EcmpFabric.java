@@ -36,6 +36,11 @@ import java.util.regex.Pattern;
  * UDP packets (the tc-BPF drop program on both ends' egress), and link down/up. The leaves set
  * {@code ignore_routes_with_linkdown=1}, so when one end of a spine link goes down both leaves stop
  * using it: the downed end's next hop is dead, the far end's has lost its carrier.
+ *
+ * <p>{@link #createIpv6} builds the same shape with IPv6 only on the data side (2001:db8::/32:
+ * A 2001:db8:1::1, B 2001:db8:2::1, leaves at ::fe of those /64s, spine link {@code i}
+ * 2001:db8:1{i}::1 = ::2 as 2001:db8:10+i::/64; {@code net.ipv6.fib_multipath_hash_policy=1}), the
+ * management link staying IPv4: the daemons serve the IPv6 addresses.
  */
 final class EcmpFabric extends NetnsFabric {
 
@@ -82,18 +87,24 @@ final class EcmpFabric extends NetnsFabric {
 
     private final int links;
     private final int mtu;
+    private final boolean ipv6;
     private final String leafA;
     private final String leafB;
 
     private EcmpFabric(String testName, int links, int mtu) {
+        this(testName, links, mtu, false);
+    }
+
+    private EcmpFabric(String testName, int links, int mtu, boolean ipv6) {
         super(testName);
+        this.ipv6 = ipv6;
         if (links < 2 || links > 64) {
             throw new IllegalArgumentException("spine links: 2 to 64, not " + links);
         }
         this.links = links;
         this.mtu = mtu;
-        this.a = new Host("A", ns("a"), "veth-a", "198.18.1.1");
-        this.b = new Host("B", ns("b"), "veth-b", "198.18.2.1");
+        this.a = new Host("A", ns("a"), "veth-a", ipv6 ? "2001:db8:1::1" : "198.18.1.1");
+        this.b = new Host("B", ns("b"), "veth-b", ipv6 ? "2001:db8:2::1" : "198.18.2.1");
         this.leafA = ns("la");
         this.leafB = ns("lb");
     }
@@ -101,6 +112,13 @@ final class EcmpFabric extends NetnsFabric {
     /** A - leaf A - {@code links} spine links - leaf B - B, every link with the given MTU. */
     static EcmpFabric create(String testName, int links, int mtu) {
         EcmpFabric f = new EcmpFabric(testName, links, mtu);
+        f.create();
+        return f;
+    }
+
+    /** {@link #create} with IPv6 addresses only on the hosts' data interfaces and the spine. */
+    static EcmpFabric createIpv6(String testName, int links, int mtu) {
+        EcmpFabric f = new EcmpFabric(testName, links, mtu, true);
         f.create();
         return f;
     }
@@ -134,6 +152,10 @@ final class EcmpFabric extends NetnsFabric {
         for (String ns : List.of(a.ns(), leafA, leafB, b.ns())) {
             addNamespace(ns);
         }
+        if (ipv6) {
+            buildIpv6();
+            return;
+        }
         for (String leaf : List.of(leafA, leafB)) {
             Sh.check("ip", "netns", "exec", leaf, "sysctl", "-qw", "net.ipv4.ip_forward=1",
                     "net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
@@ -161,6 +183,46 @@ final class EcmpFabric extends NetnsFabric {
         veth(a.ns(), "mgmt-a", b.ns(), "mgmt-b");
         address(a.ns(), "mgmt-a", "198.19.0.1/24");
         address(b.ns(), "mgmt-b", MGMT_B + "/24");
+    }
+
+    private void buildIpv6() {
+        for (String ns : List.of(a.ns(), leafA, leafB, b.ns())) {
+            enableIpv6(ns);
+        }
+        for (String leaf : List.of(leafA, leafB)) {
+            Sh.check("ip", "netns", "exec", leaf, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1",
+                    "net.ipv6.fib_multipath_hash_policy=1", "net.ipv6.conf.all.ignore_routes_with_linkdown=1",
+                    "net.ipv6.conf.default.ignore_routes_with_linkdown=1");
+        }
+        veth(a.ns(), a.ifname(), leafA, "la-h");
+        veth(b.ns(), b.ifname(), leafB, "lb-h");
+        address6(a.ns(), a.ifname(), a.addr() + "/64");
+        address6(leafA, "la-h", "2001:db8:1::fe/64");
+        address6(b.ns(), b.ifname(), b.addr() + "/64");
+        address6(leafB, "lb-h", "2001:db8:2::fe/64");
+        List<String> towardB = new ArrayList<>(List.of("ip", "-6", "-n", leafA, "route", "add", "2001:db8:2::/64"));
+        List<String> towardA = new ArrayList<>(List.of("ip", "-6", "-n", leafB, "route", "add", "2001:db8:1::/64"));
+        for (int i = 0; i < links; i++) {
+            veth(leafA, spineIfA(i), leafB, spineIfB(i));
+            String net = "2001:db8:" + Integer.toHexString(0x10 + i) + "::";
+            address6(leafA, spineIfA(i), net + "1/64");
+            address6(leafB, spineIfB(i), net + "2/64");
+            towardB.addAll(List.of("nexthop", "via", net + "2", "dev", spineIfA(i)));
+            towardA.addAll(List.of("nexthop", "via", net + "1", "dev", spineIfB(i)));
+        }
+        Sh.check(towardB.toArray(String[]::new));
+        Sh.check(towardA.toArray(String[]::new));
+        Sh.check("ip", "-6", "-n", a.ns(), "route", "add", "2001:db8::/32", "via", "2001:db8:1::fe");
+        Sh.check("ip", "-6", "-n", b.ns(), "route", "add", "2001:db8::/32", "via", "2001:db8:2::fe");
+        veth(a.ns(), "mgmt-a", b.ns(), "mgmt-b");
+        address(a.ns(), "mgmt-a", "198.19.0.1/24");
+        address(b.ns(), "mgmt-b", MGMT_B + "/24");
+    }
+
+    /** An IPv6 address, usable at once (no duplicate detection on these private links). */
+    private static void address6(String ns, String ifname, String cidr) {
+        Sh.check("ip", "-n", ns, "addr", "add", cidr, "dev", ifname, "nodad");
+        Sh.check("ip", "-n", ns, "link", "set", ifname, "up");
     }
 
     /** B's management address: the applications' TCP exchange goes there, off the spine. */

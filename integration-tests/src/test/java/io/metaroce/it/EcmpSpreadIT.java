@@ -31,7 +31,8 @@ class EcmpSpreadIT {
     static final int MIN_LINK_SHARE_PCT = 5;
     static final String[] DAEMON_ARGS = {"--paths", "64", "--entropy-ports", "1024"};
     private static final AtomicInteger PORT = new AtomicInteger(18760);
-    private static EcmpFabric fabric;
+    /** Package-private: {@link EcmpSpreadIpv6IT} runs the same tests on its own fabric. */
+    static EcmpFabric fabric;
 
     @BeforeAll
     static void fabric() {

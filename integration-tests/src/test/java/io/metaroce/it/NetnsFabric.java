@@ -13,7 +13,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * What every namespace fabric of these tests shares, whatever its shape: two hosts A and B, each a
- * network namespace with a random name {@code mrceit-<jvm pid>-<random>-*} and IPv6 off; mrce-nicd
+ * network namespace with a random name {@code mrceit-<jvm pid>-<random>-*} and IPv6 off (on, without
+ * autoconfiguration or DAD, in the IPv6 fabrics: {@link #enableIpv6}); mrce-nicd
  * started in them; applications run there with bounded timeouts; the tc-BPF drop program on an
  * interface; and teardown of everything made in {@link #close()}, or in a shutdown hook if the JVM
  * exits first. A run that was SIGKILLed leaves namespaces named {@code mrceit-PID-*}; the next
@@ -129,6 +130,17 @@ public abstract class NetnsFabric implements AutoCloseable {
         Sh.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                 "net.ipv6.conf.default.disable_ipv6=1");
         Sh.check("ip", "-n", ns, "link", "set", "lo", "up");
+    }
+
+    /**
+     * Turns IPv6 back on in a namespace {@link #addNamespace} made (for the IPv6-only fabrics),
+     * without router advertisements or autoconfigured addresses: a host has only the addresses
+     * its fabric gives it, plus the link-local one every IPv6 interface has.
+     */
+    protected static void enableIpv6(String ns) {
+        Sh.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0",
+                "net.ipv6.conf.default.disable_ipv6=0", "net.ipv6.conf.default.accept_ra=0",
+                "net.ipv6.conf.default.autoconf=0", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0");
     }
 
     /** Gives the host its address ({@code addr/prefixLength}) on its interface and brings that up. */
@@ -291,7 +303,11 @@ public abstract class NetnsFabric implements AutoCloseable {
      */
     long udpProbe(Host from, Host to, int port, int sourcePort, int count) {
         String probe = Env.bpfDir().resolve("udp_probe").toString();
-        Proc rx = start(to, "udp-probe-rx", List.of(probe, "recv", str(port), str(count), "1000"));
+        List<String> recv = new ArrayList<>(List.of(probe, "recv", str(port), str(count), "1000"));
+        if (to.addr().contains(":")) {
+            recv.add("6"); // an IPv6 host: listen on IPv6
+        }
+        Proc rx = start(to, "udp-probe-rx", recv);
         try {
             if (!Wait.until(Duration.ofSeconds(10), () -> rx.output().contains("listening") || !rx.isAlive())) {
                 throw new AssertionError("udp_probe receiver did not start: " + rx.output());

@@ -31,7 +31,8 @@ class PerftestIT {
     private static final AtomicInteger PORT = new AtomicInteger(19100);
     private static final int ITERS = 200;
     private static final int ITERS_ALL_SIZES = 5;
-    private static TwoHostFabric fabric;
+    /** Package-private: {@link PerftestIpv6IT} runs the same tests on its own fabric. */
+    static TwoHostFabric fabric;
 
     /** A perftest bandwidth row: #bytes #iterations BW peak BW average MsgRate. */
     private static final Pattern BW_ROW = Pattern.compile(

@@ -12,7 +12,8 @@ import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.port.xdp.AfXdpPort;
 import io.metaroce.nic.sys.Inet4;
-import io.metaroce.nic.transport.Datapath;
+import io.metaroce.nic.transport.RcRequester;
+import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.model.MrTable;
@@ -21,7 +22,6 @@ import io.metaroce.nic.verbs.UserQuota;
 import io.metaroce.nic.verbs.VerbsService;
 import io.metaroce.nic.verbs.CmBridge;
 import io.metaroce.control.cm.CmAuth;
-import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.engine.StatsWriter;
 import java.nio.file.Path;
@@ -70,21 +70,16 @@ public final class NicDaemon implements Callable<Integer> {
     /** One device this daemon serves: its verbs name and its interface. */
     record Device(String name, String ifname) {}
 
-    /** What {@link #call()} made of --ifname / --device. */
-    List<Device> devices = List.of();
-
     @Option(names = "--threading", defaultValue = "auto",
             description = "with several devices: shared (one engine thread runs them all), dedicated (a thread"
                     + " each) or auto (default: dedicated when the machine has 4 cores per device, else shared)")
-    String threading;
-
-    /** The shared engine thread (--threading shared with several devices), else null. */
-    private io.metaroce.nic.engine.SharedEngineRunner sharedRunner;
+    DaemonConfig.Threading threading;
 
     @Option(names = "--port", defaultValue = "udp",
             description = "packet I/O: udp (default), xdp (AF_XDP, SKB mode; root) or xdp-native (driver mode)")
-    String portKind;
+    DaemonConfig.PortKind portKind;
 
+    @Range(min = 1, max = 65535)
     @Option(names = "--udp-port", defaultValue = "4793", description = "data UDP port (default 4793)")
     int udpPort;
 
@@ -101,59 +96,70 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--sock-group", description = "the control socket's group (default: the daemon's)")
     String sockGroup;
 
+    @Range(min = 0)
     @Option(names = "--user-max-qp", defaultValue = "0", description = "QPs one user may hold (0: no limit)")
     long userMaxQp;
 
+    @Range(min = 0)
     @Option(names = "--user-max-mr", defaultValue = "0", description = "MRs one user may hold (0: no limit)")
     long userMaxMr;
 
+    @Range(min = 0)
     @Option(names = "--user-max-mr-bytes", defaultValue = "0",
             description = "bytes one user may register (0: no limit)")
     long userMaxMrBytes;
 
+    @Range(min = 0)
     @Option(names = "--user-max-cqe", defaultValue = "0",
             description = "CQ entries one user may hold (0: no limit)")
     long userMaxCqe;
 
+    @Range(min = 0)
     @Option(names = "--user-max-conn", defaultValue = "0",
             description = "control connections (verbs contexts) one user may hold open (0: no limit); each carries"
                     + " at most 64 outstanding rdma_cm-style connects")
     long userMaxConn;
 
+    @Range(min = 0)
     @Option(names = "--user-max-pd", defaultValue = "0", description = "PDs one user may hold (0: no limit)")
     long userMaxPd;
 
+    @Range(min = 0)
     @Option(names = "--user-max-cq", defaultValue = "0", description = "CQs one user may hold (0: no limit)")
     long userMaxCq;
 
+    @Range(min = 0)
     @Option(names = "--user-max-srq", defaultValue = "0", description = "SRQs one user may hold (0: no limit)")
     long userMaxSrq;
 
-    /** --sock-mode as a permission string, checked in {@link #call()}. */
-    private String socketPerms;
-
     @Option(names = "--transport", defaultValue = "metaroce",
             description = "metaroce (multipath, default) or baseline (one path, go-back-N: classic RoCE)")
-    String transport;
+    DaemonConfig.TransportKind transport;
 
-    @Option(names = "--paths", defaultValue = "" + Datapath.DEFAULT_PATHS,
-            description = "paths per RC QP, 1..256 (default " + Datapath.DEFAULT_PATHS + ": all links of a 4-link ECMP fabric in use with probability 0.999996, of an 8-link one 0.987)")
+    @Range(min = 1, max = RcRequester.MAX_PATHS)
+    @Option(names = "--paths", defaultValue = "" + TransportSettings.DEFAULT_PATHS,
+            description = "paths per RC QP, 1.." + RcRequester.MAX_PATHS + " (default " + TransportSettings.DEFAULT_PATHS
+                    + ": all links of a 4-link ECMP fabric in use with probability 0.999996, of an 8-link one 0.987)")
     int paths;
 
+    @Range(min = 0, max = 1024)
     @Option(names = "--entropy-ports", defaultValue = "64",
             description = "send sockets on the ports above --udp-port, one per entropy class (default 64; 0: send from the data port)")
     int entropyPorts;
 
+    @Range(min = 1, max = 100_000)
     @Option(names = "--rto-min-us", defaultValue = "" + DEFAULT_RTO_MIN_US,
             description = "smallest per-path retransmission timeout in microseconds (default "
                     + DEFAULT_RTO_MIN_US + "; below a few ms, scheduling stalls read as dead paths)")
     long rtoMinUs;
 
+    @Range(min = 1, max = 100_000)
     @Option(names = "--tlp-min-us",
             description = "smallest tail-loss probe timeout in microseconds, up to --rto-min-us (default: half"
                     + " of --rto-min-us; shorter, scheduling stalls send duplicate probes on every path)")
     Long tlpMinUs;
 
+    @Range(min = 1, max = 100_000)
     @Option(names = "--cc-slack-us", defaultValue = "" + DEFAULT_CC_SLACK_US,
             description = "smallest slack of the congestion delay target above the path's min RTT, in microseconds"
                     + " (default " + DEFAULT_CC_SLACK_US + "; shorter, scheduling noise reads as queueing)")
@@ -162,6 +168,7 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--stats", description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
     Path stats;
 
+    @Range(min = 0, max = 65535)
     @Option(names = "--cm-port", defaultValue = "4792",
             description = "connection manager TCP port, the same on every daemon (default 4792; 0 turns the manager"
                     + " and connection tokens off)")
@@ -173,24 +180,26 @@ public final class NicDaemon implements Callable<Integer> {
                     + " tokens cross the wire masked with it; without it the manager is not authenticated")
     Path cmSecretFile;
 
-    /** The secret read from --cm-secret-file, checked before anything starts. */
-    private byte[] cmSecret;
-
+    @Range(min = 1, max = 65535)
     @Option(names = "--cm-heartbeat-ms", defaultValue = "500", description = "keepalive interval to peer daemons (default 500)")
     int cmHeartbeatMs;
 
+    @Range(min = 2)
     @Option(names = "--cm-peer-timeout-ms", defaultValue = "3000",
             description = "a peer daemon silent this long is lost and its QPs fail (default 3000)")
     int cmPeerTimeoutMs;
 
+    @Range(min = 1)
     @Option(names = "--cm-connect-timeout-ms", defaultValue = "10000",
             description = "a QP whose peer does not answer the handshake this long fails (default 10000)")
     int cmConnectTimeoutMs;
 
+    @Range(min = 0)
     @Option(names = "--cm-disconnect-grace-ms", defaultValue = "1000",
             description = "a QP whose peer QP was destroyed fails this long after (default 1000)")
     int cmDisconnectGraceMs;
 
+    @Range(min = 0, max = 65535)
     @Option(names = "--metrics-port",
             description = "serve Prometheus metrics on this TCP port (off by default; 0 picks a free port)")
     Integer metricsPort;
@@ -207,10 +216,18 @@ public final class NicDaemon implements Callable<Integer> {
      * a yield storm costs context switches; a thread woken from epoll is scheduled promptly.
      * With a core of its own, a daemon gains from spinning longer.
      */
+    @Option(names = "--idle-strategy", defaultValue = "backoff",
+            description = "what an idle engine thread does: backoff (default: --idle-spins, then --idle-yields, then"
+                    + " sleep in epoll until a doorbell, a frame or a timer), busy-spin (never sleeps: a core of its own)"
+                    + " or yield (never sleeps, yields the CPU)")
+    DaemonConfig.IdleKind idleStrategy;
+
+    @Range(min = 0)
     @Option(names = "--idle-spins", defaultValue = "20",
             description = "idle duty cycles spent spinning before sleeping (default 20; more with a dedicated core)")
     int idleSpins;
 
+    @Range(min = 0)
     @Option(names = "--idle-yields", defaultValue = "0",
             description = "then idle cycles yielding the CPU (sched_yield), before sleeping in epoll (default 0)")
     int idleYields;
@@ -221,7 +238,7 @@ public final class NicDaemon implements Callable<Integer> {
     boolean noWarmup;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new NicDaemon()).execute(args));
+        System.exit(DaemonConfig.withNamedValues(new CommandLine(new NicDaemon())).execute(args));
     }
 
     /** "0660" as "rw-rw----"; only the rw bits of user, group and others. */
@@ -281,96 +298,15 @@ public final class NicDaemon implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        DaemonConfig config;
         try {
-            devices = parseDevices(ifname, deviceSpecs);
+            config = config();
         } catch (IllegalArgumentException e) {
             System.err.println("mrce-nicd: " + e.getMessage());
             return 2;
         }
-        if (!"auto".equals(threading) && !"shared".equals(threading) && !"dedicated".equals(threading)) {
-            System.err.println("mrce-nicd: unknown --threading " + threading + " (auto, shared or dedicated)");
-            return 2;
-        }
-        if (devices.size() > 1 && (sock != null || addr != null)) {
-            System.err.println("mrce-nicd: --sock and --addr name one device's socket and address;"
-                    + " with several --device each takes its default");
-            return 2;
-        }
-        if (devices.size() > 1 && metricsPort != null && metricsPort != 0
-                && metricsPort + devices.size() - 1 > 65535) {
-            System.err.println("mrce-nicd: --metrics-port: device i serves on --metrics-port + i; too high");
-            return 2;
-        }
-        if (!"udp".equals(portKind) && !"xdp".equals(portKind) && !"xdp-native".equals(portKind)) {
-            System.err.println("mrce-nicd: unknown --port " + portKind + " (udp, xdp or xdp-native)");
-            return 2;
-        }
-        if (udpPort < 1 || udpPort > 65535) {
-            System.err.println("mrce-nicd: --udp-port must be 1..65535");
-            return 2;
-        }
-        if (paths < 1 || paths > 256) {
-            System.err.println("mrce-nicd: --paths must be 1..256");
-            return 2;
-        }
-        if (!"metaroce".equals(transport) && !"baseline".equals(transport)) {
-            System.err.println("mrce-nicd: unknown --transport " + transport + " (metaroce or baseline)");
-            return 2;
-        }
-        if (userMaxQp < 0 || userMaxMr < 0 || userMaxMrBytes < 0 || userMaxCqe < 0 || userMaxConn < 0 || userMaxPd < 0
-                || userMaxCq < 0 || userMaxSrq < 0) {
-            System.err.println("mrce-nicd: --user-max-* must be 0 (no limit) or more");
-            return 2;
-        }
         try {
-            socketPerms = socketPermissions(sockMode);
-        } catch (IllegalArgumentException e) {
-            System.err.println("mrce-nicd: " + e.getMessage());
-            return 2;
-        }
-        if (rtoMinUs < 1 || rtoMinUs > 100_000) {
-            System.err.println("mrce-nicd: --rto-min-us must be 1..100000");
-            return 2;
-        }
-        if (tlpMinUs == null) {
-            tlpMinUs = Math.max(1, rtoMinUs / 2);
-        }
-        if (tlpMinUs < 1 || tlpMinUs > rtoMinUs) {
-            System.err.println("mrce-nicd: --tlp-min-us must be 1..--rto-min-us");
-            return 2;
-        }
-        if (ccSlackUs < 1 || ccSlackUs > 100_000) {
-            System.err.println("mrce-nicd: --cc-slack-us must be 1..100000");
-            return 2;
-        }
-        if (cmPort < 0 || cmPort > 65535 || cmHeartbeatMs < 1 || cmHeartbeatMs > 65535
-                || cmPeerTimeoutMs < 2 * cmHeartbeatMs || cmConnectTimeoutMs < 1 || cmDisconnectGraceMs < 0) {
-            System.err.println("mrce-nicd: --cm-port must be 0..65535, --cm-heartbeat-ms 1..65535,"
-                    + " --cm-peer-timeout-ms at least two heartbeats, --cm-connect-timeout-ms at least 1");
-            return 2;
-        }
-        if (cmSecretFile != null) {
-            if (cmPort == 0) {
-                System.err.println("mrce-nicd: --cm-secret-file needs the connection manager (--cm-port is 0)");
-                return 2;
-            }
-            try {
-                cmSecret = CmAuth.loadSecret(cmSecretFile);
-            } catch (java.io.IOException e) {
-                System.err.println("mrce-nicd: --cm-secret-file: " + e.getMessage());
-                return 2;
-            }
-        }
-                if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
-            System.err.println("mrce-nicd: --metrics-port must be 0..65535");
-            return 2;
-        }
-        if (entropyPorts < 0 || entropyPorts > 1024 || udpPort + entropyPorts > 65535) {
-            System.err.println("mrce-nicd: --entropy-ports must be 0..1024 and fit above --udp-port");
-            return 2;
-        }
-        try {
-            return serve();
+            return serve(config);
         } catch (java.io.IOException | IllegalArgumentException e) {
             // What the operator must fix (missing interface, port in use, bad address): no trace.
             System.err.println("mrce-nicd: " + e.getMessage());
@@ -378,32 +314,83 @@ public final class NicDaemon implements Callable<Integer> {
         }
     }
 
-    private int serve() throws Exception {
+    /**
+     * The options as one checked, immutable configuration: the ranges declared on the options
+     * ({@link Range}), then what relates options to each other; reads --cm-secret-file.
+     */
+    DaemonConfig config() {
+        List<Device> devices = parseDevices(ifname, deviceSpecs);
+        Range.Checker.check(this);
+        if (devices.size() > 1 && (sock != null || addr != null)) {
+            throw new IllegalArgumentException("--sock and --addr name one device's socket and address;"
+                    + " with several --device each takes its default");
+        }
+        if (devices.size() > 1 && metricsPort != null && metricsPort != 0
+                && metricsPort + devices.size() - 1 > 65535) {
+            throw new IllegalArgumentException("--metrics-port: device i serves on --metrics-port + i; too high");
+        }
+        String socketPerms = socketPermissions(sockMode);
+        long tlpUs = tlpMinUs != null ? tlpMinUs : Math.max(1, rtoMinUs / 2);
+        if (tlpUs > rtoMinUs) {
+            throw new IllegalArgumentException("--tlp-min-us must be 1..--rto-min-us");
+        }
+        if (cmPeerTimeoutMs < 2 * cmHeartbeatMs) {
+            throw new IllegalArgumentException("--cm-peer-timeout-ms must be at least two heartbeats (--cm-heartbeat-ms)");
+        }
+        if (udpPort + entropyPorts > 65535) {
+            throw new IllegalArgumentException("--entropy-ports must be 0..1024 and fit above --udp-port");
+        }
+        byte[] cmSecret = null;
+        if (cmSecretFile != null) {
+            if (cmPort == 0) {
+                throw new IllegalArgumentException("--cm-secret-file needs the connection manager (--cm-port is 0)");
+            }
+            try {
+                cmSecret = CmAuth.loadSecret(cmSecretFile);
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException("--cm-secret-file: " + e.getMessage());
+            }
+        }
+        TransportSettings transportSettings = TransportSettings.forRealPort(paths, entropyPorts,
+                transport == DaemonConfig.TransportKind.BASELINE, rtoMinUs * 1000, tlpUs * 1000, ccSlackUs * 1000);
+        return new DaemonConfig(devices, threading, portKind, udpPort, entropyPorts, addr, sock, socketPerms,
+                sockGroup, new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe, userMaxConn, userMaxPd,
+                        userMaxCq, userMaxSrq),
+                transportSettings,
+                new DaemonConfig.Cm(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs, cmDisconnectGraceMs,
+                        cmSecretFile, cmSecret),
+                new DaemonConfig.Idle(idleStrategy, idleSpins, idleYields), metricsPort, metricsAddr, stats);
+    }
+
+    private int serve(DaemonConfig config) throws Exception {
         CountDownLatch stop = new CountDownLatch(1);
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
+        if (noWarmup) {
+            io.metaroce.nic.warmup.Warmup.skip();
+        }
+        List<Device> devices = config.devices();
         if (devices.size() == 1) {
-            return serve(devices.get(0), 0, stop);
+            return serve(config, devices.get(0), 0, null, stop);
         }
         // Several devices: one thread each, all stopped together; one that fails stops the rest.
-        boolean shared = "shared".equals(threading) || ("auto".equals(threading)
-                && Runtime.getRuntime().availableProcessors() < 4 * devices.size());
-        if (shared) {
-            sharedRunner = new io.metaroce.nic.engine.SharedEngineRunner(idleSpins, idleYields);
-            sharedRunner.start();
-        }
+        boolean shared = config.sharedEngineThread();
         LOG.info("{} devices, {}", devices.size(), shared ? "one shared engine thread" : "dedicated engine threads");
+        if (!shared) {
+            return serveAll(config, null, stop);
+        }
+        EngineRunner sharedRunner = new EngineRunner("mrce-engine-shared", config.idle().newStrategy());
+        sharedRunner.start();
         try {
-            return serveAll(stop);
+            return serveAll(config, sharedRunner, stop);
         } finally {
-            if (sharedRunner != null) {
-                sharedRunner.close();
-                LOG.info("{}", sharedRunner.summary());
-            }
+            sharedRunner.close();
+            LOG.info("engine duty cycle: {}", sharedRunner.summary());
         }
     }
 
-    private int serveAll(CountDownLatch stop) throws Exception {
+    private int serveAll(DaemonConfig config, EngineRunner sharedRunner, CountDownLatch stop) throws Exception {
+        List<Device> devices = config.devices();
         List<Thread> threads = new ArrayList<>();
         List<Exception> failures = java.util.Collections.synchronizedList(new ArrayList<>());
         for (int i = 0; i < devices.size(); i++) {
@@ -411,7 +398,7 @@ public final class NicDaemon implements Callable<Integer> {
             int index = i;
             threads.add(Thread.ofPlatform().name("mrce-dev-" + d.name()).start(() -> {
                 try {
-                    serve(d, index, stop);
+                    serve(config, d, index, sharedRunner, stop);
                 } catch (Exception e) {
                     failures.add(new java.io.IOException(d.name() + " (" + d.ifname() + "): " + e.getMessage(), e));
                 } finally {
@@ -428,72 +415,78 @@ public final class NicDaemon implements Callable<Integer> {
         return 0;
     }
 
-    /** Serves one device until STOP; device INDEX (0..) offsets the metrics port. */
-    private int serve(Device device, int index, CountDownLatch stop) throws Exception {
-        NetInfo net = NetInfo.of(device.ifname(), addr == null ? 0 : Inet4.parse(addr));
-        Path socketPath = sock != null ? sock : LocalControlPaths.socketPathFor(device.name());
-        Integer devMetricsPort = metricsPort;
-        if (metricsPort != null && metricsPort != 0) {
-            devMetricsPort = Integer.valueOf(metricsPort + index);
-        }
-        Limits limits = Limits.defaults();
+    /** The packet I/O of {@code config} on {@code net}. */
+    private static Port openPort(DaemonConfig config, NetInfo net) throws Exception {
+        int frameBytes = Wire.frameBytes(net.mtu());
+        return switch (config.port()) {
+            case UDP -> new UdpPort(net.ipv4(), config.udpPort(), frameBytes, RX_TX_BATCH, config.entropyPorts());
+            case XDP, XDP_NATIVE -> AfXdpPort.open(net.ifname(), net.ipv4(), config.udpPort(), config.entropyPorts(),
+                    frameBytes, RX_TX_BATCH,
+                    config.port() == DaemonConfig.PortKind.XDP ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
+        };
+    }
 
-        try (Port port = "udp".equals(portKind)
-                        ? new UdpPort(net.ipv4(), udpPort, Wire.frameBytes(net.mtu()), RX_TX_BATCH, entropyPorts)
-                        : AfXdpPort.open(net.ifname(), net.ipv4(), udpPort, entropyPorts,
-                                Wire.frameBytes(net.mtu()), RX_TX_BATCH,
-                                "xdp".equals(portKind) ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
-                EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr() + REREG_SPARE_KEYS))) {
-            engine.datapath().paths = paths;
-            engine.datapath().entropyPorts = Math.max(1, entropyPorts);
-            engine.datapath().baseline = "baseline".equals(transport);
-            engine.datapath().rtoMinNs = rtoMinUs * 1000;
-            engine.datapath().rtoInitialNs = Math.max(engine.datapath().rtoInitialNs, 2 * rtoMinUs * 1000);
-            engine.datapath().tlpMinNs = tlpMinUs * 1000;
-            engine.datapath().ccSlackMinNs = ccSlackUs * 1000;
-            if (!noWarmup) {
-                LOG.info("data path warmed: {}", io.metaroce.nic.warmup.Warmup.once(engine.datapath()));
+    /**
+     * Serves one device until STOP; device INDEX (0..) offsets the metrics port. Its engine runs on
+     * {@code sharedRunner}, or on a thread of its own when that is null.
+     */
+    private static int serve(DaemonConfig config, Device device, int index, EngineRunner sharedRunner,
+            CountDownLatch stop) throws Exception {
+        NetInfo net = NetInfo.of(device.ifname(), config.addr() == null ? 0 : Inet4.parse(config.addr()));
+        Path socketPath = config.sock() != null ? config.sock() : LocalControlPaths.socketPathFor(device.name());
+        Integer devMetricsPort = config.metricsPortOf(index);
+        Limits limits = Limits.defaults();
+        DaemonConfig.Cm cmConfig = config.cm();
+        TransportSettings transport = config.transport();
+
+        try (Port port = openPort(config, net);
+                EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr() + REREG_SPARE_KEYS), transport)) {
+            io.metaroce.nic.warmup.Warmup.Result warm = io.metaroce.nic.warmup.Warmup.once(transport);
+            if (warm != null) {
+                LOG.info("data path warmed: {}", warm);
             }
-            CmBridge cm = cmPort == 0 ? null : CmBridge.start(engine, net.ipv4(),
-                    new ConnectionManager.Config(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs),
-                    cmDisconnectGraceMs, cmSecret);
-            VerbsService verbs = new VerbsService(engine, engineMrs(engine), net, udpPort, limits);
+            CmBridge cm = !cmConfig.on() ? null : CmBridge.start(engine, net.ipv4(), cmConfig.managerConfig(),
+                    cmConfig.disconnectGraceMs(), cmConfig.secret());
+            VerbsService verbs = new VerbsService(engine, engine.datapath().mrs, net, config.udpPort(), limits);
             verbs.devName(device.name());
-            verbs.userQuota(new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe, userMaxConn, userMaxPd,
-                    userMaxCq, userMaxSrq));
-            ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConnectTimeoutMs);
+            verbs.userQuota(config.quota());
+            ServiceTable services = cm == null ? null : new ServiceTable(cm.manager(), cmConfig.connectTimeoutMs());
             if (services != null) {
                 cm.manager().serviceHandler(services);
                 verbs.services(services);
             }
-            EngineRunner runner = sharedRunner != null ? null : new EngineRunner(engine, idleSpins, idleYields);
-            if (runner != null) {
+            EngineRunner runner = sharedRunner;
+            if (runner == null) {
+                runner = EngineRunner.dedicated(engine, config.idle().newStrategy());
                 runner.start();
             } else {
-                sharedRunner.add(engine);
+                runner.add(engine);
             }
-            DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, portKind, udpPort, socketPath, transport,
-                    "baseline".equals(transport) ? 1 : paths);
-            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs, socketPerms, sockGroup);
+            DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, config.port().cliName(), config.udpPort(),
+                    socketPath);
+            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs, config.socketPerms(),
+                            config.sockGroup());
                     AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
                     MetricsEndpoint metrics = devMetricsPort == null ? null
-                            : new MetricsEndpoint(new InetSocketAddress(metricsAddr, devMetricsPort), admin::stats)) {
+                            : new MetricsEndpoint(new InetSocketAddress(config.metricsAddr(), devMetricsPort),
+                                    admin::telemetry)) {
                 String conformanceBreak = io.metaroce.nic.transport.ConformanceBreak.describe();
                 if (conformanceBreak != null) {
                     LOG.warn(conformanceBreak);
                 }
                 LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
-                        device.name(), net.ifname(), Inet4.toString(net.ipv4()), udpPort,
-                        socketPath);
+                        device.name(), net.ifname(), io.metaroce.abi.IpAddr.toString(net.ipv4()), config.udpPort(), socketPath);
                 LOG.info("connection manager: {}", cm == null ? "off (--cm-port 0): no connection tokens"
-                        : "tcp port " + cmPort + ", heartbeat " + cmHeartbeatMs + " ms, peer timeout " + cmPeerTimeoutMs
-                                + " ms, " + (cmSecret == null ? "NOT authenticated (no --cm-secret-file)"
-                                        : "peers authenticated with the cluster secret " + cmSecretFile));
+                        : "tcp port " + cmConfig.port() + ", heartbeat " + cmConfig.heartbeatMs() + " ms, peer timeout "
+                                + cmConfig.peerTimeoutMs() + " ms, " + (cmConfig.secret() == null
+                                        ? "NOT authenticated (no --cm-secret-file)"
+                                        : "peers authenticated with the cluster secret " + cmConfig.secretFile()));
                 LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
-                        + " cc slack {} us", transport, "baseline".equals(transport) ? 1 : paths, entropyPorts,
-                        rtoMinUs, tlpMinUs, ccSlackUs);
+                        + " cc slack {} us", transport.transportName(), transport.pathsPerQp(), config.entropyPorts(),
+                        transport.rtoMinNs() / 1000, transport.tlpMinNs() / 1000, transport.ccSlackMinNs() / 1000);
                 // Several devices: each writes its own file, NAME-<file> beside --stats.
-                Path statsPath = stats == null || devices.size() == 1 ? stats
+                Path stats = config.stats();
+                Path statsPath = stats == null || config.devices().size() == 1 ? stats
                         : stats.resolveSibling(device.name() + "-" + stats.getFileName());
                 StatsWriter statsWriter = statsPath == null ? null : new StatsWriter(engine, statsPath);
                 try {
@@ -514,7 +507,7 @@ public final class NicDaemon implements Callable<Integer> {
                 LOG.info("mrce-nicd stopping {}", device.name());
             } finally {
                 verbs.close();
-                if (runner != null) {
+                if (runner != sharedRunner) {
                     runner.close();
                 } else {
                     sharedRunner.remove(engine);
@@ -526,15 +519,11 @@ public final class NicDaemon implements Callable<Integer> {
                     services.close();
                 }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
-                if (runner != null) {
+                if (runner != sharedRunner) {
                     LOG.info("engine duty cycle: {}", runner.summary());
                 }
             }
         }
         return 0;
-    }
-
-    private static MrTable engineMrs(EngineAgent engine) {
-        return engine.datapath().mrs;
     }
 }

@@ -18,8 +18,8 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetAddress;
+import io.metaroce.abi.IpAddr;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -147,7 +147,10 @@ public final class ConnectionManager implements AutoCloseable {
         this.server = server;
     }
 
-    /** Listens on {@code localIp:config.port} (host-order IPv4) and starts the keepalive timer. */
+    /**
+     * Listens on {@code localIp:config.port} ({@link IpAddr}: host-order IPv4 or an IPv6 handle) and
+     * starts the keepalive timer.
+     */
     public static ConnectionManager start(int localIp, Config config, Listener listener) throws IOException {
         return start(localIp, config, listener, null);
     }
@@ -496,122 +499,159 @@ public final class ConnectionManager implements AutoCloseable {
         }
         p.lastHeardNs = System.nanoTime();
         switch (m) {
-            case CmMessage.Hello h -> {
-                // Each side announces the highest version it speaks; the connection speaks the
-                // lower of the two (CM-2.6): a newer peer speaks ours, an older one is refused.
-                if (h.version() < CmCodec.VERSION) {
-                    throw new CmProtocolException("version " + h.version() + " (we speak " + CmCodec.VERSION + ")");
-                }
-                // A peer is the daemon serving the address it announces; its connections come from
-                // that address (it binds them there), whatever the kernel would have picked.
-                if (h.servedIp() != ip) {
-                    throw new CmProtocolException("peer announces served address " + address(h.servedIp()).getHostAddress()
-                            + " on a connection with " + address(ip).getHostAddress());
-                }
-                if (p.bootId != 0 && p.bootId != h.bootId() && !CmConformanceBreak.IGNORE_RESTART) {
-                    restarted(p);
-                }
-                // Several connections to one peer can exist (both dialed at once): each is read;
-                // the newest carries what we send.
-                p.channel = ch;
-                p.helloChannels.add(ch);
-                p.bootId = h.bootId();
-                p.helloSeen = true;
-                p.flush();
-            }
-            case CmMessage.Connect c -> {
-                Decision d = listener.onConnect(ip, c.endpoint());
-                switch (d) {
-                    case Decision.Accept a -> {
-                        p.send(new CmMessage.Accept(c.requestId(), a.local()));
-                        completeFrom(p, c.endpoint());
-                    }
-                    case Decision.Later l -> completeFrom(p, c.endpoint());
-                    case Decision.Reject r when CmConformanceBreak.NO_REJECT_UNKNOWN_QP -> { }
-                    case Decision.Reject r -> p.send(new CmMessage.Reject(c.requestId(), c.endpoint().peerQpn(),
-                            c.endpoint().qpn(), r.reason()));
-                }
-            }
-            case CmMessage.Accept a -> {
-                Pending x = p.pending.remove(a.requestId());
-                if (x != null) {
-                    x.complete(a.endpoint());
-                } else {
-                    completeFrom(p, a.endpoint());
-                }
-            }
+            case CmMessage.Hello h -> onHello(ch, p, ip, h);
+            case CmMessage.Connect c -> onConnect(p, ip, c);
+            case CmMessage.Accept a -> onAccept(p, a);
             case CmMessage.Reject r when CmConformanceBreak.IGNORE_REJECT -> { }
-            case CmMessage.Reject r -> {
-                Pending x = p.pending.remove(r.requestId());
-                if (x != null) {
-                    x.fail(new CmRejectedException(r.reason(), "peer " + ip(ip) + " rejected QP " + r.peerQpn()
-                            + " -> " + r.qpn() + " (reason " + r.reason() + ")"));
-                }
-            }
+            case CmMessage.Reject r -> onReject(p, ip, r);
             case CmMessage.Disconnect d -> listener.onDisconnect(ip, d);
             case CmMessage.Ping ping when CmConformanceBreak.NO_PONG -> { }
             case CmMessage.Ping ping -> p.send(new CmMessage.Pong(ping.sequence()));
-            case CmMessage.Pong pong -> {
-                // lastHeardNs already updated
-            }
-            case CmMessage.SvcRequest r -> {
-                if (p.inbound.containsKey(r.requestId())) {
-                    LOG.debug("peer daemon {}: repeated service request {}", ip(ip), r.requestId());
-                    return;
-                }
-                ServiceHandler h = serviceHandler;
-                int reason = h == null ? CmMessage.SVC_NO_LISTENER
-                        : p.inbound.size() >= MAX_INBOUND ? CmMessage.SVC_BUSY : h.onServiceRequest(ip, r);
-                if (reason == 0) {
-                    p.inbound.put(r.requestId(), new Inbound());
-                } else {
-                    p.send(new CmMessage.SvcReject(r.requestId(), reason, new byte[0]));
-                }
-            }
-            case CmMessage.SvcReply r -> {
-                SvcPending x = p.svcPending.remove(r.requestId());
-                if (x != null) {
-                    x.timeout.cancel(false);
-                    p.send(new CmMessage.SvcReady(r.requestId()));
-                    x.future.complete(r);
-                } else {
-                    p.send(new CmMessage.SvcCancel(r.requestId(), CmMessage.SVC_CANCELLED)); // too late: we gave up
-                }
-            }
-            case CmMessage.SvcReject r -> {
-                SvcPending x = p.svcPending.remove(r.requestId());
-                if (x != null) {
-                    x.timeout.cancel(false);
-                    x.future.complete(r);
-                }
-            }
-            case CmMessage.SvcReady r -> {
-                Inbound x = p.inbound.get(r.requestId());
-                if (x != null && x.accepted != null) {
-                    p.inbound.remove(r.requestId());
-                    x.timeout.cancel(false);
-                    x.accepted.complete(null);
-                }
-            }
-            case CmMessage.SvcCancel c -> {
-                Inbound x = p.inbound.remove(c.requestId());
-                if (x == null) {
-                    return;
-                }
-                if (x.accepted != null) {
-                    x.timeout.cancel(false);
-                    x.accepted.completeExceptionally(new CmRejectedException(CmMessage.REASON_DESTROYED, "request "
-                            + c.requestId() + " of " + ip(ip) + " was cancelled by its requester (reason " + c.reason() + ")"));
-                } else {
-                    ServiceHandler h = serviceHandler;
-                    if (h != null) {
-                        h.onServiceCancel(ip, c.requestId(), c.reason());
-                    }
-                }
-            }
+            case CmMessage.Pong pong -> { } // lastHeardNs already updated
+            case CmMessage.SvcRequest r -> onSvcRequest(p, ip, r);
+            case CmMessage.SvcReply r -> onSvcReply(p, r);
+            case CmMessage.SvcReject r -> onSvcReject(p, r);
+            case CmMessage.SvcReady r -> onSvcReady(p, r);
+            case CmMessage.SvcCancel c -> onSvcCancel(p, ip, c);
             case CmMessage.AuthChallenge x -> throw new CmProtocolException("AUTH_CHALLENGE outside the handshake");
             case CmMessage.AuthProof x -> throw new CmProtocolException("AUTH_PROOF outside the handshake");
         }
+    }
+
+    /** A HELLO: the version spoken, the served address checked, a restart (new boot id) noticed. */
+    private void onHello(Channel ch, Peer p, int ip, CmMessage.Hello h) {
+        // Each side announces the highest version it speaks; the connection speaks the
+        // lower of the two (CM-2.6): a newer peer speaks ours, an older one is refused.
+        if (h.version() < CmCodec.VERSION) {
+            throw new CmProtocolException("version " + h.version() + " (we speak " + CmCodec.VERSION + ")");
+        }
+        // A peer is the daemon serving the address it announces; its connections come from
+        // that address (it binds them there), whatever the kernel would have picked.
+        // Over IPv6 the field is 0: the connection's remote address is the one the peer
+        // serves, as it dials from that address (section 1).
+        if (h.servedIp() != (IpAddr.isV6(ip) ? 0 : ip)) {
+            throw new CmProtocolException("peer announces served address "
+                    + (h.servedIp() >>> 24) + "." + ((h.servedIp() >>> 16) & 0xff) + "." + ((h.servedIp() >>> 8) & 0xff)
+                    + "." + (h.servedIp() & 0xff) + " on a connection with " + ip(ip));
+        }
+        if (p.bootId != 0 && p.bootId != h.bootId() && !CmConformanceBreak.IGNORE_RESTART) {
+            restarted(p);
+        }
+        // Several connections to one peer can exist (both dialed at once): each is read;
+        // the newest carries what we send.
+        p.channel = ch;
+        p.helloChannels.add(ch);
+        p.bootId = h.bootId();
+        p.helloSeen = true;
+        p.flush();
+    
+    }
+
+    /** A CONNECT: the daemon accepts, answers later (its QP is not at RTR yet) or rejects. */
+    private void onConnect(Peer p, int ip, CmMessage.Connect c) {
+        Decision d = listener.onConnect(ip, c.endpoint());
+        switch (d) {
+            case Decision.Accept a -> {
+                p.send(new CmMessage.Accept(c.requestId(), a.local()));
+                completeFrom(p, c.endpoint());
+            }
+            case Decision.Later l -> completeFrom(p, c.endpoint());
+            case Decision.Reject r when CmConformanceBreak.NO_REJECT_UNKNOWN_QP -> { }
+            case Decision.Reject r -> p.send(new CmMessage.Reject(c.requestId(), c.endpoint().peerQpn(),
+                    c.endpoint().qpn(), r.reason()));
+        }
+    
+    }
+
+    /** An ACCEPT: completes our request, or (unsolicited) a request for the same QPs. */
+    private void onAccept(Peer p, CmMessage.Accept a) {
+        Pending x = p.pending.remove(a.requestId());
+        if (x != null) {
+            x.complete(a.endpoint());
+        } else {
+            completeFrom(p, a.endpoint());
+        }
+    
+    }
+
+    /** A REJECT: fails our request. */
+    private void onReject(Peer p, int ip, CmMessage.Reject r) {
+        Pending x = p.pending.remove(r.requestId());
+        if (x != null) {
+            x.fail(new CmRejectedException(r.reason(), "peer " + ip(ip) + " rejected QP " + r.peerQpn()
+                    + " -> " + r.qpn() + " (reason " + r.reason() + ")"));
+        }
+    
+    }
+
+    /** A service request: kept for the listener, or refused (no listener, busy, the handler's reason). */
+    private void onSvcRequest(Peer p, int ip, CmMessage.SvcRequest r) {
+        if (p.inbound.containsKey(r.requestId())) {
+            LOG.debug("peer daemon {}: repeated service request {}", ip(ip), r.requestId());
+            return;
+        }
+        ServiceHandler h = serviceHandler;
+        int reason = h == null ? CmMessage.SVC_NO_LISTENER
+                : p.inbound.size() >= MAX_INBOUND ? CmMessage.SVC_BUSY : h.onServiceRequest(ip, r);
+        if (reason == 0) {
+            p.inbound.put(r.requestId(), new Inbound());
+        } else {
+            p.send(new CmMessage.SvcReject(r.requestId(), reason, new byte[0]));
+        }
+    
+    }
+
+    /** A service reply: completes our request and confirms it (SVC_READY), or cancels one we gave up. */
+    private void onSvcReply(Peer p, CmMessage.SvcReply r) {
+        SvcPending x = p.svcPending.remove(r.requestId());
+        if (x != null) {
+            x.timeout.cancel(false);
+            p.send(new CmMessage.SvcReady(r.requestId()));
+            x.future.complete(r);
+        } else {
+            p.send(new CmMessage.SvcCancel(r.requestId(), CmMessage.SVC_CANCELLED)); // too late: we gave up
+        }
+    
+    }
+
+    /** A service reject: completes our request with it. */
+    private void onSvcReject(Peer p, CmMessage.SvcReject r) {
+        SvcPending x = p.svcPending.remove(r.requestId());
+        if (x != null) {
+            x.timeout.cancel(false);
+            x.future.complete(r);
+        }
+    
+    }
+
+    /** SVC_READY: the requester took our accept; the accepted request is done. */
+    private void onSvcReady(Peer p, CmMessage.SvcReady r) {
+        Inbound x = p.inbound.get(r.requestId());
+        if (x != null && x.accepted != null) {
+            p.inbound.remove(r.requestId());
+            x.timeout.cancel(false);
+            x.accepted.complete(null);
+        }
+    
+    }
+
+    /** A requester withdrew its request: an accept in progress fails, a kept one is dropped. */
+    private void onSvcCancel(Peer p, int ip, CmMessage.SvcCancel c) {
+        Inbound x = p.inbound.remove(c.requestId());
+        if (x == null) {
+            return;
+        }
+        if (x.accepted != null) {
+            x.timeout.cancel(false);
+            x.accepted.completeExceptionally(new CmRejectedException(CmMessage.REASON_DESTROYED, "request "
+                    + c.requestId() + " of " + ip(ip) + " was cancelled by its requester (reason " + c.reason() + ")"));
+        } else {
+            ServiceHandler h = serviceHandler;
+            if (h != null) {
+                h.onServiceCancel(ip, c.requestId(), c.reason());
+            }
+        }
+    
     }
 
     /** The peer QP's endpoint arrived in its own CONNECT (or an unsolicited ACCEPT): complete our request. */
@@ -817,15 +857,14 @@ public final class ConnectionManager implements AutoCloseable {
         public void channelActive(ChannelHandlerContext ctx) {
             if (ip == 0) {
                 InetSocketAddress remote = (InetSocketAddress) ctx.channel().remoteAddress();
-                byte[] a = remote.getAddress().getAddress();
-                if (a.length != 4) {
+                ip = IpAddr.of(remote.getAddress());
+                if (ip == 0 || IpAddr.isV6(ip) != IpAddr.isV6(localIp)) {
                     ctx.close();
                     return;
                 }
-                ip = ((a[0] & 0xff) << 24) | ((a[1] & 0xff) << 16) | ((a[2] & 0xff) << 8) | (a[3] & 0xff);
             }
             ownHello = new CmMessage.Hello(CmCodec.VERSION, auth == null ? 0 : CmMessage.CAP_AUTH, bootId, 0,
-                    CmConformanceBreak.HELLO_HEARTBEAT_ZERO ? 0 : config.heartbeatMs(), localIp);
+                    CmConformanceBreak.HELLO_HEARTBEAT_ZERO ? 0 : config.heartbeatMs(), IpAddr.isV6(localIp) ? 0 : localIp);
             ctx.write(ownHello);
             if (auth != null) {
                 ownNonce = auth.nonce(); // sent once the peer's HELLO shows the extension (CM-2.8)
@@ -967,14 +1006,10 @@ public final class ConnectionManager implements AutoCloseable {
     }
 
     static InetAddress address(int ip) {
-        try {
-            return InetAddress.getByAddress(new byte[] {(byte) (ip >>> 24), (byte) (ip >>> 16), (byte) (ip >>> 8), (byte) ip});
-        } catch (UnknownHostException e) {
-            throw new IllegalArgumentException(e);
-        }
+        return IpAddr.toInet(ip);
     }
 
     static String ip(int ip) {
-        return address(ip).getHostAddress();
+        return IpAddr.toString(ip);
     }
 }

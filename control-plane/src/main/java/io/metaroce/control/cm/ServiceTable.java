@@ -32,8 +32,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The daemon's rdma_cm-style service (connection-manager.md, "Service"; control-protocol.md, ops
- * 20..25): which local connection listens on which service id, the requests that arrived for
- * them, and the requests local connections made to peers. It serves the CM_* ops of the local
+ * 20..25, 32): which local connection binds or listens on which service id, the requests that arrived
+ * for them (held while the id is bound and not listened on yet), and the requests local
+ * connections made to peers. It serves the CM_* ops of the local
  * control protocol and the {@link ConnectionManager.ServiceHandler} callbacks of the manager.
  *
  * <p>Threads: ops arrive on the control socket's thread, callbacks on the manager's event loop,
@@ -47,22 +48,34 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
     public static final int MAX_CONNECTS = 64;
     /** Requests handed to a connection and not answered yet, at most; more are refused SVC_BUSY. */
     public static final int MAX_DELIVERED = 1024;
+    /** Requests held for a bound service id that does not listen yet, at most; more are refused SVC_BUSY. */
+    public static final int MAX_HELD = ControlProtocol.CM_DEFAULT_BACKLOG;
 
     private static final byte[] NONE = new byte[0];
     private static final int MASK24 = 0xffffff;
 
     private final ConnectionManager cm;
     private final int defaultTimeoutMs;
+    private final int holdMs;
     private final ScheduledThreadPoolExecutor timers;
     private final Map<Integer, Listen> listens = new HashMap<>();
     private final Map<Long, Sess> sessions = new HashMap<>();
     /** Kept requests by (peer ip, its request id), until answered or cancelled. */
     private final Map<Long, Incoming> byPeer = new HashMap<>();
 
-    /** {@code defaultTimeoutMs}: CM_CONNECT's timeout when the request gives 0. */
+    /**
+     * {@code defaultTimeoutMs}: CM_CONNECT's timeout when the request gives 0, and how long a
+     * request for a bound service id waits for its CM_LISTEN.
+     */
     public ServiceTable(ConnectionManager cm, int defaultTimeoutMs) {
+        this(cm, defaultTimeoutMs, defaultTimeoutMs);
+    }
+
+    /** {@code holdMs}: how long a request for a bound service id waits for its CM_LISTEN. */
+    public ServiceTable(ConnectionManager cm, int defaultTimeoutMs, int holdMs) {
         this.cm = cm;
         this.defaultTimeoutMs = defaultTimeoutMs;
+        this.holdMs = holdMs;
         this.timers = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "mrce-cm-service-timer");
             t.setDaemon(true);
@@ -71,22 +84,30 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         timers.setRemoveOnCancelPolicy(true);
     }
 
+    /** A service id taken by a connection: bound (CM_BIND) until it listens (CM_LISTEN). */
     private static final class Listen {
         final int serviceId;
         final Sess owner;
-        final int backlog;
+        boolean listening;
+        int backlog;
         int queued;
+        /** Arrived while bound and not listening yet, in arrival order (at most MAX_HELD). */
+        final ArrayDeque<Incoming> held = new ArrayDeque<>();
 
-        Listen(int serviceId, Sess owner, int backlog) {
+        Listen(int serviceId, Sess owner, boolean listening, int backlog) {
             this.serviceId = serviceId;
             this.owner = owner;
+            this.listening = listening;
             this.backlog = backlog;
         }
     }
 
     private static final class Sess {
         final LocalSession session;
+        /** Listened on. */
         final Set<Integer> services = new HashSet<>();
+        /** Bound, not listened on yet. */
+        final Set<Integer> binds = new HashSet<>();
         /** Arrived, not handed out yet (FIFO over all services of this connection). */
         final ArrayDeque<Incoming> queue = new ArrayDeque<>();
         /** Handed out by CM_GET_REQUEST, by handle, until CM_ACCEPT / CM_REJECT. */
@@ -116,6 +137,8 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         final Listen listen;
         int handle;
         boolean cancelled;
+        /** While held for a bound service id: its end (SVC_REJECT NO_LISTENER). */
+        ScheduledFuture<?> holdTimer;
 
         Incoming(int peerIp, CmMessage.SvcRequest request, Listen listen) {
             this.peerIp = peerIp;
@@ -142,6 +165,7 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
                 case ControlProtocol.OP_CM_GET_REQUEST -> getRequest(s, seq, p);
                 case ControlProtocol.OP_CM_ACCEPT -> accept(s, seq, p);
                 case ControlProtocol.OP_CM_REJECT -> reject(s, seq, p);
+                case ControlProtocol.OP_CM_BIND -> bind(s, seq, p);
                 default -> fail(s, op, seq, Errno.EINVAL);
             }
         }
@@ -162,15 +186,54 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             fail(s, ControlProtocol.OP_CM_LISTEN, seq, Errno.EINVAL);
             return;
         }
-        if (listens.containsKey(service)) {
+        int limit = backlog == 0 ? ControlProtocol.CM_DEFAULT_BACKLOG : backlog;
+        Listen l = listens.get(service);
+        if (l == null) {
+            listens.put(service, new Listen(service, s, true, limit));
+        } else if (l.owner == s && !l.listening) {
+            // bound by this connection: it listens now, and what arrived since the bind is its first requests
+            l.listening = true;
+            l.backlog = limit;
+            s.binds.remove(service);
+            for (Incoming x; (x = l.held.poll()) != null; ) {
+                x.holdTimer.cancel(false);
+                x.holdTimer = null;
+                if (l.queued >= l.backlog || s.delivered.size() >= MAX_DELIVERED) {
+                    byPeer.remove(key(x.peerIp, x.request.requestId()));
+                    cm.rejectService(x.peerIp, x.request.requestId(), CmMessage.SVC_BUSY, NONE);
+                } else {
+                    offer(s, x);
+                }
+            }
+        } else {
             fail(s, ControlProtocol.OP_CM_LISTEN, seq, Errno.EADDRINUSE);
             return;
         }
-        listens.put(service, new Listen(service, s, backlog == 0 ? ControlProtocol.CM_DEFAULT_BACKLOG : backlog));
         s.services.add(service);
         LOG.debug("session {} (pid {}) listens on service {}", s.session.id(), s.session.pid(),
                 Integer.toUnsignedString(service));
         ok(s, ControlProtocol.OP_CM_LISTEN, seq);
+    }
+
+    /**
+     * Reserves a service id for this connection without listening (rdma_bind_addr): another
+     * CM_BIND or CM_LISTEN of it is EADDRINUSE, and requests that arrive for it are held until
+     * this connection's CM_LISTEN of it, at most {@link #MAX_HELD} of them and for the hold
+     * time; CM_UNLISTEN, the connection's end or the hold time's end rejects them NO_LISTENER.
+     */
+    private void bind(Sess s, int seq, ByteBuffer p) {
+        int service = p.getInt(CmListenReqDescriptor.OFF_SERVICE_ID);
+        if (service == 0) {
+            fail(s, ControlProtocol.OP_CM_BIND, seq, Errno.EINVAL);
+            return;
+        }
+        if (listens.containsKey(service)) {
+            fail(s, ControlProtocol.OP_CM_BIND, seq, Errno.EADDRINUSE);
+            return;
+        }
+        listens.put(service, new Listen(service, s, false, 0));
+        s.binds.add(service);
+        ok(s, ControlProtocol.OP_CM_BIND, seq);
     }
 
     private void unlisten(Sess s, int seq, ByteBuffer p) {
@@ -190,10 +253,19 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         ok(s, ControlProtocol.OP_CM_UNLISTEN, seq);
     }
 
-    /** Removes a listen; its requests not handed out yet are rejected LISTENER_GONE. */
+    /**
+     * Removes a listen or a bind; its requests not handed out yet are rejected LISTENER_GONE, the
+     * held ones of a bind NO_LISTENER (nobody ever listened for them).
+     */
     private void dropListen(Listen l) {
         listens.remove(l.serviceId);
         l.owner.services.remove(l.serviceId);
+        l.owner.binds.remove(l.serviceId);
+        for (Incoming x; (x = l.held.poll()) != null; ) {
+            x.holdTimer.cancel(false);
+            byPeer.remove(key(x.peerIp, x.request.requestId()));
+            cm.rejectService(x.peerIp, x.request.requestId(), CmMessage.SVC_NO_LISTENER, NONE);
+        }
         for (Iterator<Incoming> it = l.owner.queue.iterator(); it.hasNext(); ) {
             Incoming x = it.next();
             if (x.listen == l) {
@@ -384,6 +456,9 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             for (Integer service : new ArrayList<>(s.services)) {
                 dropListen(listens.get(service));
             }
+            for (Integer service : new ArrayList<>(s.binds)) {
+                dropListen(listens.get(service));
+            }
             for (Incoming x : s.delivered.values()) {
                 if (!x.cancelled) {
                     byPeer.remove(key(x.peerIp, x.request.requestId()));
@@ -412,22 +487,45 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             if (l == null) {
                 return CmMessage.SVC_NO_LISTENER;
             }
+            if (!l.listening) {
+                if (l.held.size() >= MAX_HELD) {
+                    return CmMessage.SVC_BUSY;
+                }
+                Incoming x = new Incoming(peerIp, r, l);
+                byPeer.put(key(peerIp, r.requestId()), x);
+                l.held.add(x);
+                x.holdTimer = timers.schedule(() -> holdEnded(x), holdMs, TimeUnit.MILLISECONDS);
+                return 0;
+            }
             Sess s = l.owner;
             if (l.queued >= l.backlog || s.delivered.size() >= MAX_DELIVERED) {
                 return CmMessage.SVC_BUSY;
             }
             Incoming x = new Incoming(peerIp, r, l);
             byPeer.put(key(peerIp, r.requestId()), x);
-            if (s.waiterSeq >= 0) {
-                int seq = (int) s.waiterSeq;
-                s.waiterSeq = -1;
-                s.waiterTimer.cancel(false);
-                deliver(s, seq, x);
-            } else {
-                s.queue.add(x);
-                l.queued++;
-            }
+            offer(s, x);
             return 0;
+        }
+    }
+
+    /** Hands the kept request {@code x} to the connection's waiting CM_GET_REQUEST, else queues it. */
+    private void offer(Sess s, Incoming x) {
+        if (s.waiterSeq >= 0) {
+            int seq = (int) s.waiterSeq;
+            s.waiterSeq = -1;
+            s.waiterTimer.cancel(false);
+            deliver(s, seq, x);
+        } else {
+            s.queue.add(x);
+            x.listen.queued++;
+        }
+    }
+
+    /** The hold time of {@code x} ended before its service id was listened on: NO_LISTENER. */
+    private synchronized void holdEnded(Incoming x) {
+        if (x.holdTimer != null && x.listen.held.remove(x)) {
+            byPeer.remove(key(x.peerIp, x.request.requestId()));
+            cm.rejectService(x.peerIp, x.request.requestId(), CmMessage.SVC_NO_LISTENER, NONE);
         }
     }
 
@@ -438,7 +536,10 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             if (x == null) {
                 return;
             }
-            if (x.handle == 0) {
+            if (x.holdTimer != null) {
+                x.listen.held.remove(x);
+                x.holdTimer.cancel(false);
+            } else if (x.handle == 0) {
                 x.listen.owner.queue.remove(x);
                 x.listen.queued = Math.max(0, x.listen.queued - 1);
             } else {
@@ -451,7 +552,31 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
 
     /** Services listened on (for tests and mrce-ctl). */
     public synchronized int listening() {
-        return listens.size();
+        int n = 0;
+        for (Listen l : listens.values()) {
+            n += l.listening ? 1 : 0;
+        }
+        return n;
+    }
+
+    /** Services bound and not listened on yet (for tests and mrce-ctl). */
+    public synchronized int bound() {
+        return listens.size() - listening();
+    }
+
+    /** Requests held for bound services (for tests and mrce-ctl); {@link #kept()} counts them too. */
+    public synchronized int held() {
+        int n = 0;
+        for (Listen l : listens.values()) {
+            n += l.held.size();
+        }
+        return n;
+    }
+
+    /** The counts above as a JSON object (mrce-ctl objects' {@code cmService}). */
+    public synchronized String json() {
+        return "{\"listening\":" + listening() + ",\"bound\":" + bound() + ",\"held\":" + held()
+                + ",\"kept\":" + kept() + ",\"connecting\":" + connecting() + "}";
     }
 
     /** Requests kept for local listeners, handed out or not (for tests and mrce-ctl). */

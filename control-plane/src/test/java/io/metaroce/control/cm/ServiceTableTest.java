@@ -138,6 +138,12 @@ class ServiceTableTest {
         return seq;
     }
 
+    static int bind(ServiceTable t, Session s, int service) {
+        int seq = s.next();
+        t.onRequest(s, ControlProtocol.OP_CM_BIND, seq, buf(CmListenReqDescriptor.SIZE).putInt(0, service));
+        return seq;
+    }
+
     static int unlisten(ServiceTable t, Session s, int service) {
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_UNLISTEN, seq, buf(8).putInt(0, service));
@@ -340,6 +346,129 @@ class ServiceTableTest {
         connect(a, client, B, 13, 1, 1, "", 0);
         waitFor(() -> b.kept() == 1);
         expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 13, 2, 2, "", 0), Errno.ENOBUFS);
+    }
+
+    @Test
+    void aBindReservesTheServiceId() throws Exception {
+        Session s1 = new Session();
+        Session s2 = new Session();
+        expect(s1, ControlProtocol.OP_CM_BIND, bind(b, s1, 21), 0);
+        expect(s2, ControlProtocol.OP_CM_BIND, bind(b, s2, 21), Errno.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_BIND, bind(b, s1, 21), Errno.EADDRINUSE);
+        expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 21, 0), Errno.EADDRINUSE);
+        expect(s1, ControlProtocol.OP_CM_BIND, bind(b, s1, 0), Errno.EINVAL);
+        expect(s1, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, s1, 10), Errno.EINVAL); // bound, not listening
+        assertThat(b.bound()).isEqualTo(1);
+        assertThat(b.listening()).isZero();
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 21, 0), 0);
+        assertThat(b.bound()).isZero();
+        assertThat(b.listening()).isEqualTo(1);
+        expect(s1, ControlProtocol.OP_CM_LISTEN, listen(b, s1, 21, 0), Errno.EADDRINUSE);
+        // a listened service cannot be bound; an unbound one is free again
+        expect(s2, ControlProtocol.OP_CM_BIND, bind(b, s2, 21), Errno.EADDRINUSE);
+        expect(s2, ControlProtocol.OP_CM_BIND, bind(b, s2, 22), 0);
+        expect(s1, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, s1, 22), Errno.ENOENT);
+        expect(s2, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, s2, 22), 0);
+        expect(s1, ControlProtocol.OP_CM_BIND, bind(b, s1, 22), 0);
+        b.onSessionClosed(s1);
+        assertThat(b.bound()).isZero();
+        assertThat(b.listening()).isZero();
+        expect(s2, ControlProtocol.OP_CM_LISTEN, listen(b, s2, 21, 0), 0);
+    }
+
+    /** SERVER binds SERVICE at B, and CLIENT's connect to it (QPN, private data PD) is held there: its seq. */
+    private int heldConnect(Session server, Session client, int service, int qpn, String pd) throws Exception {
+        expect(server, ControlProtocol.OP_CM_BIND, bind(b, server, service), 0);
+        int conn = connect(a, client, B, service, qpn, 0x25, pd, 0);
+        waitFor(() -> b.held() == 1);
+        assertThat(b.held()).as("held at B").isEqualTo(1);
+        assertThat(client.responses).as("no answer while held").isEmpty();
+        return conn;
+    }
+
+    @Test
+    void aRequestForABoundServiceIsHeldUntilItsListen() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        int conn = heldConnect(server, client, 23, 0x15, "early");
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 23, 0), 0);
+        assertThat(b.held()).isZero();
+        Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
+        assertThat(req.i(CmRequestDescriptor.OFF_QPN)).isEqualTo(0x15);
+        assertThat(req.privateData(CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA)).isEqualTo("early");
+        int acc = accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 0x35, 0x45, "late welcome");
+        Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
+        assertThat(r.i(CmConnectRespDescriptor.OFF_RESULT)).isEqualTo(ControlProtocol.CM_ACCEPTED);
+        assertThat(r.i(CmConnectRespDescriptor.OFF_QPN)).isEqualTo(0x35);
+        expect(server, ControlProtocol.OP_CM_ACCEPT, acc, 0);
+        assertThat(b.kept()).isZero();
+    }
+
+    @Test
+    void heldRequestsAreRefusedWhenTheBindGoesAway() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        int c1 = heldConnect(server, client, 24, 1, "");
+        expect(server, ControlProtocol.OP_CM_UNLISTEN, unlisten(b, server, 24), 0);
+        expect(client, ControlProtocol.OP_CM_CONNECT, c1, Errno.ECONNREFUSED); // NO_LISTENER
+        int c2 = heldConnect(server, client, 24, 2, "");
+        b.onSessionClosed(server);
+        expect(client, ControlProtocol.OP_CM_CONNECT, c2, Errno.ECONNREFUSED);
+        assertThat(b.kept()).isZero();
+        assertThat(b.bound()).isZero();
+    }
+
+    @Test
+    void aHeldRequestIsRefusedAtTheEndOfTheHoldTime() throws Exception {
+        ServiceTable shortHold = new ServiceTable(cmB, 2000, 100);
+        cmB.serviceHandler(shortHold);
+        try {
+            Session server = new Session();
+            Session client = new Session();
+            expect(server, ControlProtocol.OP_CM_BIND, bind(shortHold, server, 25), 0);
+            expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 25, 1, 1, "", 60_000), Errno.ECONNREFUSED);
+            assertThat(shortHold.kept()).isZero();
+            assertThat(shortHold.bound()).as("the bind stays").isEqualTo(1);
+        } finally {
+            shortHold.close();
+        }
+    }
+
+    @Test
+    void aHeldRequestWithdrawnByItsRequesterIsDropped() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        heldConnect(server, client, 26, 1, "");
+        a.onSessionClosed(client);
+        waitFor(() -> b.held() == 0);
+        assertThat(b.kept()).isZero();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 26, 0), 0);
+        expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 0), Errno.EAGAIN);
+    }
+
+    @Test
+    void heldRequestsAreBounded() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_BIND, bind(b, server, 27), 0);
+        for (int i = 0; i < ServiceTable.MAX_HELD; i++) {
+            connect(a, client, B, 27, i + 1, 1, "", 0);
+        }
+        waitFor(() -> b.held() == ServiceTable.MAX_HELD);
+        assertThat(b.held()).isEqualTo(ServiceTable.MAX_HELD);
+        Session other = new Session(); // a connection has at most MAX_CONNECTS outstanding
+        expect(other, ControlProtocol.OP_CM_CONNECT, connect(a, other, B, 27, 999, 1, "", 0), Errno.ENOBUFS);
+        // a backlog of 2 at the listen takes the first two in arrival order; the rest are BUSY
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 27, 2), 0);
+        for (int i = 0; i < ServiceTable.MAX_HELD - 2; i++) {
+            assertThat(client.await().status()).isEqualTo(Errno.ENOBUFS);
+        }
+        assertThat(server.responses).isEmpty();
+        assertThat(b.kept()).isEqualTo(2);
+        for (int i = 0; i < 2; i++) {
+            Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 0), 0);
+            assertThat(req.i(CmRequestDescriptor.OFF_QPN)).isEqualTo(i + 1);
+        }
     }
 
     private static void waitFor(java.util.function.BooleanSupplier c) throws InterruptedException {

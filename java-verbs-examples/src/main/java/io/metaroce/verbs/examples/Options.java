@@ -116,7 +116,4 @@ final class Options {
         return m;
     }
 
-    static boolean isFlag(Set<Character> s, char c) {
-        return s.contains(c);
-    }
 }

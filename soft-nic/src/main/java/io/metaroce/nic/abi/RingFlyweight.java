@@ -95,9 +95,6 @@ public final class RingFlyweight {
         INT.setRelease(segment, RingHeaderDescriptor.OFF_CONSUMER, value);
     }
 
-    public int flagsVolatile() {
-        return (int) INT.getVolatile(segment, RingHeaderDescriptor.OFF_FLAGS);
-    }
 
     /** Sets NEED_WAKEUP (only the daemon writes flags). */
     public void setNeedWakeup(boolean on) {

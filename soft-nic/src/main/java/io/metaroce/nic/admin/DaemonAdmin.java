@@ -3,16 +3,13 @@ package io.metaroce.nic.admin;
 import io.metaroce.control.AdminHandler;
 import io.metaroce.control.AdminServer;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.nic.sys.Inet4;
+import io.metaroce.abi.IpAddr;
+import io.metaroce.nic.engine.Telemetry;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 
 /**
@@ -20,8 +17,8 @@ import java.util.stream.Stream;
  *
  * <ul>
  *   <li>{@code device}: the served device, netdev, address, port kind, transport settings;
- *   <li>{@code stats}: the engine's telemetry snapshot (counters, every QP and its paths), taken
- *       on the engine thread;
+ *   <li>{@code stats}: the engine's telemetry snapshot (counters, every QP and its paths): the
+ *       counters read on this thread, the QPs copied by the engine, the JSON made here;
  *   <li>{@code objects}: the verbs objects per provider connection, and the daemon's own open
  *       file descriptors and memory mappings (from /proc/self), for leak checks.
  * </ul>
@@ -34,20 +31,20 @@ public final class DaemonAdmin implements AdminHandler {
     private final String ifname;
 
     public DaemonAdmin(EngineAgent engine, VerbsService verbs, NetInfo net, String portKind,
-            int udpPort, Path controlSocket, String transport, int pathsPerQp) {
+            int udpPort, Path controlSocket) {
         this.engine = engine;
         this.verbs = verbs;
         this.ifname = net.ifname();
-        String ip = Inet4.toString(net.ipv4());
+        String ip = IpAddr.toString(net.ipv4());
         this.deviceJson = "{\"device\":" + AdminServer.jsonString(verbs.devName())
                 + ",\"ifname\":" + AdminServer.jsonString(net.ifname())
                 + ",\"ipv4\":" + AdminServer.jsonString(ip)
-                + ",\"gid\":" + AdminServer.jsonString("::ffff:" + ip)
+                + ",\"gid\":" + AdminServer.jsonString(IpAddr.isV6(net.ipv4()) ? ip : "::ffff:" + ip)
                 + ",\"ifMtu\":" + net.mtu()
                 + ",\"port\":" + AdminServer.jsonString(portKind)
                 + ",\"udpPort\":" + udpPort
-                + ",\"transport\":" + AdminServer.jsonString(transport)
-                + ",\"pathsPerQp\":" + pathsPerQp
+                + ",\"transport\":" + AdminServer.jsonString(engine.datapath().settings.transportName())
+                + ",\"pathsPerQp\":" + engine.datapath().settings.pathsPerQp()
                 + ",\"controlSocket\":" + AdminServer.jsonString(controlSocket.toString())
                 + ",\"pid\":" + ProcessHandle.current().pid();
     }
@@ -63,20 +60,14 @@ public final class DaemonAdmin implements AdminHandler {
         };
     }
 
-    /** The engine's snapshot, or an error document when the engine does not answer in time. */
+    /** The engine's telemetry; throws when the engine does not answer in time. */
+    public Telemetry telemetry() {
+        return Telemetry.take(engine, SNAPSHOT_TIMEOUT_MS);
+    }
+
+    /** The engine's telemetry as JSON, made here (the admin socket's thread), not on the engine thread. */
     public String stats() {
-        CompletableFuture<String> json = new CompletableFuture<>();
-        if (!engine.submit(() -> json.complete(engine.statsJson(System.nanoTime())))) {
-            throw new IllegalStateException("engine command queue full");
-        }
-        try {
-            return json.get(SNAPSHOT_TIMEOUT_MS, TimeUnit.MILLISECONDS).trim();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted");
-        } catch (ExecutionException | TimeoutException e) {
-            throw new IllegalStateException("engine snapshot: " + e);
-        }
+        return telemetry().toJson();
     }
 
     private String objects() {

@@ -1,9 +1,8 @@
 package io.metaroce.nic.admin;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.metaroce.nic.engine.Telemetry;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MultiGauge;
@@ -16,7 +15,6 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -27,31 +25,31 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Opt-in Prometheus endpoint ({@code mrce-nicd --metrics-port}): {@code GET /metrics} takes an
- * engine snapshot (the same JSON as {@code mrce-ctl stats}) and exposes it through Micrometer's
- * Prometheus registry:
+ * engine snapshot ({@link Telemetry}, what {@code mrce-ctl stats} shows as JSON) and exposes it
+ * through Micrometer's Prometheus registry:
  *
  * <ul>
  *   <li>every daemon-wide transport counter as {@code mrce_transport_<name>_total}, and every
  *       counter of the snapshot's other groups (port, ud, loopback) as
- *       {@code mrce_<group>_<name>_total} (names from the snapshot, camelCase to snake);
- *   <li>{@code mrce_qps} (active QPs) and, per path of every active QP, each numeric path field as
- *       a gauge {@code mrce_path_<name>} with labels {@code qpn} and {@code path}.
+ *       {@code mrce_<group>_<name>_total} (the snapshot's names, camelCase to snake);
+ *   <li>{@code mrce_qps} (active QPs) and, per path of every active QP, each of its numbers
+ *       ({@link Telemetry#PATH_KEYS}) as a gauge {@code mrce_path_<name>} with labels {@code qpn}
+ *       and {@code path}.
  * </ul>
  *
- * Runs on its own small executor; the engine only builds the snapshot, so scrapes cost the data
- * path one command.
+ * Runs on its own small executor, which reads the counters; the engine only copies its QPs' numbers,
+ * so a scrape costs the data path one command.
  */
 public final class MetricsEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MetricsEndpoint.class);
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    private final ObjectMapper json = new ObjectMapper();
-    private final Supplier<String> snapshot;
+    private final Supplier<Telemetry> snapshot;
     private final Map<String, Double> counters = new ConcurrentHashMap<>();
     private final Map<String, MultiGauge> pathGauges = new HashMap<>();
     private volatile double qps;
     private final HttpServer http;
 
-    public MetricsEndpoint(InetSocketAddress bind, Supplier<String> snapshot) throws IOException {
+    public MetricsEndpoint(InetSocketAddress bind, Supplier<Telemetry> snapshot) throws IOException {
         this.snapshot = snapshot;
         Gauge.builder("mrce.qps", this, m -> m.qps).description("active queue pairs").register(registry);
         http = HttpServer.create(bind, 8);
@@ -71,7 +69,7 @@ public final class MetricsEndpoint implements AutoCloseable {
 
     /** The Prometheus text of a fresh snapshot (what a scrape returns). */
     public synchronized String scrape() throws IOException {
-        update(json.readTree(snapshot.get()));
+        update(snapshot.get());
         return registry.scrape();
     }
 
@@ -97,27 +95,20 @@ public final class MetricsEndpoint implements AutoCloseable {
         }
     }
 
-    private void update(JsonNode root) {
-        // Every object of counters at the top of the snapshot: transport ("counters"), port, ud, loopback ...
-        for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> g = it.next();
-            if (g.getValue().isObject()) {
-                counterGroup(g.getValue(), "counters".equals(g.getKey()) ? "mrce.transport." : "mrce." + snake(g.getKey()) + ".");
-            }
+    private void update(Telemetry t) {
+        // Every group of daemon-wide counters: transport ("counters"), ud, loopback, port.
+        for (Telemetry.Group g : t.groups()) {
+            counterGroup(g, "counters".equals(g.name()) ? "mrce.transport." : "mrce." + snake(g.name()) + ".");
         }
-        JsonNode qpList = root.path("qps");
-        qps = qpList.size();
+        qps = t.qps().size();
         Map<String, List<MultiGauge.Row<?>>> rows = new HashMap<>();
-        for (JsonNode qp : qpList) {
-            String qpn = qp.path("qpn").asText();
-            for (JsonNode path : qp.path("paths")) {
-                Tags tags = Tags.of("qpn", qpn, "path", path.path("id").asText());
-                for (Iterator<Map.Entry<String, JsonNode>> it = path.fields(); it.hasNext(); ) {
-                    Map.Entry<String, JsonNode> f = it.next();
-                    if (f.getValue().isNumber() && !"id".equals(f.getKey())) {
-                        rows.computeIfAbsent(f.getKey(), k -> new ArrayList<>())
-                                .add(MultiGauge.Row.of(tags, f.getValue().asDouble()));
-                    }
+        for (Telemetry.QpRow qp : t.qps()) {
+            String qpn = Integer.toString(qp.qpn());
+            for (Telemetry.PathRow path : qp.paths()) {
+                Tags tags = Tags.of("qpn", qpn, "path", Integer.toString(path.id()));
+                for (int k = 0; k < Telemetry.PATH_KEYS.size(); k++) {
+                    rows.computeIfAbsent(Telemetry.PATH_KEYS.get(k), x -> new ArrayList<>())
+                            .add(MultiGauge.Row.of(tags, path.values()[k]));
                 }
             }
         }
@@ -133,14 +124,10 @@ public final class MetricsEndpoint implements AutoCloseable {
         }
     }
 
-    private void counterGroup(JsonNode group, String prefix) {
-        for (Iterator<Map.Entry<String, JsonNode>> it = group.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> f = it.next();
-            if (!f.getValue().isNumber()) {
-                continue;
-            }
-            String key = prefix + snake(f.getKey());
-            if (counters.put(key, f.getValue().asDouble()) == null) {
+    private void counterGroup(Telemetry.Group group, String prefix) {
+        for (int i = 0; i < group.keys().size(); i++) {
+            String key = prefix + snake(group.keys().get(i));
+            if (counters.put(key, (double) group.values()[i]) == null) {
                 FunctionCounter.builder(key, counters, m -> m.getOrDefault(key, 0.0)).register(registry);
             }
         }

@@ -162,6 +162,12 @@ public final class MrceCtl implements Callable<Integer> {
                 JsonNode d = root.path("daemon");
                 out.printf("daemon: open fds %d  memory mappings %d%n", d.path("openFds").asLong(),
                         d.path("mappings").asLong());
+                JsonNode cm = root.path("cmService");
+                if (!cm.isMissingNode()) {
+                    out.printf("connection service: listening %d  bound %d  held %d  kept %d  connecting %d%n",
+                            cm.path("listening").asInt(), cm.path("bound").asInt(), cm.path("held").asInt(),
+                            cm.path("kept").asInt(), cm.path("connecting").asInt());
+                }
                 out.printf("%-8s %-8s %-5s %-5s %-5s %-5s%n", "SESSION", "PID", "PDS", "MRS", "CQS", "QPS");
                 for (JsonNode s : root.path("perSession")) {
                     out.printf("%-8d %-8d %-5d %-5d %-5d %-5d%n", s.path("id").asLong(), s.path("pid").asInt(),

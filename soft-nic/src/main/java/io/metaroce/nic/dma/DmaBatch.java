@@ -72,9 +72,6 @@ public final class DmaBatch implements AutoCloseable {
         return count;
     }
 
-    public boolean isFull() {
-        return count == capacity;
-    }
 
     /**
      * Adds one copy of {@code length} bytes between {@code localAddr} (daemon) and

@@ -7,6 +7,7 @@ import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import io.metaroce.nic.transport.ConformanceBreak;
 import io.metaroce.nic.transport.Datapath;
+import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.transport.UdTransport;
 import io.metaroce.nic.transport.UdWire;
 import io.metaroce.nic.transport.Wire;
@@ -58,7 +59,8 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private long nowNs;
     private Thread owner;
 
-    public EngineAgent(Port port, MrTable mrs) throws NativeException {
+    /** An engine serving {@code port} with the MR table {@code mrs} and the transport {@code settings}. */
+    public EngineAgent(Port port, MrTable mrs, TransportSettings settings) throws NativeException {
         if (port.maxFrame() < FRAME_BYTES) {
             // a full IBV_MTU_4096 packet, an RDMA WRITE with its RETH included, must fit one frame
             throw new IllegalArgumentException("port frames of " + port.maxFrame()
@@ -66,7 +68,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         this.port = port;
         this.loop = new LoopbackPort(port);
-        this.dp = new Datapath(loop, mrs);
+        this.dp = new Datapath(loop, mrs, settings);
         this.ud = new UdTransport(dp);
         this.wakeFd = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
         this.epollFd = LibC.epollCreate1(LibC.EPOLL_CLOEXEC);
@@ -84,6 +86,11 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     /** The UD datapath (counters). */
     public UdTransport ud() {
         return ud;
+    }
+
+    /** The local queue of frames to this daemon's own address (its counters). */
+    LoopbackPort loopback() {
+        return loop;
     }
 
     /** Frames looped back to this daemon's own address; dropped when the local queue was full. */
@@ -306,50 +313,35 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 break;
             }
         }
-        StringBuilder b = new StringBuilder(1024);
-        Stats.qp(b, qp, true);
         if (closedQps.size() == CLOSED_QPS_KEPT) {
             closedQps.removeFirst();
         }
-        closedQps.addLast(b.toString());
+        closedQps.addLast(Telemetry.row(qp, true));
         qp.requester.close();
     }
 
-    /** QPs removed lately, as JSON (kept so a snapshot after an application exits still shows them). */
-    private final java.util.ArrayDeque<String> closedQps = new java.util.ArrayDeque<>();
+    /** QPs removed lately, as numbers (kept so a snapshot after an application exits still shows them). */
+    private final java.util.ArrayDeque<Telemetry.QpRow> closedQps = new java.util.ArrayDeque<>();
     private static final int CLOSED_QPS_KEPT = 16;
 
-    /** Telemetry snapshot as JSON: counters, every QP and its paths. Engine thread (a command). */
-    public String statsJson(long timeNs) {
-        StringBuilder b = new StringBuilder(4096);
-        b.append("{\"timeNs\":").append(timeNs)
-                .append(",\"transport\":\"").append(dp.baseline ? "baseline" : "metaroce")
-                .append("\",\"pathsPerQp\":").append(dp.baseline ? 1 : dp.paths)
-                .append(",\"ecnReadable\":").append(port.readsEcn()).append(",\"counters\":");
-        Stats.counters(b, dp.counters);
-        b.append(",\"ud\":{");
-        ud.appendJson(b);
-        b.append("},\"loopback\":{\"frames\":").append(loop.looped).append(",\"drops\":")
-                .append(loop.drops).append('}');
-        b.append(",\"port\":");
-        Stats.port(b, port.counters());
-        b.append(",\"qps\":[");
+    /**
+     * A copy of the numbers of every active QP and of those removed lately. Engine thread (a
+     * command: {@link Telemetry#take}); the counters are read by the thread that asked.
+     */
+    Telemetry.QpRows qpTelemetry() {
+        Telemetry.QpRow[] rows = new Telemetry.QpRow[activeCount];
         for (int i = 0; i < activeCount; i++) {
-            if (i > 0) {
-                b.append(',');
-            }
-            Stats.qp(b, active[i], false);
+            rows[i] = Telemetry.row(active[i], false);
         }
-        b.append("],\"closedQps\":[");
-        boolean first = true;
-        for (String q : closedQps) {
-            if (!first) {
-                b.append(',');
-            }
-            first = false;
-            b.append(q);
-        }
-        return b.append("]}\n").toString();
+        return new Telemetry.QpRows(java.util.List.of(rows), java.util.List.copyOf(closedQps));
+    }
+
+    /**
+     * The telemetry snapshot, taken on the engine thread (a test driving the engine by hand, or a
+     * stopped engine); other threads use {@link Telemetry#take}.
+     */
+    public Telemetry telemetry(long timeNs) {
+        return Telemetry.of(this, timeNs, qpTelemetry());
     }
 
     /** Engine thread only: how many paths of the active QPs are dead (retired, being probed). */
@@ -367,18 +359,6 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return n;
     }
 
-    public int deadPaths() {
-        int n = 0;
-        for (int i = 0; i < activeCount; i++) {
-            io.metaroce.nic.transport.RcRequester r = active[i].requester;
-            for (int p = 0; p < r.pathCount(); p++) {
-                if (r.path(p).state == io.metaroce.nic.transport.Path.DEAD) {
-                    n++;
-                }
-            }
-        }
-        return n;
-    }
 
     public Qp qpByQpn(int qpn) {
         Qp qp = byIndex[qpn & (MAX_QP - 1)];

@@ -61,10 +61,6 @@ public final class NeighbourCache implements AutoCloseable {
         return lookup(dstIp, nowNs);
     }
 
-    /** Forgets {@code dstIp}, so the next resolve looks it up (say after the path failed). */
-    public synchronized void invalidate(int dstIp) {
-        entries.remove(dstIp);
-    }
 
     /**
      * Looks up again every destination resolved more than the refresh interval ago, and every

@@ -1,6 +1,7 @@
 package io.metaroce.nic.port;
 
 import io.metaroce.abi.Errno;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import java.lang.foreign.Arena;
@@ -16,7 +17,10 @@ import java.nio.ByteBuffer;
  * run of frames from the same socket (the transport reads the wire order). With no pool, everything leaves from the data socket. The kernel builds
  * IP/UDP headers, marking frames ECN-capable (ECT(0)). The data socket asks for each
  * datagram's TOS byte (IP_RECVTOS, one control buffer per batch slot), so every frame reports its
- * ECN field.
+ * ECN field. A port serving an IPv6 address ({@link IpAddr#isV6}) does the same with AF_INET6
+ * sockets (IPV6_TCLASS, IPV6_RECVTCLASS); the kernel then derives each datagram's flow label
+ * from its 5-tuple (net.ipv6.auto_flowlabels), so the entropy's source port picks the flow label
+ * too.
  */
 public final class UdpPort implements Port {
     private static final int MSG_TRUNC = 0x20;
@@ -27,6 +31,11 @@ public final class UdpPort implements Port {
 
     private final int fd;
     private final int localIp;
+    /** AF_INET or AF_INET6, the sockaddr size of that family, the control message of the ECN. */
+    private final int family;
+    private final long saSize;
+    private final int tosLevel;
+    private final int tosType;
     private final int localPort;
     private final int maxFrame;
     private final int batch;
@@ -62,7 +71,12 @@ public final class UdpPort implements Port {
         this.localPort = localPort;
         this.maxFrame = maxFrame;
         this.batch = batch;
-        int s = LibC.socket(LibC.AF_INET, LibC.SOCK_DGRAM | LibC.SOCK_NONBLOCK | LibC.SOCK_CLOEXEC, 0);
+        this.family = LibC.family(localIp);
+        this.saSize = LibC.sockaddrSize(localIp);
+        boolean v6 = family == LibC.AF_INET6;
+        this.tosLevel = v6 ? LibC.IPPROTO_IPV6 : LibC.IPPROTO_IP;
+        this.tosType = v6 ? LibC.IPV6_TCLASS : LibC.IP_TOS;
+        int s = LibC.socket(family, LibC.SOCK_DGRAM | LibC.SOCK_NONBLOCK | LibC.SOCK_CLOEXEC, 0);
         try {
             LibC.setsockoptInt(s, LibC.SOL_SOCKET, LibC.SO_RCVBUF, 8 << 20);
             LibC.setsockoptInt(s, LibC.SOL_SOCKET, LibC.SO_SNDBUF, 8 << 20);
@@ -73,21 +87,21 @@ public final class UdpPort implements Port {
         }
         boolean tos = true;
         try {
-            LibC.setsockoptInt(s, LibC.IPPROTO_IP, LibC.IP_RECVTOS, 1);
+            LibC.setsockoptInt(s, tosLevel, v6 ? LibC.IPV6_RECVTCLASS : LibC.IP_RECVTOS, 1);
         } catch (NativeException e) {
             tos = false; // frames then report ECN 0, like a port that cannot read it
         }
-        markEct(s);
+        markEct(s, tosLevel, tosType);
         this.readsEcn = tos;
         this.fd = s;
         this.entropyFds = new int[entropyPorts];
         for (int i = 0; i < entropyPorts; i++) {
             int e = -1;
             try {
-                e = LibC.socket(LibC.AF_INET, LibC.SOCK_DGRAM | LibC.SOCK_NONBLOCK | LibC.SOCK_CLOEXEC, 0);
+                e = LibC.socket(family, LibC.SOCK_DGRAM | LibC.SOCK_NONBLOCK | LibC.SOCK_CLOEXEC, 0);
                 LibC.setsockoptInt(e, LibC.SOL_SOCKET, LibC.SO_SNDBUF, 4 << 20);
                 LibC.bindInet4(e, localIp, localPort + 1 + i);
-                markEct(e);
+                markEct(e, tosLevel, tosType);
                 entropyFds[i] = e;
             } catch (NativeException ex) {
                 if (e >= 0) {
@@ -103,9 +117,9 @@ public final class UdpPort implements Port {
         this.txSock = new int[batch];
         rxMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         txMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
-        rxAddrs = arena.allocate(LibC.SOCKADDR_IN_SIZE * batch, 8);
+        rxAddrs = arena.allocate(LibC.SOCKADDR_IN6_SIZE * batch, 8);
         rxControl = arena.allocate((long) CONTROL_BYTES * batch, 8);
-        txAddrs = arena.allocate(LibC.SOCKADDR_IN_SIZE * batch, 8);
+        txAddrs = arena.allocate(LibC.SOCKADDR_IN6_SIZE * batch, 8);
         MemorySegment rxIovs = arena.allocate(16L * batch, 8);
         txIovs = arena.allocate(16L * batch, 8);
         rxBufs = new MemorySegment[batch];
@@ -124,8 +138,8 @@ public final class UdpPort implements Port {
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOV, rxIovs.address() + 16L * i);
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOVLEN, 1L);
             txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_NAME,
-                    txAddrs.address() + LibC.SOCKADDR_IN_SIZE * i);
-            txMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) LibC.SOCKADDR_IN_SIZE);
+                    txAddrs.address() + LibC.SOCKADDR_IN6_SIZE * i);
+            txMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) saSize);
             txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOV, txIovs.address() + 16L * i);
             txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOVLEN, 1L);
         }
@@ -136,8 +150,8 @@ public final class UdpPort implements Port {
         for (int i = 0; i < batch; i++) {
             long m = LibC.MMSGHDR_SIZE * i;
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_NAME,
-                    rxAddrs.address() + LibC.SOCKADDR_IN_SIZE * i);
-            rxMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) LibC.SOCKADDR_IN_SIZE);
+                    rxAddrs.address() + LibC.SOCKADDR_IN6_SIZE * i);
+            rxMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) LibC.SOCKADDR_IN6_SIZE);
             rxMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_FLAGS, 0);
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROL,
                     rxControl.address() + (long) CONTROL_BYTES * i);
@@ -157,10 +171,10 @@ public final class UdpPort implements Port {
                 counters.rxTruncated++;
                 continue;
             }
-            MemorySegment sa = rxAddrs.asSlice(LibC.SOCKADDR_IN_SIZE * i, LibC.SOCKADDR_IN_SIZE);
+            MemorySegment sa = rxAddrs.asSlice(LibC.SOCKADDR_IN6_SIZE * i, LibC.SOCKADDR_IN6_SIZE);
             ByteBuffer view = rxViews[i];
             view.clear().limit(len);
-            handler.onFrame(rxBufs[i], view, len, LibC.sockaddrInAddr(sa), LibC.sockaddrInPort(sa),
+            handler.onFrame(rxBufs[i], view, len, LibC.sockaddrAddr(sa), LibC.sockaddrInPort(sa),
                     ecn(i, rxMsgs.get(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN)));
         }
         return n;
@@ -170,9 +184,9 @@ public final class UdpPort implements Port {
      * Sends as ECN-capable (ECT(0)), so that an ECN-enabled queue on the way marks CE instead of
      * dropping. Best effort: without it packets go out not-ECT, as before.
      */
-    private static void markEct(int sock) {
+    private static void markEct(int sock, int level, int type) {
         try {
-            LibC.setsockoptInt(sock, LibC.IPPROTO_IP, LibC.IP_TOS, ECT0);
+            LibC.setsockoptInt(sock, level, type, ECT0);
         } catch (NativeException ignored) {
             // not-ECT then
         }
@@ -188,8 +202,8 @@ public final class UdpPort implements Port {
                 break;
             }
             if (len > LibC.CMSGHDR_SIZE
-                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 8) == LibC.IPPROTO_IP
-                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 12) == LibC.IP_TOS) {
+                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 8) == tosLevel
+                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 12) == tosType) {
                 return rxControl.get(ValueLayout.JAVA_BYTE, base + off + LibC.CMSGHDR_SIZE) & 3;
             }
             off += (len + 7) & ~7L;
@@ -221,7 +235,7 @@ public final class UdpPort implements Port {
         int i = claimed;
         txSock[i] = entropyFds.length == 0 ? fd : entropyFds[(entropy & 0xffff) % entropyFds.length];
         txIovs.set(ValueLayout.JAVA_LONG, 16L * i + 8, length);
-        LibC.writeSockaddrIn(txAddrs.asSlice(LibC.SOCKADDR_IN_SIZE * i, LibC.SOCKADDR_IN_SIZE), dstIp,
+        LibC.writeSockaddr(txAddrs.asSlice(LibC.SOCKADDR_IN6_SIZE * i, LibC.SOCKADDR_IN6_SIZE), dstIp,
                 dstPort);
         txCount++;
         claimed = -1;

@@ -26,10 +26,4 @@ public final class SimClock implements LongSupplier {
         nowNs += deltaNs;
     }
 
-    /** Moves to {@code timeNs}, or stays when that is in the past. */
-    public void advanceTo(long timeNs) {
-        if (timeNs > nowNs) {
-            nowNs = timeNs;
-        }
-    }
 }

@@ -131,17 +131,6 @@ public final class SimFabric implements AutoCloseable {
         return p;
     }
 
-    /** The earliest arrival time of any frame in flight, or {@link Long#MAX_VALUE}. */
-    public long nextArrivalNs() {
-        long t = Long.MAX_VALUE;
-        for (int i = 0; i < hostCount; i++) {
-            SimPort h = hosts[i];
-            if (h.heapSize > 0 && arrivalNs[h.heap[0]] < t) {
-                t = arrivalNs[h.heap[0]];
-            }
-        }
-        return t;
-    }
 
     /** Frames in flight (committed, not yet polled). */
     public int inFlight() {

@@ -29,6 +29,12 @@ public final class LibC {
     public static final int EFD_NONBLOCK = 0x800;
     public static final int EFD_CLOEXEC = 0x80000;
     public static final int AF_INET = 2;
+    public static final int AF_INET6 = 10;
+    public static final int IPPROTO_IPV6 = 41;
+    /** IPV6_TCLASS: as a socket option, the traffic class sent; as a control message, the one received. */
+    public static final int IPV6_TCLASS = 67;
+    /** Asks for an IPV6_TCLASS control message with every datagram received. */
+    public static final int IPV6_RECVTCLASS = 66;
     public static final int SOCK_DGRAM = 2;
     public static final int SOCK_NONBLOCK = 0x800;
     public static final int SOCK_CLOEXEC = 0x80000;
@@ -59,6 +65,8 @@ public final class LibC {
     public static final long EPOLL_EVENT_SIZE = 12;
     /** struct sockaddr_in: 16 bytes (family u16, port be16, addr be32, zero[8]). */
     public static final long SOCKADDR_IN_SIZE = 16;
+    /** struct sockaddr_in6: 28 bytes (family u16, port be16, flowinfo be32, addr[16], scope u32). */
+    public static final long SOCKADDR_IN6_SIZE = 28;
     /** struct msghdr (56) + msg_len (u32) padded: struct mmsghdr is 64 bytes. */
     public static final long MMSGHDR_SIZE = 64;
     public static final long MSGHDR_NAME = 0;
@@ -300,15 +308,19 @@ public final class LibC {
         }
     }
 
-    /** bind(2) to an IPv4 address (host-order int) and port. */
+    /**
+     * bind(2) to an address ({@link io.metaroce.abi.IpAddr} int: IPv4 host order, or an IPv6
+     * handle, then the socket must be AF_INET6) and port.
+     */
     public static void bindInet4(int fd, int ipv4, int port) throws NativeException {
         MemorySegment cs = CAPTURE.get();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment sa = arena.allocate(SOCKADDR_IN_SIZE, 4);
-            writeSockaddrIn(sa, ipv4, port);
-            int rc = (int) BIND.invokeExact(cs, fd, sa, (int) SOCKADDR_IN_SIZE);
+            long size = sockaddrSize(ipv4);
+            MemorySegment sa = arena.allocate(size, 4);
+            writeSockaddr(sa, ipv4, port);
+            int rc = (int) BIND.invokeExact(cs, fd, sa, (int) size);
             if (rc < 0) {
-                throw new NativeException("bind(" + fd + ", " + Inet4.toString(ipv4) + ":" + port + ")",
+                throw new NativeException("bind(" + fd + ", " + io.metaroce.abi.IpAddr.toString(ipv4) + ":" + port + ")",
                         errno(cs));
             }
         } catch (NativeException e) {
@@ -482,6 +494,45 @@ public final class LibC {
         } catch (Throwable t) {
             throw rethrow(t);
         }
+    }
+
+    private static final java.lang.foreign.ValueLayout.OfLong BE_LONG =
+            JAVA_LONG.withByteAlignment(1).withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+
+    /** The address family of an {@link io.metaroce.abi.IpAddr} int. */
+    public static int family(int addr) {
+        return io.metaroce.abi.IpAddr.isV6(addr) ? AF_INET6 : AF_INET;
+    }
+
+    /** The size of the sockaddr of an {@link io.metaroce.abi.IpAddr} int's family. */
+    public static long sockaddrSize(int addr) {
+        return io.metaroce.abi.IpAddr.isV6(addr) ? SOCKADDR_IN6_SIZE : SOCKADDR_IN_SIZE;
+    }
+
+    /** Writes a struct sockaddr_in or, for an IPv6 handle, a struct sockaddr_in6 (scope 0). */
+    public static void writeSockaddr(MemorySegment sa, int addr, int port) {
+        if (!io.metaroce.abi.IpAddr.isV6(addr)) {
+            writeSockaddrIn(sa, addr, port);
+            return;
+        }
+        sa.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 0, (short) AF_INET6);
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 2, (byte) (port >>> 8));
+        sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 3, (byte) port);
+        sa.set(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 4, 0);
+        sa.set(BE_LONG, 8, io.metaroce.abi.IpAddr.hi(addr));
+        sa.set(BE_LONG, 16, io.metaroce.abi.IpAddr.lo(addr));
+        sa.set(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 24, 0);
+    }
+
+    /**
+     * The address of a struct sockaddr_in or sockaddr_in6 as an {@link io.metaroce.abi.IpAddr}
+     * int (an IPv6 source is entered in the table on first sight; 0 when it is full).
+     */
+    public static int sockaddrAddr(MemorySegment sa) {
+        if (sa.get(java.lang.foreign.ValueLayout.JAVA_SHORT, 0) == AF_INET6) {
+            return io.metaroce.abi.IpAddr.intern(sa.get(BE_LONG, 8), sa.get(BE_LONG, 16));
+        }
+        return sockaddrInAddr(sa);
     }
 
     /** Writes a struct sockaddr_in (host-order address and port in, network order out). */

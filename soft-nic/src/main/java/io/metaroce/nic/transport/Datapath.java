@@ -23,56 +23,29 @@ public final class Datapath implements AutoCloseable {
     public final DmaBatch scatter = new DmaBatch(true, DmaBatch.IOV_MAX);
     public final CRC32C crc = new CRC32C();
     public final TransportCounters counters = new TransportCounters();
-    /** Initial and largest retransmission timeouts. */
-    public long rtoInitialNs = 5_000_000L;
-    public long rtoMaxNs = 200_000_000L;
-    /**
-     * Smallest per-path RTO, and the floor of the QP RTO (at least twice it). 200 us suits the
-     * SimFabric's microsecond timing; the daemon sets it from --rto-min-us for its real port,
-     * where scheduling stalls of milliseconds would otherwise look like dead paths.
-     */
-    public long rtoMinNs = 200_000L;
-    /**
-     * Smallest tail-loss probe timeout (spec 8). 50 us for the SimFabric; the daemon sets it from
-     * --tlp-min-us, since on a real host srtt + 4 rttvar is shorter than a scheduling stall and
-     * every stall would send a duplicate probe on each path.
-     */
-    public long tlpMinNs = 50_000L;
-    /**
-     * Smallest slack of the delay target above min RTT (spec 11: target = min_rtt + max(min_rtt / 4,
-     * this)). 20 us for the SimFabric, where queueing is the only RTT noise; the daemon sets it from
-     * --cc-slack-us, since on a real host scheduling noise of a millisecond would read as
-     * congestion and pin every window to one packet.
-     */
-    public long ccSlackMinNs = 20_000L;
-    /**
-     * Cross-path loss detection (spec 8): a packet is lost once a packet sent after it on another
-     * path was reported delivered and it is older than srtt + this many rttvar of its own path.
-     */
-    public int lossDetectVarFactor = 4;
-    /**
-     * Paths per RC QP (1..256); the baseline transport always uses one. 8 for the in-process tests
-     * that do not choose; the daemon sets --paths (default {@link #DEFAULT_PATHS}).
-     */
-    public int paths = 8;
-    /**
-     * Paths per RC QP by default: 48 reach every link of a 4-link fabric with probability
-     * 0.999996 and of an 8-link one with 0.987, ECMP modelled as a uniform random choice per path
-     * (spec 10, {@link PathSet#coverage}); 48 of the 64 default entropy ports leave 16 unused
-     * ones for the redraws of retired paths.
-     */
-    public static final int DEFAULT_PATHS = 48;
-    /**
-     * Source ports the port spreads entropies over (the daemon's --entropy-ports; 0: the entropy
-     * itself is the route key, as on the SimFabric). Redraws of retired paths pick among these.
-     */
-    public int entropyPorts;
+    /** What this datapath was built with; the fields below are its values, read on the hot path. */
+    public final TransportSettings settings;
+    /** {@link TransportSettings#rtoInitialNs} and {@link TransportSettings#rtoMaxNs}. */
+    public final long rtoInitialNs;
+    public final long rtoMaxNs;
+    /** {@link TransportSettings#rtoMinNs}: the per-path RTO floor. */
+    public final long rtoMinNs;
+    /** {@link TransportSettings#tlpMinNs}: the tail-loss probe floor. */
+    public final long tlpMinNs;
+    /** {@link TransportSettings#ccSlackMinNs}: the delay target's smallest slack. */
+    public final long ccSlackMinNs;
+    /** {@link TransportSettings#lossDetectVarFactor}. */
+    public final int lossDetectVarFactor;
+    /** {@link TransportSettings#paths}: paths per RC QP (the baseline uses one). */
+    public final int paths;
+    /** {@link TransportSettings#entropyPorts}. */
+    public final int entropyPorts;
     /** Probe budget (spec 10): probes a QP, and the whole daemon, may send per epoch. */
     public static final int PROBES_PER_QP = 16;
     public static final int PROBES_PER_DAEMON = 64;
     public static final long PROBE_EPOCH_NS = 1_000_000L;
-    public int probesPerQp = PROBES_PER_QP;
-    public int probesPerDaemon = PROBES_PER_DAEMON;
+    public final int probesPerQp;
+    public final int probesPerDaemon;
     /** The current probe epoch ({@code now / PROBE_EPOCH_NS}), probes sent in it, QPs that wanted to. */
     long probeEpoch = Long.MIN_VALUE;
     int probesInEpoch;
@@ -89,8 +62,8 @@ public final class Datapath implements AutoCloseable {
             probersInEpoch = 0;
         }
     }
-    /** Baseline (classic RoCE stand-in): one path, cumulative ACKs, go-back-N, fixed RTO. */
-    public boolean baseline;
+    /** {@link TransportSettings#baseline}: one path, cumulative ACKs, go-back-N, fixed RTO. */
+    public final boolean baseline;
     /** The connection manager's view of QP life (NONE: no manager, no tokens). */
     public QpLifecycle lifecycle = QpLifecycle.NONE;
 
@@ -115,9 +88,21 @@ public final class Datapath implements AutoCloseable {
     private final Qp[] ackQps = new Qp[STAGE_CAPACITY];
     private int ackCount;
 
-    public Datapath(Port port, MrTable mrs) {
+    public Datapath(Port port, MrTable mrs, TransportSettings settings) {
         this.port = port;
         this.mrs = mrs;
+        this.settings = settings;
+        this.rtoInitialNs = settings.rtoInitialNs();
+        this.rtoMaxNs = settings.rtoMaxNs();
+        this.rtoMinNs = settings.rtoMinNs();
+        this.tlpMinNs = settings.tlpMinNs();
+        this.ccSlackMinNs = settings.ccSlackMinNs();
+        this.lossDetectVarFactor = settings.lossDetectVarFactor();
+        this.paths = settings.paths();
+        this.entropyPorts = settings.entropyPorts();
+        this.probesPerQp = settings.probesPerQp();
+        this.probesPerDaemon = settings.probesPerDaemon();
+        this.baseline = settings.baseline();
         for (int i = 0; i < RESPONSE_BURST; i++) {
             responseFrames[i] = arena.allocate(port.maxFrame(), 64);
         }

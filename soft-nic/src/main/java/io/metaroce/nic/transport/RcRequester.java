@@ -136,7 +136,7 @@ public final class RcRequester {
 
     /** Paths of a QP on this datapath (the baseline has one). */
     public static int pathCount(Datapath dp) {
-        return dp.baseline ? 1 : Math.max(1, Math.min(MAX_PATHS, dp.paths));
+        return dp.settings.pathsPerQp(); // the settings checked 1..MAX_PATHS
     }
 
     /** The entropy (UDP source port class) of path {@code id} of QP {@code qpn} after {@code generation} retirements. */

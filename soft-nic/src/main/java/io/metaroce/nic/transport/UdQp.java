@@ -1,5 +1,6 @@
 package io.metaroce.nic.transport;
 
+import io.metaroce.abi.IpAddr;
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.WqeDescriptor;
@@ -19,6 +20,9 @@ import java.lang.foreign.ValueLayout;
  * <p>Engine thread only.
  */
 public final class UdQp {
+    private static final ValueLayout.OfLong BE_LONG =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+
     private final Qp qp;
     private final WqeFlyweight wqe = new WqeFlyweight();
     /** Largest payload of one UD message: the active MTU of the netdev. */
@@ -164,8 +168,13 @@ public final class UdQp {
             }
             int dstIp = Integer.reverseBytes(ring.get(ValueLayout.JAVA_INT,
                     slot + WqeDescriptor.OFF_UD_DEST_IPV4));
-            if (status < 0 && dstIp == 0) {
-                status = Ibv.WC_LOC_QP_OP_ERR; // an address handle with no IPv4-mapped GID
+            if (dstIp == 0) {
+                // An IPv6 host: the whole dgid (IpAddr: its handle; 0 for the zero GID)
+                dstIp = IpAddr.intern(ring.get(BE_LONG, slot + WqeDescriptor.OFF_UD_DGID),
+                        ring.get(BE_LONG, slot + WqeDescriptor.OFF_UD_DGID + 8));
+            }
+            if (status < 0 && (dstIp == 0 || IpAddr.isV6(dstIp) != IpAddr.isV6(dp.port.localIp()))) {
+                status = Ibv.WC_LOC_QP_OP_ERR; // no address, or one of the family the daemon does not serve
             }
             if (status >= 0) {
                 errStatus = status;

@@ -1,5 +1,6 @@
 package io.metaroce.nic.transport;
 
+import io.metaroce.abi.IpAddr;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -41,8 +42,8 @@ public final class UdWire {
 
     /**
      * Writes a GRH at {@code off} of {@code g}: IPv6-style version 6, traffic class, flow label 0,
-     * payload length, next header 0x1b, hop limit, sgid ::ffff:{@code srcIp}, dgid
-     * ::ffff:{@code dstIp} (IPv4 in host order).
+     * payload length, next header 0x1b, hop limit, sgid and dgid the GIDs of {@code srcIp} and
+     * {@code dstIp} ({@link IpAddr}: ::ffff:a.b.c.d for IPv4, the address itself for IPv6).
      */
     public static void putGrh(MemorySegment g, long off, int trafficClass, int payloadLen, int hopLimit,
             int srcIp, int dstIp) {
@@ -57,7 +58,15 @@ public final class UdWire {
         mappedGid(g, off + 24, dstIp);
     }
 
+    private static final ValueLayout.OfLong BE_LONG =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+
     private static void mappedGid(MemorySegment g, long off, int ip) {
+        if (IpAddr.isV6(ip)) {
+            g.set(BE_LONG, off, IpAddr.hi(ip));
+            g.set(BE_LONG, off + 8, IpAddr.lo(ip));
+            return;
+        }
         g.set(ValueLayout.JAVA_LONG_UNALIGNED, off, 0L);
         g.set(ValueLayout.JAVA_SHORT_UNALIGNED, off + 8, (short) 0);
         g.set(ValueLayout.JAVA_SHORT_UNALIGNED, off + 10, (short) -1);

@@ -5,7 +5,7 @@ import io.metaroce.control.cm.CmMessage;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.nic.sys.Inet4;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 import io.metaroce.nic.transport.RcRequester;
@@ -116,7 +116,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             failures.incrementAndGet();
             Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
                     ? error.getCause() : error;
-            LOG.warn("QP {} -> {}:{}: connection manager handshake failed: {}", qp.qpn, Inet4.toString(qp.peerIp),
+            LOG.warn("QP {} -> {}:{}: connection manager handshake failed: {}", qp.qpn, IpAddr.toString(qp.peerIp),
                     qp.destQpNum, cause.getMessage());
             qp.fatal(Ibv.EVENT_QP_FATAL);
             return;
@@ -126,7 +126,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         qp.cmRemoteToken = remote.token();
         qp.txToken = remote.token();
         qp.cmReady = true;
-        LOG.debug("QP {} connected to {}:{} ({} paths)", qp.qpn, Inet4.toString(qp.peerIp), remote.qpn(), remote.paths());
+        LOG.debug("QP {} connected to {}:{} ({} paths)", qp.qpn, IpAddr.toString(qp.peerIp), remote.qpn(), remote.paths());
     }
 
     @Override
@@ -201,7 +201,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             }
             // After a grace period: a peer that closes right after its last completion must not
             // race its last ACK, and a QP destroyed meanwhile is left alone.
-            String why = "peer QP " + remoteQpn + " on " + Inet4.toString(peerIp) + " went away (reason " + reason + ")";
+            String why = "peer QP " + remoteQpn + " on " + IpAddr.toString(peerIp) + " went away (reason " + reason + ")";
             CompletableFuture.delayedExecutor(disconnectGraceMs, TimeUnit.MILLISECONDS)
                     .execute(() -> fail(qp, local, false, why));
         }
@@ -217,7 +217,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
                 // daemon, sent on to a restarted one otherwise), and one the new incarnation
                 // answered is established only after this command: the manager hears nothing of
                 // the new daemon before its HELLO, and the engine runs commands in order.
-                fail(qp, local, true, "peer daemon " + Inet4.toString(peerIp) + " lost: " + why);
+                fail(qp, local, true, "peer daemon " + IpAddr.toString(peerIp) + " lost: " + why);
             }
         }
     }

@@ -2,13 +2,13 @@ package io.metaroce.nic.verbs;
 
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.Errno;
-import io.metaroce.nic.sys.Inet4;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 
 /**
  * ibv_modify_qp on the engine thread: the transition and mask rules come from
- * {@link QpStateMachine}; here are the value checks (RoCE v2 over IPv4 on port 1), the attribute
+ * {@link QpStateMachine}; here are the value checks (RoCE v2 over IPv4 or IPv6 on port 1), the attribute
  * updates and what each new state starts or stops in the transport.
  */
 public final class QpModifier {
@@ -25,6 +25,11 @@ public final class QpModifier {
         err = checkValues(mask, a);
         if (err != 0) {
             return err;
+        }
+        // The peer must be of the family the daemon serves: an IPv4 daemon's port cannot reach an
+        // IPv6 peer, nor the reverse (docs/spec/transport.md T-1.3).
+        if ((mask & Ibv.QP_AV) != 0 && IpAddr.isV6(IpAddr.fromGid(a.dgid)) != IpAddr.isV6(dp.port.localIp())) {
+            return Errno.EINVAL;
         }
         apply(qp, mask, a);
         int from = qp.state;
@@ -104,8 +109,9 @@ public final class QpModifier {
             return Errno.EINVAL;
         }
         if ((mask & Ibv.QP_AV) != 0) {
-            // RoCE v2 needs a GRH: the GID is the peer's IPv4-mapped address, our GID index 0.
-            if (a.isGlobal == 0 || a.sgidIndex != 0 || Inet4.fromMappedGid(a.dgid) == 0
+            // RoCE v2 needs a GRH: the GID is the peer's address (IPv4-mapped, or IPv6 unicast),
+            // our GID index 0.
+            if (a.isGlobal == 0 || a.sgidIndex != 0 || IpAddr.fromGid(a.dgid) == 0 || a.dgid[0] == (byte) 0xff
                     || (a.ahPortNum != 0 && a.ahPortNum != 1)) {
                 return Errno.EINVAL;
             }
@@ -153,7 +159,7 @@ public final class QpModifier {
         }
         if ((mask & Ibv.QP_AV) != 0) {
             System.arraycopy(a.dgid, 0, qp.dgid, 0, 16);
-            qp.peerIp = Inet4.fromMappedGid(a.dgid);
+            qp.peerIp = IpAddr.fromGid(a.dgid);
             qp.isGlobal = true;
             qp.sgidIndex = a.sgidIndex;
             qp.hopLimit = a.hopLimit;

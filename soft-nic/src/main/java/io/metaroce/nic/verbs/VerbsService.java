@@ -39,8 +39,8 @@ import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.FileIds;
-import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import io.metaroce.nic.transport.Qp;
@@ -237,7 +237,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     case MRCE_OP_IMPORT_MR -> importMr(s, seq, p);
                     case MRCE_OP_UNIMPORT_MR -> unimportMr(s, seq, p);
                     case MRCE_OP_CM_LISTEN, MRCE_OP_CM_UNLISTEN, MRCE_OP_CM_CONNECT, MRCE_OP_CM_GET_REQUEST,
-                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT -> {
+                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT, MRCE_OP_CM_BIND -> {
                         io.metaroce.control.cm.ServiceTable t = services;
                         if (t == null) {
                             session.respond(op, seq, Errno.EOPNOTSUPP, empty());
@@ -369,12 +369,12 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         ByteBuffer r = resp(HelloRespDescriptor.SIZE);
         r.putInt((int) HelloRespDescriptor.OFF_ABI_VERSION, MRCE_ABI_VERSION);
         r.putInt((int) HelloRespDescriptor.OFF_DAEMON_PID, daemonPid);
-        r.put((int) HelloRespDescriptor.OFF_GID, Inet4.mappedGid(net.ipv4()));
+        byte[] gid = IpAddr.gid(net.ipv4());
+        r.put((int) HelloRespDescriptor.OFF_GID, gid);
         putString(r, (int) HelloRespDescriptor.OFF_DEV_NAME, devName);
         putString(r, (int) HelloRespDescriptor.OFF_IFNAME, net.ifname());
-        // node GUID, network order: 02:4d:52:ff:<ipv4>
-        byte[] guid = {0x02, 0x4d, 0x52, (byte) 0xff, (byte) (net.ipv4() >>> 24),
-            (byte) (net.ipv4() >>> 16), (byte) (net.ipv4() >>> 8), (byte) net.ipv4()};
+        // node GUID, network order: 02:4d:52:ff: and the last 4 bytes of the GID (the IPv4 address)
+        byte[] guid = {0x02, 0x4d, 0x52, (byte) 0xff, gid[12], gid[13], gid[14], gid[15]};
         r.put((int) HelloRespDescriptor.OFF_NODE_GUID, guid);
         r.putInt((int) HelloRespDescriptor.OFF_IF_MTU, net.mtu());
         r.putInt((int) HelloRespDescriptor.OFF_ACTIVE_MTU, activeMtu(net.mtu()));
@@ -1487,7 +1487,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
 
     /**
      * The live objects per provider connection and in all, as JSON (for mrce-ctl objects and the
-     * leak checks of the tests): {@code {"sessions":n,"totals":{...},"perSession":[...]}}.
+     * leak checks of the tests): {@code {"sessions":n,"totals":{...},"perSession":[...],"cmService":{...}}}.
      */
     public String objectsJson() {
         StringBuilder per = new StringBuilder(256);
@@ -1525,7 +1525,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         }
         return "{\"sessions\":" + n + ",\"totals\":{\"pds\":" + pds + ",\"mrs\":" + mrs
                 + ",\"compChannels\":" + channels + ",\"cqs\":" + cqs + ",\"qps\":" + qps
-                + "},\"perSession\":[" + per + "]}";
+                + "},\"perSession\":[" + per + "]" + cmServiceJson() + "}";
+    }
+
+    /** {@code ,"cmService":{...}} (the connection service's listens, binds and requests), or nothing without it. */
+    private String cmServiceJson() {
+        io.metaroce.control.cm.ServiceTable t = services;
+        return t == null ? "" : ",\"cmService\":" + t.json();
     }
 
     @Override

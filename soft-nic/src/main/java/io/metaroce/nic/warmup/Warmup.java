@@ -27,7 +27,7 @@ import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
-import io.metaroce.nic.transport.Datapath;
+import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.transport.Wire;
 import io.metaroce.nic.verbs.Limits;
 import io.metaroce.nic.verbs.NetInfo;
@@ -70,7 +70,7 @@ public final class Warmup {
     public static final long DEFAULT_BUDGET_NS = 10_000_000_000L;
     private static final int UDP_PORT = 4793;
     /** Paths per QP at most: 48 (the daemon's default) made a round 20 to 80 ms long, 8 about 1 ms. */
-    private static final int WARM_PATHS = 8;
+    static final int WARM_PATHS = 8;
     private static final int BUF = 128 * 1024;
     private static final int[] SEND_SIZES = {64, 4096};
     private static final int WRITE_BIG = 65536;
@@ -100,16 +100,21 @@ public final class Warmup {
 
     /**
      * The daemon's warm-up, once per JVM (a daemon serving several devices warms up once): with
-     * the transport settings of {@code settings} (paths, timers, baseline mode), after the real
+     * the transport settings {@code settings} (paths capped at {@link #WARM_PATHS}), after the real
      * port is open (its classes loaded, so that the code compiled here stays valid) and before the
-     * engine runs. Returns null when it already ran.
+     * engine runs. Returns null when it already ran or was {@link #skip skipped}.
      */
-    public static synchronized Result once(Datapath settings) throws Exception {
+    public static synchronized Result once(TransportSettings settings) throws Exception {
         if (done) {
             return null;
         }
         done = true;
         return run(MIN_ROUNDS, MAX_ROUNDS, DEFAULT_BUDGET_NS, settings);
+    }
+
+    /** mrce-nicd --no-warmup: {@link #once} does nothing. */
+    public static synchronized void skip() {
+        done = true;
     }
 
     /** Exactly {@code rounds} rounds, unless {@code budgetNs} runs out first. */
@@ -120,9 +125,11 @@ public final class Warmup {
     /**
      * At least {@code minRounds} rounds, then until the JIT compiled nothing during
      * {@link #QUIET_ROUNDS} rounds, at most {@code maxRounds}; stops when {@code budgetNs} runs out.
-     * The transport settings are those of {@code settings}, or the defaults when it is null.
+     * The transport settings are those of {@code settings} (paths capped at {@link #WARM_PATHS}), or
+     * {@link TransportSettings#SIMULATION} when it is null.
      */
-    public static Result run(int minRounds, int maxRounds, long budgetNs, Datapath settings) throws Exception {
+    public static Result run(int minRounds, int maxRounds, long budgetNs, TransportSettings settings)
+            throws Exception {
         long start = System.nanoTime();
         long deadline = start + budgetNs;
         int[] ips = {Inet4.parse("198.18.255.1"), Inet4.parse("198.18.255.2"), Inet4.parse("198.18.255.3")};
@@ -314,21 +321,11 @@ public final class Warmup {
         private final WqeFlyweight wqe = new WqeFlyweight();
         private final CqeFlyweight cqe = new CqeFlyweight();
 
-        Host(MemorySwitch.End port, long sessionId, Datapath settings) throws Exception {
+        Host(MemorySwitch.End port, long sessionId, TransportSettings settings) throws Exception {
             this.ip = port.localIp();
-            this.engine = new EngineAgent(port, new MrTable(64));
-            if (settings != null) {
-                Datapath dp = engine.datapath();
-                // more paths make no other code run, only slower rounds (each waits on more paths' ACKs)
-                dp.paths = Math.min(settings.paths, WARM_PATHS);
-                dp.entropyPorts = settings.entropyPorts;
-                dp.baseline = settings.baseline;
-                dp.rtoMinNs = settings.rtoMinNs;
-                dp.rtoInitialNs = settings.rtoInitialNs;
-                dp.rtoMaxNs = settings.rtoMaxNs;
-                dp.tlpMinNs = settings.tlpMinNs;
-                dp.ccSlackMinNs = settings.ccSlackMinNs;
-            }
+            TransportSettings t = settings == null ? TransportSettings.SIMULATION : settings;
+            // more paths make no other code run, only slower rounds (each waits on more paths' ACKs)
+            this.engine = new EngineAgent(port, new MrTable(64), t.withPaths(Math.min(t.paths(), WARM_PATHS)));
             VerbsService v;
             try {
                 v = new VerbsService(engine, engine.datapath().mrs, new NetInfo("warmup", ip, 9000, true, 0),

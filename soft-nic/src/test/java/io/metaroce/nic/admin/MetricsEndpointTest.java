@@ -2,11 +2,13 @@ package io.metaroce.nic.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.nic.engine.Telemetry;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -14,14 +16,23 @@ class MetricsEndpointTest {
     private final AtomicLong dataTx = new AtomicLong(5);
     private volatile boolean withQp = true;
 
-    private String snapshot() {
-        String qps = withQp
-                ? "[{\"qpn\":17,\"destQpn\":18,\"state\":3,\"paths\":[{\"id\":0,\"entropy\":4,\"state\":\"ACTIVE\","
-                        + "\"srttNs\":1500,\"packetsSent\":11},{\"id\":1,\"entropy\":9,\"state\":\"DEAD\","
-                        + "\"srttNs\":0,\"packetsSent\":3}]}]"
-                : "[]";
-        return "{\"timeNs\":1,\"counters\":{\"dataTx\":" + dataTx.get() + ",\"ecnMarksRx\":0},"
-                + "\"port\":{\"rxFrames\":7},\"qps\":" + qps + ",\"closedQps\":[]}";
+    private static Telemetry.PathRow path(int id, long entropy, String state, long srttNs, long packetsSent) {
+        long[] v = new long[Telemetry.PATH_KEYS.size()];
+        v[Telemetry.PATH_KEYS.indexOf("entropy")] = entropy;
+        v[Telemetry.PATH_KEYS.indexOf("srttNs")] = srttNs;
+        v[Telemetry.PATH_KEYS.indexOf("packetsSent")] = packetsSent;
+        return new Telemetry.PathRow(id, state, v);
+    }
+
+    private Telemetry snapshot() {
+        List<Telemetry.QpRow> qps = withQp
+                ? List.of(new Telemetry.QpRow(17, 18, 3, false, 0, 0, 0, 0,
+                        List.of(path(0, 4, "active", 1500, 11), path(1, 9, "dead", 0, 3))))
+                : List.of();
+        return new Telemetry(1, "metaroce", 2, false,
+                List.of(new Telemetry.Group("counters", List.of("dataTx", "ecnMarksRx"), new long[] {dataTx.get(), 0}),
+                        new Telemetry.Group("port", List.of("rxFrames"), new long[] {7})),
+                qps, List.of());
     }
 
     @Test
@@ -38,7 +49,8 @@ class MetricsEndpointTest {
                     .contains("mrce_qps 1.0")
                     .containsPattern("mrce_path_packets_sent\\{path=\"0\",qpn=\"17\"} 11.0")
                     .containsPattern("mrce_path_packets_sent\\{path=\"1\",qpn=\"17\"} 3.0")
-                    .containsPattern("mrce_path_srtt_ns\\{path=\"0\",qpn=\"17\"} 1500.0");
+                    .containsPattern("mrce_path_srtt_ns\\{path=\"0\",qpn=\"17\"} 1500.0")
+                    .containsPattern("mrce_path_entropy\\{path=\"1\",qpn=\"17\"} 9.0");
 
             dataTx.set(9);
             withQp = false;

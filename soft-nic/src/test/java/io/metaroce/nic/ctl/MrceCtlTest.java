@@ -32,6 +32,7 @@ class MrceCtlTest {
                     + "\"pathsPerQp\":8,\"linkUp\":true}";
             case "objects" -> "{\"sessions\":1,\"totals\":{\"pds\":1,\"mrs\":2,\"compChannels\":0,\"cqs\":1,\"qps\":1},"
                     + "\"perSession\":[{\"id\":3,\"pid\":42,\"pds\":1,\"mrs\":2,\"compChannels\":0,\"cqs\":1,\"qps\":1}],"
+                    + "\"cmService\":{\"listening\":1,\"bound\":2,\"held\":3,\"kept\":4,\"connecting\":5},"
                     + "\"daemon\":{\"openFds\":30,\"mappings\":200}}";
             default -> throw new IllegalArgumentException("unknown");
         })) {
@@ -63,7 +64,8 @@ class MrceCtlTest {
         assertThat(run("qps")).containsPattern("17\\s+18\\s+RTS\\s+1\\s+2\\s+256\\s+1\\s+4");
         assertThat(run("devices")).contains("mrce0", "veth0", "::ffff:198.18.0.1", "xdp", "up");
         assertThat(run("counters")).containsPattern("transport\\s+dataTx\\s+5").containsPattern("port\\s+rxFrames\\s+7");
-        assertThat(run("objects")).contains("sessions 1", "qps 1", "open fds 30");
+        assertThat(run("objects")).contains("sessions 1", "qps 1", "open fds 30",
+                "connection service: listening 1  bound 2  held 3  kept 4  connecting 5");
     }
 
     @Test

@@ -20,7 +20,7 @@ class StatsCountersTest {
         c.entropyRedraws = 3;
         c.crossPathLosses = 2;
         StringBuilder b = new StringBuilder();
-        Stats.counters(b, c);
+        Telemetry.appendGroup(b, Telemetry.transportCounters(c));
         JsonNode n = new ObjectMapper().readTree(b.toString());
         assertThat(n.path("opportunisticRetransmits").asLong()).isEqualTo(7);
         assertThat(n.path("entropyRedraws").asLong()).isEqualTo(3);

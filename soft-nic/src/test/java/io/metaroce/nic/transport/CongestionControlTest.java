@@ -93,8 +93,7 @@ class CongestionControlTest {
         // ends at a packet or two; with the daemon's 1 ms floor it never shrinks.
         assertThat(windowAfterNoise(20_000L)).as("20 us slack: pinned near the minimum")
                 .isLessThanOrEqualTo(2L * PKT);
-        try (RequesterHarness h = new RequesterHarness(1)) {
-            h.dp().ccSlackMinNs = 1_000_000L;
+        try (RequesterHarness h = new RequesterHarness(daemonFloors(1_000_000L))) {
             Path p = h.path(0);
             long w = noisyRounds(h);
             assertThat(w).as("1 ms slack: never cut").isGreaterThanOrEqualTo(16L * RequesterHarness.P);
@@ -111,9 +110,13 @@ class CongestionControlTest {
         }
     }
 
+    /** One path under the daemon's timer floors (RTO 10 ms, TLP 2 ms) and the given delay-target slack. */
+    private static TransportSettings daemonFloors(long slackNs) {
+        return TransportSettings.SIMULATION.withPaths(1).withFloors(10_000_000L, 2_000_000L, slackNs);
+    }
+
     private static long windowAfterNoise(long slackNs) throws Exception {
-        try (RequesterHarness h = new RequesterHarness(1)) {
-            h.dp().ccSlackMinNs = slackNs;
+        try (RequesterHarness h = new RequesterHarness(daemonFloors(slackNs))) {
             return noisyRounds(h);
         }
     }
@@ -123,8 +126,6 @@ class CongestionControlTest {
      * floors (so that only the delay target differs); returns the final window.
      */
     private static long noisyRounds(RequesterHarness h) {
-        h.dp().rtoMinNs = 10_000_000L;
-        h.dp().tlpMinNs = 2_000_000L;
         Path p = h.path(0);
         Random rnd = new Random(11);
         for (int round = 0; round < 40; round++) {

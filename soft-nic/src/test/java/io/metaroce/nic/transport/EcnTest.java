@@ -14,11 +14,9 @@ class EcnTest {
     @Test
     void ceMarksReachThePathCountersAndTheTransferCompletes() throws Exception {
         TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(5, 0, 0, 0, 400,
-                Ibv.MTU_1024, p -> {
+                Ibv.MTU_1024, TransportSettings.SIMULATION.withPaths(4), p -> {
                     p.link.paths(4, new double[4]);
                     p.link.ceRate = 0.05;
-                    p.a.engine.datapath().paths = 4;
-                    p.b.engine.datapath().paths = 4;
                 }, null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 400);
@@ -33,7 +31,7 @@ class EcnTest {
             assertThat(rx).isPositive().isLessThanOrEqualTo(o.pair().link.ceMarked);
             assertThat(reported).as("marks reported to the sender").isPositive()
                     .isLessThanOrEqualTo(o.pair().b.engine.datapath().counters.ecnMarksRx);
-            assertThat(o.pair().a.engine.statsJson(0)).contains("\"ecnReadable\":true")
+            assertThat(o.pair().a.engine.telemetry(0).toJson()).contains("\"ecnReadable\":true")
                     .contains("\"ecnMarksRx\":");
         } finally {
             o.pair().close();

@@ -47,10 +47,8 @@ class MultipathPropertyTest {
         int victim = r.nextInt(fabricPaths);
         long[] killAt = {0};
         TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(seed, 0, dup, 30_000,
-                MESSAGES, Ibv.MTU_256 + (int) (seed % 5), p -> {
+                MESSAGES, Ibv.MTU_256 + (int) (seed % 5), TransportSettings.SIMULATION.withPaths(qpPaths), p -> {
                     p.link.paths(fabricPaths, perPath);
-                    p.a.engine.datapath().paths = qpPaths;
-                    p.b.engine.datapath().paths = qpPaths;
                     killAt[0] = p.clock.get() + 2_000_000 + r.nextInt(20_000_000);
                     if (death) {
                         p.link.killPath(victim, killAt[0]);
@@ -78,8 +76,7 @@ class MultipathPropertyTest {
         long[] killAt = {0};
         TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(77, 0, 0, 0, 1000,
                 Ibv.MTU_1024, p -> {
-                    p.link.paths(8, new double[8]);
-                    p.a.engine.datapath().paths = 8;
+                    p.link.paths(8, new double[8]); // the engines' 8 paths (TransportSettings.SIMULATION)
                     killAt[0] = p.clock.get() + 100_000;
                     p.link.killPath(3, killAt[0]);
                 }, null);
@@ -121,10 +118,7 @@ class MultipathPropertyTest {
     @Test
     void baselineGoesBackNAndStillDeliversEverything() throws Exception {
         TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(9, 0.02, 0.01, 0, 200,
-                Ibv.MTU_1024, p -> {
-                    p.a.engine.datapath().baseline = true;
-                    p.b.engine.datapath().baseline = true;
-                }, null);
+                Ibv.MTU_1024, TransportSettings.SIMULATION.withBaseline(true), null, null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 200);
             assertNoStateLeft(o.pair());

@@ -34,7 +34,7 @@ class PathScaleTest {
     void manyHealthyPathsCostNothing() throws Exception {
         var bean = ManagementFactory.getThreadMXBean();
         SimStream.Result base = null;
-        for (int n : new int[] {8, 32, Datapath.DEFAULT_PATHS, 256}) {
+        for (int n : new int[] {8, 32, TransportSettings.DEFAULT_PATHS, 256}) {
             long cpu0 = bean.getCurrentThreadCpuTime();
             SimStream.Result r = run(n);
             long cpuMs = (bean.getCurrentThreadCpuTime() - cpu0) / 1_000_000;

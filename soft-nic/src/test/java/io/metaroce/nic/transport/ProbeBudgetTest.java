@@ -41,13 +41,10 @@ class ProbeBudgetTest {
                 Arena arena = Arena.ofShared()) {
             fabric.selector((s, d, p, e, links) -> LinkSelector.hash(0, 0, 0, e % PATHS, links));
             fabric.forEachLink(l -> l.delayNs(10_000).rateBitsPerSec(10_000_000_000L).queueBytes(1 << 20));
-            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock);
-            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock);
+            TransportSettings transport = TransportSettings.SIMULATION.withPaths(PATHS).withEntropyPorts(PATHS);
+            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock, transport);
+            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock, transport);
             try {
-                for (TestNode n : new TestNode[] {a, b}) {
-                    n.engine.datapath().paths = PATHS;
-                    n.engine.datapath().entropyPorts = PATHS;
-                }
                 assertThat(a.hello().status()).isZero();
                 assertThat(b.hello().status()).isZero();
                 int pdA = a.allocPd();

@@ -75,6 +75,8 @@ final class RdmaRig implements AutoCloseable {
         int minRnrTimer = 1;
         int wr = 128;
         Consumer<RdmaRig> setup;
+        /** Both engines' transport. */
+        TransportSettings transport = TransportSettings.SIMULATION;
     }
 
     final Config cfg;
@@ -85,8 +87,8 @@ final class RdmaRig implements AutoCloseable {
         MemoryLink.End ea = link.end(IP_A, 4793);
         MemoryLink.End eb = link.end(IP_B, 4793);
         link.connect(ea, eb);
-        a = new TestNode(ea, 4793, clock::get);
-        b = new TestNode(eb, 4793, clock::get);
+        a = new TestNode(ea, 4793, clock::get, c.transport);
+        b = new TestNode(eb, 4793, clock::get, c.transport);
         assertThat(a.hello().status()).isZero();
         assertThat(b.hello().status()).isZero();
         pdA = a.allocPd();

@@ -67,8 +67,12 @@ final class RequesterHarness implements AutoCloseable {
     private int posted;
 
     RequesterHarness(int paths) throws Exception {
+        this(TransportSettings.SIMULATION.withPaths(paths));
+    }
+
+    RequesterHarness(TransportSettings transport) throws Exception {
         link.connect(host, peer);
-        a = new TestNode(host, 4793, clock::get);
+        a = new TestNode(host, 4793, clock::get, transport);
         assertThat(a.hello().status()).isZero();
         int pd = a.allocPd();
         buf = arena.allocate(1 << 20, 64);
@@ -76,7 +80,6 @@ final class RequesterHarness implements AutoCloseable {
         writableLkey = a.regMr(pd, buf, Ibv.ACCESS_LOCAL_WRITE)[1];
         cq = a.createCq(256, AbiConstants.NO_HANDLE);
         qpH = a.createQp(pd, cq.handle(), cq.handle(), 256, 1, 64);
-        a.engine.datapath().paths = paths;
         a.connect(qpH.handle(), IP_B, PEER_QPN, SQ_PSN, 0, Ibv.MTU_1024);
         qp = a.engine.qpByQpn(qpH.qpn());
         assertThat(qp.payloadPerPacket()).isEqualTo(P);

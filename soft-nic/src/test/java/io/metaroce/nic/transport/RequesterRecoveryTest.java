@@ -149,10 +149,10 @@ class RequesterRecoveryTest {
 
     @Test
     void tailLossProbeFiresAfterThePtoAndRevealsTheLosses() throws Exception {
-        try (RequesterHarness h = new RequesterHarness(4)) {
-            // The TLP alone: cross-path loss detection (CrossPathLossTest) would find the same
-            // tail lost at srtt + 4 rttvar; push it out of the way.
-            h.dp().lossDetectVarFactor = 1_000;
+        // The TLP alone: cross-path loss detection (CrossPathLossTest) would find the same
+        // tail lost at srtt + 4 rttvar; push it out of the way.
+        try (RequesterHarness h = new RequesterHarness(
+                TransportSettings.SIMULATION.withPaths(4).withLossDetectVarFactor(1_000))) {
             // A clean round gives every path an RTT sample: srtt 20 us, rttvar 10 us, PTO 60 us.
             h.post(8);
             h.cleanRound(20_000);
@@ -201,12 +201,11 @@ class RequesterRecoveryTest {
 
     @Test
     void tailLossProbeWaitsForItsFloor() throws Exception {
-        try (RequesterHarness h = new RequesterHarness(4)) {
-            // The daemon's real-port floors: RTO 10 ms, TLP 2 ms (srtt + 4 rttvar alone is shorter
-            // than a scheduling stall, and each stall sent a duplicate probe on every path).
-            h.dp().rtoMinNs = 10_000_000L;
-            h.dp().tlpMinNs = 2_000_000L;
-            h.dp().lossDetectVarFactor = 1_000; // the TLP alone, as above
+        // The daemon's real-port floors: RTO 10 ms, TLP 2 ms (srtt + 4 rttvar alone is shorter
+        // than a scheduling stall, and each stall sent a duplicate probe on every path); the TLP
+        // alone, as above.
+        TransportSettings s = TransportSettings.SIMULATION.withPaths(4).withLossDetectVarFactor(1_000);
+        try (RequesterHarness h = new RequesterHarness(s.withFloors(10_000_000L, 2_000_000L, s.ccSlackMinNs()))) {
             Path p2 = h.path(2);
             assertThat(p2.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs)).as("before any sample")
                     .isEqualTo(h.dp().rtoInitialNs / 2);

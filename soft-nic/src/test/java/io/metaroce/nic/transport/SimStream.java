@@ -95,20 +95,14 @@ final class SimStream {
             fabric.selector(c.selector);
             fabric.forEachLink(l -> l.delayNs(c.delayNs).rateBitsPerSec(c.rateBitsPerSec)
                     .queueBytes(c.queueBytes));
-            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock);
-            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock);
+            TransportSettings transport = TransportSettings.SIMULATION.withPaths(c.paths)
+                    .withEntropyPorts(c.entropyPorts);
+            if (c.daemonTimers) {
+                transport = transport.withFloors(10_000_000L, 5_000_000L, 1_000_000L);
+            }
+            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock, transport);
+            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock, transport);
             try {
-                a.engine.datapath().paths = c.paths;
-                b.engine.datapath().paths = c.paths;
-                a.engine.datapath().entropyPorts = c.entropyPorts;
-                b.engine.datapath().entropyPorts = c.entropyPorts;
-                if (c.daemonTimers) {
-                    for (TestNode n : new TestNode[] {a, b}) {
-                        n.engine.datapath().rtoMinNs = 10_000_000L;
-                        n.engine.datapath().tlpMinNs = 5_000_000L;
-                        n.engine.datapath().ccSlackMinNs = 1_000_000L;
-                    }
-                }
                 if (a.hello().status() != 0 || b.hello().status() != 0) {
                     throw new IllegalStateException("hello failed");
                 }

@@ -150,10 +150,9 @@ class SrqAndMixedOpsTest {
         c.remoteBytes = 2 * half;
         c.recvBytes = (long) n * slot;
         c.wr = 256;
+        c.transport = TransportSettings.SIMULATION.withPaths(qpPaths);
         c.setup = r -> {
             r.link.paths(fabricPaths, perPath);
-            r.a.engine.datapath().paths = qpPaths;
-            r.b.engine.datapath().paths = qpPaths;
             if (death) {
                 r.link.killPath(rnd.nextInt(fabricPaths), r.clock.get() + 1_000_000 + rnd.nextInt(10_000_000));
             }

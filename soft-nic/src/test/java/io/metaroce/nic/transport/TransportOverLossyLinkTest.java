@@ -56,12 +56,18 @@ class TransportOverLossyLinkTest {
         /** {@code setup} runs before the QPs connect: split the link into paths, set the transport. */
         Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot,
                 java.util.function.Consumer<Pair> setup) throws Exception {
+            this(seed, loss, dup, jitterNs, messages, mtu, recvSlot, TransportSettings.SIMULATION, setup);
+        }
+
+        /** Both hosts' engines with {@code transport}. */
+        Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot,
+                TransportSettings transport, java.util.function.Consumer<Pair> setup) throws Exception {
             link = new MemoryLink(seed, loss, dup, 10_000, jitterNs, clock::get);
             MemoryLink.End ea = link.end(IP_A, 4793);
             MemoryLink.End eb = link.end(IP_B, 4793);
             link.connect(ea, eb);
-            a = new TestNode(ea, 4793, clock::get);
-            b = new TestNode(eb, 4793, clock::get);
+            a = new TestNode(ea, 4793, clock::get, transport);
+            b = new TestNode(eb, 4793, clock::get, transport);
             assertThat(a.hello().status()).isZero();
             assertThat(b.hello().status()).isZero();
             int pdA = a.allocPd();
@@ -109,8 +115,15 @@ class TransportOverLossyLinkTest {
     static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu,
             java.util.function.Consumer<Pair> setup, java.util.function.Consumer<Pair> during)
             throws Exception {
+        return run(seed, loss, dup, jitterNs, n, mtu, TransportSettings.SIMULATION, setup, during);
+    }
+
+    /** As above, both engines with {@code transport}. */
+    static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu,
+            TransportSettings transport, java.util.function.Consumer<Pair> setup,
+            java.util.function.Consumer<Pair> during) throws Exception {
         Random rnd = new Random(seed);
-        Pair p = new Pair(seed, loss, dup, jitterNs, n, mtu, SLOT, setup);
+        Pair p = new Pair(seed, loss, dup, jitterNs, n, mtu, SLOT, transport, setup);
         int payloadMax = Ibv.mtuBytes(mtu);
         int[] lengths = new int[n];
         byte[][] payloads = new byte[n][];

@@ -56,6 +56,7 @@ class CmServiceOpsTest {
         assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status()).as("before HELLO").isEqualTo(Errno.EPROTO);
         node.hello();
         assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status()).isEqualTo(Errno.EOPNOTSUPP);
+        assertThat(node.call(MRCE_OP_CM_BIND, listen(5)).status()).isEqualTo(Errno.EOPNOTSUPP);
         assertThat(node.call(MRCE_OP_CM_GET_REQUEST, TestNode.req(CmGetRequestReqDescriptor.SIZE)).status())
                 .isEqualTo(Errno.EOPNOTSUPP);
     }
@@ -84,8 +85,14 @@ class CmServiceOpsTest {
         assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status()).as("EADDRINUSE").isEqualTo(98);
         assertThat(node.call(MRCE_OP_CM_GET_REQUEST, TestNode.req(CmGetRequestReqDescriptor.SIZE)).status())
                 .isEqualTo(Errno.EAGAIN);
+        assertThat(node.call(MRCE_OP_CM_BIND, listen(5)).status()).as("bind of a listened id").isEqualTo(98);
+        assertThat(node.call(MRCE_OP_CM_BIND, listen(6)).status()).isZero();
+        assertThat(node.call(MRCE_OP_CM_BIND, listen(6)).status()).as("second bind").isEqualTo(98);
         assertThat(table.listening()).isEqualTo(1);
+        assertThat(table.bound()).isEqualTo(1);
+        assertThat(node.service.objectsJson()).contains("\"cmService\":{\"listening\":1,\"bound\":1,\"held\":0");
         node.service.onSessionClosed(node.session);
         assertThat(table.listening()).isZero();
+        assertThat(table.bound()).isZero();
     }
 }

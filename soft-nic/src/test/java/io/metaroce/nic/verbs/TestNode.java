@@ -23,6 +23,7 @@ import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
+import io.metaroce.nic.transport.TransportSettings;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -56,11 +57,20 @@ public final class TestNode implements AutoCloseable {
     }
 
     public TestNode(Port port, int udpPort, LongSupplier clock, Limits limits) throws Exception {
+        this(port, udpPort, clock, limits, TransportSettings.SIMULATION);
+    }
+
+    public TestNode(Port port, int udpPort, LongSupplier clock, TransportSettings transport) throws Exception {
+        this(port, udpPort, clock, Limits.defaults(), transport);
+    }
+
+    public TestNode(Port port, int udpPort, LongSupplier clock, Limits limits, TransportSettings transport)
+            throws Exception {
         this.port = port;
         this.clock = clock;
         // Sequential identifiers (QPNs pick the paths' entropies): the same run every time, and
         // the numbering the transport tests were tuned with. IdentifierTest covers the random ones.
-        this.engine = new EngineAgent(port, new MrTable(1024, null));
+        this.engine = new EngineAgent(port, new MrTable(1024, null), transport);
         NetInfo net = new NetInfo("test0", port.localIp(), 9000, true, 0);
         this.service = new VerbsService(engine, engine.datapath().mrs, net, udpPort, limits);
         service.identifierRandom(null);

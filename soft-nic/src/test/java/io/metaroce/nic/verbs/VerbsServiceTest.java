@@ -196,8 +196,13 @@ class VerbsServiceTest {
                 | Ibv.QP_MAX_DEST_RD_ATOMIC | Ibv.QP_MIN_RNR_TIMER;
         assertThat(node.modifyQp(qp.handle(), mask, rtr)).isEqualTo(Errno.EINVAL);
         rtr.isGlobal = 1;
-        rtr.dgid[0] = (byte) 0xfe; // not IPv4-mapped
-        assertThat(node.modifyQp(qp.handle(), mask, rtr)).isEqualTo(Errno.EINVAL);
+        assertThat(node.modifyQp(qp.handle(), mask, rtr)).as("zero GID").isEqualTo(Errno.EINVAL);
+        rtr.dgid[0] = (byte) 0xfe; // an IPv6 GID: this node serves IPv4
+        assertThat(node.modifyQp(qp.handle(), mask, rtr)).as("IPv6 peer of an IPv4 daemon").isEqualTo(Errno.EINVAL);
+        rtr.dgid[0] = (byte) 0xff; // multicast
+        rtr.dgid[1] = 2;
+        rtr.dgid[15] = 1;
+        assertThat(node.modifyQp(qp.handle(), mask, rtr)).as("multicast GID").isEqualTo(Errno.EINVAL);
         System.arraycopy(Inet4.mappedGid(Inet4.parse("198.18.0.9")), 0, rtr.dgid, 0, 16);
         rtr.pathMtu = 6;
         assertThat(node.modifyQp(qp.handle(), mask, rtr)).isEqualTo(Errno.EINVAL);

@@ -213,6 +213,11 @@ public final class AfXdpPort implements Port {
      */
     public static AfXdpPort open(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame,
             int batch, Mode mode) throws IOException {
+        if (io.metaroce.abi.IpAddr.isV6(localIp)) {
+            // Frames, steering and neighbour resolution are IPv4's here (docs/spec/transport.md §1).
+            throw new IOException("the AF_XDP port serves IPv4 only; " + ifname + " is served at "
+                    + io.metaroce.abi.IpAddr.toString(localIp) + " (IPv6): use the UDP port (--port udp)");
+        }
         return new AfXdpPort(ifname, localIp, localPort, entropyPorts, maxFrame, batch, mode,
                 new NetlinkL2Resolver());
     }

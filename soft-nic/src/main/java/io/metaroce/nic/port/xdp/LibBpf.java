@@ -44,8 +44,6 @@ final class LibBpf {
             link("bpf_object__find_map_fd_by_name", JAVA_INT, ADDRESS, ADDRESS);
     private static final MethodHandle MAP_UPDATE =
             link("bpf_map_update_elem", JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT);
-    private static final MethodHandle MAP_DELETE =
-            link("bpf_map_delete_elem", JAVA_INT, JAVA_INT, ADDRESS);
     private static final MethodHandle XDP_ATTACH =
             link("bpf_xdp_attach", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
     private static final MethodHandle XDP_DETACH =
@@ -151,14 +149,6 @@ final class LibBpf {
         }
     }
 
-    static int mapDelete(int mapFd, int key) {
-        try (Arena a = Arena.ofConfined()) {
-            return (int) MAP_DELETE.invokeExact(a.allocate(CAPTURE_LAYOUT), mapFd,
-                    a.allocateFrom(JAVA_INT, key));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-    }
 
     static void xdpAttach(int ifindex, int progFd, int flags) throws NativeException {
         try (Arena a = Arena.ofConfined()) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.sys.Inet4;
+import io.metaroce.nic.transport.TransportSettings;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -12,19 +13,20 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
- * mrce-nicd --threading shared: one thread runs the engines of several devices, wakes for any of
- * them from its sleep in epoll, and hands an engine back on remove.
+ * The engine threads: mrce-nicd --threading shared (one thread runs the engines of several devices,
+ * wakes for any of them from its sleep in epoll, and hands an engine back on remove) and a device's
+ * own thread.
  */
-class SharedEngineRunnerTest {
+class EngineRunnerTest {
 
     @Test
     void oneThreadRunsEveryEngineAndLetsGoOfARemovedOne() throws Exception {
         int udp = 20000 + new Random().nextInt(20000);
         try (EngineAgent e0 = new EngineAgent(new UdpPort(Inet4.parse("127.0.0.1"), udp, EngineAgent.FRAME_BYTES, 32),
-                        new MrTable(16));
+                        new MrTable(16), TransportSettings.SIMULATION);
                 EngineAgent e1 = new EngineAgent(new UdpPort(Inet4.parse("127.0.0.2"), udp, EngineAgent.FRAME_BYTES,
-                        32), new MrTable(16));
-                SharedEngineRunner runner = new SharedEngineRunner(0, 0)) {
+                        32), new MrTable(16), TransportSettings.SIMULATION);
+                EngineRunner runner = new EngineRunner("mrce-engine-shared", IdleStrategy.backoff(0, 0))) {
             runner.add(e0);
             runner.add(e1);
             runner.start();
@@ -43,6 +45,29 @@ class SharedEngineRunnerTest {
             assertThat(ranOn(e0).getName()).as("the other engine still runs").isEqualTo("mrce-engine-shared");
             assertThat(ranOn.get()).isNull();
             e1.doWork(System.nanoTime());
+            assertThat(ranOn.get()).isSameAs(Thread.currentThread());
+        }
+    }
+
+    @Test
+    void aDedicatedRunnerSleepsOnItsEngineAndEveryCommandWakesIt() throws Exception {
+        int udp = 20000 + new Random().nextInt(20000);
+        try (EngineAgent e = new EngineAgent(new UdpPort(Inet4.parse("127.0.0.1"), udp, EngineAgent.FRAME_BYTES, 32),
+                new MrTable(16), TransportSettings.SIMULATION)) {
+            EngineRunner runner = EngineRunner.dedicated(e, IdleStrategy.backoff(0, 0));
+            runner.start();
+            try {
+                for (int round = 0; round < 50; round++) {
+                    assertThat(ranOn(e).getName()).isEqualTo("mrce-engine");
+                }
+            } finally {
+                runner.close();
+            }
+            assertThat(runner.summary()).startsWith("mrce-engine: busy cycles");
+            // Stopped: the caller owns the engine again.
+            AtomicReference<Thread> ranOn = new AtomicReference<>();
+            e.submit(() -> ranOn.set(Thread.currentThread()));
+            e.doWork(System.nanoTime());
             assertThat(ranOn.get()).isSameAs(Thread.currentThread());
         }
     }
