@@ -112,7 +112,7 @@ public final class Warmup {
         return run(MIN_ROUNDS, MAX_ROUNDS, DEFAULT_BUDGET_NS, settings);
     }
 
-    /** mrce-nicd --no-warmup: {@link #once} does nothing. */
+    /** mrce-nicd without --warmup: {@link #once} does nothing. */
     public static synchronized void skip() {
         done = true;
     }
