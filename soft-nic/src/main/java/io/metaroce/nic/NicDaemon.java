@@ -235,7 +235,7 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--warmup",
             description = "before reporting ready, warm the data path (an in-memory exchange through the engine"
                     + " that lets the JIT compile it; 3 to 7 s more start-up on a busy 2-core machine, bounded at"
-                    + " 10 s; off by default until a quiet-machine benchmark shows its gain, docs/architecture.md)")
+                    + " 10 s; off by default: on a quiet machine it gained nothing, docs/architecture.md)")
     boolean warmup;
 
     public static void main(String[] args) {
