@@ -39,40 +39,6 @@ static char *map_pages(void)
 	return p;
 }
 
-static void to_rts(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		tool_fail("INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		tool_fail("RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC))
-		tool_fail("RTS");
-}
-
 /* Posts a WRITE and polls for up to 10 s: the status, or -1 for none. */
 static int write_and_wait(struct ibv_qp *qp, struct ibv_cq *cq,
 			  struct ibv_mr *mr, char *pages, uint32_t len)
@@ -128,8 +94,8 @@ static int attack(const char *pidfile, const char *gofifo, const char *result)
 	b = ibv_create_qp(pd, &qa);
 	if (!mr || !a || !b)
 		tool_fail("mr/qp");
-	to_rts(a, b->qp_num, &gid);
-	to_rts(b, a->qp_num, &gid);
+	tool_rc_to_rts(a, b->qp_num, gid.raw, 0);
+	tool_rc_to_rts(b, a->qp_num, gid.raw, 0);
 	pages[PAGE] = 's';
 	st = write_and_wait(a, cq, mr, pages, 16);
 	if (st != IBV_WC_SUCCESS || pages[0] != 's')
