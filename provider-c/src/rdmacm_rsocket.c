@@ -903,7 +903,13 @@ static short rs_revents(struct rs *s, short events)
 		r |= POLLIN;
 	if ((events & POLLOUT) && writable(s))
 		r |= POLLOUT;
-	if (s->broken)
+	/*
+	 * A hang-up once what arrived is read: the peer's disconnect can
+	 * overtake a reader that has not taken the last messages yet, and a
+	 * caller that stops at POLLHUP (rstream) must first see them (TCP
+	 * reports the peer's FIN as readable, not as a hang-up, too).
+	 */
+	if (s->broken && !s->rq_count)
 		r |= POLLHUP;
 	return r;
 }

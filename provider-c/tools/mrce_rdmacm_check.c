@@ -22,6 +22,16 @@
  *                        kills the peer or the daemon), else (with data after
  *                        sending DATA_LEN patterned bytes: SENT) disconnect
  *                        and wait for DISCONNECTED
+ *   rserver PORT         rsockets: accept one connection, send RS_LEN patterned
+ *                        bytes (SENT ... sum), close (CLOSED) and exit
+ *   rclient ADDR PORT FIFO
+ *                        rsockets: connect (CONNECTED), wait for the test's word
+ *                        on FIFO (sent once the server has closed), then, non-
+ *                        blocking, poll for 2 s without reading (the peer's
+ *                        disconnect arrives meanwhile: never a hang-up while
+ *                        bytes wait), read everything polling before each read
+ *                        (RECEIVED ... sum ... ok), then wait for the hang-up
+ *                        (HANGUP)
  * Every line is "EVENT <name> status <n> pdata <text>" or a failure; exit 0
  * when the sequence was as expected for the mode, 1 otherwise.
  */
@@ -37,8 +47,10 @@
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
 
 #define DATA_LEN 4096
+#define RS_LEN 65536
 
 static struct rdma_event_channel *ch;
 
@@ -94,11 +106,16 @@ static struct ibv_qp_init_attr qp_attr(void)
 	return a;
 }
 
-/* The bytes the client sends: a pattern of the offset, and their FNV-1a hash. */
+/* The bytes a sender sends: a pattern of the offset, and their FNV-1a hash. */
+static void fill_n(uint8_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 7 + (i >> 8));
+}
+
 static void fill(uint8_t *b)
 {
-	for (int i = 0; i < DATA_LEN; i++)
-		b[i] = (uint8_t)(i * 7 + (i >> 8));
+	fill_n(b, DATA_LEN);
 }
 
 static uint32_t fnv1a(const uint8_t *b, size_t n)
@@ -130,13 +147,22 @@ static int bind_only(int port)
 	return 0;
 }
 
+/* The test's word on FIFO (16 bytes at most). */
+static void read_word(const char *fifo, char word[16])
+{
+	FILE *f = fopen(fifo, "r"); /* blocks until the test opens it to write */
+
+	if (!f || fscanf(f, "%15s", word) != 1)
+		die("reading the fifo");
+	fclose(f);
+}
+
 /* Binds LISTEN to PORT; then waits for the test's word on FIFO; true: listen. */
 static bool late_listen(struct rdma_cm_id *listen, int port, const char *fifo)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct rdma_cm_id *again;
 	char word[16] = "";
-	FILE *f;
 
 	if (rdma_bind_addr(listen, (struct sockaddr *)&sin))
 		die("rdma_bind_addr");
@@ -149,10 +175,7 @@ static bool late_listen(struct rdma_cm_id *listen, int port, const char *fifo)
 	printf("BIND-AGAIN %s\n", errno_name(errno));
 	rdma_destroy_id(again);
 	printf("BOUND %d\n", port);
-	f = fopen(fifo, "r"); /* blocks until the test opens it to write */
-	if (!f || fscanf(f, "%15s", word) != 1)
-		die("reading the fifo");
-	fclose(f);
+	read_word(fifo, word);
 	if (!strcmp(word, "destroy")) {
 		rdma_destroy_id(listen);
 		printf("DESTROYED\n");
@@ -317,6 +340,99 @@ static int client(const char *addr, int port, bool hold, bool data)
 	return 0;
 }
 
+/* rsockets: one connection, RS_LEN bytes sent, then closed. */
+static int rs_server(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	static uint8_t b[RS_LEN];
+	int l = rsocket(AF_INET, SOCK_STREAM, 0), c;
+
+	if (l < 0 || rbind(l, (struct sockaddr *)&sin, sizeof(sin)) || rlisten(l, 1))
+		die("rsocket/rbind/rlisten");
+	printf("LISTENING %d\n", port);
+	c = raccept(l, NULL, NULL);
+	if (c < 0)
+		die("raccept");
+	fill_n(b, RS_LEN);
+	for (int off = 0; off < RS_LEN;) {
+		ssize_t n = rsend(c, b + off, RS_LEN - off, 0);
+
+		if (n <= 0)
+			die("rsend");
+		off += (int)n;
+	}
+	printf("SENT %d sum %08x\n", RS_LEN, fnv1a(b, RS_LEN));
+	if (rclose(c) || rclose(l))
+		die("rclose");
+	printf("CLOSED\n");
+	return 0;
+}
+
+/* rpoll of FD for POLLIN within TIMEOUT_MS: its revents (0 on a timeout). */
+static short rs_poll_in(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int r = rpoll(&p, 1, timeout_ms);
+
+	if (r < 0)
+		die("rpoll");
+	return r ? p.revents : 0;
+}
+
+/* rsockets: the bytes a closed peer sent are all read before the hang-up shows. */
+static int rs_client(const char *addr, int port, const char *fifo)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	static uint8_t b[RS_LEN + 1], want[RS_LEN];
+	char word[16];
+	int fd = rsocket(AF_INET, SOCK_STREAM, 0), got = 0;
+	short ev;
+
+	if (fd < 0 || inet_pton(AF_INET, addr, &sin.sin_addr) != 1 ||
+	    rconnect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		die("rsocket/rconnect");
+	printf("CONNECTED\n");
+	read_word(fifo, word);
+	if (rfcntl(fd, F_SETFL, rfcntl(fd, F_GETFL) | O_NONBLOCK))
+		die("rfcntl");
+	/* the server has closed: its disconnect arrives while nothing is read */
+	for (int i = 0; i < 200; i++) {
+		ev = rs_poll_in(fd, 0);
+		if (!(ev & POLLIN) || (ev & (POLLHUP | POLLERR))) {
+			printf("FAIL revents 0x%x with %d bytes unread\n", ev, RS_LEN);
+			return 1;
+		}
+		usleep(10000);
+	}
+	for (;;) {
+		ssize_t n;
+
+		ev = rs_poll_in(fd, 10000);
+		if ((ev & (POLLHUP | POLLERR)) && got < RS_LEN) {
+			printf("FAIL revents 0x%x with %d bytes unread\n", ev, RS_LEN - got);
+			return 1;
+		}
+		n = rrecv(fd, b + got, got + 1000 > RS_LEN + 1 ? RS_LEN + 1 - got : 1000, 0);
+		if (n == 0)
+			break;
+		if (n < 0 && errno != EAGAIN)
+			die("rrecv");
+		if (n > 0)
+			got += (int)n;
+	}
+	fill_n(want, RS_LEN);
+	printf("RECEIVED %d sum %08x %s\n", got, fnv1a(b, got),
+	       got == RS_LEN && !memcmp(b, want, RS_LEN) ? "ok" : "CORRUPT");
+	for (int i = 0; i < 1000 && !(ev & POLLHUP); i++) {
+		ev = rs_poll_in(fd, 10);
+		if (!(ev & POLLHUP))
+			usleep(10000);
+	}
+	printf(ev & POLLHUP ? "HANGUP\n" : "FAIL no hang-up within 10 s of the end of the stream\n");
+	rclose(fd);
+	return ev & POLLHUP ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdma_cm_event *ev;
@@ -335,12 +451,17 @@ int main(int argc, char **argv)
 		return server(atoi(argv[2]), argv[3], NULL);
 	if (argc == 5 && !strcmp(argv[1], "server") && !strcmp(argv[3], "late"))
 		return server(atoi(argv[2]), "accept", argv[4]);
+	if (argc == 3 && !strcmp(argv[1], "rserver"))
+		return rs_server(atoi(argv[2]));
+	if (argc == 5 && !strcmp(argv[1], "rclient"))
+		return rs_client(argv[2], atoi(argv[3]), argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "bind"))
 		return bind_only(atoi(argv[2]));
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "client"))
 		return client(argv[2], atoi(argv[3]), argc == 5 && !strcmp(argv[4], "hold"),
 			      argc == 5 && !strcmp(argv[4], "data"));
 	fprintf(stderr, "usage: mrce_rdmacm_check server PORT accept|reject | "
-		"server PORT late FIFO | bind PORT | client ADDR PORT [hold|data]\n");
+		"server PORT late FIFO | bind PORT | client ADDR PORT [hold|data] | "
+		"rserver PORT | rclient ADDR PORT FIFO\n");
 	return 2;
 }

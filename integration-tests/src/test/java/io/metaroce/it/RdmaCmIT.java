@@ -382,6 +382,47 @@ class RdmaCmIT {
     }
 
     /**
+     * rsockets: a peer that sends 64 KiB and closes. The client reads nothing until the server
+     * has exited (the test's word on a FIFO), then polls for 2 s without reading, while the
+     * server's disconnect arrives: rpoll must answer POLLIN and no hang-up as long as bytes wait
+     * (rstream stops at POLLHUP), then every byte is read and checked, then the hang-up shows.
+     */
+    @Test
+    void rsocketPeerClosedWithBytesUnreadIsReadableBeforeItHangsUp() throws IOException {
+        String port = port();
+        Path fifo = fabric.logDir().resolve("rsocket-close-" + port + ".fifo");
+        Files.deleteIfExists(fifo);
+        Proc.Result mk = Proc.run(fabric.logDir().resolve("rsocket-close-mkfifo.log"), Duration.ofSeconds(10),
+                List.of("mkfifo", fifo.toString()));
+        assertThat(mk.ok()).as(mk.output()).isTrue();
+        try {
+            Proc s = startServer("rsocket-close", check("rserver", port));
+            try (s) {
+                Proc c = fabric.startApp(fabric.a(), "rsocket-close-client",
+                        check("rclient", serverAddr(), port, fifo.toString()));
+                try (c) {
+                    int serverExit = s.waitFor(RUN_TIMEOUT);
+                    assertThat(serverExit).as("server: %s\n--- client:\n%s", s.output(), c.output()).isZero();
+                    assertThat(c.output()).contains("CONNECTED");
+                    Proc.Result w = Proc.run(fabric.logDir().resolve("rsocket-close-signal.log"),
+                            Duration.ofSeconds(30), List.of("sh", "-c", "echo go > " + fifo));
+                    assertThat(w.ok()).as("signalled the client: %s\n%s", w.output(), c.output()).isTrue();
+                    int clientExit = c.waitFor(RUN_TIMEOUT);
+                    String ctx = "--- server:\n" + s.output() + "\n--- client:\n" + c.output();
+                    assertThat(clientExit).as(ctx).isZero();
+                    Matcher sent = Pattern.compile("SENT 65536 sum ([0-9a-f]{8})").matcher(s.output());
+                    Matcher got = Pattern.compile("RECEIVED 65536 sum ([0-9a-f]{8}) ok").matcher(c.output());
+                    assertThat(sent.find() && got.find()).as(ctx).isTrue();
+                    assertThat(got.group(1)).as("what arrived is what was sent").isEqualTo(sent.group(1));
+                    assertThat(c.output()).as(ctx).containsSubsequence("RECEIVED", "HANGUP");
+                }
+            }
+        } finally {
+            Files.deleteIfExists(fifo);
+        }
+    }
+
+    /**
      * rstream's comparison run over the kernel's TCP sockets (-T s), every size, blocking (-T b:
      * rstream's default spins, which on a busy 2-core machine makes each round trip wait for the
      * scheduler): the same tool, no rsockets.
