@@ -476,8 +476,9 @@ struct mrce_modify_qp_req {
  * asks with CM_CONNECT, answered when the peer application answers. Both
  * sides then move their QPs to RTR/RTS themselves with the QPN, PSN and GID
  * exchanged. Private data: 0..MRCE_CM_PRIVATE_DATA_MAX bytes each way; the
- * bytes beyond private_data_len are zero and ignored. Addresses (peer_ipv4)
- * are IPv4 in network order, like ud_dest_ipv4. QPNs and PSNs are 24-bit.
+ * bytes beyond private_data_len are zero and ignored. Addresses: peer_ipv4
+ * is IPv4 in network order, like ud_dest_ipv4, and 0 for an IPv6 peer, whose
+ * address is then peer_ipv6 (16 bytes, network order). QPNs and PSNs are 24-bit.
  * libmetaroce.so does not use these ops; the Java binding and
  * libmetaroce-rdmacm.so (src/rdmacm.c, the librdmacm API) do.
  */
@@ -493,7 +494,7 @@ struct mrce_cm_listen_req {          /* CM_LISTEN, CM_UNLISTEN, CM_BIND */
 };                                   /* 8 */
 
 struct mrce_cm_connect_req {
-	uint32_t peer_ipv4;          /* 0: the peer daemon's address, network order */
+	uint32_t peer_ipv4;          /* 0: the peer daemon's IPv4 address, network order; 0: peer_ipv6 */
 	uint32_t service_id;         /* 4: nonzero */
 	uint32_t qpn;                /* 8: the requester's QP */
 	uint32_t psn;                /* 12: its first send PSN */
@@ -501,7 +502,8 @@ struct mrce_cm_connect_req {
 	uint32_t timeout_ms;         /* 32: 0: the daemon's connect timeout */
 	uint32_t private_data_len;   /* 36 */
 	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 40 */
-};                                   /* 232 */
+	uint8_t peer_ipv6[16];       /* 232: the peer daemon's IPv6 address when peer_ipv4 is 0 */
+};                                   /* 248 */
 
 struct mrce_cm_connect_resp {
 	uint32_t result;             /* 0: MRCE_CM_ACCEPTED or MRCE_CM_REJECTED */
@@ -525,10 +527,11 @@ struct mrce_cm_request {             /* CM_GET_REQUEST response */
 	uint32_t qpn;                /* 8: the requester's QP */
 	uint32_t psn;                /* 12: its first send PSN */
 	uint8_t gid[16];             /* 16: its GID, as it gave it */
-	uint32_t peer_ipv4;          /* 32: the requester's daemon, network order */
+	uint32_t peer_ipv4;          /* 32: the requester's daemon, network order; 0: IPv6 */
 	uint32_t private_data_len;   /* 36 */
 	uint8_t private_data[MRCE_CM_PRIVATE_DATA_MAX]; /* 40 */
-};                                   /* 232 */
+	uint8_t peer_ipv6[16];       /* 232: the requester's daemon: its IPv6 address, or ::ffff:a.b.c.d */
+};                                   /* 248 */
 
 struct mrce_cm_accept_req {
 	uint32_t request;            /* 0: from cm_request */

@@ -78,7 +78,8 @@ struct rc_id {
 	struct rc_id *listener;
 	uint32_t request;      /* a child's request handle on lconn */
 	uint32_t watch_sid;    /* our watch listen, 0: none */
-	uint32_t peer_ip, peer_qpn, peer_psn, peer_watch;
+	uint8_t peer_addr[16]; /* the peer daemon: IPv6, or ::ffff:a.b.c.d */
+	uint32_t peer_qpn, peer_psn, peer_watch;
 	uint8_t peer_gid[16];
 	uint32_t psn, qkey;
 	uint8_t resp_res, init_depth, retry, rnr_retry;
@@ -92,8 +93,8 @@ static pthread_cond_t g_acked = PTHREAD_COND_INITIALIZER; /* an event was acked 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct ibv_context *g_ctx;
 static struct ibv_pd *g_pd;
-static uint8_t g_gid[16];
-static uint32_t g_ip; /* network order */
+static uint8_t g_gid[16]; /* GID index 0: the served address, IPv6 or ::ffff:a.b.c.d */
+static int g_family = AF_INET; /* the served address's */
 static enum ibv_mtu g_mtu = IBV_MTU_1024;
 static uint8_t g_max_rd = 16;
 
@@ -122,7 +123,7 @@ static void open_device(void)
 	}
 	if (!ibv_query_gid(g_ctx, 1, 0, &gid)) {
 		memcpy(g_gid, gid.raw, 16);
-		memcpy(&g_ip, gid.raw + 12, 4);
+		g_family = rc_addr_is_v4mapped(g_gid) ? AF_INET : AF_INET6;
 	}
 	if (!ibv_query_port(g_ctx, 1, &pa))
 		g_mtu = pa.active_mtu;
@@ -189,9 +190,97 @@ static uint32_t sid_of(enum rdma_port_space ps, uint16_t port_host)
 	return ((uint32_t)(ps & 0xffff) << 16) | port_host;
 }
 
-static const char *ip_str(uint32_t ip, char *buf)
+/* ---- addresses (rdmacm.h) ---- */
+
+bool rc_addr_is_v4mapped(const uint8_t a[16])
 {
-	return inet_ntop(AF_INET, &ip, buf, INET_ADDRSTRLEN);
+	static const uint8_t pfx[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(a, pfx, 12);
+}
+
+int rc_addr_check_family(const struct sockaddr *sa)
+{
+	if (!sa)
+		return EINVAL;
+	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
+		return 0;
+	fprintf(stderr, "metaroce rdmacm: address family %d is not served: MetaRoCE's "
+		"rdma_cm serves IPv4 and IPv6 addresses (AF_INET, AF_INET6), not AF_IB\n",
+		sa->sa_family);
+	return EAFNOSUPPORT;
+}
+
+bool rc_addr_get(const struct sockaddr *sa, uint8_t a[16])
+{
+	memset(a, 0, 16);
+	if (!sa)
+		return false;
+	if (sa->sa_family == AF_INET) {
+		a[10] = a[11] = 0xff;
+		memcpy(a + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+unsigned int rc_addr_set(struct sockaddr *sa, const uint8_t a[16], uint16_t port_be)
+{
+	if (rc_addr_is_v4mapped(a)) {
+		struct sockaddr_in *in = (struct sockaddr_in *)sa;
+
+		memset(in, 0, sizeof(*in));
+		in->sin_family = AF_INET;
+		in->sin_port = port_be;
+		memcpy(&in->sin_addr, a + 12, 4);
+		return sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+
+		memset(in6, 0, sizeof(*in6));
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = port_be;
+		memcpy(&in6->sin6_addr, a, 16);
+		return sizeof(*in6);
+	}
+}
+
+unsigned int rc_addr_len(const struct sockaddr *sa)
+{
+	return sa && sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+		sa && sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : 0;
+}
+
+bool rc_addr_is_any(const struct sockaddr *sa)
+{
+	uint8_t a[16];
+
+	if (!rc_addr_get(sa, a))
+		return false;
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED((const struct in6_addr *)a) ||
+	       (rc_addr_is_v4mapped(a) && !a[12] && !a[13] && !a[14] && !a[15]);
+}
+
+bool rc_addr_is_loopback(const uint8_t a[16], const uint8_t served[16])
+{
+	if (!memcmp(a, served, 16))
+		return false;
+	if (rc_addr_is_v4mapped(a))
+		return a[12] == 127;
+	return IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)a);
+}
+
+const char *rc_addr_str(const uint8_t a[16], char *buf, size_t len)
+{
+	if (rc_addr_is_v4mapped(a))
+		return inet_ntop(AF_INET, a + 12, buf, (socklen_t)len);
+	return inet_ntop(AF_INET6, a, buf, (socklen_t)len);
 }
 
 /* ---- event channels ---- */
@@ -479,39 +568,40 @@ static void set_device(struct rc_id *r)
 	r->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
 }
 
-static int check_sin(const struct sockaddr *addr)
-{
-	if (!addr)
-		return EINVAL;
-	if (addr->sa_family != AF_INET) {
-		fprintf(stderr, "metaroce rdmacm: address family %d is not served: "
-			"MetaRoCE's rdma_cm serves IPv4 addresses of mrce0\n",
-			addr->sa_family);
-		return EAFNOSUPPORT;
-	}
-	return 0;
-}
-
 /*
  * A loopback address that is not the one mrce0 serves (a daemon may serve
  * 127.0.0.x with --addr: that one is mrce0's like any other).
  */
-static bool is_loopback(uint32_t ip)
+static bool is_loopback(const struct sockaddr *sa)
 {
-	return (ntohl(ip) >> 24) == 127 && ip != g_ip;
+	uint8_t a[16];
+
+	return rc_addr_get(sa, a) && rc_addr_is_loopback(a, g_gid);
 }
 
-/* An IPv4 address the id may use: the served one, or the wildcard. */
-static int check_local(uint32_t ip)
+/*
+ * An address the id may use: the served one (IPv4, IPv4-mapped IPv6 or
+ * IPv6, as the daemon serves it), or a wildcard of either family.
+ */
+static int check_local(const struct sockaddr *sa)
 {
-	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	char x[INET6_ADDRSTRLEN], y[INET6_ADDRSTRLEN];
+	uint8_t a[16];
 
-	if (ip == htonl(INADDR_ANY) || ip == g_ip)
+	if (!rc_addr_get(sa, a))
+		return EAFNOSUPPORT;
+	if (rc_addr_is_any(sa) || !memcmp(a, g_gid, 16))
 		return 0;
 	fprintf(stderr, "metaroce rdmacm: %s is not the address of mrce0 (%s): "
 		"this rdma_cm serves only the interface of the MetaRoCE daemon\n",
-		ip_str(ip, a), ip_str(g_ip, b));
+		rc_addr_str(a, x, sizeof(x)), rc_addr_str(g_gid, y, sizeof(y)));
 	return EADDRNOTAVAIL;
+}
+
+/* The id's source address: the served one, of its family, with PORT (network order). */
+static void set_src_served(struct rc_id *r, uint16_t port)
+{
+	rc_addr_set(&r->id.route.addr.src_addr, g_gid, port);
 }
 
 /* An id bound to a loopback address has no device to listen or connect on. */
@@ -558,12 +648,11 @@ static int reserve_port(struct rc_id *r, uint16_t port)
 EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct rc_id *r = rc(id);
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
 	int ret;
 
 	if (!r || r->st != RC_IDLE)
 		return fail(EINVAL);
-	ret = check_sin(addr);
+	ret = rc_addr_check_family(addr);
 	if (!ret)
 		ret = device();
 	/*
@@ -572,100 +661,123 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	 * find a default source (libfabric's verbs provider). mrce0 carries no
 	 * loopback traffic, so listening or resolving from it is refused.
 	 */
-	if (!ret && !is_loopback(sin->sin_addr.s_addr))
-		ret = check_local(sin->sin_addr.s_addr);
+	if (!ret && !is_loopback(addr))
+		ret = check_local(addr);
 	if (ret)
 		return fail(ret);
-	memcpy(&r->id.route.addr.src_sin, sin, sizeof(*sin));
-	if (is_loopback(sin->sin_addr.s_addr)) {
+	/*
+	 * The address is kept as given (its family too). Service ids name only
+	 * the port, so a listener on either wildcard (0.0.0.0 or ::) or on the
+	 * served address takes requests from IPv4 and IPv6 peers alike.
+	 */
+	memset(&r->id.route.addr.src_storage, 0, sizeof(r->id.route.addr.src_storage));
+	memcpy(&r->id.route.addr.src_addr, addr, rc_addr_len(addr));
+	if (is_loopback(addr)) {
 		/* nothing can listen or connect from it: no reservation */
-		if (!sin->sin_port)
+		if (!r->id.route.addr.src_sin.sin_port)
 			r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
 	} else {
 		/* the kernel picks port 0's port at bind time: rdma_get_src_port tells it */
-		ret = reserve_port(r, ntohs(sin->sin_port));
+		ret = reserve_port(r, ntohs(r->id.route.addr.src_sin.sin_port));
 		if (ret) {
-			memset(&r->id.route.addr.src_sin, 0, sizeof(r->id.route.addr.src_sin));
+			memset(&r->id.route.addr.src_storage, 0,
+			       sizeof(r->id.route.addr.src_storage));
+			r->id.route.addr.src_sin.sin_family = AF_INET;
 			return fail(ret);
 		}
 		if (!r->id.route.addr.src_sin.sin_port)
 			r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
 	}
 	/* A wildcard (or loopback) bind leaves verbs NULL, as the kernel does for a wildcard. */
-	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
-	    !is_loopback(sin->sin_addr.s_addr))
+	if (!rc_addr_is_any(addr) && !is_loopback(addr))
 		set_device(r);
 	r->st = RC_BOUND;
 	return 0;
+}
+
+/*
+ * Whether the kernel's routes reach DST (16 bytes) from mrce0's address, as a
+ * UDP socket bound to it and connected finds out; 0 or -errno. SCOPE: the
+ * destination's IPv6 scope id (link-local addresses).
+ */
+static int route_probe(const uint8_t dst[16], uint32_t scope)
+{
+	struct sockaddr_storage local, probe;
+	socklen_t len;
+	int s, status = 0;
+
+	if (rc_addr_is_v4mapped(dst) != rc_addr_is_v4mapped(g_gid))
+		return -EAFNOSUPPORT;
+	len = rc_addr_set((struct sockaddr *)&local, g_gid, 0);
+	rc_addr_set((struct sockaddr *)&probe, dst, htons(9));
+	if (g_family == AF_INET6)
+		((struct sockaddr_in6 *)&probe)->sin6_scope_id = scope;
+	s = socket(g_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (bind(s, (struct sockaddr *)&local, len))
+		status = -errno;
+	if (!status && connect(s, (struct sockaddr *)&probe, len))
+		status = -errno;
+	close(s);
+	return status;
 }
 
 EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 			     struct sockaddr *dst_addr, int timeout_ms)
 {
 	struct rc_id *r = rc(id);
-	struct sockaddr_in dst, local = { .sin_family = AF_INET };
-	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
-	int ret, s, status = 0;
+	char x[INET6_ADDRSTRLEN], y[INET6_ADDRSTRLEN];
+	uint8_t dst[16];
+	uint32_t scope = 0;
+	int ret, status;
 
 	(void)timeout_ms;
 	if (!r || (r->st != RC_IDLE && r->st != RC_BOUND))
 		return fail(EINVAL);
 	if (r->st == RC_BOUND && (!src_addr || src_addr->sa_family == AF_UNSPEC) &&
-	    is_loopback(r->id.route.addr.src_sin.sin_addr.s_addr))
+	    is_loopback(&r->id.route.addr.src_addr))
 		return fail(loopback_refused("resolve an address"));
-	ret = check_sin(dst_addr);
+	ret = rc_addr_check_family(dst_addr);
 	if (!ret && src_addr && src_addr->sa_family != AF_UNSPEC)
-		ret = check_sin(src_addr);
+		ret = rc_addr_check_family(src_addr);
 	if (!ret)
 		ret = device();
+	if (!ret && src_addr && src_addr->sa_family != AF_UNSPEC)
+		ret = check_local(src_addr);
 	if (ret)
 		return fail(ret);
-	memcpy(&dst, dst_addr, sizeof(dst));
-	if (src_addr && src_addr->sa_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)src_addr;
-
-		ret = check_local(sin->sin_addr.s_addr);
-		if (ret)
-			return fail(ret);
-		memcpy(&r->id.route.addr.src_sin, sin, sizeof(*sin));
-	}
+	rc_addr_get(dst_addr, dst);
+	if (dst_addr->sa_family == AF_INET6)
+		scope = ((const struct sockaddr_in6 *)dst_addr)->sin6_scope_id;
 	/*
 	 * The source is always mrce0's address (the daemon binds every socket
 	 * toward a peer to it): the kernel's routes must reach the destination
-	 * from there, as a UDP socket bound to it and connected finds out.
+	 * from there. A daemon serves one family: an IPv6 destination from an
+	 * IPv4 daemon (or the reverse) is an ADDR_ERROR.
 	 */
-	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -1;
-	local.sin_addr.s_addr = g_ip;
-	if (bind(s, (struct sockaddr *)&local, sizeof(local)))
-		status = -errno;
-	if (!status) {
-		struct sockaddr_in probe = dst;
-
-		if (!probe.sin_port)
-			probe.sin_port = htons(9);
-		if (connect(s, (struct sockaddr *)&probe, sizeof(probe)))
-			status = -errno;
-	}
-	close(s);
-	if (status)
+	status = route_probe(dst, scope);
+	if (status == -EAFNOSUPPORT)
+		fprintf(stderr, "metaroce rdmacm: %s is not reachable from mrce0's address %s: "
+			"the daemon serves one address family\n",
+			rc_addr_str(dst, x, sizeof(x)), rc_addr_str(g_gid, y, sizeof(y)));
+	else if (status)
 		fprintf(stderr, "metaroce rdmacm: no route to %s from mrce0's address %s: %s\n",
-			ip_str(dst.sin_addr.s_addr, a), ip_str(g_ip, b), strerror(-status));
+			rc_addr_str(dst, x, sizeof(x)), rc_addr_str(g_gid, y, sizeof(y)),
+			strerror(-status));
 	pthread_mutex_lock(&g_lock);
 	if (status) {
 		ev_post(r, RDMA_CM_EVENT_ADDR_ERROR, status, NULL, 0);
 	} else {
-		r->id.route.addr.src_sin.sin_family = AF_INET;
-		r->id.route.addr.src_sin.sin_addr.s_addr = g_ip;
-		if (!r->id.route.addr.src_sin.sin_port)
-			r->id.route.addr.src_sin.sin_port = htons(ephemeral_port());
-		memcpy(&r->id.route.addr.dst_sin, &dst, sizeof(dst));
+		uint16_t port = r->id.route.addr.src_sin.sin_port;
+
+		if (src_addr && src_addr->sa_family != AF_UNSPEC && !port)
+			port = ((const struct sockaddr_in *)src_addr)->sin_port;
+		set_src_served(r, port ? port : htons(ephemeral_port()));
+		memset(&r->id.route.addr.dst_storage, 0, sizeof(r->id.route.addr.dst_storage));
+		memcpy(&r->id.route.addr.dst_addr, dst_addr, rc_addr_len(dst_addr));
 		set_device(r);
-		memcpy(r->id.route.addr.addr.ibaddr.dgid.raw, g_gid, 10);
-		r->id.route.addr.addr.ibaddr.dgid.raw[10] = 0xff;
-		r->id.route.addr.addr.ibaddr.dgid.raw[11] = 0xff;
-		memcpy(r->id.route.addr.addr.ibaddr.dgid.raw + 12, &dst.sin_addr.s_addr, 4);
+		memcpy(r->id.route.addr.addr.ibaddr.dgid.raw, dst, 16);
 		r->st = RC_ADDR;
 		ev_post(r, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
 	}
@@ -780,13 +892,23 @@ static void watch_end(void *ctx, int status, const void *resp, uint32_t len)
 	pthread_mutex_unlock(&g_lock);
 }
 
+/* The peer daemon's address in a CM_CONNECT: peer_ipv4, or peer_ipv6 for IPv6. */
+static void peer_to_req(const struct rc_id *r, struct mrce_cm_connect_req *req)
+{
+	req->peer_ipv4 = 0;
+	if (rc_addr_is_v4mapped(r->peer_addr))
+		memcpy(&req->peer_ipv4, r->peer_addr + 12, 4);
+	else
+		memcpy(req->peer_ipv6, r->peer_addr, 16);
+}
+
 static void watch_start(struct rc_id *r)
 {
 	struct mrce_cm_connect_req req = { 0 };
 
 	if (!r->peer_watch)
 		return;
-	req.peer_ipv4 = r->peer_ip;
+	peer_to_req(r, &req);
 	req.service_id = r->peer_watch;
 	req.qpn = r->id.qp ? r->id.qp->qp_num & 0xffffff : 0;
 	memcpy(req.gid, g_gid, 16);
@@ -1135,13 +1257,13 @@ static void on_request(void *ctx, int status, const void *resp, uint32_t len)
 	c->lconn = l->conn;
 	rc_conn_get(c->lconn);
 	c->request = q.request;
-	c->peer_ip = q.peer_ipv4;
+	/* the daemon names the requester's daemon in peer_ipv6 (IPv4 as ::ffff:a.b.c.d) */
+	memcpy(c->peer_addr, q.peer_ipv6, 16);
 	c->peer_qpn = q.qpn;
 	c->peer_psn = q.psn;
 	memcpy(c->peer_gid, q.gid, 16);
-	c->id.route.addr.src_sin.sin_addr.s_addr = g_ip;
-	c->id.route.addr.src_sin.sin_port = l->id.route.addr.src_sin.sin_port;
-	c->id.route.addr.dst_sin.sin_addr.s_addr = q.peer_ipv4;
+	set_src_served(c, l->id.route.addr.src_sin.sin_port);
+	rc_addr_set(&c->id.route.addr.dst_addr, c->peer_addr, 0);
 	memcpy(c->id.route.addr.addr.ibaddr.dgid.raw, q.gid, 16);
 	c->path.sgid = c->id.route.addr.addr.ibaddr.sgid;
 	c->path.dgid = c->id.route.addr.addr.ibaddr.dgid;
@@ -1198,12 +1320,13 @@ EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (r->st == RC_IDLE) {
 		struct sockaddr_in any = { .sin_family = AF_INET };
 
+		/* the wildcard: its listener takes IPv4 and IPv6 requests (service ids name the port) */
 		if (rdma_bind_addr(id, (struct sockaddr *)&any))
 			return -1;
 	}
 	if (r->st != RC_BOUND)
 		return fail(EINVAL);
-	if (is_loopback(r->id.route.addr.src_sin.sin_addr.s_addr))
+	if (is_loopback(&r->id.route.addr.src_addr))
 		return fail(loopback_refused("listen"));
 	ret = device();
 	if (!ret)
@@ -1410,8 +1533,8 @@ EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 		return fail(ret);
 	r->psn = random32() & 0xffffff;
 	fill_hdr(r, &h, p);
-	r->peer_ip = r->id.route.addr.dst_sin.sin_addr.s_addr;
-	req.peer_ipv4 = r->peer_ip;
+	rc_addr_get(&r->id.route.addr.dst_addr, r->peer_addr);
+	peer_to_req(r, &req);
 	req.service_id = sid_of(r->id.ps, ntohs(r->id.route.addr.dst_sin.sin_port));
 	req.qpn = (r->id.qp ? r->id.qp->qp_num : p ? p->qp_num : 0) & 0xffffff;
 	req.psn = r->psn;
@@ -1420,8 +1543,12 @@ EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 	memcpy(req.private_data, &h, sizeof(h));
 	if (plen)
 		memcpy(req.private_data + sizeof(h), p->private_data, plen);
-	DBG("id %p: connect to service 0x%x at %s\n", (void *)r, req.service_id,
-	    inet_ntoa(r->id.route.addr.dst_sin.sin_addr));
+	{
+		char a[INET6_ADDRSTRLEN];
+
+		DBG("id %p: connect to service 0x%x at %s\n", (void *)r, req.service_id,
+		    rc_addr_str(r->peer_addr, a, sizeof(a)));
+	}
 	pthread_mutex_lock(&g_lock);
 	r->st = RC_CONNECTING;
 	ret = rc_conn_send(r->conn, MRCE_OP_CM_CONNECT, &req, sizeof(req), on_connect, r);
@@ -1819,8 +1946,35 @@ EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 
 struct rc_ai {
 	struct rdma_addrinfo ai;
-	struct sockaddr_in src, dst;
+	struct sockaddr_in6 src, dst; /* room for either family */
 };
+
+/* Copies SA (AF_INET or AF_INET6, LEN bytes at least) into SLOT as the answer's source or destination. */
+static int ai_put(struct rc_ai *r, bool src, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_in6 *slot = src ? &r->src : &r->dst;
+	socklen_t n = rc_addr_len(sa);
+
+	if (!n || len < n)
+		return EAFNOSUPPORT;
+	memcpy(slot, sa, n);
+	if (src) {
+		r->ai.ai_src_addr = (struct sockaddr *)slot;
+		r->ai.ai_src_len = n;
+	} else {
+		r->ai.ai_dst_addr = (struct sockaddr *)slot;
+		r->ai.ai_dst_len = n;
+	}
+	return 0;
+}
+
+static void ai_types(struct rc_ai *r, const struct rdma_addrinfo *hints)
+{
+	r->ai.ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
+		hints && hints->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+	r->ai.ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space :
+		r->ai.ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+}
 
 /*
  * No node and no service: the addresses come from the hints (as librdmacm
@@ -1830,50 +1984,66 @@ static int addrinfo_from_hints(const struct rdma_addrinfo *hints,
 			       struct rdma_addrinfo **res)
 {
 	struct rc_ai *r;
+	int ret = 0;
 
 	if (!hints || (!hints->ai_src_addr && !hints->ai_dst_addr))
 		return fail(EINVAL);
-	if ((hints->ai_src_addr && (hints->ai_src_addr->sa_family != AF_INET ||
-				    hints->ai_src_len < sizeof(r->src))) ||
-	    (hints->ai_dst_addr && (hints->ai_dst_addr->sa_family != AF_INET ||
-				    hints->ai_dst_len < sizeof(r->dst))))
-		return fail(EAFNOSUPPORT);
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return fail(ENOMEM);
+	if (hints->ai_src_addr)
+		ret = ai_put(r, true, hints->ai_src_addr, hints->ai_src_len);
+	if (!ret && hints->ai_dst_addr)
+		ret = ai_put(r, false, hints->ai_dst_addr, hints->ai_dst_len);
+	if (ret) {
+		free(r);
+		return fail(ret);
+	}
 	r->ai.ai_flags = hints->ai_flags;
-	r->ai.ai_family = AF_INET;
-	r->ai.ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type :
-		hints->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-	r->ai.ai_port_space = hints->ai_port_space ? hints->ai_port_space :
-		r->ai.ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
-	if (hints->ai_src_addr) {
-		memcpy(&r->src, hints->ai_src_addr, sizeof(r->src));
-		r->ai.ai_src_addr = (struct sockaddr *)&r->src;
-		r->ai.ai_src_len = sizeof(r->src);
-	}
-	if (hints->ai_dst_addr) {
-		memcpy(&r->dst, hints->ai_dst_addr, sizeof(r->dst));
-		r->ai.ai_dst_addr = (struct sockaddr *)&r->dst;
-		r->ai.ai_dst_len = sizeof(r->dst);
-	}
+	r->ai.ai_family = (r->ai.ai_dst_addr ? r->ai.ai_dst_addr : r->ai.ai_src_addr)->sa_family;
+	ai_types(r, hints);
 	*res = &r->ai;
 	return 0;
+}
+
+/*
+ * Of getaddrinfo's answers, the first of the family mrce0 serves (a name
+ * with A and AAAA records reaches the daemon in its own family); the first
+ * one when none is, or when the device is not there to ask.
+ */
+static const struct addrinfo *pick_family(const struct addrinfo *ai)
+{
+	const struct addrinfo *a;
+
+	if (device())
+		return ai;
+	for (a = ai; a; a = a->ai_next)
+		if (a->ai_family == g_family)
+			return a;
+	return ai;
 }
 
 EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			    const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-	struct addrinfo h = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+	struct addrinfo h = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
+	const struct addrinfo *a;
 	struct rc_ai *r;
 	int ret, flags = hints ? hints->ai_flags : 0;
 
 	if (!res)
 		return fail(EINVAL);
-	if (hints && hints->ai_family && hints->ai_family != AF_INET)
+	if (hints && hints->ai_family && hints->ai_family != AF_INET &&
+	    hints->ai_family != AF_INET6) {
+		fprintf(stderr, "metaroce rdmacm: address family %d is not served: MetaRoCE's "
+			"rdma_cm serves IPv4 and IPv6 addresses (AF_INET, AF_INET6), not AF_IB\n",
+			hints->ai_family);
 		return fail(EAFNOSUPPORT);
+	}
 	if (!node && !service)
 		return addrinfo_from_hints(hints, res);
+	if (hints && hints->ai_family)
+		h.ai_family = hints->ai_family;
 	if (flags & RAI_PASSIVE)
 		h.ai_flags |= AI_PASSIVE;
 	if (flags & RAI_NUMERICHOST)
@@ -1881,32 +2051,28 @@ EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	ret = getaddrinfo(node, service, &h, &ai);
 	if (ret)
 		return ret;
+	a = pick_family(ai);
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		freeaddrinfo(ai);
 		return fail(ENOMEM);
 	}
 	r->ai.ai_flags = flags;
-	r->ai.ai_family = AF_INET;
-	r->ai.ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
-		hints && hints->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-	r->ai.ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space :
-		r->ai.ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	r->ai.ai_family = a->ai_family;
+	ai_types(r, hints);
 	if (flags & RAI_PASSIVE) {
-		memcpy(&r->src, ai->ai_addr, sizeof(r->src));
-		r->ai.ai_src_addr = (struct sockaddr *)&r->src;
-		r->ai.ai_src_len = sizeof(r->src);
+		ret = ai_put(r, true, a->ai_addr, a->ai_addrlen);
 	} else {
-		memcpy(&r->dst, ai->ai_addr, sizeof(r->dst));
-		r->ai.ai_dst_addr = (struct sockaddr *)&r->dst;
-		r->ai.ai_dst_len = sizeof(r->dst);
-		if (hints && hints->ai_src_addr && hints->ai_src_addr->sa_family == AF_INET) {
-			memcpy(&r->src, hints->ai_src_addr, sizeof(r->src));
-			r->ai.ai_src_addr = (struct sockaddr *)&r->src;
-			r->ai.ai_src_len = sizeof(r->src);
-		}
+		ret = ai_put(r, false, a->ai_addr, a->ai_addrlen);
+		if (!ret && hints && hints->ai_src_addr &&
+		    ai_put(r, true, hints->ai_src_addr, hints->ai_src_len))
+			r->ai.ai_src_addr = NULL, r->ai.ai_src_len = 0;
 	}
 	freeaddrinfo(ai);
+	if (ret) {
+		free(r);
+		return fail(ret);
+	}
 	*res = &r->ai;
 	return 0;
 }

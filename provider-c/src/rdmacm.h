@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mrce_abi.h"
@@ -65,5 +66,26 @@ struct rc_hdr {
 };                                   /* 24 */
 
 #define RC_PDATA_MAX (MRCE_CM_PRIVATE_DATA_MAX - sizeof(struct rc_hdr))
+
+/*
+ * Addresses (rdmacm.c): an id's addresses are sockaddr_in or sockaddr_in6
+ * (both keep the port at the same offset); inside, an address is 16 bytes,
+ * IPv6 as it is and IPv4 as ::ffff:a.b.c.d, like the GIDs.
+ */
+struct sockaddr;
+bool rc_addr_is_v4mapped(const uint8_t a[16]);
+/* 0 for AF_INET and AF_INET6; EAFNOSUPPORT (with a message) for any other, EINVAL for NULL. */
+int rc_addr_check_family(const struct sockaddr *sa);
+/* SA's address as 16 bytes; false (zeros) for a family other than AF_INET/AF_INET6. */
+bool rc_addr_get(const struct sockaddr *sa, uint8_t a[16]);
+/* Writes a sockaddr_in (v4-mapped A) or sockaddr_in6 with PORT_BE; returns its length. */
+unsigned int rc_addr_set(struct sockaddr *sa, const uint8_t a[16], uint16_t port_be);
+/* sizeof(sockaddr_in / sockaddr_in6) for SA's family, 0 for another. */
+unsigned int rc_addr_len(const struct sockaddr *sa);
+/* 0.0.0.0, :: or ::ffff:0.0.0.0 */
+bool rc_addr_is_any(const struct sockaddr *sa);
+/* 127.0.0.0/8 or ::1, unless it is SERVED (the daemon's own address) */
+bool rc_addr_is_loopback(const uint8_t a[16], const uint8_t served[16]);
+const char *rc_addr_str(const uint8_t a[16], char *buf, size_t len);
 
 #endif

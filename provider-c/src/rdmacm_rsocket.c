@@ -43,6 +43,8 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include "rdmacm.h"
 #include <rdma/rsocket.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -462,7 +464,7 @@ EXPORT int rsocket(int domain, int type, int protocol)
 {
 	struct rs *s;
 
-	if (domain != AF_INET)
+	if (domain != AF_INET && domain != AF_INET6)
 		return rs_fail(EAFNOSUPPORT);
 	if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM ||
 	    (protocol && protocol != IPPROTO_TCP))
@@ -487,7 +489,7 @@ EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 
 	if (!s)
 		return -1;
-	if (addrlen < sizeof(struct sockaddr_in))
+	if (!addr || addrlen < sizeof(struct sockaddr_in) || addrlen < rc_addr_len(addr))
 		return rs_fail(EINVAL);
 	if (rdma_bind_addr(s->id, (struct sockaddr *)addr))
 		return -1;
@@ -560,11 +562,11 @@ EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	}
 	s->state = RS_CONNECTED;
 	if (addr && addrlen) {
-		socklen_t n = *addrlen < sizeof(struct sockaddr_in) ? *addrlen :
-			sizeof(struct sockaddr_in);
+		socklen_t len = rc_addr_len(rdma_get_peer_addr(cid));
+		socklen_t n = *addrlen < len ? *addrlen : len;
 
 		memcpy(addr, rdma_get_peer_addr(cid), n);
-		*addrlen = sizeof(struct sockaddr_in);
+		*addrlen = len;
 	}
 	return s->fd;
 }
@@ -580,7 +582,8 @@ EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 		return rs_fail(EBADF);
 	if (s->state == RS_CONNECTED)
 		return rs_fail(EISCONN);
-	if ((s->state != RS_NEW && s->state != RS_BOUND) || addrlen < sizeof(struct sockaddr_in))
+	if ((s->state != RS_NEW && s->state != RS_BOUND) || !addr ||
+	    addrlen < sizeof(struct sockaddr_in) || addrlen < rc_addr_len(addr))
 		return rs_fail(EINVAL);
 	ret = rdma_resolve_addr(s->id, NULL, (struct sockaddr *)addr, 10000) ? errno :
 		expect(s, RDMA_CM_EVENT_ADDR_RESOLVED);
@@ -1141,9 +1144,14 @@ static int name_of(int socket, struct sockaddr *addr, socklen_t *addrlen, bool p
 		return rs_fail(EFAULT);
 	if (peer && s->state != RS_CONNECTED)
 		return rs_fail(ENOTCONN);
-	n = *addrlen < sizeof(struct sockaddr_in) ? *addrlen : sizeof(struct sockaddr_in);
-	memcpy(addr, peer ? rdma_get_peer_addr(s->id) : rdma_get_local_addr(s->id), n);
-	*addrlen = sizeof(struct sockaddr_in);
+	{
+		struct sockaddr *a = peer ? rdma_get_peer_addr(s->id) : rdma_get_local_addr(s->id);
+		socklen_t len = rc_addr_len(a) ? rc_addr_len(a) : sizeof(struct sockaddr_in);
+
+		n = *addrlen < len ? *addrlen : len;
+		memcpy(addr, a, n);
+		*addrlen = len;
+	}
 	return 0;
 }
 

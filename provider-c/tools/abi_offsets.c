@@ -110,7 +110,8 @@ int main(void)
 	F(mrce_cm_connect_req, qpn); F(mrce_cm_connect_req, psn);
 	F(mrce_cm_connect_req, gid); F(mrce_cm_connect_req, timeout_ms);
 	F(mrce_cm_connect_req, private_data_len);
-	F(mrce_cm_connect_req, private_data); SZ(mrce_cm_connect_req);
+	F(mrce_cm_connect_req, private_data); F(mrce_cm_connect_req, peer_ipv6);
+	SZ(mrce_cm_connect_req);
 	F(mrce_cm_connect_resp, result); F(mrce_cm_connect_resp, qpn);
 	F(mrce_cm_connect_resp, psn); F(mrce_cm_connect_resp, gid);
 	F(mrce_cm_connect_resp, private_data_len);
@@ -119,7 +120,8 @@ int main(void)
 	F(mrce_cm_request, request); F(mrce_cm_request, service_id);
 	F(mrce_cm_request, qpn); F(mrce_cm_request, psn); F(mrce_cm_request, gid);
 	F(mrce_cm_request, peer_ipv4); F(mrce_cm_request, private_data_len);
-	F(mrce_cm_request, private_data); SZ(mrce_cm_request);
+	F(mrce_cm_request, private_data); F(mrce_cm_request, peer_ipv6);
+	SZ(mrce_cm_request);
 	F(mrce_cm_accept_req, request); F(mrce_cm_accept_req, qpn);
 	F(mrce_cm_accept_req, psn); F(mrce_cm_accept_req, gid);
 	F(mrce_cm_accept_req, private_data_len);

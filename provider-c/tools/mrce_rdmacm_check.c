@@ -22,6 +22,10 @@
  *                        kills the peer or the daemon), else (with data after
  *                        sending DATA_LEN patterned bytes: SENT) disconnect
  *                        and wait for DISCONNECTED
+ * With -6 first, the servers bind the IPv6 wildcard [::] instead of 0.0.0.0.
+ * After ADDR_RESOLVED, CONNECT_REQUEST and ESTABLISHED a line "ADDRS src
+ * ADDR PORT dst ADDR PORT" gives the id's addresses (rdma_get_local_addr,
+ * rdma_get_peer_addr) as inet_ntop writes them, with the family (4 or 6).
  *   rserver PORT         rsockets: accept one connection, send RS_LEN patterned
  *                        bytes (SENT ... sum), close (CLOSED) and exit
  *   rclient ADDR PORT FIFO
@@ -60,6 +64,37 @@ static void die(const char *what)
 	exit(1);
 }
 
+static bool bind6; /* -6: servers bind [::] */
+
+/* "6 ADDR" or "4 ADDR" (BUF holds INET6_ADDRSTRLEN + 8). */
+static const char *addr_str(const struct sockaddr *sa, char *buf)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
+	else if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
+	snprintf(buf, INET6_ADDRSTRLEN + 8, "%c %s", sa->sa_family == AF_INET6 ? '6' :
+		 sa->sa_family == AF_INET ? '4' : '?', a);
+	return buf;
+}
+
+/* The servers' bind address: 0.0.0.0 or, with -6, [::], with PORT. */
+static struct sockaddr_in6 any_addr(int port)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+
+	if (!bind6) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&a;
+
+		memset(&a, 0, sizeof(a));
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+	}
+	return a;
+}
+
 /* The next event, waiting with poll on the non-blocking channel fd. */
 static struct rdma_cm_event *next_event(void)
 {
@@ -80,6 +115,14 @@ static struct rdma_cm_event *next_event(void)
 	       ev->param.conn.private_data ? (int)strnlen(ev->param.conn.private_data,
 							   ev->param.conn.private_data_len) : 0,
 	       ev->param.conn.private_data ? (const char *)ev->param.conn.private_data : "");
+	if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED || ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ||
+	    ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+		char s[INET6_ADDRSTRLEN + 8], d[INET6_ADDRSTRLEN + 8];
+
+		printf("ADDRS src %s %u dst %s %u\n", addr_str(rdma_get_local_addr(ev->id), s),
+		       ntohs(rdma_get_src_port(ev->id)), addr_str(rdma_get_peer_addr(ev->id), d),
+		       ntohs(rdma_get_dst_port(ev->id)));
+	}
 	fflush(stdout);
 	return ev;
 }
@@ -134,7 +177,7 @@ static const char *errno_name(int e)
 
 static int bind_only(int port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in6 sin = any_addr(port);
 	struct rdma_cm_id *id;
 
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
@@ -160,7 +203,7 @@ static void read_word(const char *fifo, char word[16])
 /* Binds LISTEN to PORT; then waits for the test's word on FIFO; true: listen. */
 static bool late_listen(struct rdma_cm_id *listen, int port, const char *fifo)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in6 sin = any_addr(port);
 	struct rdma_cm_id *again;
 	char word[16] = "";
 
@@ -192,7 +235,7 @@ static bool late_listen(struct rdma_cm_id *listen, int port, const char *fifo)
 
 static int server(int port, const char *mode, const char *fifo)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in6 sin = any_addr(port);
 	struct rdma_cm_id *listen, *id;
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = { .private_data = "welcome", .private_data_len = 8,
@@ -343,11 +386,12 @@ static int client(const char *addr, int port, bool hold, bool data)
 /* rsockets: one connection, RS_LEN bytes sent, then closed. */
 static int rs_server(int port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in6 sin = any_addr(port);
 	static uint8_t b[RS_LEN];
-	int l = rsocket(AF_INET, SOCK_STREAM, 0), c;
+	int l = rsocket(sin.sin6_family, SOCK_STREAM, 0), c;
 
-	if (l < 0 || rbind(l, (struct sockaddr *)&sin, sizeof(sin)) || rlisten(l, 1))
+	if (l < 0 || rbind(l, (struct sockaddr *)&sin, bind6 ? sizeof(sin) :
+			   sizeof(struct sockaddr_in)) || rlisten(l, 1))
 		die("rsocket/rbind/rlisten");
 	printf("LISTENING %d\n", port);
 	c = raccept(l, NULL, NULL);
@@ -383,13 +427,17 @@ static short rs_poll_in(int fd, int timeout_ms)
 static int rs_client(const char *addr, int port, const char *fifo)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	bool v6 = strchr(addr, ':') != NULL;
 	static uint8_t b[RS_LEN + 1], want[RS_LEN];
 	char word[16];
-	int fd = rsocket(AF_INET, SOCK_STREAM, 0), got = 0;
+	int fd = rsocket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), got = 0;
 	short ev;
 
-	if (fd < 0 || inet_pton(AF_INET, addr, &sin.sin_addr) != 1 ||
-	    rconnect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+	if (fd < 0 || (v6 ? inet_pton(AF_INET6, addr, &sin6.sin6_addr) :
+		       inet_pton(AF_INET, addr, &sin.sin_addr)) != 1 ||
+	    rconnect(fd, v6 ? (struct sockaddr *)&sin6 : (struct sockaddr *)&sin,
+		     v6 ? sizeof(sin6) : sizeof(sin)))
 		die("rsocket/rconnect");
 	printf("CONNECTED\n");
 	read_word(fifo, word);
@@ -447,6 +495,11 @@ int main(int argc, char **argv)
 		printf("FAIL an empty non-blocking channel must answer EAGAIN\n");
 		return 1;
 	}
+	if (argc > 1 && !strcmp(argv[1], "-6")) {
+		bind6 = true;
+		argc--;
+		argv++;
+	}
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return server(atoi(argv[2]), argv[3], NULL);
 	if (argc == 5 && !strcmp(argv[1], "server") && !strcmp(argv[3], "late"))
@@ -460,7 +513,7 @@ int main(int argc, char **argv)
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "client"))
 		return client(argv[2], atoi(argv[3]), argc == 5 && !strcmp(argv[4], "hold"),
 			      argc == 5 && !strcmp(argv[4], "data"));
-	fprintf(stderr, "usage: mrce_rdmacm_check server PORT accept|reject | "
+	fprintf(stderr, "usage: mrce_rdmacm_check [-6] server PORT accept|reject | "
 		"server PORT late FIFO | bind PORT | client ADDR PORT [hold|data] | "
 		"rserver PORT | rclient ADDR PORT FIFO\n");
 	return 2;

@@ -14,7 +14,8 @@ public final class CmRequestDescriptor {
             Layouts.bytes("gid", 16),
             Layouts.u32("peer_ipv4"),
             Layouts.u32("private_data_len"),
-            Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX)).withName(C_NAME);
+            Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX),
+            Layouts.bytes("peer_ipv6", 16)).withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_REQUEST = Layouts.off(LAYOUT, "request");
     public static final int OFF_SERVICE_ID = Layouts.off(LAYOUT, "service_id");
@@ -24,6 +25,7 @@ public final class CmRequestDescriptor {
     public static final int OFF_PEER_IPV4 = Layouts.off(LAYOUT, "peer_ipv4");
     public static final int OFF_PRIVATE_DATA_LEN = Layouts.off(LAYOUT, "private_data_len");
     public static final int OFF_PRIVATE_DATA = Layouts.off(LAYOUT, "private_data");
+    public static final int OFF_PEER_IPV6 = Layouts.off(LAYOUT, "peer_ipv6");
 
     private CmRequestDescriptor() {}
 }

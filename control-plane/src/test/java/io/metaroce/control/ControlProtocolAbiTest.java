@@ -119,10 +119,10 @@ class ControlProtocolAbiTest {
         assertThat(ControlProtocol.responseSize(ControlProtocol.OP_QUERY_QP)).isEqualTo(96);
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_LISTEN)).isEqualTo(8);
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_UNLISTEN)).isEqualTo(8);
-        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_CONNECT)).isEqualTo(232);
+        assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_CONNECT)).isEqualTo(248);
         assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_CONNECT)).isEqualTo(232);
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_GET_REQUEST)).isEqualTo(8);
-        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_GET_REQUEST)).isEqualTo(232);
+        assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_GET_REQUEST)).isEqualTo(248);
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_ACCEPT)).isEqualTo(232);
         assertThat(ControlProtocol.responseSize(ControlProtocol.OP_CM_ACCEPT)).isZero();
         assertThat(ControlProtocol.requestSize(ControlProtocol.OP_CM_REJECT)).isEqualTo(200);

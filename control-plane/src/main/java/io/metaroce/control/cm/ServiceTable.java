@@ -8,6 +8,7 @@ import io.metaroce.abi.CmListenReqDescriptor;
 import io.metaroce.abi.CmRejectReqDescriptor;
 import io.metaroce.abi.CmRequestDescriptor;
 import io.metaroce.abi.Errno;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.control.ControlProtocol;
 import io.metaroce.control.LocalSession;
 import java.nio.ByteBuffer;
@@ -280,6 +281,12 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
     private void connect(Sess s, int seq, ByteBuffer p) {
         int op = ControlProtocol.OP_CM_CONNECT;
         int peerIp = networkOrder(p, CmConnectReqDescriptor.OFF_PEER_IPV4);
+        if (peerIp == 0) {
+            // an IPv6 peer: its address in peer_ipv6 (an IPv4-mapped one names the IPv4 peer)
+            byte[] v6 = new byte[16];
+            p.get(CmConnectReqDescriptor.OFF_PEER_IPV6, v6);
+            peerIp = IpAddr.fromGid(v6);
+        }
         int service = p.getInt(CmConnectReqDescriptor.OFF_SERVICE_ID);
         int qpn = p.getInt(CmConnectReqDescriptor.OFF_QPN);
         int psn = p.getInt(CmConnectReqDescriptor.OFF_PSN);
@@ -385,7 +392,9 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         b.putInt(CmRequestDescriptor.OFF_QPN, r.qpn());
         b.putInt(CmRequestDescriptor.OFF_PSN, r.psn());
         b.put(CmRequestDescriptor.OFF_GID, r.gid());
-        b.order(ByteOrder.BIG_ENDIAN).putInt(CmRequestDescriptor.OFF_PEER_IPV4, x.peerIp).order(ByteOrder.LITTLE_ENDIAN);
+        b.order(ByteOrder.BIG_ENDIAN).putInt(CmRequestDescriptor.OFF_PEER_IPV4, IpAddr.isV6(x.peerIp) ? 0 : x.peerIp)
+                .order(ByteOrder.LITTLE_ENDIAN);
+        b.put(CmRequestDescriptor.OFF_PEER_IPV6, IpAddr.gid(x.peerIp));
         putPrivateData(b, CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA, r.privateData());
         s.session.respond(ControlProtocol.OP_CM_GET_REQUEST, seq, 0, b);
     }

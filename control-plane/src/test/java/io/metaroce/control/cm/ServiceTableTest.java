@@ -9,6 +9,7 @@ import io.metaroce.abi.CmListenReqDescriptor;
 import io.metaroce.abi.CmRejectReqDescriptor;
 import io.metaroce.abi.CmRequestDescriptor;
 import io.metaroce.abi.Errno;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.control.ControlProtocol;
 import io.metaroce.control.LocalSession;
 import java.nio.ByteBuffer;
@@ -191,6 +192,35 @@ class ServiceTableTest {
         assertThat(r.seq()).isEqualTo(seq);
         assertThat(r.status()).as("status of %s", ControlProtocol.opName(op)).isEqualTo(status);
         return r;
+    }
+
+    /**
+     * CM_CONNECT with peer_ipv4 0 names the peer in peer_ipv6 (the way an IPv6 peer is named;
+     * here B's IPv4-mapped address, which names B), and CM_GET_REQUEST names the requester in
+     * peer_ipv6 as well (IPv4 as ::ffff:a.b.c.d; for an IPv6 requester peer_ipv4 is 0).
+     */
+    @Test
+    void connectNamesThePeerInPeerIpv6WhenPeerIpv4IsZero() throws Exception {
+        Session server = new Session();
+        Session client = new Session();
+        expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 18516, 0), 0);
+        int get = getRequest(b, server, 5000);
+        ByteBuffer p = buf(CmConnectReqDescriptor.SIZE);
+        p.put(CmConnectReqDescriptor.OFF_PEER_IPV6, IpAddr.gid(B)).putInt(CmConnectReqDescriptor.OFF_SERVICE_ID, 18516)
+                .putInt(CmConnectReqDescriptor.OFF_QPN, 0x11).put(CmConnectReqDescriptor.OFF_GID, GID_A);
+        int conn = client.next();
+        a.onRequest(client, ControlProtocol.OP_CM_CONNECT, conn, p);
+        Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, get, 0);
+        byte[] peer = new byte[16];
+        req.payload().get(CmRequestDescriptor.OFF_PEER_IPV6, peer);
+        assertThat(peer).isEqualTo(IpAddr.gid(A));
+        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequestDescriptor.OFF_PEER_IPV4)).isEqualTo(A);
+        req.payload().order(ByteOrder.LITTLE_ENDIAN);
+        expect(server, ControlProtocol.OP_CM_REJECT, reject(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), "no"), 0);
+        Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
+        assertThat(r.i(CmConnectRespDescriptor.OFF_RESULT)).isEqualTo(ControlProtocol.CM_REJECTED);
+        // neither address: EINVAL
+        expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, 0, 18516, 1, 2, "", 0), Errno.EINVAL);
     }
 
     @Test

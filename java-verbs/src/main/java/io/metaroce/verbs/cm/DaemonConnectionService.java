@@ -134,7 +134,7 @@ public final class DaemonConnectionService implements ConnectionService {
         int service = peer.getPort();
         String what = "service " + service + " at " + addr.getHostAddress();
         try (DaemonControl c = DaemonControl.open(socket)) {
-            ByteBuffer p = le(DaemonControl.CM_STRUCT);
+            ByteBuffer p = le(DaemonControl.CM_STRUCT_V6);
             p.put(DaemonControl.CONNECT_PEER, addr.getAddress());
             p.putInt(DaemonControl.CONNECT_SERVICE, service);
             endpoint(p, local, ConnectOptions.checkPrivateData(privateData));

@@ -43,8 +43,10 @@ final class DaemonControl implements AutoCloseable {
     static final int LISTEN_BACKLOG = 4;
     static final int GET_REQUEST_SIZE = 8;
     static final int GET_REQUEST_TIMEOUT = 0;
-    // the four 232-byte structs share qpn 8, psn 12, gid 16, len 36, data 40
+    // the four CM structs share qpn 8, psn 12, gid 16, len 36, data 40; connect_resp and accept_req
+    // are 232 bytes, connect_req and request 248 (their peer_ipv6 follows at 232)
     static final int CM_STRUCT = 232;
+    static final int CM_STRUCT_V6 = 248;
     static final int QPN = 8;
     static final int PSN = 12;
     static final int GID = 16;

@@ -143,7 +143,7 @@ class DaemonConnectionServiceTest {
         Request c = requests.get(1);
         assertThat(c.op()).isEqualTo(DaemonControl.OP_CM_CONNECT);
         ByteBuffer p = c.payload();
-        assertThat(p.remaining()).isEqualTo(232);
+        assertThat(p.remaining()).isEqualTo(248);
         assertThat(new byte[] {p.get(0), p.get(1), p.get(2), p.get(3)}).isEqualTo(new byte[] {(byte) 198, 18, 0, 2});
         assertThat(p.getInt(4)).isEqualTo(18515);
         assertThat(p.getInt(8)).isEqualTo(0x123);
