@@ -2014,8 +2014,12 @@ static int addrinfo_from_hints(const struct rdma_addrinfo *hints,
 static const struct addrinfo *pick_family(const struct addrinfo *ai)
 {
 	const struct addrinfo *a;
+	bool mixed = false;
 
-	if (device())
+	for (a = ai; a; a = a->ai_next)
+		mixed |= a->ai_family != ai->ai_family;
+	/* one family: no need to open the device to choose */
+	if (!mixed || device())
 		return ai;
 	for (a = ai; a; a = a->ai_next)
 		if (a->ai_family == g_family)
