@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Timeout;
  * fabric link, each daemon serving its IPv6 address), with libmetaroce-rdmacm.so preloaded:
  * {@code rping -v} (every ping's data checked), {@code ucmatose}, {@code udaddy} (UD, the address
  * handle from the peer's IPv6 GID), {@code rstream -T v} over the library's rsockets
- * ({@code rsocket(AF_INET6)}, data verified by the receiver), the events' IPv6 addresses
+ * ({@code rsocket(AF_INET6)}, data verified by the receiver), {@code rdma_server}/{@code rdma_client},
+ * {@code cmtime} (20 connections, every step's row), the events' IPv6 addresses
  * ({@code mrce_rdmacm_check}'s ADDRS lines: {@code rdma_get_local_addr}/{@code rdma_get_peer_addr}
  * at ADDR_RESOLVED, CONNECT_REQUEST and ESTABLISHED, on a listener bound to {@code [::]}), an IPv4
  * wildcard listener taking an IPv6 client's request (a reject with private data), and no route to
@@ -161,6 +162,34 @@ class RdmaCmIpv6IT {
         Run r = run("udaddy6", List.of("udaddy"), List.of("udaddy", "-s", B)).assertExitedCleanly();
         for (String out : List.of(r.server(), r.client())) {
             assertThat(out).as(r.context()).contains("data transfers complete", "return status 0");
+        }
+    }
+
+    @Test
+    void rdmaServerAndClient() {
+        // rdma_server binds with rdma_getaddrinfo's passive wildcard, rdma_client resolves B's address
+        String port = port();
+        Run r = run("rdma_server6", List.of("rdma_server", "-p", port), List.of("rdma_client", "-s", B, "-p", port))
+                .assertExitedCleanly();
+        assertThat(r.server()).as(r.context()).contains("rdma_server: end 0");
+        assertThat(r.client()).as(r.context()).contains("rdma_client: end 0");
+    }
+
+    @Test
+    void cmtime() {
+        String port = port();
+        Proc server = startServer("cmtime6", List.of("cmtime", "-c", "20", "-p", port));
+        try (server) {
+            Proc.Result c = fabric.runApp(fabric.a(), "cmtime6-client", RUN_TIMEOUT,
+                    List.of("cmtime", "-s", B, "-c", "20", "-p", port));
+            String context = c.output() + "\n--- server:\n" + server.output() + "\n" + fabric.diagnostics();
+            assertThat(c.exit()).as(context).isZero();
+            for (String step : List.of("create id", "resolve addr", "resolve route", "create qp", "connect",
+                    "disconnect", "destroy")) {
+                assertThat(c.output()).as(context).containsPattern("(?m)^" + step
+                        + "\\s*:\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s*$");
+            }
+            assertThat(server.isAlive()).as(context).isTrue();
         }
     }
 
