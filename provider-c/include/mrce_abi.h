@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define MRCE_ABI_VERSION 2
+#define MRCE_ABI_VERSION 3
 
 /* ------------------------------------------------------------------------
  * Rings: single producer / single consumer, fixed-size slots, free-running

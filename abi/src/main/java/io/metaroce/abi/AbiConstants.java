@@ -2,7 +2,7 @@ package io.metaroce.abi;
 
 /** The #define constants of mrce_abi.h (names kept so the agreement test finds them). */
 public final class AbiConstants {
-    public static final int MRCE_ABI_VERSION = 2;
+    public static final int MRCE_ABI_VERSION = 3;
     public static final int MRCE_RING_MAGIC = 0x474e524d;
     public static final int MRCE_RING_VERSION = 1;
     public static final int MRCE_RING_KIND_SQ = 1;

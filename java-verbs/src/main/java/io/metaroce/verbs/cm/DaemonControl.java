@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * control buffer, the kernel closes them (this client needs neither).
  */
 final class DaemonControl implements AutoCloseable {
-    static final int ABI_VERSION = 2;
+    static final int ABI_VERSION = 3;
     static final int HEADER = 16;
     static final int MAX_FRAME = 4096;
     static final int OP_HELLO = 1;
