@@ -26,8 +26,8 @@ import java.util.concurrent.ArrayBlockingQueue;
  * every QP's state and transport belong to this agent's thread.
  */
 public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
-    /** QPN = generation << 12 | table index. */
-    public static final int QP_INDEX_BITS = 12;
+    /** QPN = generation << 14 | table index (16384 slots, 1023 generations per slot). */
+    public static final int QP_INDEX_BITS = 14;
     public static final int MAX_QP = 1 << QP_INDEX_BITS;
     /**
      * The frame (UDP payload) a port must carry at least: the largest packet of IBV_MTU_4096, an

@@ -14,7 +14,7 @@ public record Limits(int maxQp, int maxQpWr, int maxSge, int maxCq, int maxCqe, 
     public static final int ATOMIC_HCA = 1;
 
     public static Limits defaults() {
-        return new Limits(1024, 4096, AbiConstants.MRCE_MAX_SGE, 1024, 65536, 16384, 1L << 40, 1024,
+        return new Limits(16384, 4096, AbiConstants.MRCE_MAX_SGE, 1024, 65536, 16384, 1L << 40, 1024,
                 AbiConstants.MRCE_MAX_INLINE, 16, 1024, 1024, 16384, AbiConstants.MRCE_MAX_SGE, 16,
                 ATOMIC_HCA, 65536);
     }

@@ -844,11 +844,14 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
         return p == n ? n : p << 1;
     }
 
+    /** A QPN's generations: the 24-bit QPN's bits above the slot index (1..1023). */
+    private static final int QP_GENERATIONS = (1 << (24 - EngineAgent.QP_INDEX_BITS)) - 1;
+
     private synchronized int allocateQpn() {
         if (qpCount >= limits.maxQp()) {
             return -1;
         }
-        // Unpredictable QPNs: a random free index and a random generation above it (1..0xfff,
+        // Unpredictable QPNs: a random free index and a random generation above it (1..0x3ff,
         // never the slot's previous one), so a QPN can be neither guessed nor reused at once.
         // (No random: the first free index and the slot's next generation, for tests whose
         // outcome depends on the QPNs, which pick the paths' entropies.)
@@ -859,10 +862,10 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 qpIndexUsed[i] = true;
                 int gen;
                 if (random == null) {
-                    gen = (qpGeneration[i] % 0xfff) + 1;
+                    gen = (qpGeneration[i] % QP_GENERATIONS) + 1;
                 } else {
                     do {
-                        gen = 1 + random.nextInt(0xfff);
+                        gen = 1 + random.nextInt(QP_GENERATIONS);
                     } while (gen == qpGeneration[i]);
                 }
                 qpGeneration[i] = (short) gen;
