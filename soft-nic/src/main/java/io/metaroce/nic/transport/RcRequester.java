@@ -45,6 +45,7 @@ public final class RcRequester {
     private final int wrMask;
     private final MemorySegment inlineBuf;
     private final MemorySegment[] slots = new MemorySegment[WINDOW];
+    private final int frameBytes;
     private final int[] slotWr = new int[WINDOW];
     private final int[] slotLen = new int[WINDOW];
     private final boolean[] slotAcked = new boolean[WINDOW];
@@ -105,10 +106,21 @@ public final class RcRequester {
         this.wrMask = n - 1;
         this.inlineBuf = arena.allocate((long) n * AbiConstants.MRCE_MAX_INLINE, 64);
         // the largest packet this QP builds: an atomic, an IBV_MTU_4096 packet or a jumbo one
-        int frame = Math.max(Wire.HEADER_SIZE + Wire.ATOMIC_EXT_SIZE + 4096, Wire.frameBytes(qp.ifMtu));
-        for (int i = 0; i < WINDOW; i++) {
-            slots[i] = arena.allocate(frame, 64);
+        this.frameBytes = Math.max(Wire.HEADER_SIZE + Wire.ATOMIC_EXT_SIZE + 4096, Wire.frameBytes(qp.ifMtu));
+    }
+
+    /**
+     * Window slot {@code i}'s frame, allocated the first time the slot is used (then kept): a QP
+     * that never fills its window does not hold WINDOW frames (1 MiB) of memory, so 10^4 mostly
+     * idle QPs fit in a daemon. Off-heap, once per slot, so the steady state allocates nothing.
+     */
+    private MemorySegment slot(int i) {
+        MemorySegment f = slots[i];
+        if (f == null) {
+            f = arena.allocate(frameBytes, 64);
+            slots[i] = f;
         }
+        return f;
     }
 
     /** Entering RTS: the RSN space starts at sq_psn; paths (re)start. */
@@ -255,7 +267,7 @@ public final class RcRequester {
             p.tlpSent = false;
         }
         int psn = p.nextPsn++;
-        MemorySegment f = slots[slot];
+        MemorySegment f = slot(slot);
         Wire.putU8(f, Wire.OFF_FLAGS, (Wire.u8(f, Wire.OFF_FLAGS) & Wire.FLAG_SOLICITED) | flags
                 | (baseline ? Wire.FLAG_GBN : 0));
         Wire.putU8(f, Wire.OFF_PATH, pi);
@@ -440,7 +452,7 @@ public final class RcRequester {
                 wr.msn = consumesReceive ? nextMsn++ : nextMsn;
             }
             int slot = nextRsn & MASK;
-            MemorySegment f = slots[slot];
+            MemorySegment f = slot(slot);
             boolean last = sendOffset + len >= wr.length;
             int flags = last && (wr.flags & Ibv.SEND_SOLICITED) != 0 && consumesReceive
                     ? Wire.FLAG_SOLICITED : 0;
