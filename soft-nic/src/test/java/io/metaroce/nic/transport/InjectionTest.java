@@ -77,7 +77,8 @@ class InjectionTest {
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn, qb.rxToken + 1, rkey);
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn, 0, guessedKey);
             // wrong destination QPN (another generation of B's slot), wrong source QPN
-            inject(r, f, RdmaRig.IP_A, qb.qpn ^ (1 << 12), qa.qpn, qb.rxToken, rkey);
+            inject(r, f, RdmaRig.IP_A, qb.qpn ^ (1 << io.metaroce.nic.engine.EngineAgent.QP_INDEX_BITS), qa.qpn,
+                    qb.rxToken, rkey);
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn ^ 1, qb.rxToken, rkey);
             assertThat(pc.rxBadSource - badSource).as("wrong source").isEqualTo(1);
             assertThat(pc.rxBadToken - badToken).as("wrong token").isEqualTo(2);

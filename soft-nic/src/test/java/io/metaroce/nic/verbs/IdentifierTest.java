@@ -64,9 +64,9 @@ class IdentifierTest {
             int prev = -1;
             for (int i = 0; i < 8; i++) {
                 int qpn = node.createQp(pd, cq.handle(), cq.handle(), 4, 1, 0).qpn();
-                assertThat(qpn).isBetween(1 << 12, (1 << 24) - 1);
+                assertThat(qpn).isBetween(1 << io.metaroce.nic.engine.EngineAgent.QP_INDEX_BITS, (1 << 24) - 1);
                 assertThat(qpn).isNotEqualTo(prev + 1);
-                slots.add(qpn & 0xfff);
+                slots.add(qpn & (io.metaroce.nic.engine.EngineAgent.MAX_QP - 1));
                 prev = qpn;
             }
             assertThat(slots).as("random slots").hasSize(8).doesNotContain(0, 1, 2);
