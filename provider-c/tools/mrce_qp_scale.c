@@ -13,6 +13,9 @@
  *               (none: set-up, one checked WRITE per QP, teardown only)
  *   -s BYTES    WRITE size of the throughput phases (16384)
  *   -D MS       length of each throughput phase in ms (2000)
+ *   -o WRS      WRITEs outstanding in all during a phase, spread over its
+ *               active QPs: min(16, WRS / K) each, at least 1 (256), so
+ *               every phase offers about the same load
  *   -H PATH     client: after set-up print "mrce_qp_scale: holding", wait
  *               until PATH exists, then go on (the bench reads the daemons'
  *               RSS meanwhile)
@@ -24,7 +27,7 @@
  * QP, QP i into slot i of the server's buffer, a pattern made from i; the
  * server checks every slot's CRC-32 (a QP that did not connect, or landed
  * anywhere else, fails it). Each throughput phase K keeps WRITEs of -s bytes
- * outstanding on the first K QPs for -D ms, QP q always into region q (the
+ * outstanding on the first K QPs (-o) for -D ms, QP q always into region q (the
  * server clears the buffer first), and the server checks each of the K
  * regions' CRC-32 afterwards. Then both destroy their QPs, CQ, MR and PD.
  * Lines (both sides): "CHECK name: PASS|FAIL detail";
@@ -294,7 +297,7 @@ static int reap(struct side *s, struct ibv_wc *wc, int max)
 }
 
 static int client(struct side *s, const char *host, int port, struct hdr *h,
-		  unsigned int phase_ms, const char *hold)
+		  unsigned int phase_ms, uint32_t outstanding, const char *hold)
 {
 	static struct ibv_wc wc[256];
 	double create_ms, modify_ms, first_ms, t0, t_start;
@@ -356,8 +359,8 @@ static int client(struct side *s, const char *host, int port, struct hdr *h,
 	}
 	for (uint32_t p = 0; p < h->phases; p++) {
 		uint32_t k = h->active[p];
-		uint32_t depth = CQ_DEPTH / k < MAX_SEND_WR ? CQ_DEPTH / k :
-							     MAX_SEND_WR;
+		uint32_t depth = outstanding / k < MAX_SEND_WR ? outstanding / k :
+								MAX_SEND_WR;
 		uint64_t writes = 0;
 		double ms;
 
@@ -444,8 +447,9 @@ int main(int argc, char **argv)
 	const char *dev = "mrce0", *active = NULL, *hold = NULL;
 	int port = 18680, timeout = 120, c;
 	unsigned int phase_ms = 2000;
+	uint32_t outstanding = 256;
 
-	while ((c = getopt(argc, argv, "d:g:p:t:n:a:s:D:H:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:t:n:a:s:D:o:H:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': s.gidx = atoi(optarg); break;
@@ -455,9 +459,10 @@ int main(int argc, char **argv)
 		case 'a': active = optarg; break;
 		case 's': h.size = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'D': phase_ms = (unsigned int)atoi(optarg); break;
+		case 'o': outstanding = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'H': hold = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-d DEV] [-g GIDX] [-p PORT] [-t S] [-n QPS] [-a K,K..] [-s BYTES] [-D MS] [-H PATH] [SERVER]\n",
+			fprintf(stderr, "usage: %s [-d DEV] [-g GIDX] [-p PORT] [-t S] [-n QPS] [-a K,K..] [-s BYTES] [-D MS] [-o WRS] [-H PATH] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -466,13 +471,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (active)
 		h.phases = parse_active(active, h.active);
-	if (h.n == 0 || h.size == 0 || h.size > (1u << 24))
-		tool_fail("-n and -s take positive numbers (-s at most 16 MiB)");
+	if (h.n == 0 || h.size == 0 || h.size > (1u << 24) || outstanding == 0 ||
+	    outstanding > CQ_DEPTH)
+		tool_fail("-n, -s and -o take positive numbers (-s at most 16 MiB, -o at most %u)",
+			  CQ_DEPTH);
 	for (uint32_t p = 0; p < h.phases; p++)
 		if (h.active[p] > h.n)
 			tool_fail("-a %u: more than the %u QPs", h.active[p], h.n);
 	s.ctx = tool_open_device(dev);
 	if (optind < argc)
-		return client(&s, argv[optind], port, &h, phase_ms, hold);
+		return client(&s, argv[optind], port, &h, phase_ms, outstanding,
+			      hold);
 	return server(&s, port);
 }
