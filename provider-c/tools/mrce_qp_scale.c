@@ -23,8 +23,9 @@
  * The client tells the server N, the phases and the size over TCP; both
  * create N RC QPs on one PD and one CQ, swap the QP numbers (and the server's
  * buffer address and rkey) and move every QP to RTS (RTR starts the daemons'
- * connection-manager handshake). Then the client RDMA WRITEs 64 bytes on every
- * QP, QP i into slot i of the server's buffer, a pattern made from i; the
+ * connection-manager handshake), 128 QPs at a time in step with each other.
+ * Then the client RDMA WRITEs 64 bytes on every QP, QP i into slot i of the
+ * server's buffer, a pattern made from i; the
  * server checks every slot's CRC-32 (a QP that did not connect, or landed
  * anywhere else, fails it). Each throughput phase K keeps WRITEs of -s bytes
  * outstanding on the first K QPs (-o) for -D ms, QP q always into region q (the
@@ -53,6 +54,7 @@
 #define SLOT 64u
 #define MAX_SEND_WR 16u
 #define CQ_DEPTH 16384u
+#define RTS_BATCH 128u
 
 struct hdr {
 	uint32_t n;
@@ -170,12 +172,26 @@ static void send_qpns(struct side *s, int fd, uint32_t n)
 	free(qpn);
 }
 
-static double to_rts(struct side *s, uint32_t n, const uint8_t *peer_gid)
+/*
+ * Moves every QP to RTS, RTS_BATCH at a time in step with the peer (a byte
+ * each way after each batch): a QP's RTR starts the connection managers'
+ * handshake, which fails when the peer QP is not at RTR within the daemon's
+ * --cm-connect-timeout-ms (10 s), so neither side may run thousands of QPs
+ * ahead of the other.
+ */
+static double to_rts(struct side *s, uint32_t n, const uint8_t *peer_gid,
+		     int fd)
 {
 	double t0 = now_ms();
+	char c;
 
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		tool_rc_to_rts(s->qp[i], s->peer_qpn[i], peer_gid, s->gidx);
+		if ((i + 1) % RTS_BATCH == 0 || i + 1 == n) {
+			tool_write_all(fd, "b", 1);
+			tool_read_all(fd, &c, 1);
+		}
+	}
 	return now_ms() - t0;
 }
 
@@ -234,7 +250,7 @@ static int server(struct side *s, int port)
 	send_qpns(s, fd, h.n);
 	tool_read_all(fd, &peer, sizeof(peer));
 	tool_read_all(fd, s->peer_qpn, h.n * sizeof(*s->peer_qpn));
-	to_rts(s, h.n, peer.gid);
+	to_rts(s, h.n, peer.gid, fd);
 	tool_write_all(fd, "r", 1); /* every QP is past RTR */
 	tool_read_all(fd, &c, 1);   /* the client's first WRITEs completed */
 	bad = 0;
@@ -329,7 +345,7 @@ static int client(struct side *s, const char *host, int port, struct hdr *h,
 	memcpy(me.gid, s->gid.raw, 16);
 	tool_write_all(fd, &me, sizeof(me));
 	send_qpns(s, fd, h->n);
-	modify_ms = to_rts(s, h->n, peer.gid);
+	modify_ms = to_rts(s, h->n, peer.gid, fd);
 	tool_read_all(fd, &c, 1); /* the server's QPs are past RTR */
 	/* One 64-byte WRITE per QP, at most CQ_DEPTH in flight. */
 	t0 = now_ms();
