@@ -9,7 +9,7 @@ public final class PortCounters {
     public long rxShort;
     public long rxBadVersion;
     public long rxBadCrc;
-    /** IPv6 frames whose UDP checksum is 0 or wrong (the AF_XDP port checks it; RFC 8200). */
+    /** IPv6 frames with UDP checksum 0, which RFC 8200 forbids (the AF_XDP port drops them). */
     public long rxBadChecksum;
     public long rxUnknownQp;
     public long rxBadOpcode;

@@ -18,8 +18,10 @@ import org.junit.jupiter.api.Test;
  * The AF_XDP port's IPv6 frames: the headers it builds (checked byte for byte against a vector
  * computed by hand, UDP checksum included), and its RX side over rings in plain memory
  * ({@link XskRxRig}) serving an IPv6 address: good frames delivered with their source address,
- * port and ECN, in one buffer or gathered from several; every malformed frame dropped and
- * counted, never an exception, and the frame after it still delivered.
+ * port and ECN, in one buffer or gathered from several; every malformed frame (lengths, next
+ * header, checksum 0) dropped and counted, never an exception, and the frame after it still
+ * delivered. (A wrong non-zero checksum is not the port's to judge: veth hands XDP a kernel
+ * peer's frames with the checksum left to an offload; the ICRC covers the payload.)
  */
 class AfXdpIpv6FrameTest {
     private static final long A_HI = 0x20010db800000000L; // 2001:db8::1
@@ -143,7 +145,7 @@ class AfXdpIpv6FrameTest {
     }
 
     @Test
-    void aLargestFrameOverThreeBuffersIsGatheredAndItsChecksumChecked() {
+    void aLargestFrameOverThreeBuffersIsGathered() {
         rig = new XskRxRig(localV6(), MAX_FRAME, 32);
         byte[] p = payload(MAX_FRAME, 2);
         byte[] f = frame6(p, 50124, 0x02);
@@ -188,10 +190,7 @@ class AfXdpIpv6FrameTest {
                 new Bad("UDP length beyond the payload length", with(good, 58, 0, 0xd1), "short"),
                 new Bad("payload length beyond the frame", truncated, "short"),
                 new Bad("payload length 0xffff", with(good, 18, 0xff, 0xff), "short"),
-                new Bad("UDP checksum 0", with(good, 60, 0, 0), "badChecksum"),
-                new Bad("UDP checksum off by one", with(good, 61, (good[61] + 1) & 0xff), "badChecksum"),
-                new Bad("a payload byte flipped", with(good, 100, good[100] ^ 0x10), "badChecksum"),
-                new Bad("a source address byte flipped", with(good, 25, good[25] ^ 1), "badChecksum"));
+                new Bad("UDP checksum 0", with(good, 60, 0, 0), "badChecksum"));
         PortCounters c = rig.port.counters();
         for (Bad b : bad) {
             long shortBefore = c.rxShort;
@@ -219,9 +218,12 @@ class AfXdpIpv6FrameTest {
         assertThat(rig.fillEntries()).isEqualTo(AfXdpPort.RX_CHUNKS);
     }
 
-    /** Random damage to random good frames: the port never throws, and delivers only intact frames. */
+    /**
+     * Random damage to the headers of random good frames: the port never throws, never hands over
+     * more than the frame holds, and gives back every chunk.
+     */
     @Test
-    void randomDamageNeverEscapesAsAnExceptionOrACorruptFrame() {
+    void randomHeaderDamageNeverEscapesAsAnExceptionOrAnOverread() {
         rig = new XskRxRig(localV6(), MAX_FRAME, 32);
         SplittableRandom r = new SplittableRandom(0x6006);
         for (int i = 0; i < 2000; i++) {
@@ -229,7 +231,7 @@ class AfXdpIpv6FrameTest {
             byte[] f = frame6(p, 50000 + r.nextInt(64), 0x02);
             boolean damaged = r.nextBoolean();
             if (damaged) {
-                int at = 12 + r.nextInt(f.length - 12);
+                int at = 12 + r.nextInt(AfXdpPort.HEADERS_V6 - 12);
                 f[at] ^= (byte) (1 + r.nextInt(255));
             }
             one(f);
@@ -238,7 +240,9 @@ class AfXdpIpv6FrameTest {
                 assertThat(got).hasSize(1);
             }
             for (Frame g : got) {
-                assertThat(g.payload()).isEqualTo(p);
+                // a shortened UDP length delivers a prefix; nothing past the frame's payload
+                assertThat(g.payload().length).isLessThanOrEqualTo(p.length);
+                assertThat(g.payload()).isEqualTo(java.util.Arrays.copyOf(p, g.payload().length));
             }
         }
         assertThat(rig.fillEntries()).isEqualTo(AfXdpPort.RX_CHUNKS);
