@@ -40,10 +40,10 @@ import org.slf4j.LoggerFactory;
  * checksum ({@link PortCounters#rxBadChecksum} counts checksum 0). The checksum's value is not
  * checked: a virtual interface (veth) hands XDP the frames of a kernel-socket peer with the
  * checksum still to be completed by an offload (only the pseudo-header's sum in the field), and
- * the protocol's own integrity check (the ICRC, docs/spec/transport.md §12) covers every frame. The UDP source port comes
- * from the entropy as in {@link io.metaroce.nic.port.UdpPort}. Received frames are handed over
- * in place when they fit one chunk, else copied into a scratch buffer. Nothing on the data path
- * allocates.
+ * the protocol's own integrity check (the ICRC, docs/spec/transport.md §12) covers every frame.
+ * The UDP source port comes from the entropy as in {@link io.metaroce.nic.port.UdpPort}. Received
+ * frames are handed over in place when they fit one chunk, else copied into a scratch buffer.
+ * Nothing on the data path allocates.
  */
 public final class AfXdpPort implements Port {
     private static final Logger LOG = LoggerFactory.getLogger(AfXdpPort.class);
