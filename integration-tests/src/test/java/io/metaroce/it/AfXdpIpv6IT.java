@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Timeout;
  * mrce_integrity checks 1000 messages end to end. Against a peer on the UDP port the peer's kernel
  * validates every UDP checksum the AF_XDP port computed (RFC 8200: it drops a bad or zero one),
  * and the AF_XDP port parses the kernel's frames; through an IPv6 router the next hop is the
- * router's NDP entry. ({@link AfXdpPerftestIpv6IT} runs perftest on this port and family.)
+ * router's NDP entry; at MTU 9000 in driver mode packets travel as multi-buffer IPv6 frames. ({@link AfXdpPerftestIpv6IT} runs perftest on this port and family.)
  */
 @Timeout(900)
 class AfXdpIpv6IT {
@@ -165,6 +165,28 @@ class AfXdpIpv6IT {
             assertThat(log).as("A's port counters; log:%n%s", log).contains(" badChecksum 0 ").contains(" short 0 ");
             assertThat(db.stop(STOP_GRACE)).isZero();
             assertThat(xdpOf(f.a())).doesNotContain("\"xdp\"");
+        }
+    }
+
+    /**
+     * MTU 9000 in driver mode ({@code --port xdp-native}): over IPv6 two UMEM chunks hold at most
+     * 8130 bytes of UDP payload, so the daemons count link MTU 8158 (not 9000 - 20); 4 KiB and
+     * larger packets leave and arrive as multi-buffer frames.
+     */
+    @Test
+    void jumboFramesInDriverMode() {
+        try (TwoHostFabric f = TwoHostFabric.directIpv6("AfXdpIpv6IT-jumbo", 9000)) {
+            List<Daemon> ds = f.startDaemons("--port", "xdp-native");
+            assertThat(xdpOf(f.a())).contains("mrce_steer").contains("\"mode\":1");
+            RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-n", "300")
+                    .assertCompleted(4096, 300, f.diagnostics());
+            RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-s", "65536", "-n", "100")
+                    .assertCompleted(65536, 100, f.diagnostics());
+            for (Daemon d : ds) {
+                assertThat(d.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", d.logText()).isZero();
+                assertThat(d.logText()).as("port counters; log:%n%s", d.logText())
+                        .contains(" truncated 0 short 0 ").contains(" badChecksum 0 ");
+            }
         }
     }
 
