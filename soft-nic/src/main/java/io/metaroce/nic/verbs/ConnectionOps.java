@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * async eventfds and the device's attributes) and GET_ASYNC_EVENT.
  */
 final class ConnectionOps {
-    static final Logger LOG = LoggerFactory.getLogger(ConnectionOps.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ConnectionOps.class);
 
     private final EngineAgent engine;
     private final NetInfo net;
