@@ -3,6 +3,8 @@
  * mrce_datapath.c - post_send, post_recv, poll_cq and req_notify_cq: the
  * verbs that libibverbs' inline wrappers call through context.ops. No system
  * call and no allocation here, except the doorbell the daemon asked for.
+ *
+ * Long because post/poll and their _ex forms build and read the same slots.
  */
 #include <errno.h>
 #include <poll.h>

@@ -2,6 +2,8 @@
 /*
  * mrce_device.c - device list, open/close and the query verbs. Everything a
  * query returns comes from the daemon's HELLO response.
+ *
+ * Long because all that reads HELLO's answer (list, open, queries) is here.
  */
 #include <arpa/inet.h>
 #include <errno.h>

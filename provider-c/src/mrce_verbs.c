@@ -7,6 +7,8 @@
  * Once the daemon is gone, every object is gone with it: destroy verbs then
  * free the local state and succeed, as libibverbs does for a disassociated
  * device; every other verb fails with EIO.
+ *
+ * Long because it holds every object's control verb and their destroy rule.
  */
 #include <errno.h>
 #include <fcntl.h>

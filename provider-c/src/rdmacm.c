@@ -26,6 +26,8 @@
  * - The CM moves a QP through INIT (rdma_create_qp), RTR and RTS (connect
  *   answered, accept) with the QPN, PSN and GID exchanged, as the kernel's
  *   rdma_cm does; UD QPs go to RTS at once.
+ *
+ * Long because all rdma_* calls share one private id table and event queue.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -19,6 +19,8 @@
  * by watching its memory, as with librdmacm.
  *
  * One thread at a time per rsocket (as rstream and riostream use them).
+ *
+ * Long because every r* call works on the same private rsocket state.
  */
 #include <arpa/inet.h>
 #include <errno.h>

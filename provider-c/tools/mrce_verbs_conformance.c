@@ -19,6 +19,8 @@
  * QP states and the async events it got. The client prints one line per
  * case, "CASE <name>: PASS|FAIL <detail>", then "PASS n/n" (exit 0) or
  * "FAIL k/n failed" (exit 1).
+ *
+ * Long because its cases and server commands share one protocol and QP set.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -12,6 +12,8 @@
  *
  * Prints "PASS name" or "FAIL name: detail" per case, then
  * "N passed, M failed"; exits 0 iff M == 0.
+ *
+ * Long because it is one self-contained program: a function per error case.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -17,6 +17,8 @@ import java.util.Map;
  * docs/spec/transport.md (T) or connection-manager.md (CM) whose rule it checks. The suite plays
  * the other end of an RC connection: its QP exists only in this process, announced through the
  * connection manager; the target's QP is made by the target agent.
+ *
+ * <p>Long because every case drives the same RC peer and helpers; split by spec section if it grows.
  */
 final class Suite {
     /** How long a reply may take before the case fails (generous: CI machines are loaded). */

@@ -35,7 +35,7 @@ class ControlCodecTest {
     @Test
     void showsTheWireBytesOfHello() {
         assertThat(ByteBufUtil.hexDump(Frames.hello(7)))
-                .isEqualTo("18000000" + "0100" + "0000" + "07000000" + "0000" + "0000" + "0200000000000000");
+                .isEqualTo("18000000" + "0100" + "0000" + "07000000" + "0000" + "0000" + "0300000000000000");
     }
 
     @Test

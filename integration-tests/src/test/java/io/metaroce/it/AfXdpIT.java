@@ -188,8 +188,8 @@ class AfXdpIT {
     }
 
     /**
-     * MetaRoCE v1 is IPv4-only: the steering program passes IPv6, even to MetaRoCE's UDP port, to
-     * the kernel. With IPv6 enabled on the link (addresses from 2001:2::/48, the IPv6 benchmarking
+     * A daemon serving IPv4 steers IPv4 only: its steering program passes IPv6, even to MetaRoCE's
+     * UDP port, to the kernel ({@link AfXdpIpv6IT} serves IPv6). With IPv6 enabled on the link (addresses from 2001:2::/48, the IPv6 benchmarking
      * range), a datagram from A to B's port 4793 reaches a kernel UDP socket in B.
      */
     @Test

@@ -38,7 +38,8 @@ class EcmpPingPongIT {
      */
     private static final Duration BLACKHOLE_RUN_TIMEOUT = Duration.ofSeconds(90);
     private static final AtomicInteger PORT = new AtomicInteger(18700);
-    private static EcmpFabric fabric;
+    /** Package-private: {@link EcmpPingPongAfXdpIpv6IT} runs the same tests on its own fabric. */
+    static EcmpFabric fabric;
 
     @BeforeAll
     static void fabric() {

@@ -86,9 +86,14 @@ class RdmaCmIT {
         }
     }
 
+    /** Where SERVER's library writes its debug lines (the listens the tests wait for). */
+    private static Path debugLog(String name) {
+        return fabric.logDir().resolve(name + "-" + PORT.get() + "-rdmacm-debug.log");
+    }
+
     /** Starts SERVER in B and waits until its rdma_cm listen is in place (or it died). */
     private static Proc startServer(String name, List<String> server) {
-        Path dbg = fabric.logDir().resolve(name + "-" + PORT.get() + "-rdmacm-debug.log");
+        Path dbg = debugLog(name);
         Proc p = fabric.startApp(fabric.b(), name + "-server", debug(dbg, server));
         boolean up = Wait.until(Duration.ofSeconds(30),
                 () -> LISTEN_OK.matcher(read(dbg)).find() || !p.isAlive());
@@ -225,13 +230,52 @@ class RdmaCmIT {
             "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
     private static final Pattern LAT_ROW = Pattern.compile("(?m)^\\s*2\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+");
 
-    private static Run perftest(String tool, String... extra) {
+    /**
+     * perftest with -R. Its client connects twice: to the server's first listener (the parameter
+     * exchange), then for the measured QPs to a second listener the server makes after the
+     * exchange; nothing in perftest orders that connect after that listen (a connect that comes
+     * first is rejected: no listener). So the client runs with {@code libmrce_connect_gate.so},
+     * which holds its second rdma_connect until the test, having seen the server's second listen,
+     * writes a word to a FIFO.
+     */
+    private static Run perftest(String tool, String... extra) throws IOException {
         String port = port();
         List<String> cmd = new ArrayList<>(List.of(tool, "-R", "-d", "mrce0", "-x", "0", "-F", "-n", "200", "-p", port));
         cmd.addAll(List.of(extra));
-        List<String> client = new ArrayList<>(cmd);
+        Path fifo = fabric.logDir().resolve(tool + "-" + port + "-gate.fifo");
+        Files.deleteIfExists(fifo);
+        Proc.Result mk = Proc.run(fabric.logDir().resolve(tool + "-mkfifo.log"), Duration.ofSeconds(10),
+                List.of("mkfifo", fifo.toString()));
+        assertThat(mk.ok()).as(mk.output()).isTrue();
+        List<String> client = new ArrayList<>(List.of("sh", "-c",
+                "LD_PRELOAD=" + Env.nativeDir().resolve("libmrce_connect_gate.so") + ":$LD_PRELOAD"
+                        + " MRCE_CONNECT_GATE_AT=2 MRCE_CONNECT_GATE_FIFO=" + fifo + " exec \"$@\"", "sh"));
+        client.addAll(cmd);
         client.add(serverAddr());
-        return run(tool, cmd, client).assertExitedCleanly();
+        Path dbg = debugLog(tool);
+        try {
+            Proc s = startServer(tool, cmd);
+            Proc c;
+            try {
+                c = fabric.startApp(fabric.a(), tool + "-client", client);
+            } catch (RuntimeException | Error e) {
+                s.close();
+                throw e;
+            }
+            try (s; c) {
+                boolean second = Wait.until(Duration.ofSeconds(60),
+                        () -> LISTEN_OK.matcher(read(dbg)).results().count() >= 2 || !s.isAlive() || !c.isAlive());
+                assertThat(second && s.isAlive() && c.isAlive()).as("the server's second listen: %s\n--- client:\n%s",
+                        s.output(), c.output()).isTrue();
+                Proc.Result w = Proc.run(fabric.logDir().resolve(tool + "-gate.log"), Duration.ofSeconds(30),
+                        List.of("sh", "-c", "echo go > " + fifo));
+                assertThat(w.ok()).as("opened the client's gate: %s\n%s", w.output(), c.output()).isTrue();
+                AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
+                return new Run(tool, exits.server(), exits.client(), s.output(), c.output()).assertExitedCleanly();
+            }
+        } finally {
+            Files.deleteIfExists(fifo);
+        }
     }
 
     private static void assertBandwidth(Run r, long iterations) {
@@ -244,17 +288,17 @@ class RdmaCmIT {
     }
 
     @Test
-    void perftestWriteBw() {
+    void perftestWriteBw() throws IOException {
         assertBandwidth(perftest("ib_write_bw"), 200);
     }
 
     @Test
-    void perftestSendBwFourQps() {
+    void perftestSendBwFourQps() throws IOException {
         assertBandwidth(perftest("ib_send_bw", "-q", "4"), 800);
     }
 
     @Test
-    void perftestReadLat() {
+    void perftestReadLat() throws IOException {
         Run r = perftest("ib_read_lat");
         Matcher m = LAT_ROW.matcher(r.client());
         assertThat(m.find()).as("a latency row in %s", r.context()).isTrue();

@@ -260,4 +260,40 @@ class RdmaCmIpv6IT {
         assertThat(c.exit()).as(c.output()).isZero();
         assertThat(c.output()).contains("EVENT RDMA_CM_EVENT_ADDR_ERROR status -101 ", "no route to 2001:db8:ffff::9");
     }
+
+    /**
+     * The Java binding's daemon connection service between the IPv6-only hosts: CmServiceApp
+     * connects to B's IPv6 address, private data both ways, the server sees the requester's IPv6
+     * address, and 100 messages arrive with the sender's CRC.
+     */
+    @Test
+    void javaBindingDaemonServiceOverIpv6() {
+        String port = port();
+        Path root = Env.root();
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        String cp = root.resolve("java-verbs/target/classes") + ":" + root.resolve("integration-tests/target/test-classes");
+        List<String> app = List.of(Env.bin("mrce-run").toString(), java, "--enable-native-access=ALL-UNNAMED",
+                "-XX:+UseSerialGC", "-cp", cp, "io.metaroce.it.jverbs.apps.CmServiceApp");
+        List<String> server = new ArrayList<>(app);
+        server.addAll(List.of("server", port, "100"));
+        List<String> client = new ArrayList<>(app);
+        client.addAll(List.of("client", B, port, "100"));
+        try (Proc s = fabric.start(fabric.b(), "jverbs-cm-server", server)) {
+            boolean listening = Wait.until(Duration.ofSeconds(60), () -> s.output().contains("LISTENING") || !s.isAlive());
+            assertThat(listening && s.isAlive()).as("server: %s", s.output()).isTrue();
+            try (Proc c = fabric.start(fabric.a(), "jverbs-cm-client", client)) {
+                int ce = c.waitFor(RUN_TIMEOUT);
+                int se = s.waitFor(RUN_TIMEOUT);
+                String ctx = "--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
+                assertThat(ce).as(ctx).isZero();
+                assertThat(se).as(ctx).isZero();
+                assertThat(s.output()).as(ctx).contains("REQUEST private=hello from the client")
+                        .contains("peer=2001:db8:0:0:0:0:0:1");
+                assertThat(c.output()).as(ctx).contains("ACCEPTED private=welcome from the server");
+                Matcher sent = Pattern.compile("OK messages=100 bytes=\\d+ crc=0x[0-9a-f]{8}").matcher(c.output());
+                assertThat(sent.find()).as(ctx).isTrue();
+                assertThat(s.output()).as("what arrived is what was sent; %s", ctx).contains(sent.group());
+            }
+        }
+    }
 }

@@ -11,7 +11,6 @@ import io.metaroce.nic.engine.EngineRunner;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.port.xdp.AfXdpPort;
-import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.transport.RcRequester;
 import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.transport.Wire;
@@ -83,7 +82,7 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--udp-port", defaultValue = "4793", description = "data UDP port (default 4793)")
     int udpPort;
 
-    @Option(names = "--addr", description = "IPv4 address to serve instead of the interface's")
+    @Option(names = "--addr", description = "IPv4 or IPv6 address to serve instead of the interface's")
     String addr;
 
     @Option(names = "--sock", description = "control socket (default /tmp/metaroce/nicd-<netns inode>.sock)")
@@ -326,6 +325,9 @@ public final class NicDaemon implements Callable<Integer> {
             throw new IllegalArgumentException("--sock and --addr name one device's socket and address;"
                     + " with several --device each takes its default");
         }
+        if (addr != null) {
+            parseAddr(addr);
+        }
         if (devices.size() > 1 && metricsPort != null && metricsPort != 0
                 && metricsPort + devices.size() - 1 > 65535) {
             throw new IllegalArgumentException("--metrics-port: device i serves on --metrics-port + i; too high");
@@ -416,6 +418,26 @@ public final class NicDaemon implements Callable<Integer> {
         return 0;
     }
 
+    /**
+     * The address of {@code --addr}: an IPv4 or IPv6 literal (no name lookup), a unicast address
+     * the daemon can serve as GID index 0.
+     */
+    static int parseAddr(String text) {
+        int a;
+        try {
+            a = io.metaroce.abi.IpAddr.parse(text.strip());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--addr: " + e.getMessage());
+        }
+        java.net.InetAddress in = io.metaroce.abi.IpAddr.toInet(a);
+        if (in.isMulticastAddress() || in.isAnyLocalAddress()
+                || in instanceof java.net.Inet6Address && in.isLinkLocalAddress()) {
+            throw new IllegalArgumentException("--addr: " + text
+                    + " is not a unicast address the daemon can serve (multicast, unspecified or link-local)");
+        }
+        return a;
+    }
+
     /** The packet I/O of {@code config} on {@code net}. */
     private static Port openPort(DaemonConfig config, NetInfo net) throws Exception {
         int frameBytes = Wire.frameBytes(net.mtu());
@@ -433,7 +455,14 @@ public final class NicDaemon implements Callable<Integer> {
      */
     private static int serve(DaemonConfig config, Device device, int index, EngineRunner sharedRunner,
             CountDownLatch stop) throws Exception {
-        NetInfo net = NetInfo.of(device.ifname(), config.addr() == null ? 0 : Inet4.parse(config.addr()));
+        NetInfo net = NetInfo.of(device.ifname(), config.addr() == null ? 0 : parseAddr(config.addr()));
+        if (config.port() != DaemonConfig.PortKind.UDP && io.metaroce.abi.IpAddr.isV6(net.ipv4())
+                && Wire.frameBytes(net.mtu()) > AfXdpPort.MAX_FRAME_V6) {
+            // Two UMEM chunks hold a frame: over IPv6 (20 bytes more header) the AF_XDP port's largest
+            // frame is 8130, so the daemon counts, and announces, the MTU that gives it.
+            net = new NetInfo(net.ifname(), net.ipv4(), AfXdpPort.MAX_FRAME_V6 + Wire.IP_UDP_OVERHEAD, net.linkUp(),
+                    net.speedMbps());
+        }
         Path socketPath = config.sock() != null ? config.sock() : LocalControlPaths.socketPathFor(device.name());
         Integer devMetricsPort = config.metricsPortOf(index);
         Limits limits = Limits.defaults();

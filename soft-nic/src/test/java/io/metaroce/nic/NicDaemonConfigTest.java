@@ -47,6 +47,23 @@ class NicDaemonConfigTest {
         assertThat(c.socketPerms()).isEqualTo("rw-rw-rw-");
     }
 
+    /** --addr takes an IPv4 or an IPv6 literal; anything else is refused with the option's name. */
+    @Test
+    void addrTakesIpv4AndIpv6Literals() {
+        assertThat(config("--ifname", "eth0", "--addr", "198.18.0.1").addr()).isEqualTo("198.18.0.1");
+        assertThat(config("--ifname", "eth0", "--addr", "2001:db8::1", "--port", "xdp").addr()).isEqualTo("2001:db8::1");
+        assertThat(io.metaroce.abi.IpAddr.isV6(NicDaemon.parseAddr("2001:db8::1"))).isTrue();
+        assertThat(io.metaroce.abi.IpAddr.toString(NicDaemon.parseAddr("2001:db8::1")))
+                .isEqualTo("2001:db8:0:0:0:0:0:1");
+        assertThat(NicDaemon.parseAddr("198.18.0.1")).isEqualTo(0xc6120001);
+        assertThat(NicDaemon.parseAddr("::ffff:198.18.0.1")).as("IPv4-mapped: the IPv4 address").isEqualTo(0xc6120001);
+        for (String bad : new String[] {"eth0", "198.18.0", "2001:db8::1::2", "ff02::1", "::", "fe80::1",
+            "0.0.0.0", "240.0.0.1", "example.org"}) {
+            assertThatThrownBy(() -> config("--ifname", "eth0", "--addr", bad)).as(bad)
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("--addr");
+        }
+    }
+
     @Test
     void enumsTakeTheirCommandLineNames() {
         DaemonConfig c = config("--ifname", "eth0", "--port", "xdp-native", "--transport", "baseline", "--paths", "8",

@@ -41,6 +41,8 @@ import org.slf4j.LoggerFactory;
  * tokens masked (section 8).
  *
  * <p>All state lives on one event loop; the public methods may be called from any thread.
+ *
+ * <p>Long because peers, handshakes, services and keepalives share one event loop's state.
  */
 public final class ConnectionManager implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionManager.class);

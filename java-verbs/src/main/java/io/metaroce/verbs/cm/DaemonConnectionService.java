@@ -37,15 +37,15 @@ import java.util.Arrays;
  *       to RTR and RTS toward the requester (QPN, PSN and GID from the request), then answers
  *       with the options' private data and returns once the requester took the answer;
  *       {@link ConnectionRequest#reject} answers with private data.
- *   <li>{@link #connect}: the peer address is the remote daemon's IPv4 address and the port the
- *       service id. Returns with the QP in RTS and the acceptor's private data in the
+ *   <li>{@link #connect}: the peer address is the remote daemon's address (IPv4, or IPv6 when the
+ *       daemons serve IPv6) and the port the service id. Returns with the QP in RTS and the acceptor's private data in the
  *       {@link Connection}; a rejection throws {@link ConnectionRejectedException} carrying the
  *       rejecter's private data; nobody listening throws {@link ConnectException} at once
  *       (ECONNREFUSED); no answer within the timeout throws {@link SocketTimeoutException}.
  * </ul>
  *
- * A GID left zero (no GID index in the options) is replaced on the other side by the IPv4-mapped
- * GID of the sender's daemon address.
+ * A GID left zero (no GID index in the options) is replaced on the other side by the GID of the
+ * sender's daemon address (IPv4-mapped, or the IPv6 address itself).
  *
  * <p><b>Thread safety:</b> immutable, thread-safe: each listen and connect opens its own daemon connection; a listener is safe to share (concurrent {@code next} calls each take a request), a request is answered once.
  */
@@ -112,9 +112,6 @@ public final class DaemonConnectionService implements ConnectionService {
         if (addr == null) {
             throw new UnknownHostException(peer.getHostString());
         }
-        if (!(addr instanceof Inet4Address)) {
-            throw new IllegalArgumentException("the daemons connect IPv4 addresses: " + addr);
-        }
         int service = peer.getPort();
         if (service == 0) {
             throw new IllegalArgumentException("service id 0");
@@ -135,7 +132,11 @@ public final class DaemonConnectionService implements ConnectionService {
         String what = "service " + service + " at " + addr.getHostAddress();
         try (DaemonControl c = DaemonControl.open(socket)) {
             ByteBuffer p = le(DaemonControl.CM_STRUCT_V6);
-            p.put(DaemonControl.CONNECT_PEER, addr.getAddress());
+            if (addr instanceof Inet4Address) {
+                p.put(DaemonControl.CONNECT_PEER, addr.getAddress());
+            } else {
+                p.put(DaemonControl.PEER_IPV6, addr.getAddress()); // CONNECT_PEER stays 0
+            }
             p.putInt(DaemonControl.CONNECT_SERVICE, service);
             endpoint(p, local, ConnectOptions.checkPrivateData(privateData));
             p.putInt(DaemonControl.CONNECT_TIMEOUT, timeoutMs);
@@ -238,11 +239,15 @@ public final class DaemonConnectionService implements ConnectionService {
         DaemonRequest(DaemonControl c, ByteBuffer r) {
             byte[] ip = new byte[4];
             r.get(DaemonControl.REQUEST_PEER, ip);
+            if (Arrays.equals(ip, new byte[4]) && r.limit() >= DaemonControl.PEER_IPV6 + 16) {
+                ip = new byte[16]; // an IPv6 requester: the daemon names it in peer_ipv6
+                r.get(DaemonControl.PEER_IPV6, ip);
+            }
             InetAddress a;
             try {
                 a = InetAddress.getByAddress(ip);
             } catch (UnknownHostException e) {
-                throw new IllegalStateException(e); // 4 bytes are always an address
+                throw new IllegalStateException(e); // 4 or 16 bytes are always an address
             }
             super(new QpEndpoint(0, r.getInt(DaemonControl.QPN), r.getInt(DaemonControl.PSN),
                     gidOr(r, DaemonControl.GID, ip)), readPrivateData(r, DaemonControl.PD_LEN, DaemonControl.PD),
@@ -328,14 +333,20 @@ public final class DaemonConnectionService implements ConnectionService {
         return pd;
     }
 
-    /** The GID at {@code off}, or the IPv4-mapped GID of {@code ipv4} when it is all zero. */
-    private static Gid gidOr(ByteBuffer b, int off, byte[] ipv4) throws IllegalStateException {
+    /**
+     * The GID at {@code off}, or when it is all zero the GID of {@code ip}: IPv4-mapped for 4
+     * bytes, the address itself for 16.
+     */
+    private static Gid gidOr(ByteBuffer b, int off, byte[] ip) throws IllegalStateException {
         byte[] g = new byte[16];
         b.get(off, g);
         if (Arrays.equals(g, new byte[16])) {
+            if (ip.length == 16) {
+                return Gid.of(ip.clone());
+            }
             g[10] = (byte) 0xff;
             g[11] = (byte) 0xff;
-            System.arraycopy(ipv4, 0, g, 12, 4);
+            System.arraycopy(ip, 0, g, 12, 4);
         }
         return Gid.of(g);
     }

@@ -55,6 +55,8 @@ final class DaemonControl implements AutoCloseable {
     static final int CONNECT_PEER = 0;
     static final int CONNECT_SERVICE = 4;
     static final int CONNECT_TIMEOUT = 32;
+    /** connect_req's and request's IPv6 peer, used when their IPv4 peer (offset 0, 32) is 0. */
+    static final int PEER_IPV6 = 232;
     static final int RESP_RESULT = 0;
     static final int REQUEST_HANDLE = 0;
     static final int REQUEST_SERVICE = 4;

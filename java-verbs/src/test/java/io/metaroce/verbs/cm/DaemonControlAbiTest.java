@@ -58,6 +58,7 @@ class DaemonControlAbiTest {
             Map.entry("REQUEST_HANDLE", List.of("mrce_cm_request.request")),
             Map.entry("REQUEST_SERVICE", List.of("mrce_cm_request.service_id")),
             Map.entry("REQUEST_PEER", List.of("mrce_cm_request.peer_ipv4")),
+            Map.entry("PEER_IPV6", List.of("mrce_cm_connect_req.peer_ipv6", "mrce_cm_request.peer_ipv6")),
             Map.entry("ACCEPT_HANDLE", List.of("mrce_cm_accept_req.request")),
             Map.entry("REJECT_SIZE", List.of("mrce_cm_reject_req.__size")),
             Map.entry("REJECT_HANDLE", List.of("mrce_cm_reject_req.request")),

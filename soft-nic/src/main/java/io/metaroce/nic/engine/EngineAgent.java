@@ -19,6 +19,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.function.LongSupplier;
 
 /**
  * The data-plane agent: one thread (or a test) calls {@link #doWork} in a duty cycle. Control
@@ -57,10 +58,23 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     /** The port's fds (one per receive queue): epoll reports them readable, nothing to reset. */
     private final int[] portFds;
     private long nowNs;
+    /**
+     * Read again before each receive batch: a packet is handled with a time taken after it was
+     * read, never with the start of a cycle the thread may have been preempted in (an RNR wait
+     * measured from a stale time ended early: ConformanceIT rnr-wait under load).
+     */
+    private final LongSupplier clock;
     private Thread owner;
 
     /** An engine serving {@code port} with the MR table {@code mrs} and the transport {@code settings}. */
     public EngineAgent(Port port, MrTable mrs, TransportSettings settings) throws NativeException {
+        this(port, mrs, settings, System::nanoTime);
+    }
+
+    /** As {@link #EngineAgent(Port, MrTable, TransportSettings)}, with the clock {@link #doWork} is given. */
+    public EngineAgent(Port port, MrTable mrs, TransportSettings settings, LongSupplier clock)
+            throws NativeException {
+        this.clock = clock;
         if (port.maxFrame() < FRAME_BYTES) {
             // a full IBV_MTU_4096 packet, an RDMA WRITE with its RETH included, must fit one frame
             throw new IllegalArgumentException("port frames of " + port.maxFrame()
@@ -190,6 +204,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private int pollPort() {
         int work = 0;
         for (int i = 0; i < RX_BATCHES_PER_CYCLE; i++) {
+            nowNs = Math.max(nowNs, clock.getAsLong());
             int n = port.poll(this);
             dp.commitRx();
             ud.commitRx();

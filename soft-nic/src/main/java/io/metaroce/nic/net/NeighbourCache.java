@@ -1,6 +1,6 @@
 package io.metaroce.nic.net;
 
-import io.metaroce.nic.sys.Inet4;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.NativeException;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Where to send frames for a destination IPv4 address, from the kernel's routing and neighbour
+ * Where to send frames for a destination IPv4 or IPv6 address ({@link IpAddr} int), from the kernel's routing and neighbour
  * tables: egress interface, source address, source and destination MAC. The AF_XDP port asks on
  * the control path (when a connection is set up, when a path fails, on its periodic tick), never
  * per packet; the answer goes into the port's pre-built header templates.
@@ -32,8 +32,8 @@ public final class NeighbourCache implements AutoCloseable {
         @Override
         public String toString() {
             HexFormat hex = HexFormat.ofDelimiter(":");
-            return "dev " + ifindex + " src " + Inet4.toString(srcIp) + " " + hex.formatHex(srcMac)
-                    + " -> " + hex.formatHex(dstMac) + " (next hop " + Inet4.toString(nextHopIp)
+            return "dev " + ifindex + " src " + IpAddr.toString(srcIp) + " " + hex.formatHex(srcMac)
+                    + " -> " + hex.formatHex(dstMac) + " (next hop " + IpAddr.toString(nextHopIp)
                     + ", mtu " + mtu + ")";
         }
     }
@@ -110,7 +110,7 @@ public final class NeighbourCache implements AutoCloseable {
             if (n == null || (n.state() & Netlink.NUD_INCOMPLETE) == 0) {
                 netlink.solicit(route.ifindex(), nextHop);
             }
-            return new Pending("neighbour " + Inet4.toString(nextHop) + " on dev " + route.ifindex()
+            return new Pending("neighbour " + IpAddr.toString(nextHop) + " on dev " + route.ifindex()
                     + (n == null ? " unknown" : " in state 0x" + Integer.toHexString(n.state()))
                     + ": resolving");
         }

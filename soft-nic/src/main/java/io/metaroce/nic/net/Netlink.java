@@ -5,7 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import io.metaroce.abi.Errno;
-import io.metaroce.nic.sys.Inet4;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import java.lang.foreign.Arena;
@@ -14,7 +14,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * The kernel's routing, neighbour and link tables over a NETLINK_ROUTE socket, for the control
  * path of the AF_XDP port: which interface and source address a destination leaves by, the
- * next hop's MAC address, the interface's own MAC. No external tools; one request at a time
+ * next hop's MAC address, the interface's own MAC. IPv4 and IPv6 (addresses are {@link IpAddr}
+ * ints: an IPv6 destination asks the AF_INET6 tables, its neighbours are NDP's). No external tools; one request at a time
  * (not thread-safe). The socket lives in the network namespace of the thread that opened it.
  *
  * <pre>
@@ -80,8 +81,8 @@ public final class Netlink implements AutoCloseable {
 
         @Override
         public String toString() {
-            return "dev " + ifindex + " src " + Inet4.toString(srcIp)
-                    + (gatewayIp != 0 ? " via " + Inet4.toString(gatewayIp) : "");
+            return "dev " + ifindex + " src " + IpAddr.toString(srcIp)
+                    + (gatewayIp != 0 ? " via " + IpAddr.toString(gatewayIp) : "");
         }
     }
 
@@ -111,7 +112,8 @@ public final class Netlink implements AutoCloseable {
     }
 
     /**
-     * RTM_GETROUTE: the route the kernel would take to {@code dstIp} (host order).
+     * RTM_GETROUTE: the route the kernel would take to {@code dstIp} (an {@link IpAddr} int: IPv4
+     * host order, or an IPv6 handle; the route's addresses come back in the same family).
      *
      * @throws NativeException ENETUNREACH / EHOSTUNREACH and the like when there is none, or
      *     EADDRNOTAVAIL when the destination is not reached through a unicast route (a local
@@ -119,12 +121,13 @@ public final class Netlink implements AutoCloseable {
      */
     public Route route(int dstIp) throws NativeException {
         int off = header(RTM_GETROUTE, NLM_F_REQUEST);
-        request.set(JAVA_BYTE, off, (byte) LibC.AF_INET); // rtm_family
-        request.set(JAVA_BYTE, off + 1, (byte) 32); // rtm_dst_len
-        int len = attrIpv4(off + 12, RTA_DST, dstIp);
-        MemorySegment msg = transact(len, "RTM_GETROUTE " + Inet4.toString(dstIp));
+        boolean v6 = IpAddr.isV6(dstIp);
+        request.set(JAVA_BYTE, off, (byte) LibC.family(dstIp)); // rtm_family
+        request.set(JAVA_BYTE, off + 1, (byte) (v6 ? 128 : 32)); // rtm_dst_len
+        int len = attrAddr(off + 12, RTA_DST, dstIp);
+        MemorySegment msg = transact(len, "RTM_GETROUTE " + IpAddr.toString(dstIp));
         if (type(msg) != RTM_NEWROUTE) {
-            throw new NativeException("RTM_GETROUTE " + Inet4.toString(dstIp) + ": reply type "
+            throw new NativeException("RTM_GETROUTE " + IpAddr.toString(dstIp) + ": reply type "
                     + type(msg), 0);
         }
         int routeType = msg.get(JAVA_BYTE, NLMSG_HDRLEN + 7) & 0xff;
@@ -134,13 +137,13 @@ public final class Netlink implements AutoCloseable {
         for (int a = NLMSG_HDRLEN + 12; a + 4 <= length(msg); a = next(msg, a)) {
             switch (attrType(msg, a)) {
                 case RTA_OIF -> ifindex = msg.get(JAVA_INT, a + 4);
-                case RTA_PREFSRC -> src = ipv4(msg, a + 4);
-                case RTA_GATEWAY -> gateway = ipv4(msg, a + 4);
+                case RTA_PREFSRC -> src = addr(msg, a);
+                case RTA_GATEWAY -> gateway = addr(msg, a);
                 default -> { }
             }
         }
         if (routeType != RTN_UNICAST || ifindex == 0) {
-            throw new NativeException("RTM_GETROUTE " + Inet4.toString(dstIp) + ": route type "
+            throw new NativeException("RTM_GETROUTE " + IpAddr.toString(dstIp) + ": route type "
                     + routeType + " is not unicast", 99 /* EADDRNOTAVAIL */);
         }
         return new Route(ifindex, src, gateway);
@@ -149,12 +152,12 @@ public final class Netlink implements AutoCloseable {
     /** RTM_GETNEIGH: the neighbour entry of {@code ip} on {@code ifindex}, or null if none. */
     public Neighbour neighbour(int ifindex, int ip) throws NativeException {
         int off = header(RTM_GETNEIGH, NLM_F_REQUEST);
-        request.set(JAVA_BYTE, off, (byte) LibC.AF_INET);
+        request.set(JAVA_BYTE, off, (byte) LibC.family(ip));
         request.set(JAVA_INT, off + 4, ifindex);
-        int len = attrIpv4(off + 12, NDA_DST, ip);
+        int len = attrAddr(off + 12, NDA_DST, ip);
         MemorySegment msg;
         try {
-            msg = transact(len, "RTM_GETNEIGH " + Inet4.toString(ip) + " dev " + ifindex);
+            msg = transact(len, "RTM_GETNEIGH " + IpAddr.toString(ip) + " dev " + ifindex);
         } catch (NativeException e) {
             if (e.errno() == Errno.ENOENT) {
                 return null;
@@ -174,17 +177,18 @@ public final class Netlink implements AutoCloseable {
     /**
      * Asks the kernel to resolve (or revalidate) {@code ip} on {@code ifindex}: RTM_NEWNEIGH with
      * NTF_USE creates the entry if needed and makes the kernel treat it as used, as if a packet
-     * were waiting for it, so it sends an ARP request (for a stale entry a unicast probe).
+     * were waiting for it, so it sends an ARP request or, for IPv6, a neighbour solicitation (for
+     * a stale entry a unicast probe).
      * Frames sent by AF_XDP never pass the kernel's neighbour code, so without this the kernel
      * would let our entries go stale and drop them.
      */
     public void solicit(int ifindex, int ip) throws NativeException {
         int off = header(RTM_NEWNEIGH, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE);
-        request.set(JAVA_BYTE, off, (byte) LibC.AF_INET);
+        request.set(JAVA_BYTE, off, (byte) LibC.family(ip));
         request.set(JAVA_INT, off + 4, ifindex);
         request.set(JAVA_BYTE, off + 10, (byte) NTF_USE); // ndm_flags
-        int len = attrIpv4(off + 12, NDA_DST, ip);
-        transact(len, "RTM_NEWNEIGH (use) " + Inet4.toString(ip) + " dev " + ifindex);
+        int len = attrAddr(off + 12, NDA_DST, ip);
+        transact(len, "RTM_NEWNEIGH (use) " + IpAddr.toString(ip) + " dev " + ifindex);
     }
 
     /** RTM_GETLINK: the interface's MAC address and MTU. */
@@ -220,6 +224,18 @@ public final class Netlink implements AutoCloseable {
         request.set(JAVA_SHORT, 6, (short) flags);
         request.set(JAVA_INT, 8, ++seq);
         return NLMSG_HDRLEN;
+    }
+
+    /** Writes an rtattr holding an address (4 or 16 bytes by its family) at {@code off}; returns the end offset. */
+    private int attrAddr(int off, int type, int ip) {
+        if (IpAddr.isV6(ip)) {
+            request.set(JAVA_SHORT, off, (short) 20);
+            request.set(JAVA_SHORT, off + 2, (short) type);
+            request.set(BE_LONG, off + 4, IpAddr.hi(ip));
+            request.set(BE_LONG, off + 12, IpAddr.lo(ip));
+            return off + 20;
+        }
+        return attrIpv4(off, type, ip);
     }
 
     /** Writes an rtattr holding an IPv4 address at {@code off}; returns the end offset. */
@@ -291,6 +307,17 @@ public final class Netlink implements AutoCloseable {
 
     private static int align(int len) {
         return (len + 3) & ~3;
+    }
+
+    private static final java.lang.foreign.ValueLayout.OfLong BE_LONG = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
+            .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+
+    /** The address in the rtattr at {@code a}: 4 bytes IPv4, 16 bytes IPv6 (entered in {@link IpAddr}'s table). */
+    private static int addr(MemorySegment msg, int a) {
+        if (attrLength(msg, a) - 4 >= 16) {
+            return IpAddr.intern(msg.get(BE_LONG, a + 4), msg.get(BE_LONG, a + 12));
+        }
+        return ipv4(msg, a + 4);
     }
 
     private static int ipv4(MemorySegment msg, int off) {

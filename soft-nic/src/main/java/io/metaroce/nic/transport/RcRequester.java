@@ -22,6 +22,8 @@ import java.lang.foreign.MemorySegment;
  * requester on one path.
  *
  * <p>Engine thread only.
+ *
+ * <p>Long because the send window, RSN/PSN state and completions are one hot-path state machine.
  */
 public final class RcRequester {
     /** RSNs in flight per QP at most; the responder's SACK bitmap spans exactly this many. */

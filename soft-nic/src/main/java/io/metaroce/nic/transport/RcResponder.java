@@ -21,6 +21,8 @@ import java.lang.foreign.MemorySegment;
  * message with no posted receive yet is dropped and answered with an RNR NAK.
  *
  * <p>Engine thread only.
+ *
+ * <p>Long because placement, duplicate bitmap, READ/atomic order and NAKs share one RSN state.
  */
 public final class RcResponder {
     /** Atomic results kept for duplicates (more than max_dest_rd_atomic can have outstanding). */

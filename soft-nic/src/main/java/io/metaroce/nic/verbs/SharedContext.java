@@ -11,7 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * One verbs context shared by several provider connections (ibv_import_device): its context
  * memfd (the cmd_fd the provider hands out; the daemon holds one copy while a member lives), the
  * handle space of its members, and the PDs and MRs they made, by handle, for IMPORT_PD and
- * IMPORT_MR. {@code members} is guarded by VerbsService's context registry; the maps are
+ * IMPORT_MR. {@code members} is guarded by ImportOps's context registry; the maps are
  * concurrent because members add and remove under their own session locks.
  */
 final class SharedContext {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.metaroce.nic.net.NeighbourCache.Pending;
 import io.metaroce.nic.net.NeighbourCache.Resolution;
 import io.metaroce.nic.net.NeighbourCache.Resolved;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.Inet4;
 import java.util.HexFormat;
 import org.junit.jupiter.api.AfterEach;
@@ -99,6 +100,48 @@ class NeighbourCacheTest {
         assertThat(Inet4.toString(after.nextHopIp())).isEqualTo("198.18.63.254");
         assertThat(mac(after.srcMac())).isEqualTo(NetNs.sys(a, "a1", "address"));
         assertThat(mac(after.dstMac())).isEqualTo(NetNs.sys(r, "r1", "address"));
+    }
+
+    /**
+     * IPv6: an on-link neighbour is pending until its NDP advertisement (the cache's solicit makes
+     * the kernel send a neighbour solicitation), then resolves to its MAC from the served address;
+     * an off-link destination resolves to its gateway's MAC.
+     */
+    @Test
+    void resolvesIpv6NeighboursThroughNdpAndTheGateway() throws Exception {
+        String a = netns.add("a");
+        String b = netns.add("b");
+        for (String ns : new String[] {a, b}) {
+            NetNs.sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0",
+                    "net.ipv6.conf.default.disable_ipv6=0");
+        }
+        NetNs.ip("link", "add", "a0", "netns", a, "type", "veth", "peer", "name", "b0", "netns", b);
+        NetNs.ip("-n", a, "addr", "add", "2001:db8:60::1/64", "dev", "a0", "nodad");
+        NetNs.ip("-n", b, "addr", "add", "2001:db8:60::2/64", "dev", "b0", "nodad");
+        NetNs.ip("-n", a, "link", "set", "a0", "up");
+        NetNs.ip("-n", b, "link", "set", "b0", "up");
+        NetNs.ip("-n", a, "-6", "route", "add", "2001:db8:62::/64", "via", "2001:db8:60::2");
+        int peer = IpAddr.parse("2001:db8:60::2");
+        int offLink = IpAddr.parse("2001:db8:62::1");
+
+        Resolution[] seen = NetNs.call(a, () -> {
+            try (NeighbourCache cache = new NeighbourCache(Netlink.open(), REFRESH_NS)) {
+                Resolution first = cache.resolve(peer, 0);
+                return new Resolution[] {first, awaitResolved(cache, peer, 0), awaitResolved(cache, offLink, 0)};
+            }
+        });
+
+        assertThat(seen[0]).isInstanceOf(Pending.class);
+        Resolved r = (Resolved) seen[1];
+        assertThat(r.ifindex()).isEqualTo(Integer.parseInt(NetNs.sys(a, "a0", "ifindex")));
+        assertThat(IpAddr.isV6(r.srcIp())).isTrue();
+        assertThat(IpAddr.toString(r.srcIp())).isEqualTo("2001:db8:60:0:0:0:0:1");
+        assertThat(r.nextHopIp()).isEqualTo(peer);
+        assertThat(mac(r.srcMac())).isEqualTo(NetNs.sys(a, "a0", "address"));
+        assertThat(mac(r.dstMac())).isEqualTo(NetNs.sys(b, "b0", "address"));
+        Resolved routed = (Resolved) seen[2];
+        assertThat(routed.nextHopIp()).as("the gateway").isEqualTo(peer);
+        assertThat(mac(routed.dstMac())).isEqualTo(NetNs.sys(b, "b0", "address"));
     }
 
     @Test

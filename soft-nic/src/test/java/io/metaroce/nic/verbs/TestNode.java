@@ -70,7 +70,7 @@ public final class TestNode implements AutoCloseable {
         this.clock = clock;
         // Sequential identifiers (QPNs pick the paths' entropies): the same run every time, and
         // the numbering the transport tests were tuned with. IdentifierTest covers the random ones.
-        this.engine = new EngineAgent(port, new MrTable(1024, null), transport);
+        this.engine = new EngineAgent(port, new MrTable(1024, null), transport, clock);
         NetInfo net = new NetInfo("test0", port.localIp(), 9000, true, 0);
         this.service = new VerbsService(engine, engine.datapath().mrs, net, udpPort, limits);
         service.identifierRandom(null);

@@ -127,8 +127,8 @@ class VerbsServiceTest {
         assertThat(node.regMrRaw(pd, -4096, 8192, odp).status()).as("wraps").isEqualTo(Errno.EINVAL);
         assertThat(node.regMrRaw(pd, 0, -1L, Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_REMOTE_WRITE).status())
                 .as("remote write needs local write").isEqualTo(Errno.EINVAL);
-        assertThat(VerbsService.pinned(odp, 1L << 40)).as("ODP pins nothing").isZero();
-        assertThat(VerbsService.pinned(Ibv.ACCESS_LOCAL_WRITE, 8192)).isEqualTo(8192);
+        assertThat(PdMrOps.pinned(odp, 1L << 40)).as("ODP pins nothing").isZero();
+        assertThat(PdMrOps.pinned(Ibv.ACCESS_LOCAL_WRITE, 8192)).isEqualTo(8192);
         int handle = implicit.payload().getInt((int) io.metaroce.abi.RegMrRespDescriptor.OFF_HANDLE);
         assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(handle)).status()).isZero();
         int h2 = r.payload().getInt((int) io.metaroce.abi.RegMrRespDescriptor.OFF_HANDLE);

@@ -173,7 +173,8 @@ public final class CmServiceApp {
                     try (ConnectionService.Listener l = svc.listen(service)) {
                         say("LISTENING");
                         ConnectionService.ConnectionRequest r = l.next();
-                        say("REQUEST private=" + text(r.privateData()) + " qpn=" + r.remote().qpn());
+                        say("REQUEST private=" + text(r.privateData()) + " qpn=" + r.remote().qpn() + " peer="
+                                + r.peer().getAddress().getHostAddress());
                         require(text(r.privateData()).equals(CLIENT_HELLO), "client private data " + text(r.privateData()));
                         c = r.accept(qp, ConnectOptions.defaults(0).withPrivateData(ascii(SERVER_WELCOME)));
                     }

@@ -3,6 +3,7 @@ package io.metaroce.nic.port.xdp;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.PortCounters;
 import io.metaroce.abi.Errno;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.NativeException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -29,17 +30,29 @@ import org.slf4j.LoggerFactory;
  *                                    descriptors (XDP_PKT_CONTD, multi-buffer AF_XDP)
  * </pre>
  * Only socket 0 transmits. Frames up to 4 KiB + headers need multi-buffer sockets (XDP_USE_SG,
- * Linux 6.6+) and an interface MTU of at least {@code 28 + maxFrame}.
+ * Linux 6.6+) and an interface MTU of at least {@code 28 + maxFrame} (IPv6: {@code 48 + maxFrame}).
  *
- * <p>The port builds Ethernet, IPv4 (checksum, DF, ECT(0)) and UDP headers (checksum 0, legal on
- * IPv4); the UDP source port comes from the entropy as in {@link io.metaroce.nic.port.UdpPort}.
- * Received frames are handed over in place when they fit one chunk, else copied into a scratch
- * buffer. Nothing on the data path allocates.
+ * <p>The port serves the family of its address. Over IPv4 it builds Ethernet, IPv4 (checksum, DF,
+ * ECT(0)) and UDP headers (checksum 0, legal on IPv4). Over IPv6 ({@link IpAddr#isV6}) it builds
+ * Ethernet, IPv6 (traffic class ECT(0), a flow label derived from the UDP source port, hop limit
+ * 64, no extension headers) and UDP headers with the checksum RFC 8200 requires; received IPv6
+ * frames must carry UDP as their first next header, consistent lengths and a non-zero UDP
+ * checksum ({@link PortCounters#rxBadChecksum} counts checksum 0). The checksum's value is not
+ * checked: a virtual interface (veth) hands XDP the frames of a kernel-socket peer with the
+ * checksum still to be completed by an offload (only the pseudo-header's sum in the field), and
+ * the protocol's own integrity check (the ICRC, docs/spec/transport.md §12) covers every frame.
+ * The UDP source port comes from the entropy as in {@link io.metaroce.nic.port.UdpPort}. Received
+ * frames are handed over in place when they fit one chunk, else copied into a scratch buffer.
+ * Nothing on the data path allocates.
  */
 public final class AfXdpPort implements Port {
     private static final Logger LOG = LoggerFactory.getLogger(AfXdpPort.class);
     /** Ethernet 14 + IPv4 20 + UDP 8. */
     public static final int HEADERS = 42;
+    /** Ethernet 14 + IPv6 40 + UDP 8. */
+    public static final int HEADERS_V6 = 62;
+    /** The largest UDP payload over IPv6: two chunks less {@link #HEADERS_V6}. */
+    public static final int MAX_FRAME_V6 = 2 * XskSocket.CHUNK - HEADERS_V6;
     static final int RX_CHUNKS = 4096;
     private static final int TX_PAIRS = 1024;
     static final int RING_SIZE = 4096;
@@ -50,6 +63,11 @@ public final class AfXdpPort implements Port {
     public enum Mode { SKB, NATIVE }
 
     private final int localIp;
+    /** Serving IPv6: the family of every frame; the headers' length (42 or 62). */
+    private final boolean v6;
+    private final int headers;
+    private final long localHi;
+    private final long localLo;
     private final int localPort;
     private final int entropyPorts;
     private final int maxFrame;
@@ -88,20 +106,21 @@ public final class AfXdpPort implements Port {
 
     /**
      * @param maxFrame the largest UDP payload (the engine's frame), at most 2 * 4096 - 42
+     *     (IPv6: - 62)
      * @param batch frames per RX poll and per TX flush
      */
     public AfXdpPort(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame, int batch,
             Mode mode, L2Resolver resolver) throws IOException {
         this(localIp, localPort, entropyPorts, maxFrame, batch, resolver,
-                bind(ifname, localPort, entropyPorts, maxFrame, batch, mode));
+                bind(ifname, localPort, entropyPorts, maxFrame, batch, mode, IpAddr.isV6(localIp)));
     }
 
     /** What {@link #bind} made: the sockets with their UMEMs (in {@code arena}) and the program. */
     record Bound(Arena arena, XdpProgram program, XskSocket[] socks) {}
 
-    private static Bound bind(String ifname, int localPort, int entropyPorts, int maxFrame, int batch, Mode mode)
-            throws IOException {
-        if (maxFrame + HEADERS > PAIR || batch < 1 || batch > 256) {
+    private static Bound bind(String ifname, int localPort, int entropyPorts, int maxFrame, int batch, Mode mode,
+            boolean ipv6) throws IOException {
+        if (maxFrame + (ipv6 ? HEADERS_V6 : HEADERS) > PAIR || batch < 1 || batch > 256) {
             throw new IllegalArgumentException("maxFrame " + maxFrame + " / batch " + batch);
         }
         int ifindex;
@@ -115,7 +134,7 @@ public final class AfXdpPort implements Port {
         XdpProgram prog = null;
         XskSocket[] made = new XskSocket[queues];
         try {
-            prog = XdpProgram.attach(ifname, ifindex, mode == Mode.NATIVE, localPort, localPort + entropyPorts);
+            prog = XdpProgram.attach(ifname, ifindex, mode == Mode.NATIVE, localPort, localPort + entropyPorts, ipv6);
             long umemBytes = umemBytes();
             int flags = XskSys.XDP_USE_NEED_WAKEUP | XskSys.XDP_USE_SG | XskSys.XDP_COPY;
             for (int q = 0; q < queues; q++) {
@@ -148,10 +167,14 @@ public final class AfXdpPort implements Port {
      * reassembly fuzzer plays the kernel's side of the rings).
      */
     AfXdpPort(int localIp, int localPort, int entropyPorts, int maxFrame, int batch, L2Resolver resolver, Bound bound) {
-        if (maxFrame + HEADERS > PAIR || batch < 1 || batch > 256) {
+        this.v6 = IpAddr.isV6(localIp);
+        this.headers = v6 ? HEADERS_V6 : HEADERS;
+        if (maxFrame + headers > PAIR || batch < 1 || batch > 256) {
             throw new IllegalArgumentException("maxFrame " + maxFrame + " / batch " + batch);
         }
         this.localIp = localIp;
+        this.localHi = v6 ? IpAddr.hi(localIp) : 0;
+        this.localLo = v6 ? IpAddr.lo(localIp) : 0;
         this.localPort = localPort;
         this.entropyPorts = entropyPorts;
         this.maxFrame = maxFrame;
@@ -169,7 +192,7 @@ public final class AfXdpPort implements Port {
         this.txFree = new int[TX_PAIRS];
         this.txDescs = new byte[TX_PAIRS];
         for (int i = 0; i < TX_PAIRS; i++) {
-            txPayload[i] = socks[0].umem.asSlice(txBase + (long) PAIR * i + HEADERS, maxFrame);
+            txPayload[i] = socks[0].umem.asSlice(txBase + (long) PAIR * i + headers, maxFrame);
             txViews[i] = txPayload[i].asByteBuffer();
             txFree[txFreeCount++] = TX_PAIRS - 1 - i;
         }
@@ -184,11 +207,11 @@ public final class AfXdpPort implements Port {
         this.heldCount = new int[socks.length];
         this.rxPayload = new MemorySegment[socks.length * RX_CHUNKS];
         this.rxViews = new ByteBuffer[socks.length * RX_CHUNKS];
-        int inPlace = XskSocket.CHUNK - XskSys.XDP_PACKET_HEADROOM - HEADERS;
+        int inPlace = XskSocket.CHUNK - XskSys.XDP_PACKET_HEADROOM - headers;
         for (int q = 0; q < socks.length; q++) {
             for (int c = 0; c < RX_CHUNKS; c++) {
                 MemorySegment m = socks[q].umem.asSlice(
-                        (long) c * XskSocket.CHUNK + XskSys.XDP_PACKET_HEADROOM + HEADERS, inPlace);
+                        (long) c * XskSocket.CHUNK + XskSys.XDP_PACKET_HEADROOM + headers, inPlace);
                 rxPayload[q * RX_CHUNKS + c] = m;
                 rxViews[q * RX_CHUNKS + c] = m.asByteBuffer();
             }
@@ -209,15 +232,11 @@ public final class AfXdpPort implements Port {
 
     /**
      * The daemon's port: Ethernet next hops from the kernel's routing and neighbour tables through
-     * netlink ({@link NetlinkL2Resolver}), so routed peers get their gateway's MAC.
+     * netlink ({@link NetlinkL2Resolver}: ARP's neighbours for IPv4, NDP's for IPv6), so routed
+     * peers get their gateway's MAC.
      */
     public static AfXdpPort open(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame,
             int batch, Mode mode) throws IOException {
-        if (io.metaroce.abi.IpAddr.isV6(localIp)) {
-            // Frames, steering and neighbour resolution are IPv4's here (docs/spec/transport.md §1).
-            throw new IOException("the AF_XDP port serves IPv4 only; " + ifname + " is served at "
-                    + io.metaroce.abi.IpAddr.toString(localIp) + " (IPv6): use the UDP port (--port udp)");
-        }
         return new AfXdpPort(ifname, localIp, localPort, entropyPorts, maxFrame, batch, mode,
                 new NetlinkL2Resolver());
     }
@@ -372,6 +391,10 @@ public final class AfXdpPort implements Port {
     }
 
     private void deliver(int q, long idx, int descs, int slot, FrameHandler handler) {
+        if (v6) {
+            deliver6(q, idx, descs, slot, handler);
+            return;
+        }
         XskSocket s = socks[q];
         MemorySegment umem = s.umem;
         long addr = s.rx.descAddr(idx);
@@ -428,6 +451,72 @@ public final class AfXdpPort implements Port {
         handler.onFrame(dst, view, length, srcIp, srcPort, ecn);
     }
 
+    /**
+     * An IPv6 frame: Ethernet, a 40-byte IPv6 header whose next header is UDP, UDP, payload. The
+     * payload length must hold the UDP datagram, the frame the payload length (Ethernet padding
+     * after it is ignored), and the UDP checksum must be non-zero (RFC 8200; its value is not
+     * checked, see the class comment).
+     */
+    private void deliver6(int q, long idx, int descs, int slot, FrameHandler handler) {
+        XskSocket s = socks[q];
+        MemorySegment umem = s.umem;
+        long addr = s.rx.descAddr(idx);
+        int len0 = s.rx.descLen(idx);
+        counters.rxFrames++;
+        if (len0 < HEADERS_V6 || umem.get(BE_SHORT, addr + 12) != (short) 0x86dd) {
+            counters.rxShort++;
+            return;
+        }
+        int w0 = umem.get(BE_INT, addr + 14);
+        int payloadLen = umem.get(BE_SHORT, addr + 18) & 0xffff;
+        int next = umem.get(ValueLayout.JAVA_BYTE, addr + 20) & 0xff;
+        long udp = addr + 54;
+        int srcPort = umem.get(BE_SHORT, udp) & 0xffff;
+        int udpLen = umem.get(BE_SHORT, udp + 4) & 0xffff;
+        int length = udpLen - 8;
+        int total = len0;
+        for (int d = 1; d < descs; d++) {
+            total += s.rx.descLen(idx + d);
+        }
+        if ((w0 >>> 28) != 6 || next != 17 || udpLen < 8 || udpLen > payloadLen || 54 + payloadLen > total) {
+            counters.rxShort++;
+            return;
+        }
+        if (length > maxFrame) {
+            counters.rxTruncated++;
+            return;
+        }
+        if (umem.get(BE_SHORT, udp + 6) == 0) {
+            counters.rxBadChecksum++;
+            return;
+        }
+        int ecn = (w0 >>> 20) & 3;
+        long srcHi = umem.get(BE_LONG, addr + 22);
+        long srcLo = umem.get(BE_LONG, addr + 30);
+        MemorySegment payload;
+        ByteBuffer view;
+        if (descs == 1 && addr % XskSocket.CHUNK == XskSys.XDP_PACKET_HEADROOM) {
+            int c = (int) (addr / XskSocket.CHUNK);
+            payload = rxPayload[q * RX_CHUNKS + c];
+            view = rxViews[q * RX_CHUNKS + c];
+        } else {
+            // Gather: the payload after the headers, then the following descriptors.
+            payload = scratch[slot];
+            view = scratchViews[slot];
+            long copied = Math.min(length, len0 - HEADERS_V6);
+            MemorySegment.copy(umem, addr + HEADERS_V6, payload, 0, copied);
+            for (int d = 1; d < descs && copied < length; d++) {
+                long n = Math.min(length - copied, s.rx.descLen(idx + d));
+                MemorySegment.copy(umem, s.rx.descAddr(idx + d), payload, copied, n);
+                copied += n;
+            }
+        }
+        view.clear().limit(length);
+        handler.onFrame(payload, view, length, IpAddr.intern(srcHi, srcLo), srcPort, ecn);
+    }
+
+    private static final ValueLayout.OfLong BE_LONG =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt BE_INT =
             ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfShort BE_SHORT =
@@ -480,10 +569,21 @@ public final class AfXdpPort implements Port {
         MemorySegment u = socks[0].umem;
         long f = txBase + (long) PAIR * pair;
         int srcPort = entropyPorts == 0 ? localPort : localPort + 1 + (entropy & 0xffff) % entropyPorts;
-        writeHeaders(u, f, l2.dstMac, l2.srcMac, l2.srcIp != 0 ? l2.srcIp : localIp, dstIp, srcPort,
-                dstPort, length);
+        if (v6) {
+            if (!IpAddr.isV6(dstIp)) {
+                counters.txErrors++; // the other family: never set up (spec T-1.3)
+                txFree[txFreeCount++] = pair;
+                return;
+            }
+            // Always from the served address (T-1.3), whatever source the route prefers.
+            writeHeaders6(u, f, l2.dstMac, l2.srcMac, localHi, localLo, IpAddr.hi(dstIp), IpAddr.lo(dstIp),
+                    srcPort, dstPort, length);
+        } else {
+            writeHeaders(u, f, l2.dstMac, l2.srcMac, l2.srcIp != 0 ? l2.srcIp : localIp, dstIp, srcPort,
+                    dstPort, length);
+        }
         txQueued[txCount] = pair;
-        txQueuedLen[txCount] = HEADERS + length;
+        txQueuedLen[txCount] = headers + length;
         txCount++;
     }
 
@@ -509,6 +609,83 @@ public final class AfXdpPort implements Port {
         u.set(BE_SHORT, udp + 2, (short) dstPort);
         u.set(BE_SHORT, udp + 4, (short) (8 + length));
         u.set(BE_SHORT, udp + 6, (short) 0); // no checksum: legal on IPv4
+    }
+
+    /**
+     * Ethernet + IPv6 + UDP headers at {@code off} for the UDP payload of {@code length} bytes
+     * that follows them (already written: the UDP checksum covers it). Traffic class ECT(0), the
+     * flow label {@link #flowLabel} of the source port, hop limit 64.
+     */
+    static void writeHeaders6(MemorySegment u, long off, long dstMac, long srcMac, long srcHi, long srcLo,
+            long dstHi, long dstLo, int srcPort, int dstPort, int length) {
+        u.set(BE_INT, off, (int) (dstMac >>> 16));
+        u.set(BE_SHORT, off + 4, (short) dstMac);
+        u.set(BE_SHORT, off + 6, (short) (srcMac >>> 32));
+        u.set(BE_INT, off + 8, (int) srcMac);
+        u.set(BE_SHORT, off + 12, (short) 0x86dd);
+        long ip = off + 14;
+        u.set(BE_INT, ip, (6 << 28) | (ECT0 << 20) | flowLabel(srcPort));
+        u.set(BE_SHORT, ip + 4, (short) (8 + length));
+        u.set(BE_SHORT, ip + 6, (short) ((17 << 8) | 64)); // next header UDP, hop limit 64
+        u.set(BE_LONG, ip + 8, srcHi);
+        u.set(BE_LONG, ip + 16, srcLo);
+        u.set(BE_LONG, ip + 24, dstHi);
+        u.set(BE_LONG, ip + 32, dstLo);
+        long udp = ip + 40;
+        u.set(BE_SHORT, udp, (short) srcPort);
+        u.set(BE_SHORT, udp + 2, (short) dstPort);
+        u.set(BE_SHORT, udp + 4, (short) (8 + length));
+        u.set(BE_SHORT, udp + 6, (short) 0);
+        int c = ~fold(pseudoSum6(srcHi, srcLo, dstHi, dstLo, 8 + length) + sum(u, udp, 8 + length)) & 0xffff;
+        u.set(BE_SHORT, udp + 6, (short) (c == 0 ? 0xffff : c)); // 0 means "none", never sent over IPv6
+    }
+
+    /**
+     * The flow label of a frame from UDP source port {@code srcPort}: 20 bits of a multiplicative
+     * hash of the port, never 0 ("no label"). A path's entropy picks the source port, so the
+     * flow label too: a fabric hashing the IPv6 3-tuple (addresses, flow label) spreads the paths
+     * as one hashing the 5-tuple does.
+     */
+    static int flowLabel(int srcPort) {
+        int label = ((srcPort & 0xffff) * 0x9E3779B1) >>> 12;
+        return label == 0 ? 1 : label;
+    }
+
+    /** The RFC 1071 partial sum of the IPv6 pseudo-header (addresses, UDP length, next header 17). */
+    static long pseudoSum6(long srcHi, long srcLo, long dstHi, long dstLo, int udpLen) {
+        return halves(srcHi) + halves(srcLo) + halves(dstHi) + halves(dstLo) + udpLen + 17;
+    }
+
+    private static long halves(long v) {
+        return (v >>> 32) + (v & 0xffffffffL);
+    }
+
+    /**
+     * The RFC 1071 partial sum of {@code len} bytes at {@code off} as big-endian 16-bit words (an
+     * odd last byte padded with zero), unfolded: 32-bit words added into a long, which folds to the
+     * same 16-bit sum. At most 64 KiB at a time.
+     */
+    static long sum(MemorySegment u, long off, long len) {
+        long s = 0;
+        long i = 0;
+        for (; i + 8 <= len; i += 8) {
+            s += halves(u.get(BE_LONG, off + i));
+        }
+        for (; i + 2 <= len; i += 2) {
+            s += u.get(BE_SHORT, off + i) & 0xffff;
+        }
+        if (i < len) {
+            s += (u.get(ValueLayout.JAVA_BYTE, off + i) & 0xff) << 8;
+        }
+        return s;
+    }
+
+    /** A partial sum folded to 16 bits (one's complement addition). */
+    static int fold(long s) {
+        while ((s >>> 16) != 0) {
+            s = (s & 0xffff) + (s >>> 16);
+        }
+        return (int) s;
     }
 
     /** The RFC 791 header checksum of the 20-byte header at {@code ip}. */

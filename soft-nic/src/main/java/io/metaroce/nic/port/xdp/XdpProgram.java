@@ -13,7 +13,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The steering program ({@code src/main/bpf/mrce_steer.bpf.c}, packaged as the class-path resource
- * {@code bpf/mrce_steer.bpf.o}) loaded, configured with the UDP port range, and attached to one
+ * {@code bpf/mrce_steer.bpf.o}) loaded, configured with the UDP port range and the served family, and attached to one
  * interface. A program of the same name left attached by a daemon that was killed is detached
  * first; any other XDP program on the interface is left alone and the port refuses to start.
  */
@@ -37,8 +37,15 @@ final class XdpProgram implements AutoCloseable {
         this.xsksFd = LibBpf.mapFd(obj, "mrce_xsks");
     }
 
-    /** Loads the program, steering UDP ports {@code portLo..portHi}, and attaches it. */
-    static XdpProgram attach(String ifname, int ifindex, boolean nativeMode, int portLo, int portHi)
+    /** Families mrce_cfg.families steers (the program's MRCE_STEER_IPV4 / _IPV6). */
+    static final int STEER_IPV4 = 1;
+    static final int STEER_IPV6 = 2;
+
+    /**
+     * Loads the program, steering UDP ports {@code portLo..portHi} of one family (IPv6 when
+     * {@code ipv6}, else IPv4; the other family passes to the kernel), and attaches it.
+     */
+    static XdpProgram attach(String ifname, int ifindex, boolean nativeMode, int portLo, int portHi, boolean ipv6)
             throws IOException {
         int modeFlag = nativeMode ? LibBpf.XDP_FLAGS_DRV_MODE : LibBpf.XDP_FLAGS_SKB_MODE;
         removeStale(ifname, ifindex);
@@ -61,9 +68,10 @@ final class XdpProgram implements AutoCloseable {
             p = new XdpProgram(obj, ifindex, modeFlag);
             int cfgFd = LibBpf.mapFd(obj, "mrce_cfg");
             try (Arena a = Arena.ofConfined()) {
-                MemorySegment cfg = a.allocate(4, 4);
+                MemorySegment cfg = a.allocate(8, 4);
                 cfg.set(ValueLayout.JAVA_SHORT, 0, (short) portLo);
                 cfg.set(ValueLayout.JAVA_SHORT, 2, (short) portHi);
+                cfg.set(ValueLayout.JAVA_INT, 4, ipv6 ? STEER_IPV6 : STEER_IPV4);
                 LibBpf.mapUpdate(cfgFd, 0, cfg, "mrce_cfg");
             }
             LibBpf.xdpAttach(ifindex, p.progFd, modeFlag | LibBpf.XDP_FLAGS_UPDATE_IF_NOEXIST);

@@ -35,6 +35,11 @@ final class XskRxRig implements AutoCloseable {
     record Desc(long addr, int len, int options) {}
 
     XskRxRig(int maxFrame, int batch) {
+        this(0xc6120001, maxFrame, batch);
+    }
+
+    /** Serving {@code localIp} (an IPv6 handle: the port parses IPv6 frames). */
+    XskRxRig(int localIp, int maxFrame, int batch) {
         Arena arena = Arena.ofShared();
         umem = arena.allocate(AfXdpPort.umemBytes(), CHUNK);
         fillMem = ring(arena, XskRing.ADDR_SIZE);
@@ -45,7 +50,7 @@ final class XskRxRig implements AutoCloseable {
                 new XskRing(rxMem, PROD, CONS, FLAGS, DESC, SIZE, XskRing.XDP_DESC_SIZE, false),
                 new XskRing(ring(arena, XskRing.XDP_DESC_SIZE), PROD, CONS, FLAGS, DESC, SIZE, XskRing.XDP_DESC_SIZE,
                         true));
-        port = new AfXdpPort(0xc6120001, 4793, 0, maxFrame, batch, null,
+        port = new AfXdpPort(localIp, 4793, 0, maxFrame, batch, null,
                 new AfXdpPort.Bound(arena, null, new XskSocket[] {s}));
     }
 
