@@ -61,6 +61,7 @@ public final class AbiConstants {
     public static final int MRCE_OP_MAX = 32;
     /** "MCTX": the first word of a context memfd (struct mrce_context_token). */
     public static final int MRCE_CONTEXT_MAGIC = 0x5854434d;
+
     public static final int MRCE_CM_PRIVATE_DATA_MAX = 192;
     public static final int MRCE_CM_ACCEPTED = 0;
     public static final int MRCE_CM_REJECTED = 1;

@@ -7,14 +7,15 @@ import java.lang.foreign.StructLayout;
 public final class CmAcceptReqDescriptor {
     public static final String C_NAME = "mrce_cm_accept_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("request"),
-            Layouts.pad("pad", 4),
-            Layouts.u32("qpn"),
-            Layouts.u32("psn"),
-            Layouts.bytes("gid", 16),
-            Layouts.pad("pad2", 4),
-            Layouts.u32("private_data_len"),
-            Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX)).withName(C_NAME);
+                    Layouts.u32("request"),
+                    Layouts.pad("pad", 4),
+                    Layouts.u32("qpn"),
+                    Layouts.u32("psn"),
+                    Layouts.bytes("gid", 16),
+                    Layouts.pad("pad2", 4),
+                    Layouts.u32("private_data_len"),
+                    Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_REQUEST = Layouts.off(LAYOUT, "request");
     public static final int OFF_QPN = Layouts.off(LAYOUT, "qpn");

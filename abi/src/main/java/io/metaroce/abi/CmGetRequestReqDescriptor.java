@@ -7,8 +7,8 @@ import java.lang.foreign.StructLayout;
 public final class CmGetRequestReqDescriptor {
     public static final String C_NAME = "mrce_cm_get_request_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("timeout_ms"),
-            Layouts.pad("pad", 4)).withName(C_NAME);
+                    Layouts.u32("timeout_ms"), Layouts.pad("pad", 4))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_TIMEOUT_MS = Layouts.off(LAYOUT, "timeout_ms");
 

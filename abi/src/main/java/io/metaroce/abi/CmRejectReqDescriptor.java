@@ -7,9 +7,10 @@ import java.lang.foreign.StructLayout;
 public final class CmRejectReqDescriptor {
     public static final String C_NAME = "mrce_cm_reject_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("request"),
-            Layouts.u32("private_data_len"),
-            Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX)).withName(C_NAME);
+                    Layouts.u32("request"),
+                    Layouts.u32("private_data_len"),
+                    Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_REQUEST = Layouts.off(LAYOUT, "request");
     public static final int OFF_PRIVATE_DATA_LEN = Layouts.off(LAYOUT, "private_data_len");

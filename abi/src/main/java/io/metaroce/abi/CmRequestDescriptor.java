@@ -7,15 +7,16 @@ import java.lang.foreign.StructLayout;
 public final class CmRequestDescriptor {
     public static final String C_NAME = "mrce_cm_request";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("request"),
-            Layouts.u32("service_id"),
-            Layouts.u32("qpn"),
-            Layouts.u32("psn"),
-            Layouts.bytes("gid", 16),
-            Layouts.u32("peer_ipv4"),
-            Layouts.u32("private_data_len"),
-            Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX),
-            Layouts.bytes("peer_ipv6", 16)).withName(C_NAME);
+                    Layouts.u32("request"),
+                    Layouts.u32("service_id"),
+                    Layouts.u32("qpn"),
+                    Layouts.u32("psn"),
+                    Layouts.bytes("gid", 16),
+                    Layouts.u32("peer_ipv4"),
+                    Layouts.u32("private_data_len"),
+                    Layouts.bytes("private_data", AbiConstants.MRCE_CM_PRIVATE_DATA_MAX),
+                    Layouts.bytes("peer_ipv6", 16))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_REQUEST = Layouts.off(LAYOUT, "request");
     public static final int OFF_SERVICE_ID = Layouts.off(LAYOUT, "service_id");

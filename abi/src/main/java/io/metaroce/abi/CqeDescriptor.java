@@ -7,20 +7,21 @@ import java.lang.foreign.StructLayout;
 public final class CqeDescriptor {
     public static final String C_NAME = "mrce_cqe";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u64("wr_id"),
-            Layouts.u32("status"),
-            Layouts.u32("opcode"),
-            Layouts.u32("vendor_err"),
-            Layouts.u32("byte_len"),
-            Layouts.u32("imm_data"),
-            Layouts.u32("qp_num"),
-            Layouts.u32("src_qp"),
-            Layouts.u32("wc_flags"),
-            Layouts.u16("pkey_index"),
-            Layouts.u16("slid"),
-            Layouts.u8("sl"),
-            Layouts.u8("dlid_path_bits"),
-            Layouts.bytes("reserved", 18)).withName(C_NAME);
+                    Layouts.u64("wr_id"),
+                    Layouts.u32("status"),
+                    Layouts.u32("opcode"),
+                    Layouts.u32("vendor_err"),
+                    Layouts.u32("byte_len"),
+                    Layouts.u32("imm_data"),
+                    Layouts.u32("qp_num"),
+                    Layouts.u32("src_qp"),
+                    Layouts.u32("wc_flags"),
+                    Layouts.u16("pkey_index"),
+                    Layouts.u16("slid"),
+                    Layouts.u8("sl"),
+                    Layouts.u8("dlid_path_bits"),
+                    Layouts.bytes("reserved", 18))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_WR_ID = Layouts.off(LAYOUT, "wr_id");
     public static final int OFF_STATUS = Layouts.off(LAYOUT, "status");

@@ -7,10 +7,8 @@ import java.lang.foreign.StructLayout;
 public final class CreateCqReqDescriptor {
     public static final String C_NAME = "mrce_create_cq_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("cqe"),
-            Layouts.u32("channel"),
-            Layouts.u32("comp_vector"),
-            Layouts.pad("pad", 4)).withName(C_NAME);
+                    Layouts.u32("cqe"), Layouts.u32("channel"), Layouts.u32("comp_vector"), Layouts.pad("pad", 4))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_CQE = Layouts.off(LAYOUT, "cqe");
     public static final int OFF_CHANNEL = Layouts.off(LAYOUT, "channel");

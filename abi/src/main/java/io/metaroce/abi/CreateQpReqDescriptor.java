@@ -7,18 +7,19 @@ import java.lang.foreign.StructLayout;
 public final class CreateQpReqDescriptor {
     public static final String C_NAME = "mrce_create_qp_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("pd"),
-            Layouts.u32("send_cq"),
-            Layouts.u32("recv_cq"),
-            Layouts.u32("srq"),
-            Layouts.u32("qp_type"),
-            Layouts.u32("sq_sig_all"),
-            Layouts.u32("max_send_wr"),
-            Layouts.u32("max_recv_wr"),
-            Layouts.u32("max_send_sge"),
-            Layouts.u32("max_recv_sge"),
-            Layouts.u32("max_inline_data"),
-            Layouts.pad("pad", 4)).withName(C_NAME);
+                    Layouts.u32("pd"),
+                    Layouts.u32("send_cq"),
+                    Layouts.u32("recv_cq"),
+                    Layouts.u32("srq"),
+                    Layouts.u32("qp_type"),
+                    Layouts.u32("sq_sig_all"),
+                    Layouts.u32("max_send_wr"),
+                    Layouts.u32("max_recv_wr"),
+                    Layouts.u32("max_send_sge"),
+                    Layouts.u32("max_recv_sge"),
+                    Layouts.u32("max_inline_data"),
+                    Layouts.pad("pad", 4))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_PD = Layouts.off(LAYOUT, "pd");
     public static final int OFF_SEND_CQ = Layouts.off(LAYOUT, "send_cq");

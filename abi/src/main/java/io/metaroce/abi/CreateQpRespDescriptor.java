@@ -7,17 +7,18 @@ import java.lang.foreign.StructLayout;
 public final class CreateQpRespDescriptor {
     public static final String C_NAME = "mrce_create_qp_resp";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("handle"),
-            Layouts.u32("qp_num"),
-            Layouts.u32("max_send_wr"),
-            Layouts.u32("max_recv_wr"),
-            Layouts.u32("max_send_sge"),
-            Layouts.u32("max_recv_sge"),
-            Layouts.u32("max_inline_data"),
-            Layouts.u32("sq_offset"),
-            Layouts.u32("rq_offset"),
-            Layouts.pad("pad", 4),
-            Layouts.u64("map_size")).withName(C_NAME);
+                    Layouts.u32("handle"),
+                    Layouts.u32("qp_num"),
+                    Layouts.u32("max_send_wr"),
+                    Layouts.u32("max_recv_wr"),
+                    Layouts.u32("max_send_sge"),
+                    Layouts.u32("max_recv_sge"),
+                    Layouts.u32("max_inline_data"),
+                    Layouts.u32("sq_offset"),
+                    Layouts.u32("rq_offset"),
+                    Layouts.pad("pad", 4),
+                    Layouts.u64("map_size"))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_HANDLE = Layouts.off(LAYOUT, "handle");
     public static final int OFF_QP_NUM = Layouts.off(LAYOUT, "qp_num");

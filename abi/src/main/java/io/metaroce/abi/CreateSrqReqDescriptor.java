@@ -7,10 +7,8 @@ import java.lang.foreign.StructLayout;
 public final class CreateSrqReqDescriptor {
     public static final String C_NAME = "mrce_create_srq_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("pd"),
-            Layouts.u32("max_wr"),
-            Layouts.u32("max_sge"),
-            Layouts.u32("srq_limit")).withName(C_NAME);
+                    Layouts.u32("pd"), Layouts.u32("max_wr"), Layouts.u32("max_sge"), Layouts.u32("srq_limit"))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_PD = Layouts.off(LAYOUT, "pd");
     public static final int OFF_MAX_WR = Layouts.off(LAYOUT, "max_wr");

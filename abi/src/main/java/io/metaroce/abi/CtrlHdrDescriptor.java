@@ -14,12 +14,13 @@ import java.lang.foreign.StructLayout;
 public final class CtrlHdrDescriptor {
     public static final String C_NAME = "mrce_ctrl_hdr";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("len"),
-            Layouts.u16("op"),
-            Layouts.u16("status"),
-            Layouts.u32("seq"),
-            Layouts.u16("nfds"),
-            Layouts.pad("pad", 2)).withName(C_NAME);
+                    Layouts.u32("len"),
+                    Layouts.u16("op"),
+                    Layouts.u16("status"),
+                    Layouts.u32("seq"),
+                    Layouts.u16("nfds"),
+                    Layouts.pad("pad", 2))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_LEN = Layouts.off(LAYOUT, "len");
     public static final int OFF_OP = Layouts.off(LAYOUT, "op");

@@ -6,9 +6,8 @@ import java.lang.foreign.StructLayout;
 /** {@code struct mrce_handle_req} of mrce_abi.h: Request that names one object. */
 public final class HandleReqDescriptor {
     public static final String C_NAME = "mrce_handle_req";
-    public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("handle"),
-            Layouts.pad("pad", 4)).withName(C_NAME);
+    public static final StructLayout LAYOUT = MemoryLayout.structLayout(Layouts.u32("handle"), Layouts.pad("pad", 4))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_HANDLE = Layouts.off(LAYOUT, "handle");
 

@@ -7,12 +7,13 @@ import java.lang.foreign.StructLayout;
 public final class ImportMrRespDescriptor {
     public static final String C_NAME = "mrce_import_mr_resp";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("handle"),
-            Layouts.u32("lkey"),
-            Layouts.u32("rkey"),
-            Layouts.u32("access"),
-            Layouts.u64("addr"),
-            Layouts.u64("length")).withName(C_NAME);
+                    Layouts.u32("handle"),
+                    Layouts.u32("lkey"),
+                    Layouts.u32("rkey"),
+                    Layouts.u32("access"),
+                    Layouts.u64("addr"),
+                    Layouts.u64("length"))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_HANDLE = Layouts.off(LAYOUT, "handle");
     public static final int OFF_LKEY = Layouts.off(LAYOUT, "lkey");

@@ -36,6 +36,7 @@ public final class IpAddr {
         static final long[] LO = new long[V6_CAPACITY + 1];
         /** Open addressing: slot -> index (0: empty), twice the capacity. */
         static final int[] SLOTS = new int[V6_CAPACITY * 2];
+
         static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(int[].class);
         static int count;
 
@@ -148,8 +149,8 @@ public final class IpAddr {
                 byte[] g = gid(addr);
                 return Inet6Address.getByAddress(null, g, null);
             }
-            return InetAddress.getByAddress(new byte[] {(byte) (addr >>> 24), (byte) (addr >>> 16),
-                (byte) (addr >>> 8), (byte) addr});
+            return InetAddress.getByAddress(
+                    new byte[] {(byte) (addr >>> 24), (byte) (addr >>> 16), (byte) (addr >>> 8), (byte) addr});
         } catch (UnknownHostException e) {
             throw new IllegalArgumentException(e);
         }

@@ -7,10 +7,8 @@ import java.lang.foreign.StructLayout;
 public final class ModifySrqReqDescriptor {
     public static final String C_NAME = "mrce_modify_srq_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("handle"),
-            Layouts.u32("attr_mask"),
-            Layouts.u32("max_wr"),
-            Layouts.u32("srq_limit")).withName(C_NAME);
+                    Layouts.u32("handle"), Layouts.u32("attr_mask"), Layouts.u32("max_wr"), Layouts.u32("srq_limit"))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_HANDLE = Layouts.off(LAYOUT, "handle");
     public static final int OFF_ATTR_MASK = Layouts.off(LAYOUT, "attr_mask");

@@ -7,11 +7,12 @@ import java.lang.foreign.StructLayout;
 public final class RegMrReqDescriptor {
     public static final String C_NAME = "mrce_reg_mr_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("pd"),
-            Layouts.u32("access"),
-            Layouts.u64("addr"),
-            Layouts.u64("length"),
-            Layouts.u64("iova")).withName(C_NAME);
+                    Layouts.u32("pd"),
+                    Layouts.u32("access"),
+                    Layouts.u64("addr"),
+                    Layouts.u64("length"),
+                    Layouts.u64("iova"))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_PD = Layouts.off(LAYOUT, "pd");
     public static final int OFF_ACCESS = Layouts.off(LAYOUT, "access");

@@ -7,13 +7,14 @@ import java.lang.foreign.StructLayout;
 public final class ReregMrReqDescriptor {
     public static final String C_NAME = "mrce_rereg_mr_req";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("handle"),
-            Layouts.u32("flags"),
-            Layouts.u32("pd"),
-            Layouts.u32("access"),
-            Layouts.u64("addr"),
-            Layouts.u64("length"),
-            Layouts.u64("iova")).withName(C_NAME);
+                    Layouts.u32("handle"),
+                    Layouts.u32("flags"),
+                    Layouts.u32("pd"),
+                    Layouts.u32("access"),
+                    Layouts.u64("addr"),
+                    Layouts.u64("length"),
+                    Layouts.u64("iova"))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_HANDLE = Layouts.off(LAYOUT, "handle");
     public static final int OFF_FLAGS = Layouts.off(LAYOUT, "flags");

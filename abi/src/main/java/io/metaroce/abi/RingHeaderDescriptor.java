@@ -7,21 +7,22 @@ import java.lang.foreign.StructLayout;
 public final class RingHeaderDescriptor {
     public static final String C_NAME = "mrce_ring_header";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("magic"),
-            Layouts.u16("version"),
-            Layouts.u16("kind"),
-            Layouts.u32("slot_size"),
-            Layouts.u32("slot_count"),
-            Layouts.pad("pad0", 48),
-            Layouts.u32("producer"),
-            Layouts.pad("pad1", 60),
-            Layouts.u32("consumer"),
-            Layouts.pad("pad2", 60),
-            Layouts.u32("flags"),
-            Layouts.u32("arm"),
-            Layouts.u32("notify_count"),
-            Layouts.u32("notify_seq"),
-            Layouts.pad("pad3", 48)).withName(C_NAME);
+                    Layouts.u32("magic"),
+                    Layouts.u16("version"),
+                    Layouts.u16("kind"),
+                    Layouts.u32("slot_size"),
+                    Layouts.u32("slot_count"),
+                    Layouts.pad("pad0", 48),
+                    Layouts.u32("producer"),
+                    Layouts.pad("pad1", 60),
+                    Layouts.u32("consumer"),
+                    Layouts.pad("pad2", 60),
+                    Layouts.u32("flags"),
+                    Layouts.u32("arm"),
+                    Layouts.u32("notify_count"),
+                    Layouts.u32("notify_seq"),
+                    Layouts.pad("pad3", 48))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_MAGIC = Layouts.off(LAYOUT, "magic");
     public static final int OFF_VERSION = Layouts.off(LAYOUT, "version");

@@ -7,10 +7,8 @@ import java.lang.foreign.StructLayout;
 public final class SrqAttrDescriptor {
     public static final String C_NAME = "mrce_srq_attr";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u32("max_wr"),
-            Layouts.u32("max_sge"),
-            Layouts.u32("srq_limit"),
-            Layouts.pad("pad", 4)).withName(C_NAME);
+                    Layouts.u32("max_wr"), Layouts.u32("max_sge"), Layouts.u32("srq_limit"), Layouts.pad("pad", 4))
+            .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_MAX_WR = Layouts.off(LAYOUT, "max_wr");
     public static final int OFF_MAX_SGE = Layouts.off(LAYOUT, "max_sge");

@@ -17,26 +17,27 @@ import java.lang.foreign.StructLayout;
 public final class WqeDescriptor {
     public static final String C_NAME = "mrce_wqe";
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            Layouts.u64("wr_id"),
-            Layouts.u8("opcode"),
-            Layouts.u8("send_flags"),
-            Layouts.u16("num_sge"),
-            Layouts.u32("imm_data"),
-            Layouts.u32("length"),
-            Layouts.u32("rkey"),
-            Layouts.u64("remote_addr"),
-            Layouts.u64("compare_add"),
-            Layouts.u64("swap"),
-            Layouts.u32("ud_remote_qpn"),
-            Layouts.u32("ud_remote_qkey"),
-            Layouts.u32("ud_dest_ipv4"),
-            Layouts.u8("ud_traffic_class"),
-            Layouts.u8("ud_hop_limit"),
-            Layouts.u16("reserved"),
-            MemoryLayout.unionLayout(
-                    MemoryLayout.sequenceLayout(AbiConstants.MRCE_MAX_SGE, SgeDescriptor.LAYOUT)
-                            .withName("sge"),
-                    Layouts.bytes("inline_data", AbiConstants.MRCE_MAX_INLINE)).withName("data"))
+                    Layouts.u64("wr_id"),
+                    Layouts.u8("opcode"),
+                    Layouts.u8("send_flags"),
+                    Layouts.u16("num_sge"),
+                    Layouts.u32("imm_data"),
+                    Layouts.u32("length"),
+                    Layouts.u32("rkey"),
+                    Layouts.u64("remote_addr"),
+                    Layouts.u64("compare_add"),
+                    Layouts.u64("swap"),
+                    Layouts.u32("ud_remote_qpn"),
+                    Layouts.u32("ud_remote_qkey"),
+                    Layouts.u32("ud_dest_ipv4"),
+                    Layouts.u8("ud_traffic_class"),
+                    Layouts.u8("ud_hop_limit"),
+                    Layouts.u16("reserved"),
+                    MemoryLayout.unionLayout(
+                                    MemoryLayout.sequenceLayout(AbiConstants.MRCE_MAX_SGE, SgeDescriptor.LAYOUT)
+                                            .withName("sge"),
+                                    Layouts.bytes("inline_data", AbiConstants.MRCE_MAX_INLINE))
+                            .withName("data"))
             .withName(C_NAME);
     public static final int SIZE = Math.toIntExact(LAYOUT.byteSize());
     public static final int OFF_WR_ID = Layouts.off(LAYOUT, "wr_id");
@@ -57,6 +58,7 @@ public final class WqeDescriptor {
      * handle's dgid, {@code ud_dgid[16]} in C; {@code ud_dest_ipv4} is 0 when it is an IPv6 GID.
      */
     public static final int OFF_UD_DGID = OFF_COMPARE_ADD;
+
     public static final int OFF_UD_TRAFFIC_CLASS = Layouts.off(LAYOUT, "ud_traffic_class");
     public static final int OFF_UD_HOP_LIMIT = Layouts.off(LAYOUT, "ud_hop_limit");
     public static final int OFF_DATA = Layouts.off(LAYOUT, "data");

@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -23,8 +22,7 @@ import org.junit.jupiter.api.Test;
 class MrceAbiAgreementTest {
 
     private static List<String> cOffsets() throws IOException, InterruptedException {
-        Path exe = Path.of(System.getProperty("metaroce.native.dir",
-                "../provider-c/build"), "mrce_abi_offsets");
+        Path exe = Path.of(System.getProperty("metaroce.native.dir", "../provider-c/build"), "mrce_abi_offsets");
         assertThat(exe).as("build provider-c first (make -C provider-c)").isExecutable();
         Process p = new ProcessBuilder(exe.toString()).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -59,7 +57,8 @@ class MrceAbiAgreementTest {
                 assertThat(layout.byteSize()).as(key).isEqualTo(value);
             } else {
                 assertThat(layout.byteOffset(MemoryLayout.PathElement.groupElement(field)))
-                        .as(key).isEqualTo(value);
+                        .as(key)
+                        .isEqualTo(value);
                 seen.add(key);
             }
             checked++;
@@ -71,7 +70,8 @@ class MrceAbiAgreementTest {
                 if (name.isEmpty() || name.startsWith("pad") || name.equals("reserved")) {
                     continue;
                 }
-                assertThat(seen).as("C side prints " + l.name().get() + "." + name)
+                assertThat(seen)
+                        .as("C side prints " + l.name().get() + "." + name)
                         .contains(l.name().get() + "." + name);
             }
         }

@@ -19,6 +19,7 @@ final class BenchConfig {
     long stepNs = 1_000;
     /** Fabric seeds: every row runs once per seed and reports the median. */
     long[] seeds = {1, 2, 3};
+
     boolean hashSelector;
     List<TransportMode> modes = new ArrayList<>(TransportMode.available());
     List<Scenario> scenarios = new ArrayList<>(List.of(Scenario.values()));
@@ -74,20 +75,24 @@ final class BenchConfig {
                 case "--gbps" -> c.rateBitsPerSec = (long) (Double.parseDouble(v) * 1e9);
                 case "--delay-us" -> c.delayNs = (long) (Double.parseDouble(v) * 1000);
                 case "--queue-kib" -> c.queueBytes = Long.parseLong(v) * 1024;
-                case "--mtu" -> c.mtu = switch (v) {
-                    case "256" -> Ibv.MTU_256;
-                    case "512" -> Ibv.MTU_512;
-                    case "1024" -> Ibv.MTU_1024;
-                    case "2048" -> Ibv.MTU_2048;
-                    case "4096" -> Ibv.MTU_4096;
-                    default -> throw new IllegalArgumentException("--mtu " + v);
-                };
+                case "--mtu" ->
+                    c.mtu = switch (v) {
+                        case "256" -> Ibv.MTU_256;
+                        case "512" -> Ibv.MTU_512;
+                        case "1024" -> Ibv.MTU_1024;
+                        case "2048" -> Ibv.MTU_2048;
+                        case "4096" -> Ibv.MTU_4096;
+                        default -> throw new IllegalArgumentException("--mtu " + v);
+                    };
                 case "--message-kib" -> c.messageBytes = Integer.parseInt(v) * 1024;
                 case "--warmup-ms" -> c.warmupNs = (long) (Double.parseDouble(v) * 1e6);
                 case "--measure-ms" -> c.measureNs = (long) (Double.parseDouble(v) * 1e6);
                 case "--step-ns" -> c.stepNs = Long.parseLong(v);
                 case "--seed" -> c.seeds = new long[] {Long.parseLong(v)};
-                case "--seeds" -> c.seeds = java.util.Arrays.stream(v.split(",")).mapToLong(Long::parseLong).toArray();
+                case "--seeds" ->
+                    c.seeds = java.util.Arrays.stream(v.split(","))
+                            .mapToLong(Long::parseLong)
+                            .toArray();
                 default -> throw new IllegalArgumentException("unknown option " + a + "\n" + USAGE);
             }
         }
@@ -103,7 +108,7 @@ final class BenchConfig {
                 + " us, queue " + queueBytes / 1024 + " KiB per path, MTU " + Ibv.mtuBytes(mtu) + ", SENDs of "
                 + messageBytes / 1024 + " KiB (" + sendsOutstanding + " outstanding), warm-up "
                 + warmupNs / 1e6 + " ms, measured " + measureNs / 1e6 + " ms simulated, step " + stepNs
-                + " ns, seeds " + java.util.Arrays.toString(seeds) + ", link = " + (hashSelector ? "hash of the 4-tuple" : "entropy mod "
-                + links);
+                + " ns, seeds " + java.util.Arrays.toString(seeds) + ", link = "
+                + (hashSelector ? "hash of the 4-tuple" : "entropy mod " + links);
     }
 }

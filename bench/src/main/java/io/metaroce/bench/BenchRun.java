@@ -24,9 +24,22 @@ final class BenchRun {
     static final int IP_B = 0xC6120002; // 198.18.0.2
     static final int UDP = 4793;
 
-    record Result(Scenario scenario, TransportMode mode, long seed, int impairedLink, long goodBytes,
-            double goodputBps, double fraction, long messages, long retransmits, long timeouts, long linkDrops,
-            long detectNs, long detectSrttNs, String note, double wallSeconds) {}
+    record Result(
+            Scenario scenario,
+            TransportMode mode,
+            long seed,
+            int impairedLink,
+            long goodBytes,
+            double goodputBps,
+            double fraction,
+            long messages,
+            long retransmits,
+            long timeouts,
+            long linkDrops,
+            long detectNs,
+            long detectSrttNs,
+            String note,
+            double wallSeconds) {}
 
     private final BenchConfig cfg;
     private final Scenario scenario;
@@ -51,8 +64,8 @@ final class BenchRun {
                 Arena arena = Arena.ofShared()) {
             LinkSelector selector = cfg.hashSelector ? LinkSelector.HASH : LinkSelector.ENTROPY_MOD;
             fabric.selector(selector);
-            fabric.forEachLink(l -> l.delayNs(cfg.delayNs).rateBitsPerSec(cfg.rateBitsPerSec)
-                    .queueBytes(cfg.queueBytes));
+            fabric.forEachLink(l ->
+                    l.delayNs(cfg.delayNs).rateBitsPerSec(cfg.rateBitsPerSec).queueBytes(cfg.queueBytes));
             TransportSettings transport = mode.settings(TransportSettings.SIMULATION);
             TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock, transport);
             TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock, transport);
@@ -65,8 +78,14 @@ final class BenchRun {
         }
     }
 
-    private Result stream(SimFabric fabric, LinkSelector selector, SimClock clock, Arena arena, TestNode a,
-            TestNode b, long wallStart) {
+    private Result stream(
+            SimFabric fabric,
+            LinkSelector selector,
+            SimClock clock,
+            Arena arena,
+            TestNode a,
+            TestNode b,
+            long wallStart) {
         check(a.hello().status() == 0 && b.hello().status() == 0, "hello");
         int pdA = a.allocPd();
         int pdB = b.allocPd();
@@ -84,8 +103,8 @@ final class BenchRun {
         TestNode.QpHandles qpA = a.createQp(pdA, cqA.handle(), cqA.handle(), 64, 1, 0);
         TestNode.QpHandles qpB = b.createQp(pdB, cqB.handle(), cqB.handle(), 64, 1, 0);
         // The impaired link: the one the baseline's single path (path 0 of 1) takes from A to B.
-        int impaired = selector.link(IP_A, IP_B, UDP,
-                io.metaroce.nic.transport.RcRequester.entropy(qpA.qpn(), 0, 1, 0) & 0xffff, cfg.links);
+        int impaired = selector.link(
+                IP_A, IP_B, UDP, io.metaroce.nic.transport.RcRequester.entropy(qpA.qpn(), 0, 1, 0) & 0xffff, cfg.links);
         scenario.before(fabric, cfg.rateBitsPerSec, impaired);
         long[] framesBefore = new long[fabric.links()];
         for (int i = 0; i < fabric.links(); i++) {
@@ -129,8 +148,7 @@ final class BenchRun {
                 recvsPosted++;
             }
             while (!failed && sendsPosted - sendsDone < cfg.sendsOutstanding) {
-                if (!a.post(qpA.sq(), sendsPosted, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, sendAddr, sendLen,
-                        sendMr[1])) {
+                if (!a.post(qpA.sq(), sendsPosted, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, sendAddr, sendLen, sendMr[1])) {
                     break;
                 }
                 sendsPosted++;
@@ -191,8 +209,8 @@ final class BenchRun {
                 }
             }
             if (busiest != impaired) {
-                throw new IllegalStateException("the baseline's frames went over link " + busiest
-                        + ", not the impaired link " + impaired);
+                throw new IllegalStateException(
+                        "the baseline's frames went over link " + busiest + ", not the impaired link " + impaired);
             }
         }
         TransportCounters tc = a.engine.datapath().counters;
@@ -208,9 +226,22 @@ final class BenchRun {
             detectNs = -2; // n/a
         }
         double bps = goodBytes * 8 * 1e9 / cfg.measureNs;
-        return new Result(scenario, mode, seed, impaired, goodBytes, bps, bps / cfg.aggregateBitsPerSec(), messages,
-                tc.dataRetransmits - retransmitsAtStart, tc.timeouts - timeoutsAtStart, drops, detectNs,
-                detectSrttNs, note, (System.nanoTime() - wallStart) / 1e9);
+        return new Result(
+                scenario,
+                mode,
+                seed,
+                impaired,
+                goodBytes,
+                bps,
+                bps / cfg.aggregateBitsPerSec(),
+                messages,
+                tc.dataRetransmits - retransmitsAtStart,
+                tc.timeouts - timeoutsAtStart,
+                drops,
+                detectNs,
+                detectSrttNs,
+                note,
+                (System.nanoTime() - wallStart) / 1e9);
     }
 
     private static void check(boolean ok, String what) {

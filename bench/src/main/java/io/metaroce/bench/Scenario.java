@@ -27,7 +27,7 @@ public enum Scenario {
             case LOSS_1PCT_ONE -> fabric.link(impaired).lossRate(0.01);
             case LOSS_1PCT_ALL -> fabric.forEachLink(l -> l.lossRate(0.01));
             case SLOW_ONE -> fabric.link(impaired).rateBitsPerSec(rateBitsPerSec / 4);
-            default -> { }
+            default -> {}
         }
     }
 
@@ -59,8 +59,9 @@ public enum Scenario {
             case "loss-all" -> LOSS_1PCT_ALL;
             case "blackhole" -> BLACKHOLE_ONE;
             case "slow" -> SLOW_ONE;
-            default -> throw new IllegalArgumentException("scenario " + s
-                    + ": one of no-loss, loss-one, loss-all, blackhole, slow");
+            default ->
+                throw new IllegalArgumentException(
+                        "scenario " + s + ": one of no-loss, loss-one, loss-all, blackhole, slow");
         };
     }
 }

@@ -64,7 +64,14 @@ final class AgentClient implements AutoCloseable {
         return Integer.parseInt(call("UD " + Integer.toUnsignedString(qkey)));
     }
 
-    void connect(int qpn, String remoteIp, int remoteQpn, int rqPsn, int sqPsn, int mtu, int maxDestRdAtomic,
+    void connect(
+            int qpn,
+            String remoteIp,
+            int remoteQpn,
+            int rqPsn,
+            int sqPsn,
+            int mtu,
+            int maxDestRdAtomic,
             int minRnrTimer) {
         call("CONNECT " + qpn + " " + remoteIp + " " + remoteQpn + " " + rqPsn + " " + sqPsn + " " + mtu + " "
                 + maxDestRdAtomic + " " + minRnrTimer);
@@ -90,8 +97,14 @@ final class AgentClient implements AutoCloseable {
             return null;
         }
         String[] f = r.split(" ");
-        return new Completion(Long.parseLong(f[0]), Integer.parseInt(f[1]), Integer.parseInt(f[2]),
-                Integer.parseInt(f[3]), Integer.parseInt(f[4]), Integer.parseInt(f[5]), Integer.parseInt(f[6]));
+        return new Completion(
+                Long.parseLong(f[0]),
+                Integer.parseInt(f[1]),
+                Integer.parseInt(f[2]),
+                Integer.parseInt(f[3]),
+                Integer.parseInt(f[4]),
+                Integer.parseInt(f[5]),
+                Integer.parseInt(f[6]));
     }
 
     byte[] read(long offset, int len) {

@@ -32,8 +32,14 @@ final class CmPeer implements AutoCloseable {
     record Endpoint(int qpn, int peerQpn, int mtu, int window, int startPsn, int token, int linkMtu, int[] entropies) {
         byte[] encode() {
             ByteBuffer b = ByteBuffer.allocate(28 + 2 * entropies.length);
-            b.putInt(qpn).putInt(peerQpn).putInt(mtu).putInt(window).putInt(startPsn).putInt(token)
-                    .putShort((short) entropies.length).putShort((short) linkMtu);
+            b.putInt(qpn)
+                    .putInt(peerQpn)
+                    .putInt(mtu)
+                    .putInt(window)
+                    .putInt(startPsn)
+                    .putInt(token)
+                    .putShort((short) entropies.length)
+                    .putShort((short) linkMtu);
             for (int e : entropies) {
                 b.putShort((short) e);
             }
@@ -41,8 +47,14 @@ final class CmPeer implements AutoCloseable {
         }
 
         static Endpoint decode(ByteBuffer b) {
-            int qpn = b.getInt(), peer = b.getInt(), mtu = b.getInt(), win = b.getInt(), psn = b.getInt(),
-                    token = b.getInt(), paths = b.getShort() & 0xffff, link = b.getShort() & 0xffff;
+            int qpn = b.getInt(),
+                    peer = b.getInt(),
+                    mtu = b.getInt(),
+                    win = b.getInt(),
+                    psn = b.getInt(),
+                    token = b.getInt(),
+                    paths = b.getShort() & 0xffff,
+                    link = b.getShort() & 0xffff;
             int[] e = new int[paths];
             for (int i = 0; i < paths && b.remaining() >= 2; i++) {
                 e[i] = b.getShort() & 0xffff;
@@ -68,7 +80,10 @@ final class CmPeer implements AutoCloseable {
 
         synchronized void send(int type, int flags, byte[] payload) throws IOException {
             ByteBuffer b = ByteBuffer.allocate(4 + payload.length);
-            b.putShort((short) (4 + payload.length)).put((byte) type).put((byte) flags).put(payload);
+            b.putShort((short) (4 + payload.length))
+                    .put((byte) type)
+                    .put((byte) flags)
+                    .put(payload);
             out.write(b.array());
             tap(true, b.array());
             out.flush();
@@ -77,7 +92,8 @@ final class CmPeer implements AutoCloseable {
         /** Hands a frame to the recorder (for the pcap of a failing case). */
         private void tap(boolean sent, byte[] frame) {
             WirePeer w = recorder;
-            if (w != null && socket.getLocalSocketAddress() instanceof InetSocketAddress me
+            if (w != null
+                    && socket.getLocalSocketAddress() instanceof InetSocketAddress me
                     && socket.getRemoteSocketAddress() instanceof InetSocketAddress them) {
                 w.recordTcp(sent, sent ? me : them, sent ? them : me, frame);
             }
@@ -101,8 +117,14 @@ final class CmPeer implements AutoCloseable {
                     }
                     byte[] payload = new byte[len - 4];
                     in.readFully(payload);
-                    tap(false, ByteBuffer.allocate(len).putShort((short) len).put((byte) type).put((byte) flags)
-                            .put(payload).array());
+                    tap(
+                            false,
+                            ByteBuffer.allocate(len)
+                                    .putShort((short) len)
+                                    .put((byte) type)
+                                    .put((byte) flags)
+                                    .put(payload)
+                                    .array());
                     onFrame(new Frame(type, flags, payload, this));
                 }
             } catch (IOException e) {
@@ -123,6 +145,7 @@ final class CmPeer implements AutoCloseable {
     private volatile long bootId = new SecureRandom().nextLong();
     /** The suite's QP whose CONNECT the manager leaves unanswered (a peer silent mid-handshake); 0: none. */
     private volatile int withheld;
+
     private final List<Conn> conns = new CopyOnWriteArrayList<>();
     private final Map<Integer, Endpoint> ours = new HashMap<>();
     private final Map<Integer, Endpoint> theirConnects = new HashMap<>();
@@ -134,6 +157,7 @@ final class CmPeer implements AutoCloseable {
     volatile WirePeer recorder;
     /** While set, the suite's manager sends nothing: no PING, no PONG (a dead peer, CM §5). */
     volatile boolean silent;
+
     private long pingSeq;
 
     CmPeer(InetAddress local, int cmPort) throws IOException {
@@ -167,8 +191,14 @@ final class CmPeer implements AutoCloseable {
 
     byte[] hello() {
         ByteBuffer b = ByteBuffer.allocate(28);
-        b.putInt(MAGIC).putShort((short) VERSION).putShort((short) 0).putInt(0).putLong(bootId).putShort((short) 0)
-                .putShort((short) HEARTBEAT_MS).put(local.getAddress());
+        b.putInt(MAGIC)
+                .putShort((short) VERSION)
+                .putShort((short) 0)
+                .putInt(0)
+                .putLong(bootId)
+                .putShort((short) 0)
+                .putShort((short) HEARTBEAT_MS)
+                .put(local.getAddress());
         return b.array();
     }
 
@@ -190,7 +220,10 @@ final class CmPeer implements AutoCloseable {
             for (Conn c : conns) {
                 if (c.hello != null && !silent) {
                     try {
-                        c.send(PING, 0, ByteBuffer.allocate(8).putLong(++pingSeq).array());
+                        c.send(
+                                PING,
+                                0,
+                                ByteBuffer.allocate(8).putLong(++pingSeq).array());
                     } catch (IOException ignored) {
                         // its reader notices
                     }
@@ -224,11 +257,27 @@ final class CmPeer implements AutoCloseable {
                 if (theirs.peerQpn() == withheld) {
                     // no answer: the target's request must time out (CM-3.3)
                 } else if (mine == null) {
-                    f.conn().send(REJECT, 0, ByteBuffer.allocate(16).putInt(requestId).putInt(theirs.peerQpn())
-                            .putInt(theirs.qpn()).putShort((short) 1).putShort((short) 0).array());
+                    f.conn()
+                            .send(
+                                    REJECT,
+                                    0,
+                                    ByteBuffer.allocate(16)
+                                            .putInt(requestId)
+                                            .putInt(theirs.peerQpn())
+                                            .putInt(theirs.qpn())
+                                            .putShort((short) 1)
+                                            .putShort((short) 0)
+                                            .array());
                 } else {
                     byte[] e = mine.encode();
-                    f.conn().send(ACCEPT, 0, ByteBuffer.allocate(4 + e.length).putInt(requestId).put(e).array());
+                    f.conn()
+                            .send(
+                                    ACCEPT,
+                                    0,
+                                    ByteBuffer.allocate(4 + e.length)
+                                            .putInt(requestId)
+                                            .put(e)
+                                            .array());
                 }
             }
             default -> {

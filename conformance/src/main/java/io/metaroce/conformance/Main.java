@@ -86,11 +86,23 @@ public final class Main {
                     suite.closeAll();
                 }
                 double secs = (System.nanoTime() - t0) / 1e9;
-                Report.Result r = new Report.Result(c.id(), c.spec(), failure == null, failure == null ? "" : failure,
-                        secs, wire.framesSince(mark));
+                Report.Result r = new Report.Result(
+                        c.id(),
+                        c.spec(),
+                        failure == null,
+                        failure == null ? "" : failure,
+                        secs,
+                        wire.framesSince(mark));
                 report.add(r);
-                System.out.printf("%s %-42s %6.3fs  %s%s%n", r.passed() ? "PASS" : "FAIL", c.id(), secs, c.spec(),
-                        r.passed() ? "" : "\n     " + failure + "\n     packets: " + reportDir.resolve(Report.pcapName(r)));
+                System.out.printf(
+                        "%s %-42s %6.3fs  %s%s%n",
+                        r.passed() ? "PASS" : "FAIL",
+                        c.id(),
+                        secs,
+                        c.spec(),
+                        r.passed()
+                                ? ""
+                                : "\n     " + failure + "\n     packets: " + reportDir.resolve(Report.pcapName(r)));
             }
         }
         report.write(reportDir, where);

@@ -25,15 +25,26 @@ public final class Packet {
     public static final int SACK_BYTES = 32;
     public static final int REPORT_BYTES = 8;
 
-    public static final int OP_SEND = 1, OP_SEND_IMM = 2, OP_WRITE = 3, OP_WRITE_IMM = 4, OP_READ_REQ = 5,
-            OP_READ_RESP = 6, OP_ATOMIC_CS = 7, OP_ATOMIC_FA = 8, OP_ATOMIC_RESP = 9, OP_ACK = 16, OP_NAK = 17,
-            OP_PROBE = 18, OP_UD_SEND = 32, OP_UD_SEND_IMM = 33;
-
-    public static final int FLAG_SOLICITED = 1, FLAG_RETRANSMIT = 2, FLAG_GBN = 4, FLAG_ACK_NOW = 8,
-            FLAG_RESEND = 16;
-
-    public static final int NAK_RNR = 1, NAK_INVALID_REQUEST = 2, NAK_REMOTE_OPERATIONAL = 3,
-            NAK_SEQUENCE_ERROR = 4, NAK_REMOTE_ACCESS = 5;
+    public static final int OP_SEND = 1,
+            OP_SEND_IMM = 2,
+            OP_WRITE = 3,
+            OP_WRITE_IMM = 4,
+            OP_READ_REQ = 5,
+            OP_READ_RESP = 6,
+            OP_ATOMIC_CS = 7,
+            OP_ATOMIC_FA = 8,
+            OP_ATOMIC_RESP = 9,
+            OP_ACK = 16,
+            OP_NAK = 17,
+            OP_PROBE = 18,
+            OP_UD_SEND = 32,
+            OP_UD_SEND_IMM = 33;
+    public static final int FLAG_SOLICITED = 1, FLAG_RETRANSMIT = 2, FLAG_GBN = 4, FLAG_ACK_NOW = 8, FLAG_RESEND = 16;
+    public static final int NAK_RNR = 1,
+            NAK_INVALID_REQUEST = 2,
+            NAK_REMOTE_OPERATIONAL = 3,
+            NAK_SEQUENCE_ERROR = 4,
+            NAK_REMOTE_ACCESS = 5;
 
     public int version = VERSION;
     public int opcode;
@@ -84,8 +95,18 @@ public final class Packet {
         int ext = hasReth(opcode) ? (isAtomic(opcode) ? ATOMIC_EXT : RETH) : 0;
         ByteBuffer b = ByteBuffer.allocate(HEADER + ext + payload.length);
         b.put((byte) version).put((byte) opcode).put((byte) flags).put((byte) pathId);
-        b.putInt(psn).putInt(rsn).putInt(dstQpn).putInt(srcQpn).putInt(token).putInt(msn).putInt(offset)
-                .putInt(msgLen).putInt(imm).putShort((short) replyEntropy).putShort((short) rwnd).putInt(0);
+        b.putInt(psn)
+                .putInt(rsn)
+                .putInt(dstQpn)
+                .putInt(srcQpn)
+                .putInt(token)
+                .putInt(msn)
+                .putInt(offset)
+                .putInt(msgLen)
+                .putInt(imm)
+                .putShort((short) replyEntropy)
+                .putShort((short) rwnd)
+                .putInt(0);
         if (ext > 0) {
             b.putInt(rkey).putInt(unit).putLong(va);
             if (ext == ATOMIC_EXT) {
@@ -206,11 +227,30 @@ public final class Packet {
     @Override
     public String toString() {
         StringBuilder s = new StringBuilder(opName(opcode));
-        s.append(" v").append(version).append(" flags=").append(flags).append(" path=").append(pathId)
-                .append(" psn=").append(psn).append(" rsn=").append(Integer.toUnsignedString(rsn))
-                .append(" dst=").append(dstQpn).append(" src=").append(srcQpn)
-                .append(" token=").append(Integer.toHexString(token)).append(" msn=").append(msn)
-                .append(" off=").append(offset).append(" len=").append(msgLen).append(" imm=").append(imm);
+        s.append(" v")
+                .append(version)
+                .append(" flags=")
+                .append(flags)
+                .append(" path=")
+                .append(pathId)
+                .append(" psn=")
+                .append(psn)
+                .append(" rsn=")
+                .append(Integer.toUnsignedString(rsn))
+                .append(" dst=")
+                .append(dstQpn)
+                .append(" src=")
+                .append(srcQpn)
+                .append(" token=")
+                .append(Integer.toHexString(token))
+                .append(" msn=")
+                .append(msn)
+                .append(" off=")
+                .append(offset)
+                .append(" len=")
+                .append(msgLen)
+                .append(" imm=")
+                .append(imm);
         if (opcode == OP_ACK) {
             s.append(" rwnd=").append(rwnd).append(" sack=");
             for (int i = 0; i < 256; i++) {

@@ -15,8 +15,8 @@ import java.util.List;
 /** Per-case results: JUnit XML, a pcap per failing case, and the one-line summary. */
 final class Report {
     /** One case's outcome. */
-    record Result(String id, String spec, boolean passed, String message, double seconds,
-            List<WirePeer.Frame> frames) {}
+    record Result(
+            String id, String spec, boolean passed, String message, double seconds, List<WirePeer.Frame> frames) {}
 
     private final List<Result> results = new ArrayList<>();
 
@@ -42,17 +42,29 @@ final class Report {
         Files.createDirectories(dir);
         StringBuilder x = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         double total = results.stream().mapToDouble(Result::seconds).sum();
-        x.append("<testsuite name=\"mrce-conformance\" tests=\"").append(results.size()).append("\" failures=\"")
-                .append(failed()).append("\" errors=\"0\" skipped=\"0\" time=\"")
-                .append(String.format("%.3f", total)).append("\">\n");
-        x.append("  <properties><property name=\"target\" value=\"").append(esc(target)).append("\"/></properties>\n");
+        x.append("<testsuite name=\"mrce-conformance\" tests=\"")
+                .append(results.size())
+                .append("\" failures=\"")
+                .append(failed())
+                .append("\" errors=\"0\" skipped=\"0\" time=\"")
+                .append(String.format("%.3f", total))
+                .append("\">\n");
+        x.append("  <properties><property name=\"target\" value=\"")
+                .append(esc(target))
+                .append("\"/></properties>\n");
         for (Result r : results) {
-            x.append("  <testcase classname=\"mrce-conformance\" name=\"").append(esc(r.id())).append("\" time=\"")
-                    .append(String.format("%.3f", r.seconds())).append("\">\n");
+            x.append("  <testcase classname=\"mrce-conformance\" name=\"")
+                    .append(esc(r.id()))
+                    .append("\" time=\"")
+                    .append(String.format("%.3f", r.seconds()))
+                    .append("\">\n");
             x.append("    <system-out>").append(esc(r.spec())).append("</system-out>\n");
             if (!r.passed()) {
-                x.append("    <failure message=\"").append(esc(r.message())).append("\">")
-                        .append(esc(r.spec() + "\n" + r.message() + "\npackets: " + pcapName(r))).append("</failure>\n");
+                x.append("    <failure message=\"")
+                        .append(esc(r.message()))
+                        .append("\">")
+                        .append(esc(r.spec() + "\n" + r.message() + "\npackets: " + pcapName(r)))
+                        .append("</failure>\n");
                 writePcap(dir.resolve(pcapName(r)), r.frames());
             }
             x.append("  </testcase>\n");
@@ -67,15 +79,24 @@ final class Report {
     }
 
     private static String esc(String s) {
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;")
+        return s.replace("&", "&amp;")
+                .replace("<", "&lt;")
+                .replace(">", "&gt;")
+                .replace("\"", "&quot;")
                 .replaceAll("[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]", "?");
     }
 
     /** A pcap (LINKTYPE_IPV4 = 228) of the datagrams, with IPv4 and UDP headers made up around them. */
     static void writePcap(Path file, List<WirePeer.Frame> frames) throws IOException {
-        try (OutputStream os = Files.newOutputStream(file); DataOutputStream out = new DataOutputStream(os)) {
+        try (OutputStream os = Files.newOutputStream(file);
+                DataOutputStream out = new DataOutputStream(os)) {
             ByteBuffer gh = ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN);
-            gh.putInt(0xa1b2c3d4).putShort((short) 2).putShort((short) 4).putInt(0).putInt(0).putInt(65535)
+            gh.putInt(0xa1b2c3d4)
+                    .putShort((short) 2)
+                    .putShort((short) 4)
+                    .putInt(0)
+                    .putInt(0)
+                    .putInt(65535)
                     .putInt(228);
             out.write(gh.array());
             long t0 = System.currentTimeMillis() * 1_000_000L - System.nanoTime();
@@ -84,7 +105,9 @@ final class Report {
                 byte[] ip = f.tcp() ? ipv4Tcp(f.src(), f.dst(), f.data(), tcpSeq) : ipv4Udp(f.src(), f.dst(), f.data());
                 long ns = t0 + f.timeNs();
                 ByteBuffer rh = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
-                rh.putInt((int) (ns / 1_000_000_000L)).putInt((int) (ns % 1_000_000_000L / 1000)).putInt(ip.length)
+                rh.putInt((int) (ns / 1_000_000_000L))
+                        .putInt((int) (ns % 1_000_000_000L / 1000))
+                        .putInt(ip.length)
                         .putInt(ip.length);
                 out.write(rh.array());
                 out.write(ip);
@@ -96,7 +119,8 @@ final class Report {
      * A connection-manager frame as one TCP segment (PSH, ACK) with made-up sequence numbers that
      * run on per direction of a connection, so that Wireshark reassembles the stream.
      */
-    static byte[] ipv4Tcp(InetSocketAddress src, InetSocketAddress dst, byte[] payload, java.util.Map<String, Integer> seq) {
+    static byte[] ipv4Tcp(
+            InetSocketAddress src, InetSocketAddress dst, byte[] payload, java.util.Map<String, Integer> seq) {
         String fwd = src + ">" + dst;
         String rev = dst + ">" + src;
         int s = seq.getOrDefault(fwd, 1);
@@ -104,17 +128,30 @@ final class Report {
         int ack = seq.getOrDefault(rev, 1);
         ByteBuffer b = ByteBuffer.allocate(40 + payload.length);
         b.put(ipv4Header(src, dst, 6, 40 + payload.length));
-        b.putShort((short) src.getPort()).putShort((short) dst.getPort()).putInt(s).putInt(ack)
-                .putShort((short) (0x5000 | 0x18)).putShort((short) 65535).putShort((short) 0).putShort((short) 0)
+        b.putShort((short) src.getPort())
+                .putShort((short) dst.getPort())
+                .putInt(s)
+                .putInt(ack)
+                .putShort((short) (0x5000 | 0x18))
+                .putShort((short) 65535)
+                .putShort((short) 0)
+                .putShort((short) 0)
                 .put(payload);
         return b.array();
     }
 
     private static byte[] ipv4Header(InetSocketAddress src, InetSocketAddress dst, int protocol, int totalLength) {
         ByteBuffer b = ByteBuffer.allocate(20);
-        b.put((byte) 0x45).put((byte) 0).putShort((short) totalLength).putShort((short) 0)
-                .putShort((short) 0x4000).put((byte) 64).put((byte) protocol).putShort((short) 0)
-                .put(src.getAddress().getAddress()).put(dst.getAddress().getAddress());
+        b.put((byte) 0x45)
+                .put((byte) 0)
+                .putShort((short) totalLength)
+                .putShort((short) 0)
+                .putShort((short) 0x4000)
+                .put((byte) 64)
+                .put((byte) protocol)
+                .putShort((short) 0)
+                .put(src.getAddress().getAddress())
+                .put(dst.getAddress().getAddress());
         int sum = 0;
         for (int i = 0; i < 20; i += 2) {
             sum += b.getShort(i) & 0xffff;
@@ -129,8 +166,11 @@ final class Report {
     static byte[] ipv4Udp(InetSocketAddress src, InetSocketAddress dst, byte[] payload) {
         ByteBuffer b = ByteBuffer.allocate(28 + payload.length);
         b.put(ipv4Header(src, dst, 17, 28 + payload.length));
-        b.putShort((short) src.getPort()).putShort((short) dst.getPort()).putShort((short) (8 + payload.length))
-                .putShort((short) 0).put(payload);
+        b.putShort((short) src.getPort())
+                .putShort((short) dst.getPort())
+                .putShort((short) (8 + payload.length))
+                .putShort((short) 0)
+                .put(payload);
         return b.array();
     }
 }

@@ -23,6 +23,7 @@ import java.util.Map;
 final class Suite {
     /** How long a reply may take before the case fails (generous: CI machines are loaded). */
     static final int WAIT_MS = 5000;
+
     static final int QUIET_MS = 300;
     static final int MTU = 1024;
     static final int MIN_RNR_TIMER = 12;
@@ -219,8 +220,12 @@ final class Suite {
             Packet p = c.pkt(Packet.OP_PROBE, SYNC_PATH, 0);
             p.rsn = 0;
             wire.send(0, p);
-            Packet a = wire.receive(100, x -> x.dstQpn == c.sq && x.opcode == Packet.OP_ACK && x.token == c.myToken
-                    && x.reportOf(SYNC_PATH) != null);
+            Packet a = wire.receive(
+                    100,
+                    x -> x.dstQpn == c.sq
+                            && x.opcode == Packet.OP_ACK
+                            && x.token == c.myToken
+                            && x.reportOf(SYNC_PATH) != null);
             if (a != null) {
                 wire.forget();
                 return;
@@ -254,8 +259,10 @@ final class Suite {
     void headerRules(Rc c, Packet p) {
         check(p.version == Packet.VERSION, "T §2: version " + p.version + " in " + p);
         check(!p.badCrc, "T §2, §12: bad CRC32C in " + p);
-        check(p.token == c.myToken, "T §2, CM §4: token " + Integer.toHexString(p.token) + " is not the suite's "
-                + Integer.toHexString(c.myToken) + " in " + p);
+        check(
+                p.token == c.myToken,
+                "T §2, CM §4: token " + Integer.toHexString(p.token) + " is not the suite's "
+                        + Integer.toHexString(c.myToken) + " in " + p);
         check(p.srcQpn == c.tq, "T §2: source QPN " + p.srcQpn + " is not the target's " + c.tq + " in " + p);
     }
 
@@ -296,79 +303,150 @@ final class Suite {
         List<Case> l = new ArrayList<>();
         l.add(new Case("rc.write.in-order", "T §4 placement, §5 rule 5, §6 cumulative RSN", Suite::writeInOrder));
         l.add(new Case("rc.write.out-of-order", "T §4 out-of-order placement, §6 SACK bitmap", Suite::writeOutOfOrder));
-        l.add(new Case("rc.send.out-of-order", "T §4, §5 rules 3 and 6: SEND placed by offset, completed once whole",
+        l.add(new Case(
+                "rc.send.out-of-order",
+                "T §4, §5 rules 3 and 6: SEND placed by offset, completed once whole",
                 Suite::sendOutOfOrder));
-        l.add(new Case("rc.write-imm.completes-receive", "T §4, §5 rules 3 and 6: WRITE_IMM placed by va, "
-                + "completes a receive with IBV_WC_RECV_RDMA_WITH_IMM, byte_len, the immediate",
+        l.add(new Case(
+                "rc.write-imm.completes-receive",
+                "T §4, §5 rules 3 and 6: WRITE_IMM placed by va, "
+                        + "completes a receive with IBV_WC_RECV_RDMA_WITH_IMM, byte_len, the immediate",
                 Suite::writeImm));
-        l.add(new Case("rc.gap.acked-at-once", "T §3 path PSN, §5 rule 1 (gap: count, acknowledge immediately), §6 "
-                + "path report", Suite::gapAckedAtOnce));
-        l.add(new Case("rc.ack.path-reports", "T §6: ACK layout, one report per path with news, highest PSN",
+        l.add(new Case(
+                "rc.gap.acked-at-once",
+                "T §3 path PSN, §5 rule 1 (gap: count, acknowledge immediately), §6 " + "path report",
+                Suite::gapAckedAtOnce));
+        l.add(new Case(
+                "rc.ack.path-reports",
+                "T §6: ACK layout, one report per path with news, highest PSN",
                 Suite::pathReports));
-        l.add(new Case("rc.duplicate.dropped", "T §5 rule 2: a duplicate RSN is dropped (never placed again) and "
-                + "acknowledged", Suite::duplicateDropped));
-        l.add(new Case("rc.window.edges", "T §3 W_max = 256, §5 rule 2: d = 255 accepted, d = 256 dropped",
+        l.add(new Case(
+                "rc.duplicate.dropped",
+                "T §5 rule 2: a duplicate RSN is dropped (never placed again) and " + "acknowledged",
+                Suite::duplicateDropped));
+        l.add(new Case(
+                "rc.window.edges",
+                "T §3 W_max = 256, §5 rule 2: d = 255 accepted, d = 256 dropped",
                 Suite::windowEdges));
         l.add(new Case("rc.probe", "T §5 (PROBE: rule 1, acknowledged at once)", Suite::probe));
-        l.add(new Case("rc.drop.bad-token", "T §2 token row, CM §4: wrong token dropped, rxBadToken",
+        l.add(new Case(
+                "rc.drop.bad-token",
+                "T §2 token row, CM §4: wrong token dropped, rxBadToken",
                 s -> s.dropped("token", "rxBadToken")));
-        l.add(new Case("rc.drop.bad-crc", "T §2 CRC32C row, §12: dropped, rxBadCrc", s -> s.dropped("crc", "rxBadCrc")));
-        l.add(new Case("rc.drop.bad-version", "T §2 version row: dropped, rxBadVersion",
+        l.add(new Case(
+                "rc.drop.bad-crc", "T §2 CRC32C row, §12: dropped, rxBadCrc", s -> s.dropped("crc", "rxBadCrc")));
+        l.add(new Case(
+                "rc.drop.bad-version",
+                "T §2 version row: dropped, rxBadVersion",
                 s -> s.dropped("version", "rxBadVersion")));
-        l.add(new Case("rc.drop.unknown-dst-qpn", "T §2 QPN row: no such QP, dropped, rxUnknownQp",
+        l.add(new Case(
+                "rc.drop.unknown-dst-qpn",
+                "T §2 QPN row: no such QP, dropped, rxUnknownQp",
                 s -> s.dropped("dst", "rxUnknownQp")));
-        l.add(new Case("rc.drop.wrong-src-qpn", "T §2 QPN row: source QPN not dest_qp_num, dropped",
+        l.add(new Case(
+                "rc.drop.wrong-src-qpn",
+                "T §2 QPN row: source QPN not dest_qp_num, dropped",
                 s -> s.dropped("src", "rxUnknownQp")));
-        l.add(new Case("rc.nak.rnr", "T §5 rule 3, §6 NAK RNR (offset = min_rnr_timer), resend after a receive",
+        l.add(new Case(
+                "rc.nak.rnr",
+                "T §5 rule 3, §6 NAK RNR (offset = min_rnr_timer), resend after a receive",
                 Suite::nakRnr));
-        l.add(new Case("rc.nak.remote-access", "T §5 rules 4 and 8, §6 NAK REMOTE_ACCESS, repeated to later packets",
+        l.add(new Case(
+                "rc.nak.remote-access",
+                "T §5 rules 4 and 8, §6 NAK REMOTE_ACCESS, repeated to later packets",
                 Suite::nakRemoteAccess));
-        l.add(new Case("rc.nak.invalid-request.length", "T §5 rule 3: SEND longer than the receive, NAK "
-                + "INVALID_REQUEST, IBV_WC_LOC_LEN_ERR", Suite::nakTooLong));
-        l.add(new Case("rc.nak.invalid-request.atomic-alignment", "T §5 rule 7: misaligned atomic, NAK "
-                + "INVALID_REQUEST", Suite::nakMisalignedAtomic));
-        l.add(new Case("rc.read.responses", "T §2a, §5 rule 7: READ_RESP per unit, RSN of the request, offsets",
+        l.add(new Case(
+                "rc.nak.invalid-request.length",
+                "T §5 rule 3: SEND longer than the receive, NAK " + "INVALID_REQUEST, IBV_WC_LOC_LEN_ERR",
+                Suite::nakTooLong));
+        l.add(new Case(
+                "rc.nak.invalid-request.atomic-alignment",
+                "T §5 rule 7: misaligned atomic, NAK " + "INVALID_REQUEST",
+                Suite::nakMisalignedAtomic));
+        l.add(new Case(
+                "rc.read.responses",
+                "T §2a, §5 rule 7: READ_RESP per unit, RSN of the request, offsets",
                 Suite::readResponses));
-        l.add(new Case("rc.read.resend-range", "T §5 rule 9, §8a: RESEND of a missing range answers that range only",
+        l.add(new Case(
+                "rc.read.resend-range",
+                "T §5 rule 9, §8a: RESEND of a missing range answers that range only",
                 Suite::readResend));
-        l.add(new Case("rc.atomic.replay", "T §5 rules 7 and 9: an atomic executes once, duplicates and RESEND "
-                + "replay the kept original", Suite::atomicReplay));
-        l.add(new Case("rc.requester.retransmit-other-path", "T §6 requester on a path report, §8: a lost RSN is "
-                + "resent on another path with that path's next PSN, flag RETRANSMIT", Suite::retransmitOtherPath));
-        l.add(new Case("rc.requester.read-rerequests-missing-range", "T §8a: READ responses land by offset; a "
-                + "missing one is re-requested alone (flag RESEND, offset and length of the range)",
+        l.add(new Case(
+                "rc.atomic.replay",
+                "T §5 rules 7 and 9: an atomic executes once, duplicates and RESEND " + "replay the kept original",
+                Suite::atomicReplay));
+        l.add(new Case(
+                "rc.requester.retransmit-other-path",
+                "T §6 requester on a path report, §8: a lost RSN is "
+                        + "resent on another path with that path's next PSN, flag RETRANSMIT",
+                Suite::retransmitOtherPath));
+        l.add(new Case(
+                "rc.requester.read-rerequests-missing-range",
+                "T §8a: READ responses land by offset; a "
+                        + "missing one is re-requested alone (flag RESEND, offset and length of the range)",
                 Suite::readRerequest));
-        l.add(new Case("rc.requester.receive-window", "T §7: the requester keeps nxt - una below the receive window "
-                + "of the latest ACK", Suite::receiveWindow));
-        l.add(new Case("rc.requester.rnr-wait", "T §6 NAK table, RNR: the requester sends nothing for the timer's "
-                + "delay, then resends", Suite::rnrWait));
-        l.add(new Case("rc.requester.path-retirement", "T-10.2, T-10.3: the target as requester retires a path "
-                + "whose packets are never acknowledged: it probes it (next PSN, no RSN, no payload) and sends it no "
-                + "more data, while the others carry the stream", Suite::pathRetirement));
-        l.add(new Case("rc.ecn.ce-counted", "T-11.2, T-6.3: packets that arrive with ECN CE are counted per path and the "
-                + "count reported in the path's next report", Suite::ecnCeCounted));
-        l.add(new Case("ud.qkey-and-grh", "T §13: Q_Key checked silently; GRH, byte_len, src_qp of a UD receive",
+        l.add(new Case(
+                "rc.requester.receive-window",
+                "T §7: the requester keeps nxt - una below the receive window " + "of the latest ACK",
+                Suite::receiveWindow));
+        l.add(new Case(
+                "rc.requester.rnr-wait",
+                "T §6 NAK table, RNR: the requester sends nothing for the timer's " + "delay, then resends",
+                Suite::rnrWait));
+        l.add(new Case(
+                "rc.requester.path-retirement",
+                "T-10.2, T-10.3: the target as requester retires a path "
+                        + "whose packets are never acknowledged: it probes it (next PSN, no RSN, no payload) and sends it no "
+                        + "more data, while the others carry the stream",
+                Suite::pathRetirement));
+        l.add(new Case(
+                "rc.ecn.ce-counted",
+                "T-11.2, T-6.3: packets that arrive with ECN CE are counted per path and the "
+                        + "count reported in the path's next report",
+                Suite::ecnCeCounted));
+        l.add(new Case(
+                "ud.qkey-and-grh",
+                "T §13: Q_Key checked silently; GRH, byte_len, src_qp of a UD receive",
                 Suite::udQkeyGrh));
-        l.add(new Case("cm.hello-and-endpoint", "CM §1, §2, §3: HELLO fields, the CONNECT endpoint of the target's QP",
+        l.add(new Case(
+                "cm.hello-and-endpoint",
+                "CM §1, §2, §3: HELLO fields, the CONNECT endpoint of the target's QP",
                 Suite::cmHelloEndpoint));
-        l.add(new Case("cm.disconnect-on-destroy", "CM §5: a destroyed QP's daemon sends DISCONNECT DESTROYED "
-                + "with the token its QP announced", Suite::cmDisconnect));
-        l.add(new Case("cm.reject-fails-qp", "CM §3: a REJECT fails the request: the QP goes to the error "
-                + "state (its receives flushed)", Suite::cmRejectFailsQp));
+        l.add(new Case(
+                "cm.disconnect-on-destroy",
+                "CM §5: a destroyed QP's daemon sends DISCONNECT DESTROYED " + "with the token its QP announced",
+                Suite::cmDisconnect));
+        l.add(new Case(
+                "cm.reject-fails-qp",
+                "CM §3: a REJECT fails the request: the QP goes to the error " + "state (its receives flushed)",
+                Suite::cmRejectFailsQp));
         // before the cases that dial connections of their own (see docs/conformance.md, findings)
-        l.add(new Case("cm.peer-timeout", "CM §5: a peer silent for the peer timeout (at least two heartbeats) is "
-                + "lost: its QPs go to the error state, their work requests flushed", Suite::cmPeerTimeout));
-        l.add(new Case("cm.connect-timeout", "CM-3.3: a request the peer never answers (silent mid-handshake, yet "
-                + "alive) fails after the connect timeout: the QP goes to the error state", Suite::cmConnectTimeout));
-        l.add(new Case("cm.peer-restart", "CM-5.2 (CM §5): a HELLO with a new boot id is the peer's restart: the QPs "
-                + "connected to its old instance go to the error state at once", Suite::cmPeerRestart));
-        l.add(new Case("cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP",
-                Suite::cmConnectNoQp));
+        l.add(new Case(
+                "cm.peer-timeout",
+                "CM §5: a peer silent for the peer timeout (at least two heartbeats) is "
+                        + "lost: its QPs go to the error state, their work requests flushed",
+                Suite::cmPeerTimeout));
+        l.add(new Case(
+                "cm.connect-timeout",
+                "CM-3.3: a request the peer never answers (silent mid-handshake, yet "
+                        + "alive) fails after the connect timeout: the QP goes to the error state",
+                Suite::cmConnectTimeout));
+        l.add(new Case(
+                "cm.peer-restart",
+                "CM-5.2 (CM §5): a HELLO with a new boot id is the peer's restart: the QPs "
+                        + "connected to its old instance go to the error state at once",
+                Suite::cmPeerRestart));
+        l.add(new Case(
+                "cm.connect-no-qp", "CM §3: CONNECT for no such QP is answered REJECT NO_QP", Suite::cmConnectNoQp));
         l.add(new Case("cm.ping-pong", "CM §5: PING answered by PONG with its sequence", Suite::cmPingPong));
-        l.add(new Case("cm.extension-ignored", "CM §2.3: a frame of an ignorable type (64..255) is skipped,"
-                + " the connection lives on", Suite::cmExtensionIgnored));
-        l.add(new Case("cm.bad-frame-closes", "CM §1, §2: an unknown type below 64 is a protocol error, the connection"
-                + " closes", Suite::cmBadFrame));
+        l.add(new Case(
+                "cm.extension-ignored",
+                "CM §2.3: a frame of an ignorable type (64..255) is skipped," + " the connection lives on",
+                Suite::cmExtensionIgnored));
+        l.add(new Case(
+                "cm.bad-frame-closes",
+                "CM §1, §2: an unknown type below 64 is a protocol error, the connection" + " closes",
+                Suite::cmBadFrame));
         return l;
     }
 
@@ -417,8 +495,13 @@ final class Suite {
         }
         ackUpTo(c, 2);
         AgentClient.Completion wc = completion("T §5 rule 6");
-        check(wc.wrId() == 77 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RECV && wc.byteLen() == data.length
-                && wc.srcQp() == c.sq, "T §5 rule 6: completion " + wc);
+        check(
+                wc.wrId() == 77
+                        && wc.status() == WC_SUCCESS
+                        && wc.opcode() == WC_RECV
+                        && wc.byteLen() == data.length
+                        && wc.srcQp() == c.sq,
+                "T §5 rule 6: completion " + wc);
         expectMemory(r, data, "T §4 SEND placement");
     }
 
@@ -436,8 +519,12 @@ final class Suite {
         }
         ackUpTo(c, 2);
         AgentClient.Completion wc = completion("T §5 rule 6");
-        check(wc.wrId() == 66 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RECV_RDMA_WITH_IMM
-                && wc.byteLen() == data.length, "T §5 rule 6: WRITE_IMM completion " + wc);
+        check(
+                wc.wrId() == 66
+                        && wc.status() == WC_SUCCESS
+                        && wc.opcode() == WC_RECV_RDMA_WITH_IMM
+                        && wc.byteLen() == data.length,
+                "T §5 rule 6: WRITE_IMM completion " + wc);
         check(wc.imm() == imm || wc.imm() == Integer.reverseBytes(imm), "T §5 rule 6: immediate " + wc.imm());
         expectMemory(r, data, "T §4 WRITE_IMM placement");
         expectMemory(r + 8192, new byte[16], "T §5 rule 3 (WRITE_IMM wrote into the receive's buffer)");
@@ -477,7 +564,8 @@ final class Suite {
             Packet a = await(c, Packet.OP_ACK, WAIT_MS, x -> true);
             check(a != null, "T §6: ACKs stopped before every path was reported");
             check(a.pathId == 0 && a.psn == 0, "T §2: an ACK has path id 0 and PSN 0: " + a);
-            check(a.msgLen == a.reportCount() && a.payload.length == Packet.SACK_BYTES + 8 * a.msgLen,
+            check(
+                    a.msgLen == a.reportCount() && a.payload.length == Packet.SACK_BYTES + 8 * a.msgLen,
                     "T §6: message-length field " + a.msgLen + " is not the number of reports in " + a.payload.length
                             + " payload bytes");
             check(a.rwnd > 0, "T §7: receive window 0 in " + a);
@@ -494,8 +582,10 @@ final class Suite {
             }
             done = a.rsn == c.rsn0 + 8 && Arrays.stream(highest).allMatch(h -> h == 1);
         }
-        check(done, "T §6: after 8 packets on paths 0..3 the reports reached " + Arrays.toString(highest)
-                + " (want PSN 1 on each)");
+        check(
+                done,
+                "T §6: after 8 packets on paths 0..3 the reports reached " + Arrays.toString(highest)
+                        + " (want PSN 1 on each)");
         for (int i = 0; i < 8; i++) {
             expectMemory(r + 64L * i, pattern(64, i), "T §4");
         }
@@ -578,8 +668,10 @@ final class Suite {
         expectMemory(r, new byte[64], "T §2: a packet with a bad " + what + " was placed");
         expectMemory(r + 128, pattern(64, 10), "T §4");
         long after = agent.counter(counter);
-        check(after > before, "T §2: the drop of a bad " + what + " was not counted in " + counter + " (" + before
-                + " -> " + after + ")");
+        check(
+                after > before,
+                "T §2: the drop of a bad " + what + " was not counted in " + counter + " (" + before + " -> " + after
+                        + ")");
     }
 
     void nakRnr() throws Exception {
@@ -622,7 +714,8 @@ final class Suite {
         expectMemory(r + 128, new byte[64], "T §5 rule 4 (a refused WRITE was placed)");
         wire.send(0, c.write(0, 2, r + 256, 0, 64, pattern(64, 14)));
         Packet n2 = await(c, Packet.OP_NAK, WAIT_MS, x -> true);
-        check(n2 != null && n2.imm == Packet.NAK_REMOTE_ACCESS && n2.rsn == c.rsn0 + 1,
+        check(
+                n2 != null && n2.imm == Packet.NAK_REMOTE_ACCESS && n2.rsn == c.rsn0 + 1,
                 "T §5 rule 8: a failed QP answers later packets with the same NAK (got " + n2 + ")");
     }
 
@@ -635,11 +728,13 @@ final class Suite {
         p.payload = pattern(64, 15);
         wire.send(0, p);
         Packet n = await(c, Packet.OP_NAK, WAIT_MS, x -> true);
-        check(n != null && n.imm == Packet.NAK_INVALID_REQUEST,
+        check(
+                n != null && n.imm == Packet.NAK_INVALID_REQUEST,
                 "T §5 rule 3: a SEND longer than its receive gets NAK INVALID_REQUEST (got " + n + ")");
         AgentClient.Completion wc = completion("T §5 rule 3");
-        check(wc.wrId() == 99 && wc.status() == WC_LOC_LEN_ERR, "T §5 rule 3: completion " + wc
-                + ", want IBV_WC_LOC_LEN_ERR (1)");
+        check(
+                wc.wrId() == 99 && wc.status() == WC_LOC_LEN_ERR,
+                "T §5 rule 3: completion " + wc + ", want IBV_WC_LOC_LEN_ERR (1)");
     }
 
     void nakMisalignedAtomic() throws Exception {
@@ -652,7 +747,8 @@ final class Suite {
         p.compareAdd = 1;
         wire.send(0, p);
         Packet n = await(c, Packet.OP_NAK, WAIT_MS, x -> true);
-        check(n != null && n.imm == Packet.NAK_INVALID_REQUEST && n.rsn == c.rsn0,
+        check(
+                n != null && n.imm == Packet.NAK_INVALID_REQUEST && n.rsn == c.rsn0,
                 "T §5 rule 7: a misaligned atomic gets NAK INVALID_REQUEST at its RSN (got " + n + ")");
         expectMemory(r, new byte[16], "T §5 rule 8 (a refused atomic wrote memory)");
     }
@@ -690,16 +786,19 @@ final class Suite {
         agent.write(r, data);
         wire.send(0, readReq(c, 0, 0, agent.mrAddr + r, 0, 3000, 3000));
         Map<Integer, Packet> got = responses(c, c.rsn0, 3);
-        check(got.keySet().equals(java.util.Set.of(0, MTU, 2 * MTU)),
+        check(
+                got.keySet().equals(java.util.Set.of(0, MTU, 2 * MTU)),
                 "T §5 rule 7: READ_RESP offsets " + got.keySet() + ", want 0, 1024, 2048");
         for (Packet p : got.values()) {
             int len = Math.min(MTU, 3000 - p.offset);
             check(p.payload.length == len, "T §5 rule 7: READ_RESP at " + p.offset + " carries " + p.payload.length);
             check(p.msgLen == 3000, "T §2: READ_RESP message length " + p.msgLen + ", want the READ's 3000");
-            check(Arrays.equals(p.payload, Arrays.copyOfRange(data, p.offset, p.offset + len)),
+            check(
+                    Arrays.equals(p.payload, Arrays.copyOfRange(data, p.offset, p.offset + len)),
                     "T §5 rule 7: READ_RESP at " + p.offset + " carries other bytes than memory");
         }
-        check(wire.receive(QUIET_MS, x -> x.dstQpn == c.sq && x.opcode == Packet.OP_READ_RESP) == null,
+        check(
+                wire.receive(QUIET_MS, x -> x.dstQpn == c.sq && x.opcode == Packet.OP_READ_RESP) == null,
                 "T §5 rule 7: more READ_RESPs than ceil(n / unit)");
     }
 
@@ -718,9 +817,11 @@ final class Suite {
         re.flags = Packet.FLAG_RESEND;
         wire.send(0, re);
         Map<Integer, Packet> got = responses(c, c.rsn0, 2);
-        check(got.keySet().equals(java.util.Set.of(MTU)),
+        check(
+                got.keySet().equals(java.util.Set.of(MTU)),
                 "T §5 rule 9: a RESEND of [1024, 2048) was answered with offsets " + got.keySet());
-        check(Arrays.equals(got.get(MTU).payload, Arrays.copyOfRange(data, MTU, 2 * MTU)),
+        check(
+                Arrays.equals(got.get(MTU).payload, Arrays.copyOfRange(data, MTU, 2 * MTU)),
                 "T §5 rule 9: the re-sent range carries other bytes");
     }
 
@@ -732,7 +833,12 @@ final class Suite {
     void atomicReplay() throws Exception {
         Rc c = openRc();
         long r = region();
-        agent.write(r, ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putLong(100).array());
+        agent.write(
+                r,
+                ByteBuffer.allocate(8)
+                        .order(ByteOrder.nativeOrder())
+                        .putLong(100)
+                        .array());
         Packet fa = c.pkt(Packet.OP_ATOMIC_FA, 0, 0);
         fa.rkey = agent.rkey;
         fa.va = agent.mrAddr + r;
@@ -751,7 +857,8 @@ final class Suite {
         dup.flags = Packet.FLAG_RETRANSMIT;
         wire.send(1, dup);
         resp = await(c, Packet.OP_ATOMIC_RESP, WAIT_MS, x -> true);
-        check(resp != null && resp.rsn == c.rsn0 && original(resp) == 100,
+        check(
+                resp != null && resp.rsn == c.rsn0 && original(resp) == 100,
                 "T §5 rule 9: a duplicate atomic replays the kept original 100 (got " + resp + ")");
         dup.flags = Packet.FLAG_RESEND;
         dup.pathId = 0;
@@ -759,7 +866,8 @@ final class Suite {
         wire.send(2, dup);
         resp = await(c, Packet.OP_ATOMIC_RESP, WAIT_MS, x -> true);
         check(resp != null && original(resp) == 100, "T §5 rule 9: a RESEND atomic replays 100 (got " + resp + ")");
-        long now = ByteBuffer.wrap(agent.read(r, 8)).order(ByteOrder.nativeOrder()).getLong();
+        long now =
+                ByteBuffer.wrap(agent.read(r, 8)).order(ByteOrder.nativeOrder()).getLong();
         check(now == 105, "T §5 rule 9: the word is " + now + " after one FETCH_ADD of 5 on 100 (executed twice?)");
     }
 
@@ -805,14 +913,17 @@ final class Suite {
         check(re.pathId != first.pathId, "T §8: the lost RSN was resent on the same path " + re.pathId);
         Integer h = highest.get(re.pathId);
         int want = h == null ? 0 : h + 1;
-        check(re.psn == want, "T §3, §8: the retransmission took PSN " + re.psn + " on path " + re.pathId + ", want "
-                + want + " (its path's next)");
+        check(
+                re.psn == want,
+                "T §3, §8: the retransmission took PSN " + re.psn + " on path " + re.pathId + ", want " + want
+                        + " (its path's next)");
         check(Arrays.equals(re.payload, pattern(64, 18)), "T §8: the retransmission carries other bytes");
         ack.rsn = c.trsn0 + 1;
         ack.payload = Packet.ackPayload(new int[0], new int[][] {{re.pathId, 0, 0, re.psn}});
         wire.send(0, ack);
         AgentClient.Completion wc = completion("T §8 completion");
-        check(wc.wrId() == 5 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RDMA_WRITE,
+        check(
+                wc.wrId() == 5 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RDMA_WRITE,
                 "T §8: the WRITE completes after its RSN is acknowledged: " + wc);
     }
 
@@ -837,8 +948,14 @@ final class Suite {
         agent.post(c.tq, 6, "READ", r, len, 0x20000, 0x4321);
         Packet req = await(c, Packet.OP_READ_REQ, WAIT_MS, x -> (x.flags & Packet.FLAG_RESEND) == 0);
         check(req != null, "T §8a: the target's READ_REQ never came");
-        check(req.rsn == c.trsn0 && req.offset == 0 && req.imm == len && req.msgLen == len && req.va == 0x20000
-                && req.rkey == 0x4321, "T §2, §8a: READ_REQ fields " + req);
+        check(
+                req.rsn == c.trsn0
+                        && req.offset == 0
+                        && req.imm == len
+                        && req.msgLen == len
+                        && req.va == 0x20000
+                        && req.rkey == 0x4321,
+                "T §2, §8a: READ_REQ fields " + req);
         int unit = req.unit;
         check(unit > 0 && unit < len, "T §2a: response unit " + unit + " (the case needs 3000 bytes to span units)");
         Packet ack = new Packet();
@@ -859,12 +976,14 @@ final class Suite {
         Packet re = await(c, Packet.OP_READ_REQ, WAIT_MS, x -> (x.flags & Packet.FLAG_RESEND) != 0);
         check(re != null, "T §8a: the missing range [" + unit + ", " + 2 * unit + ") was not re-requested (RESEND)");
         int want = Math.min(unit, len - unit);
-        check(re.rsn == req.rsn && re.offset == unit && re.imm == want && re.pathId == 0 && re.psn == 0,
-                "T §8a: the re-request names offset " + re.offset + " length " + re.imm + " path " + re.pathId
-                        + " PSN " + re.psn + " (want " + unit + ", " + want + ", 0, 0): " + re);
+        check(
+                re.rsn == req.rsn && re.offset == unit && re.imm == want && re.pathId == 0 && re.psn == 0,
+                "T §8a: the re-request names offset " + re.offset + " length " + re.imm + " path " + re.pathId + " PSN "
+                        + re.psn + " (want " + unit + ", " + want + ", 0, 0): " + re);
         wire.send(1, response(c, req.rsn, unit, len, Arrays.copyOfRange(data, unit, unit + want)));
         AgentClient.Completion wc = completion("T §8 completion");
-        check(wc.wrId() == 6 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RDMA_READ && wc.byteLen() == len,
+        check(
+                wc.wrId() == 6 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RDMA_READ && wc.byteLen() == len,
                 "T §8: READ completion " + wc);
         expectMemory(r, data, "T §8a (READ responses placed by offset)");
     }
@@ -879,8 +998,8 @@ final class Suite {
         ack.token = c.token;
         ack.rwnd = rwnd;
         ack.msgLen = reported == null ? 0 : 1;
-        ack.payload = Packet.ackPayload(new int[0],
-                reported == null ? new int[0][] : new int[][] {{reported.pathId, 0, 0, reported.psn}});
+        ack.payload = Packet.ackPayload(
+                new int[0], reported == null ? new int[0][] : new int[][] {{reported.pathId, 0, 0, reported.psn}});
         return ack;
     }
 
@@ -904,10 +1023,11 @@ final class Suite {
             p = transmission(c, k, WAIT_MS);
             check(p != null, "T §7: RSN trsn0+" + k + " never came with a window of 1 and nothing outstanding");
             int next = k + 1;
-            Packet early = wire.receive(QUIET_MS, x -> x.dstQpn == c.sq && x.opcode == Packet.OP_WRITE
-                    && x.rsn - (c.trsn0 + next) >= 0);
-            check(early == null, "T §7: RSN trsn0+" + next + " sent while trsn0+" + k
-                    + " was outstanding and the window was 1");
+            Packet early = wire.receive(
+                    QUIET_MS, x -> x.dstQpn == c.sq && x.opcode == Packet.OP_WRITE && x.rsn - (c.trsn0 + next) >= 0);
+            check(
+                    early == null,
+                    "T §7: RSN trsn0+" + next + " sent while trsn0+" + k + " was outstanding and the window was 1");
             wire.send(0, ackTo(c, next, next == 3 ? 256 : 1, p));
         }
         p = transmission(c, 3, WAIT_MS);
@@ -948,8 +1068,10 @@ final class Suite {
         }
         long waitedNs = System.nanoTime() - t0;
         check(again != null, "T §6: the SEND refused with RNR was never resent");
-        check(waitedNs >= delayNs, "T §6: resent " + waitedNs / 1000 + " us after NAK RNR with timer code " + code
-                + " (" + delayNs / 1000 + " us)");
+        check(
+                waitedNs >= delayNs,
+                "T §6: resent " + waitedNs / 1000 + " us after NAK RNR with timer code " + code + " (" + delayNs / 1000
+                        + " us)");
         wire.send(0, ackTo(c, 1, 256, again));
         AgentClient.Completion wc = completion("T §8");
         check(wc.wrId() == 9 && wc.status() == WC_SUCCESS, "T §6: the SEND completes once acknowledged: " + wc);
@@ -986,17 +1108,27 @@ final class Suite {
         p.dstQpn = uq;
         wire.send(0, p);
         AgentClient.Completion wc = completion("T §13");
-        check(wc.wrId() == 55 && wc.status() == WC_SUCCESS && wc.opcode() == WC_RECV && wc.byteLen() == 40 + 64
-                && wc.srcQp() == 0x4321, "T §13: UD completion " + wc + " (want byte_len 104, src_qp 0x4321)");
+        check(
+                wc.wrId() == 55
+                        && wc.status() == WC_SUCCESS
+                        && wc.opcode() == WC_RECV
+                        && wc.byteLen() == 40 + 64
+                        && wc.srcQp() == 0x4321,
+                "T §13: UD completion " + wc + " (want byte_len 104, src_qp 0x4321)");
         byte[] grh = agent.read(r, 40);
         ByteBuffer g = ByteBuffer.wrap(grh);
-        check((grh[0] & 0xff) == (0x60 | 0x20 >> 4) && (grh[1] & 0xff) == ((0x20 & 0xf) << 4),
+        check(
+                (grh[0] & 0xff) == (0x60 | 0x20 >> 4) && (grh[1] & 0xff) == ((0x20 & 0xf) << 4),
                 "T §13: GRH version/traffic class bytes " + HexFormat.of().formatHex(grh, 0, 2));
-        check(g.getShort(4) == 64 && (grh[6] & 0xff) == 0x1b && (grh[7] & 0xff) == 33,
-                "T §13: GRH payload length / next header / hop limit " + HexFormat.of().formatHex(grh, 4, 8));
+        check(
+                g.getShort(4) == 64 && (grh[6] & 0xff) == 0x1b && (grh[7] & 0xff) == 33,
+                "T §13: GRH payload length / next header / hop limit "
+                        + HexFormat.of().formatHex(grh, 4, 8));
         byte[] sgid = mapped(wire.local);
         byte[] dgid = mapped(targetIp);
-        check(Arrays.equals(Arrays.copyOfRange(grh, 8, 24), sgid) && Arrays.equals(Arrays.copyOfRange(grh, 24, 40), dgid),
+        check(
+                Arrays.equals(Arrays.copyOfRange(grh, 8, 24), sgid)
+                        && Arrays.equals(Arrays.copyOfRange(grh, 24, 40), dgid),
                 "T §13: GRH gids " + HexFormat.of().formatHex(grh, 8, 40));
         expectMemory(r + 40, data, "T §13 payload after the GRH");
         agent.destroy(uq);
@@ -1017,7 +1149,9 @@ final class Suite {
         check(e.qpn() == c.tq && e.peerQpn() == c.sq, "CM §3: endpoint QPNs " + e.qpn() + "/" + e.peerQpn());
         check(e.mtu() >= 256 && e.mtu() <= 4096 && Integer.bitCount(e.mtu()) == 1, "CM §2: endpoint mtu " + e.mtu());
         check(e.window() >= 1 && e.window() <= 65536, "CM §2: endpoint window " + e.window());
-        check(e.entropies().length >= 1 && e.entropies().length <= 256, "CM §2: endpoint paths " + e.entropies().length);
+        check(
+                e.entropies().length >= 1 && e.entropies().length <= 256,
+                "CM §2: endpoint paths " + e.entropies().length);
         check(e.token() != 0, "CM §4: the receive token is nonzero");
         check(e.startPsn() == c.rsn0, "CM §2: start PSN " + e.startPsn() + ", want the QP's rq_psn " + c.rsn0);
         check(e.linkMtu() == 0 || e.linkMtu() >= 576, "CM §2: link mtu " + e.linkMtu());
@@ -1026,10 +1160,12 @@ final class Suite {
         byte[] hello = connect.conn().hello;
         check(hello != null, "CM §1: the target sent CONNECT before HELLO");
         ByteBuffer h = ByteBuffer.wrap(hello);
-        check(hello.length == 28 && h.getInt(0) == CmPeer.MAGIC && h.getShort(4) == CmPeer.VERSION,
+        check(
+                hello.length == 28 && h.getInt(0) == CmPeer.MAGIC && h.getShort(4) == CmPeer.VERSION,
                 "CM §2: HELLO magic/version/length");
         check((h.getShort(22) & 0xffff) >= 1, "CM §2: HELLO heartbeat " + (h.getShort(22) & 0xffff));
-        check(Arrays.equals(Arrays.copyOfRange(hello, 24, 28), targetIp.getAddress()),
+        check(
+                Arrays.equals(Arrays.copyOfRange(hello, 24, 28), targetIp.getAddress()),
                 "CM §1: HELLO served address is not the target's");
     }
 
@@ -1061,8 +1197,8 @@ final class Suite {
                 agent.post(c.tq, wrId++, "WRITE", r, 64, 0x40000 + 64L * (wrId % 64), 0x77);
                 outstanding++;
             }
-            Packet p = wire.receive(20, x -> x.dstQpn == c.sq && (x.opcode == Packet.OP_WRITE
-                    || x.opcode == Packet.OP_PROBE));
+            Packet p = wire.receive(
+                    20, x -> x.dstQpn == c.sq && (x.opcode == Packet.OP_WRITE || x.opcode == Packet.OP_PROBE));
             if (p != null) {
                 headerRules(c, p);
                 if (broken < 0 && p.opcode == Packet.OP_WRITE) {
@@ -1070,10 +1206,13 @@ final class Suite {
                 }
                 if (p.pathId == broken) { // never acknowledged
                     if (p.opcode == Packet.OP_PROBE) {
-                        check(p.rsn == 0 && p.payload.length == 0, "T-10.3: a PROBE with RSN " + p.rsn + " and "
-                                + p.payload.length + " payload bytes");
-                        check(p.psn - brokenDataPsn > 0, "T-10.3, T-3.2: PROBE PSN " + p.psn + " on path " + broken
-                                + " is not past its data PSN " + brokenDataPsn);
+                        check(
+                                p.rsn == 0 && p.payload.length == 0,
+                                "T-10.3: a PROBE with RSN " + p.rsn + " and " + p.payload.length + " payload bytes");
+                        check(
+                                p.psn - brokenDataPsn > 0,
+                                "T-10.3, T-3.2: PROBE PSN " + p.psn + " on path " + broken
+                                        + " is not past its data PSN " + brokenDataPsn);
                         firstProbePsn = probes++ == 0 ? p.psn : firstProbePsn;
                     } else {
                         brokenDataPsn = p.psn;
@@ -1089,7 +1228,10 @@ final class Suite {
                         cum++;
                     }
                     int base = cum;
-                    int[] sack = got.stream().filter(k -> k > base && k - base < 256).map(k -> k - base).toArray();
+                    int[] sack = got.stream()
+                            .filter(k -> k > base && k - base < 256)
+                            .map(k -> k - base)
+                            .toArray();
                     ack = ackTo(c, cum, 256, p);
                     ack.payload = Packet.ackPayload(sack, new int[][] {{p.pathId, 0, 0, p.psn}});
                     othersAfterProbe += probes > 0 ? 1 : 0;
@@ -1102,13 +1244,21 @@ final class Suite {
             }
         }
         check(broken >= 0, "T §4: the target sent no WRITE");
-        check(probes > 0, "T-10.2, T-10.3: the target never probed path " + broken + " whose packets were never "
-                + "acknowledged (cumulative RSN reached " + cum + ")");
-        check(dataAfterProbe == 0, "T-10.2: the target sent " + dataAfterProbe + " new data packets on path " + broken
-                + " after probing it (first probe PSN " + firstProbePsn + "), which it should have retired");
-        check(othersAfterProbe >= 600, "T-10.2: the stream stalled after path " + broken + " was probed ("
-                + othersAfterProbe + " packets on other paths, cumulative RSN " + cum + ")");
-        check(outstanding == 0, "T-8.1, T-8.5: " + outstanding + " WRITEs never completed (cumulative RSN " + cum + ")");
+        check(
+                probes > 0,
+                "T-10.2, T-10.3: the target never probed path " + broken + " whose packets were never "
+                        + "acknowledged (cumulative RSN reached " + cum + ")");
+        check(
+                dataAfterProbe == 0,
+                "T-10.2: the target sent " + dataAfterProbe + " new data packets on path " + broken
+                        + " after probing it (first probe PSN " + firstProbePsn + "), which it should have retired");
+        check(
+                othersAfterProbe >= 600,
+                "T-10.2: the stream stalled after path " + broken + " was probed (" + othersAfterProbe
+                        + " packets on other paths, cumulative RSN " + cum + ")");
+        check(
+                outstanding == 0,
+                "T-8.1, T-8.5: " + outstanding + " WRITEs never completed (cumulative RSN " + cum + ")");
     }
 
     void ecnCeCounted() throws Exception {
@@ -1144,20 +1294,31 @@ final class Suite {
         int sq = qpn24();
         cm.withhold(sq);
         try {
-            agent.connect(tq, wire.local.getHostAddress(), sq, random.nextInt(1 << 24), random.nextInt(1 << 24), MTU, 16,
+            agent.connect(
+                    tq,
+                    wire.local.getHostAddress(),
+                    sq,
+                    random.nextInt(1 << 24),
+                    random.nextInt(1 << 24),
+                    MTU,
+                    16,
                     MIN_RNR_TIMER);
             open.add(new Rc(tq, sq, 0, 0, 0, null));
-            check(cm.awaitConnect(sq, 10_000) != null, "CM-3.1: no CONNECT from the target within 10 s after its QP "
-                    + tq + " reached RTR");
+            check(
+                    cm.awaitConnect(sq, 10_000) != null,
+                    "CM-3.1: no CONNECT from the target within 10 s after its QP " + tq + " reached RTR");
             long r = region();
             agent.recv(tq, 66, r, 64);
             check(agent.poll(QUIET_MS) == null, "CM-3.3: the receive completed while the request was still pending");
             long t0 = System.nanoTime();
             AgentClient.Completion wc = agent.poll(30_000);
             check(wc != null, "CM-3.3: the QP's request, never answered, still pending 30 s after its CONNECT");
-            check(wc.wrId() == 66 && wc.status() == WC_WR_FLUSH_ERR, "CM-3.3: the timed-out QP flushed its receive"
-                    + " with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5), after " + (System.nanoTime() - t0) / 1_000_000L
-                    + " ms");
+            check(
+                    wc.wrId() == 66 && wc.status() == WC_WR_FLUSH_ERR,
+                    "CM-3.3: the timed-out QP flushed its receive"
+                            + " with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5), after "
+                            + (System.nanoTime() - t0) / 1_000_000L
+                            + " ms");
         } finally {
             cm.withhold(0);
         }
@@ -1170,9 +1331,12 @@ final class Suite {
         check(agent.poll(QUIET_MS) == null, "CM §5: the receive completed while the suite was alive");
         cm.restart(targetIp, targetCmPort);
         AgentClient.Completion wc = agent.poll(WAIT_MS);
-        check(wc != null, "CM-5.2: after a HELLO with a new boot id the QP connected to the old instance is still"
-                + " alive " + WAIT_MS + " ms later");
-        check(wc.wrId() == 77 && wc.status() == WC_WR_FLUSH_ERR,
+        check(
+                wc != null,
+                "CM-5.2: after a HELLO with a new boot id the QP connected to the old instance is still" + " alive "
+                        + WAIT_MS + " ms later");
+        check(
+                wc.wrId() == 77 && wc.status() == WC_WR_FLUSH_ERR,
                 "CM-5.2: the restarted peer's QP flushed its receive with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5)");
     }
 
@@ -1181,12 +1345,17 @@ final class Suite {
         int mark = cm.receivedCount();
         CmPeer.Endpoint e = new CmPeer.Endpoint(qpn24(), 0x7ffffe, MTU, 256, 0, 1, 1500, new int[] {wire.entropy(0)});
         byte[] ep = e.encode();
-        conn.send(CmPeer.CONNECT, 0, ByteBuffer.allocate(4 + ep.length).putInt(0x77).put(ep).array());
+        conn.send(
+                CmPeer.CONNECT,
+                0,
+                ByteBuffer.allocate(4 + ep.length).putInt(0x77).put(ep).array());
         CmPeer.Frame f = cm.awaitFrame(mark, CmPeer.REJECT, WAIT_MS);
         check(f != null, "CM §3: no REJECT for a CONNECT naming no QP");
         ByteBuffer b = ByteBuffer.wrap(f.payload());
-        check(f.payload().length == 16 && b.getInt(0) == 0x77 && b.getShort(12) == 1,
-                "CM §2, §3: REJECT request id / reason (want 0x77, NO_QP 1): " + HexFormat.of().formatHex(f.payload()));
+        check(
+                f.payload().length == 16 && b.getInt(0) == 0x77 && b.getShort(12) == 1,
+                "CM §2, §3: REJECT request id / reason (want 0x77, NO_QP 1): "
+                        + HexFormat.of().formatHex(f.payload()));
     }
 
     void cmDisconnect() throws Exception {
@@ -1197,8 +1366,13 @@ final class Suite {
         check(f != null, "CM §5: no DISCONNECT after the target's QP was destroyed");
         ByteBuffer b = ByteBuffer.wrap(f.payload());
         check(f.payload().length == 24, "CM §2: DISCONNECT of " + f.payload().length + " bytes, want 24");
-        check(b.getInt(0) == c.tq && b.getInt(4) == c.sq && b.getShort(8) == 4 && b.getInt(12) == c.token
-                && (b.getInt(16) & ~1) == 0, "CM §2, §5: DISCONNECT qpn/peer/reason DESTROYED (4)/token/flags: "
+        check(
+                b.getInt(0) == c.tq
+                        && b.getInt(4) == c.sq
+                        && b.getShort(8) == 4
+                        && b.getInt(12) == c.token
+                        && (b.getInt(16) & ~1) == 0,
+                "CM §2, §5: DISCONNECT qpn/peer/reason DESTROYED (4)/token/flags: "
                         + HexFormat.of().formatHex(f.payload()));
     }
 
@@ -1219,7 +1393,8 @@ final class Suite {
         long r = region();
         agent.recv(c.tq, 33, r, 64);
         AgentClient.Completion wc = completion("CM §3");
-        check(wc.wrId() == 33 && wc.status() == WC_WR_FLUSH_ERR,
+        check(
+                wc.wrId() == 33 && wc.status() == WC_WR_FLUSH_ERR,
                 "CM §3, §5: after REJECT the QP's receive completes " + wc + ", want IBV_WC_WR_FLUSH_ERR (5)");
     }
 
@@ -1227,7 +1402,8 @@ final class Suite {
         Rc c = openRc();
         long r = region();
         CmPeer.Frame connect = cm.awaitFrame(0, CmPeer.CONNECT, 0);
-        int heartbeatMs = connect == null || connect.conn().hello == null ? 0
+        int heartbeatMs = connect == null || connect.conn().hello == null
+                ? 0
                 : ByteBuffer.wrap(connect.conn().hello).getShort(22) & 0xffff;
         agent.recv(c.tq, 44, r, 64);
         check(agent.poll(QUIET_MS) == null, "CM §5: the receive completed while the suite was alive");
@@ -1237,11 +1413,14 @@ final class Suite {
             AgentClient.Completion wc = agent.poll(30_000);
             long ms = (System.nanoTime() - t0) / 1_000_000L;
             check(wc != null, "CM §5: the QP of a peer silent for 30 s is still alive");
-            check(wc.wrId() == 44 && wc.status() == WC_WR_FLUSH_ERR,
+            check(
+                    wc.wrId() == 44 && wc.status() == WC_WR_FLUSH_ERR,
                     "CM §5: the lost peer's QP flushed its receive with " + wc + ", want IBV_WC_WR_FLUSH_ERR (5)");
             long floor = 2L * heartbeatMs - CmPeer.HEARTBEAT_MS;
-            check(ms >= floor, "CM §5: the peer was declared lost after " + ms + " ms of silence, under two of its "
-                    + heartbeatMs + " ms heartbeats");
+            check(
+                    ms >= floor,
+                    "CM §5: the peer was declared lost after " + ms + " ms of silence, under two of its " + heartbeatMs
+                            + " ms heartbeats");
         } finally {
             cm.silent = false;
         }
@@ -1272,8 +1451,10 @@ final class Suite {
     void cmExtensionIgnored() throws Exception {
         CmPeer.Conn conn = cm.dial(targetIp, targetCmPort);
         conn.send(200, 7, new byte[12]);
-        pingAnswered(conn, "CM §2.3: after a frame of ignorable type 200 the target did not answer a PING"
-                + " (the connection must live on)");
+        pingAnswered(
+                conn,
+                "CM §2.3: after a frame of ignorable type 200 the target did not answer a PING"
+                        + " (the connection must live on)");
     }
 
     void cmBadFrame() throws Exception {

@@ -1,11 +1,11 @@
 package io.metaroce.conformance;
 
 import java.io.IOException;
+import java.net.DatagramPacket;
+import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
-import java.net.DatagramPacket;
-import java.net.DatagramSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Predicate;
@@ -95,7 +95,10 @@ final class WirePeer implements AutoCloseable {
                 return null;
             }
             byte[] data = java.util.Arrays.copyOf(b, d.getLength());
-            record(false, (InetSocketAddress) d.getSocketAddress(), (InetSocketAddress) rx.getLocalSocketAddress(),
+            record(
+                    false,
+                    (InetSocketAddress) d.getSocketAddress(),
+                    (InetSocketAddress) rx.getLocalSocketAddress(),
                     data);
             Packet p = Packet.decode(data, data.length);
             if (p != null && match.test(p)) {

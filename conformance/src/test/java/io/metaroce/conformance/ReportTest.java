@@ -21,18 +21,27 @@ class ReportTest {
         byte[] pkt = new Packet().encode();
         Report r = new Report();
         r.add(new Report.Result("rc.ok", "T §4", true, "", 0.5, List.of()));
-        r.add(new Report.Result("rc.bad<1>", "T §5 rule 2", false, "placed \"twice\"", 0.25,
+        r.add(new Report.Result(
+                "rc.bad<1>",
+                "T §5 rule 2",
+                false,
+                "placed \"twice\"",
+                0.25,
                 List.of(new WirePeer.Frame(1000, true, a, b, pkt))));
         r.write(dir, "198.18.0.2:4793");
 
         String xml = Files.readString(dir.resolve("junit.xml"));
-        assertThat(xml).contains("tests=\"2\" failures=\"1\"").contains("name=\"rc.ok\"")
-                .contains("name=\"rc.bad&lt;1&gt;\"").contains("<failure message=\"placed &quot;twice&quot;\">");
+        assertThat(xml)
+                .contains("tests=\"2\" failures=\"1\"")
+                .contains("name=\"rc.ok\"")
+                .contains("name=\"rc.bad&lt;1&gt;\"")
+                .contains("<failure message=\"placed &quot;twice&quot;\">");
         assertThat(Files.readString(dir.resolve("summary.txt")))
                 .isEqualTo("mrce-conformance: 1 passed, 1 failed of 2 cases against 198.18.0.2:4793\n");
         assertThat(dir.resolve("rc.ok.pcap")).doesNotExist();
 
-        ByteBuffer pcap = ByteBuffer.wrap(Files.readAllBytes(dir.resolve("rc.bad_1_.pcap"))).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer pcap = ByteBuffer.wrap(Files.readAllBytes(dir.resolve("rc.bad_1_.pcap")))
+                .order(ByteOrder.LITTLE_ENDIAN);
         assertThat(pcap.getInt(0)).isEqualTo(0xa1b2c3d4);
         assertThat(pcap.getInt(20)).as("LINKTYPE_IPV4").isEqualTo(228);
         assertThat(pcap.getInt(24 + 8)).as("captured length").isEqualTo(28 + pkt.length);
@@ -56,12 +65,19 @@ class ReportTest {
         byte[] ping = {0, 12, 6, 0, 1, 2, 3, 4, 5, 6, 7, 8};
         byte[] pong = {0, 12, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8};
         Report r = new Report();
-        r.add(new Report.Result("cm.x", "CM-5.1", false, "no PONG", 0.1, List.of(
-                new WirePeer.Frame(1000, true, suite, target, ping, true),
-                new WirePeer.Frame(2000, true, suite, target, ping, true),
-                new WirePeer.Frame(3000, false, target, suite, pong, true))));
+        r.add(new Report.Result(
+                "cm.x",
+                "CM-5.1",
+                false,
+                "no PONG",
+                0.1,
+                List.of(
+                        new WirePeer.Frame(1000, true, suite, target, ping, true),
+                        new WirePeer.Frame(2000, true, suite, target, ping, true),
+                        new WirePeer.Frame(3000, false, target, suite, pong, true))));
         r.write(dir, "198.18.0.2:4793");
-        ByteBuffer pcap = ByteBuffer.wrap(Files.readAllBytes(dir.resolve("cm.x.pcap"))).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer pcap =
+                ByteBuffer.wrap(Files.readAllBytes(dir.resolve("cm.x.pcap"))).order(ByteOrder.LITTLE_ENDIAN);
         int seg = 16 + 40 + 12;
         assertThat(pcap.capacity()).isEqualTo(24 + 3 * seg);
         ByteBuffer first = pcap.slice(24 + 16, 52).order(ByteOrder.BIG_ENDIAN);

@@ -40,7 +40,11 @@ public final class AdminServer implements AutoCloseable {
     /** Binds {@code socketPath} (replacing a stale socket) and serves {@code handler}. */
     public static AdminServer bind(Path socketPath, AdminHandler handler) throws IOException {
         long ownUid = ownUid();
-        return new AdminServer(DomainSocketServer.bind(socketPath, "mrce-admin", "rw-------", "admin socket",
+        return new AdminServer(DomainSocketServer.bind(
+                socketPath,
+                "mrce-admin",
+                "rw-------",
+                "admin socket",
                 new ChannelInitializer<EpollDomainSocketChannel>() {
                     @Override
                     protected void initChannel(EpollDomainSocketChannel ch) throws IOException {
@@ -104,11 +108,15 @@ public final class AdminServer implements AutoCloseable {
         @Override
         public void channelActive(ChannelHandlerContext ctx) {
             // A client that never sends its line is cut off.
-            ctx.executor().schedule(() -> {
-                if (!answered) {
-                    ctx.close();
-                }
-            }, READ_TIMEOUT_S, TimeUnit.SECONDS);
+            ctx.executor()
+                    .schedule(
+                            () -> {
+                                if (!answered) {
+                                    ctx.close();
+                                }
+                            },
+                            READ_TIMEOUT_S,
+                            TimeUnit.SECONDS);
             ctx.fireChannelActive();
         }
 

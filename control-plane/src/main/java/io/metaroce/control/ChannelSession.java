@@ -54,7 +54,8 @@ final class ChannelSession implements LocalSession {
     @Override
     public int socketFd() {
         return channel instanceof io.netty.channel.epoll.EpollDomainSocketChannel ch && ch.isOpen()
-                ? ch.fd().intValue() : -1;
+                ? ch.fd().intValue()
+                : -1;
     }
 
     @Override
@@ -86,8 +87,8 @@ final class ChannelSession implements LocalSession {
             }
         }
         // One message per response keeps the frame and its fds together when threads race.
-        channel.writeAndFlush(new ControlResponse(op, seq, status, copy, dups))
-                .addListener((ChannelFutureListener) future -> {
+        channel.writeAndFlush(new ControlResponse(op, seq, status, copy, dups)).addListener((ChannelFutureListener)
+                future -> {
                     closeAll(dups, dups.length);
                     if (!future.isSuccess() && channel.isActive()) {
                         Throwable cause = future.cause();

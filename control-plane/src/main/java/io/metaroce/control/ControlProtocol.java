@@ -93,6 +93,7 @@ public final class ControlProtocol {
     public static final int OP_MAX = AbiConstants.MRCE_OP_MAX;
     /** {@code MRCE_CM_*}: the rdma_cm-style service (ops 20..25). */
     public static final int CM_PRIVATE_DATA_MAX = AbiConstants.MRCE_CM_PRIVATE_DATA_MAX;
+
     public static final int CM_ACCEPTED = AbiConstants.MRCE_CM_ACCEPTED;
     public static final int CM_REJECTED = AbiConstants.MRCE_CM_REJECTED;
     public static final int CM_DEFAULT_BACKLOG = AbiConstants.MRCE_CM_DEFAULT_BACKLOG;

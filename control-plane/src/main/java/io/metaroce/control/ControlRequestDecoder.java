@@ -30,8 +30,7 @@ final class ControlRequestDecoder extends LengthFieldBasedFrameDecoder {
 
     ControlRequestDecoder() {
         // len at offset 0, 4 bytes, counts the whole frame: adjust by -4 to get the bytes after it.
-        super(ByteOrder.LITTLE_ENDIAN, ControlProtocol.MAX_FRAME, CtrlHdrDescriptor.OFF_LEN, 4, -4, 0,
-                true);
+        super(ByteOrder.LITTLE_ENDIAN, ControlProtocol.MAX_FRAME, CtrlHdrDescriptor.OFF_LEN, 4, -4, 0, true);
     }
 
     @Override

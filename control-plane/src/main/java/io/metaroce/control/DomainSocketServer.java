@@ -54,14 +54,25 @@ final class DomainSocketServer implements AutoCloseable {
      * @throws IOException if epoll is unavailable, the path is unusable, or a live server already
      *     listens there
      */
-    static DomainSocketServer bind(Path socketPath, String threadName, String permissions, String what,
-            ChannelInitializer<EpollDomainSocketChannel> init) throws IOException {
+    static DomainSocketServer bind(
+            Path socketPath,
+            String threadName,
+            String permissions,
+            String what,
+            ChannelInitializer<EpollDomainSocketChannel> init)
+            throws IOException {
         return bind(socketPath, threadName, permissions, null, what, init);
     }
 
     /** As above, the file's group set to {@code fileGroup} (a name; null: the daemon's) before its mode. */
-    static DomainSocketServer bind(Path socketPath, String threadName, String permissions, String fileGroup,
-            String what, ChannelInitializer<EpollDomainSocketChannel> init) throws IOException {
+    static DomainSocketServer bind(
+            Path socketPath,
+            String threadName,
+            String permissions,
+            String fileGroup,
+            String what,
+            ChannelInitializer<EpollDomainSocketChannel> init)
+            throws IOException {
         if (!Epoll.isAvailable()) {
             throw new IOException("Netty epoll transport unavailable", Epoll.unavailabilityCause());
         }
@@ -78,10 +89,15 @@ final class DomainSocketServer implements AutoCloseable {
                     .group(group)
                     .channel(EpollServerDomainSocketChannel.class)
                     .childHandler(init)
-                    .bind(new DomainSocketAddress(path.toString())).sync().channel();
+                    .bind(new DomainSocketAddress(path.toString()))
+                    .sync()
+                    .channel();
             if (fileGroup != null) {
-                Files.setAttribute(path, "posix:group", path.getFileSystem().getUserPrincipalLookupService()
-                        .lookupPrincipalByGroupName(fileGroup), LinkOption.NOFOLLOW_LINKS);
+                Files.setAttribute(
+                        path,
+                        "posix:group",
+                        path.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(fileGroup),
+                        LinkOption.NOFOLLOW_LINKS);
             }
             Files.setPosixFilePermissions(path, PosixFilePermissions.fromString(permissions));
             LOG.info("{} {} ready", what, path);
@@ -163,7 +179,8 @@ final class DomainSocketServer implements AutoCloseable {
         if (!Files.exists(path, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
-        if (Files.isDirectory(path, LinkOption.NOFOLLOW_LINKS) || Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS)
+        if (Files.isDirectory(path, LinkOption.NOFOLLOW_LINKS)
+                || Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS)
                 || Files.isSymbolicLink(path)) {
             throw new IOException(path + " exists and is not a socket");
         }

@@ -45,8 +45,12 @@ final class LocalControlChannelHandler extends ChannelInboundHandlerAdapter {
         try {
             handler.onRequest(session, request.op(), request.seq(), request.payload());
         } catch (RuntimeException e) {
-            LOG.error("the daemon failed on {} seq {} of {}", ControlProtocol.opName(request.op()),
-                    Integer.toUnsignedString(request.seq()), session, e);
+            LOG.error(
+                    "the daemon failed on {} seq {} of {}",
+                    ControlProtocol.opName(request.op()),
+                    Integer.toUnsignedString(request.seq()),
+                    session,
+                    e);
             session.close("the daemon failed on " + ControlProtocol.opName(request.op()) + ": " + e);
         }
     }
@@ -54,7 +58,8 @@ final class LocalControlChannelHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         Throwable reason = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
-        if (reason instanceof ControlProtocolException || reason instanceof TooLongFrameException
+        if (reason instanceof ControlProtocolException
+                || reason instanceof TooLongFrameException
                 || reason instanceof DecoderException) {
             session.close("protocol error: " + reason.getMessage());
         } else if (reason instanceof IOException) {

@@ -35,8 +35,8 @@ public final class LocalControlPaths {
         if ("mrce0".equals(device)) {
             return socketPathFor(netNamespaceInode);
         }
-        return Path.of(ControlProtocol.SOCK_DIR,
-                "nicd-" + Long.toUnsignedString(netNamespaceInode) + "-" + device + ".sock");
+        return Path.of(
+                ControlProtocol.SOCK_DIR, "nicd-" + Long.toUnsignedString(netNamespaceInode) + "-" + device + ".sock");
     }
 
     /**
@@ -60,10 +60,14 @@ public final class LocalControlPaths {
         String prefix = "nicd-" + ino + "-";
         try (Stream<Path> files = Files.list(dir)) {
             files.filter(f -> {
-                String n = f.getFileName().toString();
-                return n.startsWith(prefix) && n.endsWith(".sock") && !n.endsWith(".admin.sock")
-                        && n.length() > prefix.length() + 5;
-            }).sorted().forEach(out::add);
+                        String n = f.getFileName().toString();
+                        return n.startsWith(prefix)
+                                && n.endsWith(".sock")
+                                && !n.endsWith(".admin.sock")
+                                && n.length() > prefix.length() + 5;
+                    })
+                    .sorted()
+                    .forEach(out::add);
         }
         return out;
     }

@@ -1,9 +1,9 @@
 package io.metaroce.control;
 
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.netty.channel.unix.PeerCredentials;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
@@ -54,11 +54,16 @@ public final class LocalControlServer implements AutoCloseable {
      * As above, with who may connect: the socket file's {@code permissions} (e.g. "rw-rw----") and
      * {@code group} (a group name, or null for the daemon's).
      */
-    public static LocalControlServer bind(Path socketPath, LocalControlHandler handler, String permissions,
-            String group) throws IOException {
+    public static LocalControlServer bind(
+            Path socketPath, LocalControlHandler handler, String permissions, String group) throws IOException {
         ChannelGroup connections = new DefaultChannelGroup("mrce-control", GlobalEventExecutor.INSTANCE);
-        DomainSocketServer server = DomainSocketServer.bind(socketPath, "mrce-control", permissions, group,
-                "local control socket", new ChannelInitializer<EpollDomainSocketChannel>() {
+        DomainSocketServer server = DomainSocketServer.bind(
+                socketPath,
+                "mrce-control",
+                permissions,
+                group,
+                "local control socket",
+                new ChannelInitializer<EpollDomainSocketChannel>() {
                     @Override
                     protected void initChannel(EpollDomainSocketChannel ch) {
                         initConnection(ch, handler, connections);
@@ -80,8 +85,8 @@ public final class LocalControlServer implements AutoCloseable {
         server.close();
     }
 
-    private static void initConnection(EpollDomainSocketChannel ch, LocalControlHandler handler,
-            ChannelGroup connections) {
+    private static void initConnection(
+            EpollDomainSocketChannel ch, LocalControlHandler handler, ChannelGroup connections) {
         long id = NEXT_SESSION_ID.getAndIncrement();
         PeerCredentials credentials;
         try {

@@ -34,23 +34,23 @@ final class Posix {
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO =
-            CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
 
     private static final MethodHandle FCNTL = LINKER.downcallHandle(
             LINKER.defaultLookup().findOrThrow("fcntl"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-                    ValueLayout.JAVA_INT),
-            CAPTURE_ERRNO, Linker.Option.firstVariadicArg(2));
+            FunctionDescriptor.of(
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+            CAPTURE_ERRNO,
+            Linker.Option.firstVariadicArg(2));
     private static final MethodHandle CHMOD = LINKER.downcallHandle(
             LINKER.defaultLookup().findOrThrow("chmod"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
             CAPTURE_ERRNO);
     private static final MethodHandle SENDMSG = LINKER.downcallHandle(
             LINKER.defaultLookup().findOrThrow("sendmsg"),
-            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-                    ValueLayout.JAVA_INT),
+            FunctionDescriptor.of(
+                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
             CAPTURE_ERRNO);
     private static final MethodHandle CLOSE = LINKER.downcallHandle(
             LINKER.defaultLookup().findOrThrow("close"),
@@ -80,8 +80,8 @@ final class Posix {
             MemorySegment state = arena.allocate(CALL_STATE);
             int rc = (int) CHMOD.invokeExact(state, arena.allocateFrom(path), mode);
             if (rc != 0) {
-                throw new IOException("chmod(" + path + ", 0" + Integer.toOctalString(mode) + ") failed: errno "
-                        + errno(state));
+                throw new IOException(
+                        "chmod(" + path + ", 0" + Integer.toOctalString(mode) + ") failed: errno " + errno(state));
             }
         } catch (IOException | RuntimeException | Error e) {
             throw e;

@@ -20,6 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 class AdminServerTest {
     @TempDir
     Path dir;
+
     private AdminServer server;
 
     @BeforeEach
@@ -50,8 +51,7 @@ class AdminServerTest {
 
     @Test
     void unknownAndFailingCommandsGetAnErrorDocument() throws IOException {
-        assertThat(AdminClient.query(server.socketPath(), "nope"))
-                .isEqualTo("{\"error\":\"unknown command 'nope'\"}");
+        assertThat(AdminClient.query(server.socketPath(), "nope")).isEqualTo("{\"error\":\"unknown command 'nope'\"}");
         assertThat(AdminClient.query(server.socketPath(), "boom"))
                 .startsWith("{\"error\":\"internal error: java.lang.IllegalStateException: broken");
     }
@@ -64,7 +64,9 @@ class AdminServerTest {
             r.nextBytes(junk);
             String answer = raw(junk);
             // Either an error document (a short line) or a closed connection (too long / no newline).
-            assertThat(answer.isEmpty() || answer.startsWith("{\"error\"")).as(answer).isTrue();
+            assertThat(answer.isEmpty() || answer.startsWith("{\"error\""))
+                    .as(answer)
+                    .isTrue();
         }
         assertThat(AdminClient.query(server.socketPath(), "device")).isEqualTo("{\"device\":\"mrce0\"}");
     }

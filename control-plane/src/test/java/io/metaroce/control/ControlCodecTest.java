@@ -40,8 +40,10 @@ class ControlCodecTest {
 
     @Test
     void reassemblesFramesSplitAnywhereAndSeparatesBackToBackFrames() {
-        byte[] stream = Frames.concat(Frames.request(ControlProtocol.OP_REG_MR, 1),
-                Frames.request(ControlProtocol.OP_ALLOC_PD, 2), Frames.request(ControlProtocol.OP_MODIFY_QP, 3));
+        byte[] stream = Frames.concat(
+                Frames.request(ControlProtocol.OP_REG_MR, 1),
+                Frames.request(ControlProtocol.OP_ALLOC_PD, 2),
+                Frames.request(ControlProtocol.OP_MODIFY_QP, 3));
         for (int cut = 1; cut < stream.length; cut += 5) {
             EmbeddedChannel ch = new EmbeddedChannel(new ControlRequestDecoder());
             ch.writeInbound(Unpooled.wrappedBuffer(Arrays.copyOfRange(stream, 0, cut)));
@@ -62,8 +64,14 @@ class ControlCodecTest {
 
     @Test
     void decodesTheOpsOfAbiVersion2WithTheirPayloadSizes() {
-        int[] ops = {ControlProtocol.OP_CREATE_SRQ, ControlProtocol.OP_MODIFY_SRQ, ControlProtocol.OP_QUERY_SRQ,
-            ControlProtocol.OP_DESTROY_SRQ, ControlProtocol.OP_GET_ASYNC_EVENT, ControlProtocol.OP_REREG_MR};
+        int[] ops = {
+            ControlProtocol.OP_CREATE_SRQ,
+            ControlProtocol.OP_MODIFY_SRQ,
+            ControlProtocol.OP_QUERY_SRQ,
+            ControlProtocol.OP_DESTROY_SRQ,
+            ControlProtocol.OP_GET_ASYNC_EVENT,
+            ControlProtocol.OP_REREG_MR
+        };
         int[] sizes = {16, 16, 8, 8, 0, 40};
         EmbeddedChannel ch = new EmbeddedChannel(new ControlRequestDecoder());
         for (int i = 0; i < ops.length; i++) {
@@ -73,7 +81,9 @@ class ControlCodecTest {
             ControlRequest r = ch.readInbound();
             assertThat(r.op()).isEqualTo(ops[i]);
             assertThat(r.seq()).isEqualTo(100 + i);
-            assertThat(r.payload().remaining()).as(ControlProtocol.opName(ops[i])).isEqualTo(sizes[i]);
+            assertThat(r.payload().remaining())
+                    .as(ControlProtocol.opName(ops[i]))
+                    .isEqualTo(sizes[i]);
         }
         assertFalse(ch.finish());
     }
@@ -84,7 +94,9 @@ class ControlCodecTest {
         assertRejected(Frames.frame(8, ControlProtocol.OP_HELLO, 0, 1, 0, new byte[0]), "shorter than");
         assertRejected(Frames.frame(15, ControlProtocol.OP_HELLO, 0, 1, 0, new byte[0]), "shorter than");
         assertRejected(Frames.frame(24, 0, 0, 1, 0, hello), "unknown op 0");
-        assertRejected(Frames.frame(24, ControlProtocol.OP_MAX + 1, 0, 1, 0, hello), "unknown op " + (ControlProtocol.OP_MAX + 1));
+        assertRejected(
+                Frames.frame(24, ControlProtocol.OP_MAX + 1, 0, 1, 0, hello),
+                "unknown op " + (ControlProtocol.OP_MAX + 1));
         assertRejected(Frames.frame(24, 0xffff, 0, 1, 0, hello), "unknown op 65535");
         assertRejected(Frames.frame(24, ControlProtocol.OP_HELLO, 5, 1, 0, hello), "status 5");
         assertRejected(Frames.frame(24, ControlProtocol.OP_HELLO, 0, 1, 1, hello), "nfds 1");
@@ -119,26 +131,33 @@ class ControlCodecTest {
     @Test
     void encodesAResponseAndItsFds() {
         EmbeddedChannel ch = new EmbeddedChannel(ControlResponseEncoder.INSTANCE);
-        ByteBuffer payload = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(3).putInt(0).flip();
+        ByteBuffer payload = ByteBuffer.allocate(8)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putInt(3)
+                .putInt(0)
+                .flip();
         FileDescriptor a = new FileDescriptor(100);
         FileDescriptor b = new FileDescriptor(101);
-        assertThat(ch.writeOutbound(new ControlResponse(ControlProtocol.OP_ALLOC_PD, 7, 0, payload,
-                new FileDescriptor[] {a, b}))).isTrue();
+        assertThat(ch.writeOutbound(
+                        new ControlResponse(ControlProtocol.OP_ALLOC_PD, 7, 0, payload, new FileDescriptor[] {a, b})))
+                .isTrue();
         ByteBuf frame = ch.readOutbound();
         assertThat(ByteBufUtil.hexDump(frame))
                 .isEqualTo("18000000" + "0200" + "0000" + "07000000" + "0200" + "0000" + "0300000000000000");
         frame.release();
         assertThat((Object) ch.readOutbound()).isSameAs(a);
         assertThat((Object) ch.readOutbound()).isSameAs(b);
-        assertThat(payload.remaining()).as("the payload's position is left alone").isEqualTo(8);
+        assertThat(payload.remaining())
+                .as("the payload's position is left alone")
+                .isEqualTo(8);
         assertFalse(ch.finish());
     }
 
     @Test
     void encodesAnErrorResponseWithoutPayload() {
         EmbeddedChannel ch = new EmbeddedChannel(ControlResponseEncoder.INSTANCE);
-        ch.writeOutbound(new ControlResponse(ControlProtocol.OP_REG_MR, -2, 22, ByteBuffer.allocate(0),
-                new FileDescriptor[0]));
+        ch.writeOutbound(
+                new ControlResponse(ControlProtocol.OP_REG_MR, -2, 22, ByteBuffer.allocate(0), new FileDescriptor[0]));
         ByteBuf frame = ch.readOutbound();
         assertThat(ByteBufUtil.hexDump(frame)).isEqualTo("10000000" + "0400" + "1600" + "feffffff" + "00000000");
         frame.release();

@@ -48,8 +48,11 @@ class ControlFuzzTest {
             RecordingHandler handler = new RecordingHandler();
             EmbeddedChannel ch = new EmbeddedChannel();
             ChannelSession session = new ChannelSession(i, 1234, 0, 0, ch);
-            ch.pipeline().addLast(new ControlRequestDecoder(), ControlResponseEncoder.INSTANCE,
-                    new LocalControlChannelHandler(session, handler));
+            ch.pipeline()
+                    .addLast(
+                            new ControlRequestDecoder(),
+                            ControlResponseEncoder.INSTANCE,
+                            new LocalControlChannelHandler(session, handler));
 
             List<ByteBuf> chunks = new ArrayList<>();
             int off = 0;
@@ -107,7 +110,11 @@ class ControlFuzzTest {
             int op = Short.toUnsignedInt(b.getShort(off + 4));
             int status = Short.toUnsignedInt(b.getShort(off + 6));
             int nfds = Short.toUnsignedInt(b.getShort(off + 12));
-            if (op < 1 || op > ControlProtocol.OP_MAX || status != 0 || nfds != 0 || len - 16 != ControlProtocol.requestSize(op)) {
+            if (op < 1
+                    || op > ControlProtocol.OP_MAX
+                    || status != 0
+                    || nfds != 0
+                    || len - 16 != ControlProtocol.requestSize(op)) {
                 return new Expectation(valid, true);
             }
             byte[] payload = new byte[(int) len - 16];

@@ -9,9 +9,15 @@ final class Frames {
     private Frames() {}
 
     static byte[] frame(int len, int op, int status, int seq, int nfds, byte[] payload) {
-        ByteBuffer b = ByteBuffer.allocate(ControlProtocol.HEADER_SIZE + payload.length).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(len).putShort((short) op).putShort((short) status).putInt(seq).putShort((short) nfds)
-                .putShort((short) 0).put(payload);
+        ByteBuffer b = ByteBuffer.allocate(ControlProtocol.HEADER_SIZE + payload.length)
+                .order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(len)
+                .putShort((short) op)
+                .putShort((short) status)
+                .putInt(seq)
+                .putShort((short) nfds)
+                .putShort((short) 0)
+                .put(payload);
         return b.array();
     }
 
@@ -25,8 +31,13 @@ final class Frames {
     }
 
     static byte[] hello(int seq) {
-        return request(ControlProtocol.OP_HELLO, seq,
-                ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(ControlProtocol.ABI_VERSION).array());
+        return request(
+                ControlProtocol.OP_HELLO,
+                seq,
+                ByteBuffer.allocate(8)
+                        .order(ByteOrder.LITTLE_ENDIAN)
+                        .putInt(ControlProtocol.ABI_VERSION)
+                        .array());
     }
 
     static byte[] pattern(int size, int salt) {

@@ -23,13 +23,23 @@ class LocalControlPathsTest {
 
     @Test
     void listsTheNamespacesDeviceSocketsMrce0First(@TempDir Path dir) throws IOException {
-        for (String f : new String[] {"nicd-7-mrce2.sock", "nicd-7-mrce2.admin.sock", "nicd-7.sock",
-            "nicd-7.admin.sock", "nicd-7-mrce1.sock", "nicd-77-mrce1.sock", "nicd-8.sock", "nicd-7-.sock"}) {
+        for (String f : new String[] {
+            "nicd-7-mrce2.sock",
+            "nicd-7-mrce2.admin.sock",
+            "nicd-7.sock",
+            "nicd-7.admin.sock",
+            "nicd-7-mrce1.sock",
+            "nicd-77-mrce1.sock",
+            "nicd-8.sock",
+            "nicd-7-.sock"
+        }) {
             Files.createFile(dir.resolve(f));
         }
-        assertThat(LocalControlPaths.deviceSocketPaths(dir, 7)).containsExactly(dir.resolve("nicd-7.sock"),
-                dir.resolve("nicd-7-mrce1.sock"), dir.resolve("nicd-7-mrce2.sock"));
+        assertThat(LocalControlPaths.deviceSocketPaths(dir, 7))
+                .containsExactly(
+                        dir.resolve("nicd-7.sock"), dir.resolve("nicd-7-mrce1.sock"), dir.resolve("nicd-7-mrce2.sock"));
         assertThat(LocalControlPaths.deviceSocketPaths(dir, 9)).isEmpty();
-        assertThat(LocalControlPaths.deviceSocketPaths(dir.resolve("absent"), 7)).isEmpty();
+        assertThat(LocalControlPaths.deviceSocketPaths(dir.resolve("absent"), 7))
+                .isEmpty();
     }
 }

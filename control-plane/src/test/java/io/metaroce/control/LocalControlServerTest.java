@@ -3,10 +3,10 @@ package io.metaroce.control;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.metaroce.abi.HelloRespDescriptor;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import io.metaroce.abi.HelloRespDescriptor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -55,9 +55,11 @@ class LocalControlServerTest {
             super.onRequest(session, op, seq, payload);
             try {
                 if (op == ControlProtocol.OP_HELLO) {
-                    ByteBuffer resp = ByteBuffer.allocate(HelloRespDescriptor.SIZE).order(ByteOrder.LITTLE_ENDIAN);
+                    ByteBuffer resp =
+                            ByteBuffer.allocate(HelloRespDescriptor.SIZE).order(ByteOrder.LITTLE_ENDIAN);
                     resp.putInt(HelloRespDescriptor.OFF_ABI_VERSION, ControlProtocol.ABI_VERSION);
-                    resp.putInt(HelloRespDescriptor.OFF_DAEMON_PID, (int) ProcessHandle.current().pid());
+                    resp.putInt(HelloRespDescriptor.OFF_DAEMON_PID, (int)
+                            ProcessHandle.current().pid());
                     resp.put(HelloRespDescriptor.OFF_DEV_NAME, "mrce0".getBytes(StandardCharsets.US_ASCII));
                     int efd = UnixClient.eventfd(42);
                     int mfd = UnixClient.memfd("ring", MEMFD_TEXT);
@@ -86,7 +88,8 @@ class LocalControlServerTest {
             assertThat(resp.seq()).isEqualTo(77);
             assertThat(resp.status()).isZero();
             assertThat(resp.len()).isEqualTo(16 + HelloRespDescriptor.SIZE);
-            assertThat(resp.payload().getInt(HelloRespDescriptor.OFF_ABI_VERSION)).isEqualTo(ControlProtocol.ABI_VERSION);
+            assertThat(resp.payload().getInt(HelloRespDescriptor.OFF_ABI_VERSION))
+                    .isEqualTo(ControlProtocol.ABI_VERSION);
             assertThat(resp.payload().getInt(HelloRespDescriptor.OFF_DAEMON_PID))
                     .isEqualTo((int) ProcessHandle.current().pid());
             assertThat(resp.nfds()).isEqualTo(2);
@@ -108,9 +111,10 @@ class LocalControlServerTest {
             assertThat(req.session().gid()).isEqualTo((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:gid"));
 
             // Permissions: the socket for everyone, the directory like /tmp.
-            assertThat(Files.getPosixFilePermissions(sock)).contains(PosixFilePermission.OTHERS_WRITE,
-                    PosixFilePermission.OTHERS_READ);
-            assertThat((Integer) Files.getAttribute(sock.getParent(), "unix:mode") & 07777).isEqualTo(01777);
+            assertThat(Files.getPosixFilePermissions(sock))
+                    .contains(PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_READ);
+            assertThat((Integer) Files.getAttribute(sock.getParent(), "unix:mode") & 07777)
+                    .isEqualTo(01777);
         }
         assertThat(sock).doesNotExist();
         awaitTrue(() -> handler.closed.size() == 1);
@@ -137,13 +141,19 @@ class LocalControlServerTest {
             assertThat(after.op()).isEqualTo(ControlProtocol.OP_DEREG_MR);
             assertThat(after.seq()).isEqualTo(3);
             awaitTrue(() -> handler.closed.size() == 2);
-            assertThat(handler.requests).extracting(RecordingHandler.Request::seq).containsExactly(1, 3);
+            assertThat(handler.requests)
+                    .extracting(RecordingHandler.Request::seq)
+                    .containsExactly(1, 3);
         }
         awaitTrue(() -> handler.closed.size() == 3);
         assertThat(handler.closed).extracting(LocalSession::id).doesNotHaveDuplicates();
-        List<String> lines = log.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
+        List<String> lines =
+                log.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
         String pid = "pid " + ProcessHandle.current().pid();
-        assertThat(lines).filteredOn(l -> l.contains("protocol error")).hasSize(2).allMatch(l -> l.contains(pid));
+        assertThat(lines)
+                .filteredOn(l -> l.contains("protocol error"))
+                .hasSize(2)
+                .allMatch(l -> l.contains(pid));
         assertThat(lines).anyMatch(l -> l.contains("Adjusted frame length") || l.contains("unknown op"));
         assertThat(lines).anyMatch(l -> l.contains("exceeds 4096") || l.contains("frame length"));
     }
@@ -157,7 +167,10 @@ class LocalControlServerTest {
                 pool.execute(() -> {
                     try {
                         int fd = UnixClient.memfd("q" + seq, ("seq " + seq).getBytes(StandardCharsets.US_ASCII));
-                        ByteBuffer resp = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(seq).putInt(~seq)
+                        ByteBuffer resp = ByteBuffer.allocate(8)
+                                .order(ByteOrder.LITTLE_ENDIAN)
+                                .putInt(seq)
+                                .putInt(~seq)
                                 .flip();
                         session.respond(ControlProtocol.OP_CREATE_COMP_CHANNEL, seq, 0, resp, fd);
                         UnixClient.closeFd(fd);
@@ -205,7 +218,10 @@ class LocalControlServerTest {
             @Override
             public void onRequest(LocalSession session, int op, int seq, ByteBuffer payload) {
                 try {
-                    ByteBuffer resp = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(seq).putInt(~seq)
+                    ByteBuffer resp = ByteBuffer.allocate(8)
+                            .order(ByteOrder.LITTLE_ENDIAN)
+                            .putInt(seq)
+                            .putInt(~seq)
                             .flip();
                     if (op == ControlProtocol.OP_ALLOC_PD) {
                         session.respond(op, seq, 0, resp);
@@ -259,7 +275,8 @@ class LocalControlServerTest {
         LocalControlServer first = LocalControlServer.bind(sock, handler);
         try {
             assertThatThrownBy(() -> LocalControlServer.bind(sock, handler))
-                    .isInstanceOf(IOException.class).hasMessageContaining("already listens");
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("already listens");
         } finally {
             first.close();
         }
@@ -275,7 +292,8 @@ class LocalControlServerTest {
         }
         Files.writeString(sock, "not a socket");
         assertThatThrownBy(() -> LocalControlServer.bind(sock, handler))
-                .isInstanceOf(IOException.class).hasMessageContaining("not a socket");
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("not a socket");
     }
 
     @Test
@@ -283,7 +301,8 @@ class LocalControlServerTest {
         RecordingHandler handler = new RecordingHandler();
         Path sock = tmp.resolve("nicd.sock");
         LocalControlServer server = LocalControlServer.bind(sock, handler);
-        try (UnixClient a = UnixClient.connect(sock); UnixClient b = UnixClient.connect(sock)) {
+        try (UnixClient a = UnixClient.connect(sock);
+                UnixClient b = UnixClient.connect(sock)) {
             a.send(Frames.request(ControlProtocol.OP_ALLOC_PD, 1));
             b.send(Frames.request(ControlProtocol.OP_ALLOC_PD, 2));
             awaitTrue(() -> handler.requests.size() == 2);

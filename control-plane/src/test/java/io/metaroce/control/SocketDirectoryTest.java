@@ -18,7 +18,8 @@ class SocketDirectoryTest {
         Files.setAttribute(dir, "unix:uid", 65534);
         assertThatThrownBy(() -> DomainSocketServer.checkDirectory(dir, 0))
                 .hasMessageContaining("owned by uid 65534, not root");
-        assertThatCode(() -> DomainSocketServer.checkDirectory(dir, 65534)).as("the daemon's own user")
+        assertThatCode(() -> DomainSocketServer.checkDirectory(dir, 65534))
+                .as("the daemon's own user")
                 .doesNotThrowAnyException();
     }
 

@@ -38,29 +38,47 @@ final class UnixClient implements AutoCloseable {
     private static final int CMSG_HDR_SIZE = 16;
     private static final int CMSG_SPACE_ONE_FD = 24;
 
-    private static final MethodHandle SOCKET = fn("socket", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT);
-    private static final MethodHandle SETSOCKOPT = fn("setsockopt", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT);
-    private static final MethodHandle CONNECT = fn("connect", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_INT);
-    private static final MethodHandle SEND = fn("send", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT);
-    private static final MethodHandle RECVMSG = fn("recvmsg", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_INT);
-    private static final MethodHandle READ = fn("read", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_LONG);
-    private static final MethodHandle WRITE = fn("write", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_LONG);
-    private static final MethodHandle PREAD = fn("pread", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG);
+    private static final MethodHandle SOCKET =
+            fn("socket", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT);
+    private static final MethodHandle SETSOCKOPT = fn(
+            "setsockopt",
+            ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS,
+            ValueLayout.JAVA_INT);
+    private static final MethodHandle CONNECT =
+            fn("connect", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT);
+    private static final MethodHandle SEND = fn(
+            "send",
+            ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS,
+            ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT);
+    private static final MethodHandle RECVMSG =
+            fn("recvmsg", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT);
+    private static final MethodHandle READ =
+            fn("read", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG);
+    private static final MethodHandle WRITE =
+            fn("write", ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG);
+    private static final MethodHandle PREAD = fn(
+            "pread",
+            ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS,
+            ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_LONG);
     private static final MethodHandle CLOSE = fn("close", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT);
-    private static final MethodHandle EVENTFD = fn("eventfd", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-            ValueLayout.JAVA_INT);
-    private static final MethodHandle MEMFD_CREATE = fn("memfd_create", ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-            ValueLayout.JAVA_INT);
-    private static final MethodHandle FCNTL = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("fcntl"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), CAPTURE,
+    private static final MethodHandle EVENTFD =
+            fn("eventfd", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT);
+    private static final MethodHandle MEMFD_CREATE =
+            fn("memfd_create", ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT);
+    private static final MethodHandle FCNTL = LINKER.downcallHandle(
+            LINKER.defaultLookup().findOrThrow("fcntl"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+            CAPTURE,
             Linker.Option.firstVariadicArg(2));
 
     /** A received frame: header fields, payload, and the fds that followed it. */
@@ -128,8 +146,8 @@ final class UnixClient implements AutoCloseable {
             fdBytes[i] = (byte) (both >>> 32);
             fds[i] = (int) both;
         }
-        return new Frame(len, op, status, seq, nfds, ByteBuffer.wrap(payload).order(ByteOrder.LITTLE_ENDIAN), fds,
-                fdBytes);
+        return new Frame(
+                len, op, status, seq, nfds, ByteBuffer.wrap(payload).order(ByteOrder.LITTLE_ENDIAN), fds, fdBytes);
     }
 
     /** True when the daemon closed the connection (read returns 0 or ECONNRESET). */
@@ -184,7 +202,8 @@ final class UnixClient implements AutoCloseable {
                 throw new IOException("recvmsg for an fd returned " + n + " (errno " + lastErrno() + ")");
             }
             long controlLen = msg.get(ValueLayout.JAVA_LONG, 40);
-            if (controlLen < CMSG_HDR_SIZE + 4 || control.get(ValueLayout.JAVA_INT, 8) != SOL_SOCKET
+            if (controlLen < CMSG_HDR_SIZE + 4
+                    || control.get(ValueLayout.JAVA_INT, 8) != SOL_SOCKET
                     || control.get(ValueLayout.JAVA_INT, 12) != SCM_RIGHTS
                     || control.get(ValueLayout.JAVA_LONG, 0) != CMSG_HDR_SIZE + 4) {
                 throw new IOException("no SCM_RIGHTS with the fd byte (controllen " + controlLen + ")");
@@ -252,8 +271,8 @@ final class UnixClient implements AutoCloseable {
     private static final ThreadLocal<int[]> LAST_ERRNO = ThreadLocal.withInitial(() -> new int[1]);
 
     private static MethodHandle fn(String name, ValueLayout result, ValueLayout... args) {
-        return LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow(name), FunctionDescriptor.of(result, args),
-                CAPTURE);
+        return LINKER.downcallHandle(
+                LINKER.defaultLookup().findOrThrow(name), FunctionDescriptor.of(result, args), CAPTURE);
     }
 
     private static int lastErrno() {

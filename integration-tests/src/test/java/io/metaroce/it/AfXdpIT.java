@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -71,20 +71,30 @@ class AfXdpIT {
         Sh.check("ip", "-n", a.ns(), "neigh", "flush", "dev", a.ifname());
         Proc server = fabric.start(b, "iperf3-server", List.of("iperf3", "-s", "-1", "-B", b.addr()));
         try {
-            boolean sent = Wait.until(Duration.ofSeconds(30), () -> Sh.run(Duration.ofSeconds(20), List.of(
-                    "ip", "netns", "exec", a.ns(), "iperf3", "-c", b.addr(), "-n", "8M")).exit() == 0);
-            assertThat(sent).as("iperf3 TCP from A to B while the daemons run; server:%n%s",
-                    server.output()).isTrue();
+            boolean sent = Wait.until(
+                    Duration.ofSeconds(30),
+                    () -> Sh.run(
+                                            Duration.ofSeconds(20),
+                                            List.of(
+                                                    "ip", "netns", "exec", a.ns(), "iperf3", "-c", b.addr(), "-n",
+                                                    "8M"))
+                                    .exit()
+                            == 0);
+            assertThat(sent)
+                    .as("iperf3 TCP from A to B while the daemons run; server:%n%s", server.output())
+                    .isTrue();
         } finally {
             server.stop(STOP_GRACE);
         }
         String bMac = macOf(b);
         assertThat(Sh.check("ip", "-n", a.ns(), "neigh", "show", b.addr(), "dev", a.ifname()))
-                .as("A's neighbour entry for B").contains(bMac);
+                .as("A's neighbour entry for B")
+                .contains(bMac);
     }
 
     private static String macOf(NetnsFabric.Host h) {
-        return Sh.check("ip", "netns", "exec", h.ns(), "cat", "/sys/class/net/" + h.ifname() + "/address").trim();
+        return Sh.check("ip", "netns", "exec", h.ns(), "cat", "/sys/class/net/" + h.ifname() + "/address")
+                .trim();
     }
 
     @Test
@@ -94,7 +104,9 @@ class AfXdpIT {
             Daemon d = f.startDaemon(a, "--port", "xdp");
             f.awaitReady(d);
             assertThat(xdpOf(a)).contains("mrce_steer");
-            assertThat(d.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", d.logText()).isZero();
+            assertThat(d.stop(STOP_GRACE))
+                    .as("exit on SIGTERM; log:%n%s", d.logText())
+                    .isZero();
             assertThat(xdpOf(a)).as("after a clean exit").doesNotContain("\"xdp\"");
 
             Daemon killed = f.startDaemon(a, "--port", "xdp");
@@ -126,18 +138,27 @@ class AfXdpIT {
             for (NetnsFabric.Host h : List.of(f.a(), f.b())) {
                 // ip link names a driver-mode program "xdp" (SKB mode: "xdpgeneric"); JSON mode 1 = DRV
                 assertThat(Sh.check("ip", "-n", h.ns(), "link", "show", "dev", h.ifname()))
-                        .as("driver-mode program on %s", h.name()).contains(" xdp ").doesNotContain("xdpgeneric");
+                        .as("driver-mode program on %s", h.name())
+                        .contains(" xdp ")
+                        .doesNotContain("xdpgeneric");
                 assertThat(xdpOf(h)).contains("mrce_steer").contains("\"mode\":1");
             }
             RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-n", "300")
                     .assertCompleted(4096, 300, f.diagnostics());
             RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-s", "65536", "-n", "100")
                     .assertCompleted(65536, 100, f.diagnostics());
-            assertThat(da.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", da.logText()).isZero();
-            assertThat(db.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", db.logText()).isZero();
+            assertThat(da.stop(STOP_GRACE))
+                    .as("exit on SIGTERM; log:%n%s", da.logText())
+                    .isZero();
+            assertThat(db.stop(STOP_GRACE))
+                    .as("exit on SIGTERM; log:%n%s", db.logText())
+                    .isZero();
             for (NetnsFabric.Host h : List.of(f.a(), f.b())) {
-                assertThat(xdpOf(h)).as("after the daemon on %s exited", h.name()).doesNotContain("\"xdp\"");
-                assertThat(Sh.check("ip", "-n", h.ns(), "link", "show", "dev", h.ifname())).doesNotContain("xdp");
+                assertThat(xdpOf(h))
+                        .as("after the daemon on %s exited", h.name())
+                        .doesNotContain("\"xdp\"");
+                assertThat(Sh.check("ip", "-n", h.ns(), "link", "show", "dev", h.ifname()))
+                        .doesNotContain("xdp");
             }
         }
     }
@@ -163,7 +184,9 @@ class AfXdpIT {
                     .assertCompleted(4096, 300, f.diagnostics());
             RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-e", "-s", "65536", "-n", "50")
                     .assertCompleted(65536, 50, f.diagnostics());
-            assertThat(db.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", db.logText()).isZero();
+            assertThat(db.stop(STOP_GRACE))
+                    .as("exit on SIGTERM; log:%n%s", db.logText())
+                    .isZero();
             String log = db.logText();
             long[] rx = new long[4];
             Matcher m = QUEUE_RX.matcher(log);
@@ -173,11 +196,14 @@ class AfXdpIT {
                 sockets++;
             }
             assertThat(sockets).as("one AF_XDP socket per queue; log:%n%s", log).isEqualTo(4);
-            assertThat(rx[1] + rx[2] + rx[3]).as("frames received on queues 1..3 %s; log:%n%s",
-                    java.util.Arrays.toString(rx), log).isPositive();
+            assertThat(rx[1] + rx[2] + rx[3])
+                    .as("frames received on queues 1..3 %s; log:%n%s", java.util.Arrays.toString(rx), log)
+                    .isPositive();
             Matcher w = QUEUE_WAKEUPS.matcher(log);
             assertThat(w.find()).as("duty-cycle line; log:%n%s", log).isTrue();
-            long[] wakeups = java.util.Arrays.stream(w.group(1).split(",\\s*")).mapToLong(Long::parseLong).toArray();
+            long[] wakeups = java.util.Arrays.stream(w.group(1).split(",\\s*"))
+                    .mapToLong(Long::parseLong)
+                    .toArray();
             assertThat(wakeups).hasSize(4);
             assertThat(wakeups[1] + wakeups[2] + wakeups[3])
                     .as("sleeps ended by frames on queues 1..3 %s; log:%n%s", java.util.Arrays.toString(wakeups), log)
@@ -202,26 +228,43 @@ class AfXdpIT {
         Sh.check("ip", "-n", a.ns(), "addr", "add", "2001:2::1/64", "dev", a.ifname(), "nodad");
         Sh.check("ip", "-n", b.ns(), "addr", "add", "2001:2::2/64", "dev", b.ifname(), "nodad");
         String token = "mrce-ipv6-" + System.nanoTime();
-        Proc server = fabric.start(b, "udp6-server", List.of("python3", "-c", String.join("\n",
-                "import socket",
-                "s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
-                "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)",
-                "s.bind(('2001:2::2', 4793))",
-                "s.settimeout(60)",
-                "print('listening', flush=True)",
-                "data, peer = s.recvfrom(2048)",
-                "print('got', data.decode(), flush=True)")));
+        Proc server = fabric.start(
+                b,
+                "udp6-server",
+                List.of(
+                        "python3",
+                        "-c",
+                        String.join(
+                                "\n",
+                                "import socket",
+                                "s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
+                                "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)",
+                                "s.bind(('2001:2::2', 4793))",
+                                "s.settimeout(60)",
+                                "print('listening', flush=True)",
+                                "data, peer = s.recvfrom(2048)",
+                                "print('got', data.decode(), flush=True)")));
         try {
             assertThat(Wait.until(Duration.ofSeconds(20), () -> server.output().contains("listening")))
-                    .as("udp6 server: %s", server.output()).isTrue();
+                    .as("udp6 server: %s", server.output())
+                    .isTrue();
             boolean got = Wait.until(Duration.ofSeconds(30), () -> {
-                Sh.run("ip", "netns", "exec", a.ns(), "python3", "-c", String.join("\n",
-                        "import socket",
-                        "s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
-                        "s.sendto(b'" + token + "', ('2001:2::2', 4793))"));
+                Sh.run(
+                        "ip",
+                        "netns",
+                        "exec",
+                        a.ns(),
+                        "python3",
+                        "-c",
+                        String.join(
+                                "\n",
+                                "import socket",
+                                "s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
+                                "s.sendto(b'" + token + "', ('2001:2::2', 4793))"));
                 return server.output().contains("got " + token);
             });
-            assertThat(got).as("IPv6 UDP to port 4793 reached B's kernel socket; server:%n%s", server.output())
+            assertThat(got)
+                    .as("IPv6 UDP to port 4793 reached B's kernel socket; server:%n%s", server.output())
                     .isTrue();
         } finally {
             server.stop(STOP_GRACE);

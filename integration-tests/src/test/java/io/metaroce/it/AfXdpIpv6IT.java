@@ -73,8 +73,19 @@ class AfXdpIpv6IT {
     /** ibv_ud_pingpong -c: UD sends to an IPv6 address handle over the AF_XDP port. */
     @Test
     void udPingPongWithDataChecked() {
-        List<String> cmd = List.of("ibv_ud_pingpong", "-d", "mrce0", "-g", "0", "-s", "512", "-n", "300", "-c",
-                "-p", Integer.toString(PORT.getAndIncrement()));
+        List<String> cmd = List.of(
+                "ibv_ud_pingpong",
+                "-d",
+                "mrce0",
+                "-g",
+                "0",
+                "-s",
+                "512",
+                "-n",
+                "300",
+                "-c",
+                "-p",
+                Integer.toString(PORT.getAndIncrement()));
         int port = Integer.parseInt(cmd.get(cmd.size() - 1));
         Proc s = fabric.startApp(fabric.b(), "ud_pingpong-server", cmd);
         Proc c = null;
@@ -84,7 +95,8 @@ class AfXdpIpv6IT {
             client.add(fabric.appServerAddr());
             c = fabric.startApp(fabric.a(), "ud_pingpong-client", client);
             AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
-            String context = "\n--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
+            String context =
+                    "\n--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
             RcPingPong.parse("server", exits.server(), s.output()).assertCompleted(512, 300, context);
             RcPingPong.parse("client", exits.client(), c.output()).assertCompleted(512, 300, context);
         } finally {
@@ -100,8 +112,8 @@ class AfXdpIpv6IT {
     void integrityOverIpv6() {
         int messages = 1000;
         Integrity.Result r = Integrity.run(fabric, PORT.getAndIncrement(), messages, 0x5eed0016L, RUN_TIMEOUT);
-        String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n" + r.client().output()
-                + "\n" + fabric.diagnostics();
+        String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n"
+                + r.client().output() + "\n" + fabric.diagnostics();
         assertThat(r.server().ok()).as("server reports OK" + context).isTrue();
         assertThat(r.client().ok()).as("client reports OK" + context).isTrue();
         assertThat(r.server().messages()).isEqualTo(messages);
@@ -119,22 +131,32 @@ class AfXdpIpv6IT {
         NetnsFabric.Host b = fabric.b();
         Sh.check("ip", "-n", a.ns(), "-6", "neigh", "flush", "dev", a.ifname());
         // ICMPv6 echo from a raw socket (the kernel fills in the checksum); no ping binary needed
-        Proc.Result ping = fabric.exec(a, Duration.ofSeconds(30), "python3", "-c", String.join("\n",
-                "import socket, struct",
-                "s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)",
-                "s.settimeout(5)",
-                "for i in range(3):",
-                "    s.sendto(struct.pack('!BBHHH', 128, 0, 0, 0x4d52, i) + b'mrce', ('" + b.addr() + "', 0))",
-                "    while True:",
-                "        d, peer = s.recvfrom(1500)",
-                "        if d[0] == 129 and d[4:8] == struct.pack('!HH', 0x4d52, i):",
-                "            print('echo reply', i, flush=True)",
-                "            break"));
-        assertThat(ping.exit()).as("ICMPv6 echo from A to B while the daemons run:%n%s", ping.output()).isZero();
+        Proc.Result ping = fabric.exec(
+                a,
+                Duration.ofSeconds(30),
+                "python3",
+                "-c",
+                String.join(
+                        "\n",
+                        "import socket, struct",
+                        "s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)",
+                        "s.settimeout(5)",
+                        "for i in range(3):",
+                        "    s.sendto(struct.pack('!BBHHH', 128, 0, 0, 0x4d52, i) + b'mrce', ('" + b.addr() + "', 0))",
+                        "    while True:",
+                        "        d, peer = s.recvfrom(1500)",
+                        "        if d[0] == 129 and d[4:8] == struct.pack('!HH', 0x4d52, i):",
+                        "            print('echo reply', i, flush=True)",
+                        "            break"));
+        assertThat(ping.exit())
+                .as("ICMPv6 echo from A to B while the daemons run:%n%s", ping.output())
+                .isZero();
         assertThat(ping.output()).contains("echo reply 2");
-        String bMac = Sh.check("ip", "netns", "exec", b.ns(), "cat", "/sys/class/net/" + b.ifname() + "/address").trim();
+        String bMac = Sh.check("ip", "netns", "exec", b.ns(), "cat", "/sys/class/net/" + b.ifname() + "/address")
+                .trim();
         assertThat(Sh.check("ip", "-n", a.ns(), "-6", "neigh", "show", b.addr(), "dev", a.ifname()))
-                .as("A's NDP entry for B").contains(bMac);
+                .as("A's NDP entry for B")
+                .contains(bMac);
         RcPingPong.run(fabric, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-n", "200")
                 .assertCompleted(4096, 200, fabric.diagnostics());
     }
@@ -160,9 +182,14 @@ class AfXdpIpv6IT {
             assertGids(r, served, f.b().addr());
             RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-s", "65536", "-n", "100")
                     .assertCompleted(65536, 100, f.diagnostics());
-            assertThat(da.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", da.logText()).isZero();
+            assertThat(da.stop(STOP_GRACE))
+                    .as("exit on SIGTERM; log:%n%s", da.logText())
+                    .isZero();
             String log = da.logText();
-            assertThat(log).as("A's port counters; log:%n%s", log).contains(" badChecksum 0 ").contains(" short 0 ");
+            assertThat(log)
+                    .as("A's port counters; log:%n%s", log)
+                    .contains(" badChecksum 0 ")
+                    .contains(" short 0 ");
             assertThat(db.stop(STOP_GRACE)).isZero();
             assertThat(xdpOf(f.a())).doesNotContain("\"xdp\"");
         }
@@ -183,9 +210,13 @@ class AfXdpIpv6IT {
             RcPingPong.run(f, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-s", "65536", "-n", "100")
                     .assertCompleted(65536, 100, f.diagnostics());
             for (Daemon d : ds) {
-                assertThat(d.stop(STOP_GRACE)).as("exit on SIGTERM; log:%n%s", d.logText()).isZero();
-                assertThat(d.logText()).as("port counters; log:%n%s", d.logText())
-                        .contains(" truncated 0 short 0 ").contains(" badChecksum 0 ");
+                assertThat(d.stop(STOP_GRACE))
+                        .as("exit on SIGTERM; log:%n%s", d.logText())
+                        .isZero();
+                assertThat(d.logText())
+                        .as("port counters; log:%n%s", d.logText())
+                        .contains(" truncated 0 short 0 ")
+                        .contains(" badChecksum 0 ");
             }
         }
     }

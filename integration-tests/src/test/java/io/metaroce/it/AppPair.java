@@ -40,8 +40,8 @@ final class AppPair {
         try {
             return p.waitFor(Duration.ZERO);
         } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output()
-                    + "\n" + diagnostics, e);
+            throw new AssertionError(
+                    e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output() + "\n" + diagnostics, e);
         }
     }
 }

@@ -30,12 +30,23 @@ class BadInputIT {
      * The line the daemon logs when it drops a control connection for bad input
      * ({@code ChannelSession.close}); group 1 is the reason.
      */
-    private static final Pattern CLOSE_LOG = Pattern.compile(
-            ".*closing local control connection \\d+ of pid \\d+: protocol error: (.+)$");
+    private static final Pattern CLOSE_LOG =
+            Pattern.compile(".*closing local control connection \\d+ of pid \\d+: protocol error: (.+)$");
     /** The first case of each group of mrce_verbs_errors (queries, MRs, CQs, QP limits and states, ...). */
-    private static final String[] VERBS_ERROR_CASES = {"query_port_bad_port", "reg_mr_remote_write_without_local_write",
-        "create_cq_cqe_over_max", "create_qp_send_wr_over_max", "create_qp", "post_send_atomic_two_sges",
-        "query_device_ex", "create_ah_not_global", "create_srq_sge_over_max", "create_srq", "close_device"};
+    private static final String[] VERBS_ERROR_CASES = {
+        "query_port_bad_port",
+        "reg_mr_remote_write_without_local_write",
+        "create_cq_cqe_over_max",
+        "create_qp_send_wr_over_max",
+        "create_qp",
+        "post_send_atomic_two_sges",
+        "query_device_ex",
+        "create_ah_not_global",
+        "create_srq_sge_over_max",
+        "create_srq",
+        "close_device"
+    };
+
     private static TwoHostFabric fabric;
 
     @BeforeAll
@@ -54,28 +65,42 @@ class BadInputIT {
 
     private static void assertStillServes() {
         for (Daemon d : fabric.daemons()) {
-            assertThat(d.isAlive()).as("mrce-nicd in host %s alive%n%s", d.host().name(), fabric.diagnostics())
+            assertThat(d.isAlive())
+                    .as("mrce-nicd in host %s alive%n%s", d.host().name(), fabric.diagnostics())
                     .isTrue();
         }
-        RcPingPong.run(fabric, PORT.getAndIncrement(), RUN_TIMEOUT).assertCompleted(4096, 1000,
-                fabric.diagnostics());
+        RcPingPong.run(fabric, PORT.getAndIncrement(), RUN_TIMEOUT).assertCompleted(4096, 1000, fabric.diagnostics());
     }
 
     @Test
     void clientKilledMidRun() {
         int port = PORT.getAndIncrement();
-        List<String> cmd = List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0", "-p", Integer.toString(port),
-                "-n", "100000000");
+        List<String> cmd =
+                List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0", "-p", Integer.toString(port), "-n", "100000000");
         Proc server = fabric.startApp(fabric.b(), "rc_pingpong-long-server", cmd);
         try (server) {
             fabric.awaitTcpListening(fabric.b(), port, server, Duration.ofSeconds(20));
             // stdbuf: the client's "remote address" line shows when the QPs are connected and data flows.
-            Proc client = fabric.start(fabric.a(), "rc_pingpong-long-client",
-                    List.of("stdbuf", "-oL", Env.bin("mrce-run").toString(), "ibv_rc_pingpong", "-d", "mrce0",
-                            "-g", "0", "-p", Integer.toString(port), "-n", "100000000", fabric.b().addr()));
+            Proc client = fabric.start(
+                    fabric.a(),
+                    "rc_pingpong-long-client",
+                    List.of(
+                            "stdbuf",
+                            "-oL",
+                            Env.bin("mrce-run").toString(),
+                            "ibv_rc_pingpong",
+                            "-d",
+                            "mrce0",
+                            "-g",
+                            "0",
+                            "-p",
+                            Integer.toString(port),
+                            "-n",
+                            "100000000",
+                            fabric.b().addr()));
             try (client) {
-                boolean connected = Wait.until(Duration.ofSeconds(30),
-                        () -> client.output().contains("remote address") || !client.isAlive());
+                boolean connected = Wait.until(
+                        Duration.ofSeconds(30), () -> client.output().contains("remote address") || !client.isAlive());
                 assertThat(connected && client.isAlive())
                         .as("client connected and running; output:%n%s%n%s", client.output(), fabric.diagnostics())
                         .isTrue();
@@ -100,7 +125,8 @@ class BadInputIT {
             }
             s.write(ControlSocket.header(3, 0x7777, 1), junk.flip());
             assertThat(s.closedByPeerWithin(Duration.ofSeconds(10)))
-                    .as("daemon closes the connection on garbage").isTrue();
+                    .as("daemon closes the connection on garbage")
+                    .isTrue();
         }
         assertLoggedSince(d, logMark, "(frame len 3 is shorter than the 16-byte header|.*frame length \\(3\\).*)");
         assertStillServes();
@@ -113,7 +139,8 @@ class BadInputIT {
         try (ControlSocket s = ControlSocket.connect(d.socket())) {
             s.write(ControlSocket.header(ControlSocket.HDR_SIZE + 8, 999, 1), ByteBuffer.allocate(8));
             assertThat(s.closedByPeerWithin(Duration.ofSeconds(10)))
-                    .as("daemon closes the connection on an unknown op").isTrue();
+                    .as("daemon closes the connection on an unknown op")
+                    .isTrue();
         }
         assertLoggedSince(d, logMark, "unknown op 999 \\(seq 1\\)");
         assertStillServes();
@@ -127,7 +154,8 @@ class BadInputIT {
             // A HELLO that claims 1 MiB, far above MRCE_CTRL_MAX_FRAME (4096), and sends 64 KiB of it.
             s.write(ControlSocket.header(1 << 20, ControlSocket.OP_HELLO, 1), ByteBuffer.allocate(64 * 1024));
             assertThat(s.closedByPeerWithin(Duration.ofSeconds(10)))
-                    .as("daemon closes the connection on an oversized frame").isTrue();
+                    .as("daemon closes the connection on an oversized frame")
+                    .isTrue();
         }
         assertLoggedSince(d, logMark, "(?i).*frame length exceeds 4096.*");
         assertStillServes();
@@ -136,18 +164,27 @@ class BadInputIT {
     @Test
     void verbsErrorPaths() {
         Path prog = Env.nativeDir().resolve("mrce_verbs_errors");
-        assertThat(Files.isExecutable(prog)).as("%s built by provider-c's make", prog).isTrue();
+        assertThat(Files.isExecutable(prog))
+                .as("%s built by provider-c's make", prog)
+                .isTrue();
         Proc.Result r = fabric.runApp(fabric.a(), "mrce_verbs_errors", RUN_TIMEOUT, List.of(prog.toString()));
         var m = Pattern.compile("(?m)^(\\d+) passed, (\\d+) failed\\s*$").matcher(r.output());
         String context = "output:\n" + r.output() + "\n" + fabric.diagnostics();
         assertThat(m.find()).as("summary line; " + context).isTrue();
         String last = r.output().strip().lines().reduce((x, y) -> y).orElse("");
-        assertThat(last).as("the summary is the final line").isEqualTo(m.group(0).strip());
+        assertThat(last)
+                .as("the summary is the final line")
+                .isEqualTo(m.group(0).strip());
         assertThat(Integer.parseInt(m.group(2))).as("failed; " + context).isZero();
         // Every group of cases ran (the first case of each), and the count is the PASS lines'.
-        List<String> passedCases = r.output().lines().filter(l -> l.startsWith("PASS ")).map(l -> l.substring(5))
+        List<String> passedCases = r.output()
+                .lines()
+                .filter(l -> l.startsWith("PASS "))
+                .map(l -> l.substring(5))
                 .toList();
-        assertThat(passedCases).as("cases passed; " + context).contains(VERBS_ERROR_CASES)
+        assertThat(passedCases)
+                .as("cases passed; " + context)
+                .contains(VERBS_ERROR_CASES)
                 .hasSize(Integer.parseInt(m.group(1)));
         assertThat(r.output()).as("no case failed; " + context).doesNotContain("\nFAIL ");
         assertThat(r.exit()).as("exit; " + context).isZero();
@@ -157,11 +194,14 @@ class BadInputIT {
     /** The daemon logged, since {@code mark}, that it closed a control connection for {@code reason} (a regex). */
     private static void assertLoggedSince(Daemon d, long mark, String reason) {
         Pattern why = Pattern.compile(reason);
-        boolean logged = Wait.until(Duration.ofSeconds(5), () -> d.logSince(mark).lines().anyMatch(l -> {
-            Matcher m = CLOSE_LOG.matcher(l);
-            return m.matches() && why.matcher(m.group(1)).matches();
-        }));
-        assertThat(logged).as("mrce-nicd logs that it closed the connection for /%s/; new log:%n%s", reason,
-                d.logSince(mark)).isTrue();
+        boolean logged = Wait.until(
+                Duration.ofSeconds(5),
+                () -> d.logSince(mark).lines().anyMatch(l -> {
+                    Matcher m = CLOSE_LOG.matcher(l);
+                    return m.matches() && why.matcher(m.group(1)).matches();
+                }));
+        assertThat(logged)
+                .as("mrce-nicd logs that it closed the connection for /%s/; new log:%n%s", reason, d.logSince(mark))
+                .isTrue();
     }
 }

@@ -48,7 +48,8 @@ class ConformanceIT {
         /** The ids of the cases junit.xml lists, and of those that failed. */
         List<String> cases(boolean failedOnly) {
             Matcher m = Pattern.compile("<testcase classname=\"mrce-conformance\" name=\"([^\"]+)\"[^>]*>\\s*"
-                    + "<system-out>[^<]*</system-out>\\s*(<failure)?").matcher(junit);
+                            + "<system-out>[^<]*</system-out>\\s*(<failure)?")
+                    .matcher(junit);
             List<String> ids = new java.util.ArrayList<>();
             while (m.find()) {
                 if (!failedOnly || m.group(2) != null) {
@@ -60,19 +61,34 @@ class ConformanceIT {
     }
 
     /** Starts the daemon in B (with env), the agent beside it, runs the suite (or the cases {@code only} names) from A; stops both. */
-    private static Run runSuite(String name, String only, Map<String, String> env, String... daemonArgs) throws IOException {
+    private static Run runSuite(String name, String only, Map<String, String> env, String... daemonArgs)
+            throws IOException {
         NetnsFabric.Host a = fabric.a();
         NetnsFabric.Host b = fabric.b();
         Daemon d = fabric.startDaemon(b, env, daemonArgs);
         try {
             fabric.awaitReady(d);
-            try (Proc agent = fabric.start(b, "agent-" + name, List.of(Env.bin("mrce-conformance").toString(), "agent",
-                    "--listen", b.addr() + ":" + AGENT_PORT))) {
+            try (Proc agent = fabric.start(
+                    b,
+                    "agent-" + name,
+                    List.of(
+                            Env.bin("mrce-conformance").toString(),
+                            "agent",
+                            "--listen",
+                            b.addr() + ":" + AGENT_PORT))) {
                 boolean up = Wait.until(AGENT_TIMEOUT, () -> agent.output().contains("listening") || !agent.isAlive());
-                assertThat(up && agent.isAlive()).as("the target agent did not start: %s", agent.output()).isTrue();
+                assertThat(up && agent.isAlive())
+                        .as("the target agent did not start: %s", agent.output())
+                        .isTrue();
                 Path reportDir = fabric.logDir().resolve("report-" + name);
-                List<String> cmd = new java.util.ArrayList<>(List.of(Env.bin("mrce-conformance").toString(), "--target",
-                        b.addr(), "--agent", b.addr() + ":" + AGENT_PORT, "--report", reportDir.toString()));
+                List<String> cmd = new java.util.ArrayList<>(List.of(
+                        Env.bin("mrce-conformance").toString(),
+                        "--target",
+                        b.addr(),
+                        "--agent",
+                        b.addr() + ":" + AGENT_PORT,
+                        "--report",
+                        reportDir.toString()));
                 if (only != null) {
                     cmd.addAll(List.of("--only", only));
                 }
@@ -80,8 +96,8 @@ class ConformanceIT {
                     int exit = suite.waitFor(SUITE_TIMEOUT);
                     Path junit = reportDir.resolve("junit.xml");
                     String xml = Files.exists(junit) ? Files.readString(junit) : "";
-                    return new Run(exit, suite.output() + "\n--- agent:\n" + agent.output(), xml, reportDir,
-                            d.logText());
+                    return new Run(
+                            exit, suite.output() + "\n--- agent:\n" + agent.output(), xml, reportDir, d.logText());
                 }
             }
         } finally {
@@ -144,7 +160,8 @@ class ConformanceIT {
     /** Every (hook, case) pair; {@code -Dconformance.hooks=a,b} runs only those hooks (to rerun a few by hand). */
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> hooks() {
         List<String> only = List.of(System.getProperty("conformance.hooks", "").split(","));
-        return HOOKS.entrySet().stream().filter(e -> only.equals(List.of("")) || only.contains(e.getValue()))
+        return HOOKS.entrySet().stream()
+                .filter(e -> only.equals(List.of("")) || only.contains(e.getValue()))
                 .map(e -> org.junit.jupiter.params.provider.Arguments.of(e.getValue(), e.getKey()));
     }
 
@@ -152,25 +169,36 @@ class ConformanceIT {
     @ValueSource(strings = {"udp", "xdp"})
     void referenceDaemonPassesEveryCase(String port) throws IOException {
         Run r = runSuite("pass-" + port, null, Map.of(), "--port", port);
-        assertThat(r.exit()).as("suite exit; its output:\n%s\n%s", r.output(), fabric.diagnostics()).isZero();
-        assertThat(r.cases(false)).as("cases in junit.xml: each has its break hook below")
+        assertThat(r.exit())
+                .as("suite exit; its output:\n%s\n%s", r.output(), fabric.diagnostics())
+                .isZero();
+        assertThat(r.cases(false))
+                .as("cases in junit.xml: each has its break hook below")
                 .containsExactlyInAnyOrderElementsOf(HOOKS.keySet());
         assertThat(r.cases(true)).as("failed cases").isEmpty();
         assertThat(r.daemonLog()).doesNotContain("conformance test hook ON");
-        assertThat(r.output()).contains("mrce-conformance: " + HOOKS.size() + " passed, 0 failed of " + HOOKS.size()
-                + " cases");
+        assertThat(r.output())
+                .contains("mrce-conformance: " + HOOKS.size() + " passed, 0 failed of " + HOOKS.size() + " cases");
     }
 
     /** The reference daemon with one rule broken fails the case that checks it (run alone: {@code --only}). */
     @ParameterizedTest(name = "break {0} is caught by {1}")
     @org.junit.jupiter.params.provider.MethodSource("hooks")
     void suiteCatchesEachBrokenRule(String rule, String caseId) throws IOException {
-        Run r = runSuite("break-" + rule, caseId, Map.of("MRCE_NICD_JAVA_OPTS", "-Dmetaroce.conformance.break=" + rule),
-                "--port", "udp");
+        Run r = runSuite(
+                "break-" + rule,
+                caseId,
+                Map.of("MRCE_NICD_JAVA_OPTS", "-Dmetaroce.conformance.break=" + rule),
+                "--port",
+                "udp");
         assertThat(r.daemonLog()).as("the daemon says the hook is on").contains("breaking rule '" + rule + "'");
-        assertThat(r.exit()).as("suite exit with %s broken; output:\n%s", rule, r.output()).isEqualTo(1);
+        assertThat(r.exit())
+                .as("suite exit with %s broken; output:\n%s", rule, r.output())
+                .isEqualTo(1);
         assertThat(r.cases(false)).as("the case run alone").containsExactly(caseId);
-        assertThat(r.cases(true)).as("failed cases with %s broken; output:\n%s", rule, r.output()).contains(caseId);
+        assertThat(r.cases(true))
+                .as("failed cases with %s broken; output:\n%s", rule, r.output())
+                .contains(caseId);
         assertThat(r.junit()).as("the failure's reason in junit.xml").contains("<failure message=\"");
         Path pcap = r.reportDir().resolve(caseId + ".pcap");
         assertThat(pcap).as("the failing case's packets").exists();

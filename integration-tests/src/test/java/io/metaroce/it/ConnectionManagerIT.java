@@ -33,6 +33,7 @@ class ConnectionManagerIT {
     private static final ObjectMapper JSON = new ObjectMapper();
     /** The daemons' --cm-peer-timeout-ms here (the default is 3000). */
     private static final int PEER_TIMEOUT_MS = 1500;
+
     private static final int HEARTBEAT_MS = 250;
 
     @BeforeAll
@@ -71,13 +72,32 @@ class ConnectionManagerIT {
                     }
                 }
                 assertThat(qp).as("the server's QP in RTS").isNotNull();
-                long before = ctl(f, f.b(), "counters").path("port").path("rxBadToken").asLong();
-                Proc.Result inject = f.exec(f.a(), Duration.ofSeconds(30), Env.bpfDir().resolve("mrce_inject").toString(),
-                        f.b().addr(), "4793", qp.path("qpn").asText(), qp.path("destQpn").asText(), "0x12345678", "5000");
+                long before = ctl(f, f.b(), "counters")
+                        .path("port")
+                        .path("rxBadToken")
+                        .asLong();
+                Proc.Result inject = f.exec(
+                        f.a(),
+                        Duration.ofSeconds(30),
+                        Env.bpfDir().resolve("mrce_inject").toString(),
+                        f.b().addr(),
+                        "4793",
+                        qp.path("qpn").asText(),
+                        qp.path("destQpn").asText(),
+                        "0x12345678",
+                        "5000");
                 assertThat(inject.output()).contains("sent 5000");
-                boolean counted = Wait.until(Duration.ofSeconds(10),
-                        () -> ctl(f, f.b(), "counters").path("port").path("rxBadToken").asLong() - before >= 5000);
-                assertThat(counted).as("5000 bad-token packets counted: " + ctl(f, f.b(), "counters")).isTrue();
+                boolean counted = Wait.until(
+                        Duration.ofSeconds(10),
+                        () -> ctl(f, f.b(), "counters")
+                                                .path("port")
+                                                .path("rxBadToken")
+                                                .asLong()
+                                        - before
+                                >= 5000);
+                assertThat(counted)
+                        .as("5000 bad-token packets counted: " + ctl(f, f.b(), "counters"))
+                        .isTrue();
             } finally {
                 Integrity.Result r = run.finish();
                 assertThat(r.client().ok()).as("client\n" + r.client().output()).isTrue();
@@ -98,23 +118,31 @@ class ConnectionManagerIT {
             Daemon a = f.daemon(f.a());
             Daemon b = f.daemon(f.b());
             long logFrom = a.logSize();
-            assertThat(Wait.until(Duration.ofSeconds(30), () -> ctl(f, f.a(), "qps").path("qps").size() > 0)).isTrue();
+            assertThat(Wait.until(
+                            Duration.ofSeconds(30),
+                            () -> ctl(f, f.a(), "qps").path("qps").size() > 0))
+                    .isTrue();
             long t0 = System.nanoTime();
             b.proc().kill();
             long bound = PEER_TIMEOUT_MS + 2L * HEARTBEAT_MS + 1000;
-            boolean lost = Wait.until(Duration.ofMillis(bound),
+            boolean lost = Wait.until(
+                    Duration.ofMillis(bound),
                     () -> a.logSince(logFrom).contains("peer daemon " + f.b().addr() + " lost"));
             long ms = (System.nanoTime() - t0) / 1_000_000;
-            assertThat(lost).as("daemon A declared B lost within %d ms (log:%n%s)", bound, a.logSince(logFrom)).isTrue();
+            assertThat(lost)
+                    .as("daemon A declared B lost within %d ms (log:%n%s)", bound, a.logSince(logFrom))
+                    .isTrue();
             // Its QP failed then (the manager) or already (retransmissions unanswered): the
             // application ends with an error either way, and soon.
-            assertThat(run.client().waitFor(Duration.ofSeconds(20))).as("the client ends with an error").isNotZero();
+            assertThat(run.client().waitFor(Duration.ofSeconds(20)))
+                    .as("the client ends with an error")
+                    .isNotZero();
             run.close();
-            System.out.printf("peer lost %d ms after the remote daemon was killed (peer timeout %d ms)%n", ms,
-                    PEER_TIMEOUT_MS);
+            System.out.printf(
+                    "peer lost %d ms after the remote daemon was killed (peer timeout %d ms)%n", ms, PEER_TIMEOUT_MS);
 
-            Daemon b2 = f.startDaemon(f.b(), "--cm-heartbeat-ms", "" + HEARTBEAT_MS, "--cm-peer-timeout-ms",
-                    "" + PEER_TIMEOUT_MS);
+            Daemon b2 = f.startDaemon(
+                    f.b(), "--cm-heartbeat-ms", "" + HEARTBEAT_MS, "--cm-peer-timeout-ms", "" + PEER_TIMEOUT_MS);
             f.awaitReady(b2);
             RcPingPong.run(f, 19402, Duration.ofSeconds(60), "-n", "500").assertCompleted(4096, 500, "after restart");
         }
@@ -126,7 +154,10 @@ class ConnectionManagerIT {
             RcPingPong.Running run = RcPingPong.start(f, 19500, "-n", "1000000");
             Daemon b = f.daemon(f.b());
             long logFrom = b.logSize();
-            assertThat(Wait.until(Duration.ofSeconds(30), () -> ctl(f, f.b(), "qps").path("qps").size() > 0)).isTrue();
+            assertThat(Wait.until(
+                            Duration.ofSeconds(30),
+                            () -> ctl(f, f.b(), "qps").path("qps").size() > 0))
+                    .isTrue();
             long t0 = System.nanoTime();
             run.client().kill(); // its daemon reclaims the QP and tells B's daemon
             // Without the manager the server would wait for its next message forever.
@@ -136,9 +167,12 @@ class ConnectionManagerIT {
             assertThat(exit).as("the server ends with an error").isNotZero();
             // The manager's DISCONNECT fails it after the grace unless the transport already did
             // (the killed side's daemon answers late packets of a QP it tore down with a NAK).
-            assertThat(ms).as("server failed %d ms after its peer was killed (grace 1000 ms)", ms).isLessThan(6000);
-            System.out.printf("server QP failed %d ms after its peer process was killed (%s)%n", ms,
-                    b.logSince(logFrom).contains("went away") ? "connection manager" : "transport");
+            assertThat(ms)
+                    .as("server failed %d ms after its peer was killed (grace 1000 ms)", ms)
+                    .isLessThan(6000);
+            System.out.printf(
+                    "server QP failed %d ms after its peer process was killed (%s)%n",
+                    ms, b.logSince(logFrom).contains("went away") ? "connection manager" : "transport");
         }
     }
 
@@ -148,15 +182,23 @@ class ConnectionManagerIT {
         try (TwoHostFabric f = TwoHostFabric.direct("CmSecretIT", 1500)) {
             java.nio.file.Path secret = secret(dir.resolve("cm.secret"), 1);
             java.nio.file.Path other = secret(dir.resolve("other.secret"), 2);
-            String[] opts = {"--cm-heartbeat-ms", "" + HEARTBEAT_MS, "--cm-peer-timeout-ms", "" + PEER_TIMEOUT_MS,
-                "--cm-connect-timeout-ms", "3000", "--cm-secret-file"};
+            String[] opts = {
+                "--cm-heartbeat-ms",
+                "" + HEARTBEAT_MS,
+                "--cm-peer-timeout-ms",
+                "" + PEER_TIMEOUT_MS,
+                "--cm-connect-timeout-ms",
+                "3000",
+                "--cm-secret-file"
+            };
             Daemon a = f.startDaemon(f.a(), with(opts, secret.toString()));
             Daemon b = f.startDaemon(f.b(), with(opts, secret.toString()));
             f.awaitReady(a);
             f.awaitReady(b);
             RcPingPong.run(f, 19600, Duration.ofSeconds(60), "-n", "200").assertCompleted(4096, 200, "one secret");
             for (Daemon d : List.of(a, b)) {
-                assertThat(d.logText()).contains("peers authenticated with the cluster secret")
+                assertThat(d.logText())
+                        .contains("peers authenticated with the cluster secret")
                         .doesNotContain("connection refused");
             }
 
@@ -165,14 +207,18 @@ class ConnectionManagerIT {
             f.awaitReady(b2);
             RcPingPong.Running run = RcPingPong.start(f, 19601, "-n", "200");
             try {
-                assertThat(run.client().waitFor(Duration.ofSeconds(60))).as("the client ends with an error").isNotZero();
+                assertThat(run.client().waitFor(Duration.ofSeconds(60)))
+                        .as("the client ends with an error")
+                        .isNotZero();
             } finally {
                 run.close();
             }
             assertThat(a.logText()).contains("connection refused: wrong proof");
             assertThat(b2.logText()).contains("connection refused: wrong proof");
-            assertThat(a.logText() + b2.logText()).as("a QP's handshake failed, saying why")
-                    .contains("connection manager handshake failed").contains("its connection was refused");
+            assertThat(a.logText() + b2.logText())
+                    .as("a QP's handshake failed, saying why")
+                    .contains("connection manager handshake failed")
+                    .contains("its connection was refused");
         } finally {
             try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.list(dir)) {
                 for (java.nio.file.Path p : files.toList()) {
@@ -188,7 +234,8 @@ class ConnectionManagerIT {
         byte[] b = new byte[32];
         new java.util.SplittableRandom(seed).nextBytes(b);
         java.nio.file.Files.write(p, b);
-        java.nio.file.Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        java.nio.file.Files.setPosixFilePermissions(
+                p, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         return p;
     }
 

@@ -31,9 +31,15 @@ final class ControlSocket implements AutoCloseable {
 
     /** A mrce_ctrl_hdr: len u32 | op u16 | status u16 | seq u32 | nfds u16 | pad u16. */
     static ByteBuffer header(int len, int op, int seq) {
-        return ByteBuffer.allocate(HDR_SIZE).order(ByteOrder.LITTLE_ENDIAN)
-                .putInt(len).putShort((short) op).putShort((short) 0).putInt(seq)
-                .putShort((short) 0).putShort((short) 0).flip();
+        return ByteBuffer.allocate(HDR_SIZE)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putInt(len)
+                .putShort((short) op)
+                .putShort((short) 0)
+                .putInt(seq)
+                .putShort((short) 0)
+                .putShort((short) 0)
+                .flip();
     }
 
     /** Writes what it can; the daemon may close the connection part-way, which is fine. */

@@ -19,7 +19,9 @@ final class Ctl {
         cmd[0] = Env.bin("mrce-ctl").toString();
         System.arraycopy(args, 0, cmd, 1, args.length);
         Proc.Result r = f.exec(h, Duration.ofSeconds(30), cmd);
-        assertThat(r.ok()).as("mrce-ctl %s in %s: %s", String.join(" ", args), h.name(), r.output()).isTrue();
+        assertThat(r.ok())
+                .as("mrce-ctl %s in %s: %s", String.join(" ", args), h.name(), r.output())
+                .isTrue();
         return r.output();
     }
 

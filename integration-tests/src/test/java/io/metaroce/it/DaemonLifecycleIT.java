@@ -25,11 +25,14 @@ class DaemonLifecycleIT {
         try (TwoHostFabric f = TwoHostFabric.direct("DaemonLifecycleIT", 1500)) {
             Daemon d = f.startDaemon(f.a());
             f.awaitReady(d);
-            assertThat(d.readyLine()).get().asString()
+            assertThat(d.readyLine())
+                    .get()
+                    .asString()
                     .contains("mrce-nicd ready: mrce0 on veth-a (198.18.0.1) udp port 4793, control socket "
                             + d.socket());
             assertThat(Files.exists(d.socket())).isTrue();
-            assertThat(d.stop(Duration.ofSeconds(15))).as("exit status on SIGTERM; log:%n%s", d.logText())
+            assertThat(d.stop(Duration.ofSeconds(15)))
+                    .as("exit status on SIGTERM; log:%n%s", d.logText())
                     .isZero();
             assertThat(Files.exists(d.socket())).as("socket removed on exit").isFalse();
         }

@@ -123,8 +123,6 @@ final class EcmpFabric extends NetnsFabric {
         return f;
     }
 
-
-
     int links() {
         return links;
     }
@@ -157,8 +155,16 @@ final class EcmpFabric extends NetnsFabric {
             return;
         }
         for (String leaf : List.of(leafA, leafB)) {
-            Sh.check("ip", "netns", "exec", leaf, "sysctl", "-qw", "net.ipv4.ip_forward=1",
-                    "net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
+            Sh.check(
+                    "ip",
+                    "netns",
+                    "exec",
+                    leaf,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv4.ip_forward=1",
+                    "net.ipv4.fib_multipath_hash_policy=1",
+                    "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
                     "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
         }
         veth(a.ns(), a.ifname(), leafA, "la-h");
@@ -190,8 +196,16 @@ final class EcmpFabric extends NetnsFabric {
             enableIpv6(ns);
         }
         for (String leaf : List.of(leafA, leafB)) {
-            Sh.check("ip", "netns", "exec", leaf, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1",
-                    "net.ipv6.fib_multipath_hash_policy=1", "net.ipv6.conf.all.ignore_routes_with_linkdown=1",
+            Sh.check(
+                    "ip",
+                    "netns",
+                    "exec",
+                    leaf,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.forwarding=1",
+                    "net.ipv6.fib_multipath_hash_policy=1",
+                    "net.ipv6.conf.all.ignore_routes_with_linkdown=1",
                     "net.ipv6.conf.default.ignore_routes_with_linkdown=1");
         }
         veth(a.ns(), a.ifname(), leafA, "la-h");
@@ -232,9 +246,32 @@ final class EcmpFabric extends NetnsFabric {
     }
 
     private void veth(String ns1, String if1, String ns2, String if2) {
-        Sh.check("ip", "link", "add", if1, "netns", ns1, "mtu", str(mtu), "numtxqueues", "1", "numrxqueues", "1",
-                "type", "veth", "peer", "name", if2, "netns", ns2, "mtu", str(mtu), "numtxqueues", "1",
-                "numrxqueues", "1");
+        Sh.check(
+                "ip",
+                "link",
+                "add",
+                if1,
+                "netns",
+                ns1,
+                "mtu",
+                str(mtu),
+                "numtxqueues",
+                "1",
+                "numrxqueues",
+                "1",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                if2,
+                "netns",
+                ns2,
+                "mtu",
+                str(mtu),
+                "numtxqueues",
+                "1",
+                "numrxqueues",
+                "1");
     }
 
     private static void address(String ns, String ifname, String cidr) {
@@ -284,8 +321,24 @@ final class EcmpFabric extends NetnsFabric {
      */
     void rateLimitSpine(int link, int mbit) {
         for (String[] end : new String[][] {{leafA, spineIfA(link)}, {leafB, spineIfB(link)}}) {
-            Sh.check("ip", "netns", "exec", end[0], "tc", "qdisc", "replace", "dev", end[1], "root", "tbf",
-                    "rate", mbit + "mbit", "burst", "32kb", "latency", "10ms");
+            Sh.check(
+                    "ip",
+                    "netns",
+                    "exec",
+                    end[0],
+                    "tc",
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    end[1],
+                    "root",
+                    "tbf",
+                    "rate",
+                    mbit + "mbit",
+                    "burst",
+                    "32kb",
+                    "latency",
+                    "10ms");
         }
     }
 
@@ -327,8 +380,7 @@ final class EcmpFabric extends NetnsFabric {
 
     private void awaitNexthop(int link, boolean usable) {
         // Carrier changes reach the far leaf's routes through linkwatch, a moment later.
-        boolean settled = Wait.until(ROUTE_SETTLE_TIMEOUT,
-                () -> usable ? nexthopUsable(link) : nexthopUnusable(link));
+        boolean settled = Wait.until(ROUTE_SETTLE_TIMEOUT, () -> usable ? nexthopUsable(link) : nexthopUnusable(link));
         if (!settled) {
             throw new AssertionError("spine link " + link + " did not become " + (usable ? "usable" : "unusable")
                     + " within " + ROUTE_SETTLE_TIMEOUT + ":\n" + routes());
@@ -336,7 +388,8 @@ final class EcmpFabric extends NetnsFabric {
     }
 
     private static boolean usable(String leaf, String prefix, String dev) {
-        for (String line : Sh.check("ip", "-n", leaf, "route", "show", prefix).lines().toList()) {
+        for (String line :
+                Sh.check("ip", "-n", leaf, "route", "show", prefix).lines().toList()) {
             if (line.contains(" dev " + dev + " ")) {
                 return !line.contains(" dead") && !line.contains(" linkdown");
             }
@@ -346,8 +399,8 @@ final class EcmpFabric extends NetnsFabric {
 
     /** Both leaves' routes, for failure messages. */
     String routes() {
-        return "leaf A: " + Sh.check("ip", "-n", leafA, "route", "show", "198.18.2.0/24")
-                + "leaf B: " + Sh.check("ip", "-n", leafB, "route", "show", "198.18.1.0/24");
+        return "leaf A: " + Sh.check("ip", "-n", leafA, "route", "show", "198.18.2.0/24") + "leaf B: "
+                + Sh.check("ip", "-n", leafB, "route", "show", "198.18.1.0/24");
     }
 
     // --- plain UDP flows (udp_flows) ---
@@ -365,8 +418,16 @@ final class EcmpFabric extends NetnsFabric {
             if (!Wait.until(Duration.ofSeconds(10), () -> rx.output().contains("listening") || !rx.isAlive())) {
                 throw new AssertionError("udp_flows receiver did not start: " + rx.output());
             }
-            Proc.Result tx = exec(from, Duration.ofSeconds(120), tool, "send", to.addr(), str(port),
-                    str(firstSourcePort), str(flows), str(count));
+            Proc.Result tx = exec(
+                    from,
+                    Duration.ofSeconds(120),
+                    tool,
+                    "send",
+                    to.addr(),
+                    str(port),
+                    str(firstSourcePort),
+                    str(flows),
+                    str(count));
             if (!tx.ok() || !tx.output().contains("sent " + expected)) {
                 throw new AssertionError("udp_flows send failed: " + tx.output());
             }
@@ -400,8 +461,16 @@ final class EcmpFabric extends NetnsFabric {
         int[] linkOf = new int[flows];
         for (int i = 0; i < flows; i++) {
             Counters before = counters();
-            Proc.Result tx = exec(from, Duration.ofSeconds(20), tool, "send", to.addr(), str(port),
-                    str(firstSourcePort + i), "1", str(probes));
+            Proc.Result tx = exec(
+                    from,
+                    Duration.ofSeconds(20),
+                    tool,
+                    "send",
+                    to.addr(),
+                    str(port),
+                    str(firstSourcePort + i),
+                    "1",
+                    str(probes));
             if (!tx.ok()) {
                 throw new AssertionError("udp_flows send failed: " + tx.output());
             }

@@ -52,32 +52,39 @@ class EcmpFabricIT {
     void sixtyFourFlowsSpreadOverEverySpineLink() {
         int[] perLink = fabric.flowsPerLink(linkOf);
         // Binomial(64, 1/4) per link: mean 16; fewer than 5 on a link has probability about 1e-3.
-        assertThat(Arrays.stream(perLink).min().orElseThrow()).as("fewest flows on a spine link, A to B: %s",
-                Arrays.toString(perLink)).isGreaterThanOrEqualTo(5);
+        assertThat(Arrays.stream(perLink).min().orElseThrow())
+                .as("fewest flows on a spine link, A to B: %s", Arrays.toString(perLink))
+                .isGreaterThanOrEqualTo(5);
 
         // All flows at once: each link carries exactly its flows' datagrams (plus a few ARP packets).
         int count = 100;
         EcmpFabric.Counters before = fabric.counters();
         Map<Integer, Long> got = fabric.sendFlows(fabric.a(), fabric.b(), PORT, FIRST_PORT, FLOWS, count);
         long[] carried = fabric.counters().minus(before).aToB();
-        assertThat(got).hasSize(FLOWS).allSatisfy((port, n) -> assertThat(n).as("flow %d", port).isEqualTo(count));
+        assertThat(got)
+                .hasSize(FLOWS)
+                .allSatisfy((port, n) -> assertThat(n).as("flow %d", port).isEqualTo(count));
         for (int l = 0; l < fabric.links(); l++) {
-            assertThat(carried[l]).as("A to B packets on link %d (%s)", l, Arrays.toString(carried))
+            assertThat(carried[l])
+                    .as("A to B packets on link %d (%s)", l, Arrays.toString(carried))
                     .isBetween((long) perLink[l] * count, (long) perLink[l] * count + 5);
         }
 
         // The other way too: B to A spreads over every link.
         int[] backOf = fabric.mapFlows(fabric.b(), fabric.a(), PORT, FIRST_PORT, FLOWS);
         int[] back = fabric.flowsPerLink(backOf);
-        assertThat(Arrays.stream(back).min().orElseThrow()).as("fewest flows on a spine link, B to A: %s",
-                Arrays.toString(back)).isGreaterThanOrEqualTo(5);
+        assertThat(Arrays.stream(back).min().orElseThrow())
+                .as("fewest flows on a spine link, B to A: %s", Arrays.toString(back))
+                .isGreaterThanOrEqualTo(5);
         int same = 0;
         for (int i = 0; i < FLOWS; i++) {
             same += backOf[i] == linkOf[i] ? 1 : 0;
         }
         // Not asserted (kernel behaviour, not ours): this kernel's flow hash sorts addresses and ports.
-        System.out.printf("EcmpFabricIT: %d flows per spine link A->B %s, B->A %s; %d of %d flows take the same"
-                + " link index both ways%n", FLOWS, Arrays.toString(perLink), Arrays.toString(back), same, FLOWS);
+        System.out.printf(
+                "EcmpFabricIT: %d flows per spine link A->B %s, B->A %s; %d of %d flows take the same"
+                        + " link index both ways%n",
+                FLOWS, Arrays.toString(perLink), Arrays.toString(back), same, FLOWS);
     }
 
     @Test
@@ -95,12 +102,15 @@ class EcmpFabricIT {
                     sentThere += count;
                     lostThere += count - n;
                 } else {
-                    assertThat(n).as("flow %d on healthy link %d", FIRST_PORT + i, linkOf[i]).isEqualTo(count);
+                    assertThat(n)
+                            .as("flow %d on healthy link %d", FIRST_PORT + i, linkOf[i])
+                            .isEqualTo(count);
                 }
             }
             double rate = (double) lostThere / sentThere;
             // At least 5 flows * 400 = 2000 datagrams: 5 % has sd below 0.5 %.
-            assertThat(rate).as("loss of the flows on link %d (%d of %d)", lossy, lostThere, sentThere)
+            assertThat(rate)
+                    .as("loss of the flows on link %d (%d of %d)", lossy, lostThere, sentThere)
                     .isBetween(0.03, 0.07);
         } finally {
             fabric.clearSpine(lossy);
@@ -117,10 +127,12 @@ class EcmpFabricIT {
             Map<Integer, Long> got = fabric.sendFlows(fabric.a(), fabric.b(), PORT, FIRST_PORT, FLOWS, count);
             for (int i = 0; i < FLOWS; i++) {
                 long n = got.getOrDefault(FIRST_PORT + i, 0L);
-                assertThat(n).as("flow %d on link %d (black-holed: %d)", FIRST_PORT + i, linkOf[i], dead)
+                assertThat(n)
+                        .as("flow %d on link %d (black-holed: %d)", FIRST_PORT + i, linkOf[i], dead)
                         .isEqualTo(linkOf[i] == dead ? 0 : count);
             }
-            assertThat(fabric.counters().minus(before).aToB()[dead]).as("packets that crossed the black hole")
+            assertThat(fabric.counters().minus(before).aToB()[dead])
+                    .as("packets that crossed the black hole")
                     .isLessThanOrEqualTo(5); // ARP only
         } finally {
             fabric.clearSpine(dead);
@@ -139,22 +151,30 @@ class EcmpFabricIT {
             moved = fabric.mapFlows(fabric.a(), fabric.b(), PORT, FIRST_PORT, FLOWS);
             EcmpFabric.Counters before = fabric.counters();
             Map<Integer, Long> got = fabric.sendFlows(fabric.a(), fabric.b(), PORT, FIRST_PORT, FLOWS, count);
-            assertThat(got).as("every flow still arrives whole").hasSize(FLOWS)
+            assertThat(got)
+                    .as("every flow still arrives whole")
+                    .hasSize(FLOWS)
                     .allSatisfy((port, n) -> assertThat(n).isEqualTo(count));
-            assertThat(fabric.counters().minus(before).aToB()[down]).as("packets on the downed link").isZero();
+            assertThat(fabric.counters().minus(before).aToB()[down])
+                    .as("packets on the downed link")
+                    .isZero();
         } finally {
             fabric.linkUp(down);
         }
         List<Integer> liveMoved = new ArrayList<>();
         for (int i = 0; i < FLOWS; i++) {
-            assertThat(moved[i]).as("flow %d after link %d went down", FIRST_PORT + i, down).isNotEqualTo(down);
+            assertThat(moved[i])
+                    .as("flow %d after link %d went down", FIRST_PORT + i, down)
+                    .isNotEqualTo(down);
             if (linkOf[i] != down && moved[i] != linkOf[i]) {
                 liveMoved.add(FIRST_PORT + i);
             }
         }
         int onDown = fabric.flowsPerLink(linkOf)[down];
-        System.out.printf("EcmpFabricIT: link %d down: its %d flows moved; %d of the %d flows on live links moved"
-                + " too (hash-threshold rebalance): %s%n", down, onDown, liveMoved.size(), FLOWS - onDown, liveMoved);
+        System.out.printf(
+                "EcmpFabricIT: link %d down: its %d flows moved; %d of the %d flows on live links moved"
+                        + " too (hash-threshold rebalance): %s%n",
+                down, onDown, liveMoved.size(), FLOWS - onDown, liveMoved);
 
         int[] restored = fabric.mapFlows(fabric.a(), fabric.b(), PORT, FIRST_PORT, FLOWS);
         assertThat(restored).as("each flow's link once link %d is back", down).containsExactly(linkOf);

@@ -37,6 +37,7 @@ class EcmpPingPongIT {
      * the server's receive credits (TCP) until this alarm, so keep it short.
      */
     private static final Duration BLACKHOLE_RUN_TIMEOUT = Duration.ofSeconds(90);
+
     private static final AtomicInteger PORT = new AtomicInteger(18700);
     /** Package-private: {@link EcmpPingPongAfXdpIpv6IT} runs the same tests on its own fabric. */
     static EcmpFabric fabric;
@@ -64,8 +65,8 @@ class EcmpPingPongIT {
         long lossesBefore = Ctl.counter(fabric, fabric.a(), "pathLosses");
         long retransmitsBefore = Ctl.counter(fabric, fabric.a(), "dataRetransmits");
         Counters begin = fabric.counters();
-        Integrity.Running run = Integrity.startPaused(fabric, PORT.getAndIncrement(), 1000, 200, 0xec3002L,
-                RUN_TIMEOUT);
+        Integrity.Running run =
+                Integrity.startPaused(fabric, PORT.getAndIncrement(), 1000, 200, 0xec3002L, RUN_TIMEOUT);
         int lossy;
         Counters start;
         try {
@@ -89,9 +90,12 @@ class EcmpPingPongIT {
         Counters carried = fabric.counters().minus(start);
         long losses = Ctl.counter(fabric, fabric.a(), "pathLosses") - lossesBefore;
         long retransmits = Ctl.counter(fabric, fabric.a(), "dataRetransmits") - retransmitsBefore;
-        System.out.printf("EcmpPingPongIT: 5 %% loss on link %d: %s; A's path losses %d, retransmissions %d%n", lossy,
-                carried, losses, retransmits);
-        assertThat(carried.aToB()[lossy]).as("A->B packets on the lossy link (%s)", carried).isPositive();
+        System.out.printf(
+                "EcmpPingPongIT: 5 %% loss on link %d: %s; A's path losses %d, retransmissions %d%n",
+                lossy, carried, losses, retransmits);
+        assertThat(carried.aToB()[lossy])
+                .as("A->B packets on the lossy link (%s)", carried)
+                .isPositive();
         assertThat(losses).as("A's path losses").isPositive();
         assertThat(retransmits).as("A's retransmissions").isPositive();
     }
@@ -100,8 +104,8 @@ class EcmpPingPongIT {
     void rcPingPongSurvivesTheBusiestLinkBlackholedMidRun() {
         int iters = 20_000;
         Counters start = fabric.counters();
-        RcPingPong.Running run = RcPingPong.start(fabric, PORT.getAndIncrement(), "-c", "-e", "-n",
-                Integer.toString(iters));
+        RcPingPong.Running run =
+                RcPingPong.start(fabric, PORT.getAndIncrement(), "-c", "-e", "-n", Integer.toString(iters));
         int dead;
         Counters atBlackhole;
         long[] cmAtBlackhole;
@@ -115,8 +119,8 @@ class EcmpPingPongIT {
         }
         try {
             RcPingPong.Result r = run.finish(RUN_TIMEOUT);
-            String context = "spine link " + dead + " black-holed mid-run\n--- client:\n" + r.client().output()
-                    + "\n--- server:\n" + r.server().output() + "\n" + fabric.diagnostics();
+            String context = "spine link " + dead + " black-holed mid-run\n--- client:\n"
+                    + r.client().output() + "\n--- server:\n" + r.server().output() + "\n" + fabric.diagnostics();
             r.client().assertCompleted(4096, iters, context);
             r.server().assertCompleted(4096, iters, context);
             assertOthersCarriedTheRest(fabric.counters().minus(atBlackhole), dead, cmSegments(), cmAtBlackhole);
@@ -130,8 +134,8 @@ class EcmpPingPongIT {
         // 2000 messages can take well under a second here: the client pauses after 500 of them,
         // the link is black-holed while it waits, then it goes on.
         Counters start = fabric.counters();
-        Integrity.Running run = Integrity.startPaused(fabric, PORT.getAndIncrement(), 2000, 500, 0xec3003L,
-                BLACKHOLE_RUN_TIMEOUT);
+        Integrity.Running run =
+                Integrity.startPaused(fabric, PORT.getAndIncrement(), 2000, 500, 0xec3003L, BLACKHOLE_RUN_TIMEOUT);
         int dead;
         Counters atBlackhole;
         long[] cmAtBlackhole;
@@ -141,8 +145,9 @@ class EcmpPingPongIT {
             cmAtBlackhole = cmSegments();
             dead = busiestLink(atBlackhole.minus(start));
             fabric.dropOnSpine(dead, NetnsFabric.Loss.PCT_100);
-            System.out.printf("EcmpPingPongIT: black-holed spine link %d after 500 of 2000 messages (%s)%n", dead,
-                    atBlackhole.minus(start));
+            System.out.printf(
+                    "EcmpPingPongIT: black-holed spine link %d after 500 of 2000 messages (%s)%n",
+                    dead, atBlackhole.minus(start));
         } catch (RuntimeException | Error e) {
             run.close();
             throw e;
@@ -165,8 +170,8 @@ class EcmpPingPongIT {
     /** Runs ibv_rc_pingpong OPTIONS across {@code f} and checks both sides' result lines. */
     static void pingPong(NetnsFabric f, int port, int size, int iters, String... options) {
         RcPingPong.Result r = RcPingPong.run(f, port, RUN_TIMEOUT, options);
-        String context = "--- client:\n" + r.client().output() + "\n--- server:\n" + r.server().output() + "\n"
-                + f.diagnostics();
+        String context = "--- client:\n" + r.client().output() + "\n--- server:\n"
+                + r.server().output() + "\n" + f.diagnostics();
         r.client().assertCompleted(size, iters, context);
         r.server().assertCompleted(size, iters, context);
     }
@@ -185,16 +190,21 @@ class EcmpPingPongIT {
     }
 
     private static void assertIntegrityOk(NetnsFabric f, Integrity.Result r, int messages, String fault) {
-        String context = (fault == null ? "" : " (" + fault + ")") + "\n--- client:\n" + r.client().output()
-                + "\n--- server:\n" + r.server().output() + "\n" + f.diagnostics();
+        String context = (fault == null ? "" : " (" + fault + ")") + "\n--- client:\n"
+                + r.client().output() + "\n--- server:\n" + r.server().output() + "\n" + f.diagnostics();
         assertThat(r.client().ok()).as("client reports OK" + context).isTrue();
         assertThat(r.server().ok()).as("server reports OK" + context).isTrue();
         assertThat(r.client().exit()).as("client exit" + context).isZero();
         assertThat(r.server().exit()).as("server exit" + context).isZero();
         assertThat(r.client().messages()).as("client messages").isEqualTo(messages);
         assertThat(r.server().messages()).as("server messages").isEqualTo(messages);
-        assertThat(r.server().bytes()).as("server bytes").isEqualTo(r.client().bytes()).isPositive();
-        assertThat(r.server().checksum()).as("server checksum").isEqualTo(r.client().checksum());
+        assertThat(r.server().bytes())
+                .as("server bytes")
+                .isEqualTo(r.client().bytes())
+                .isPositive();
+        assertThat(r.server().checksum())
+                .as("server checksum")
+                .isEqualTo(r.client().checksum());
     }
 
     /** A short run whose per-link packet counts show where the transport's traffic goes. */
@@ -213,20 +223,23 @@ class EcmpPingPongIT {
      * Waits until the run has sent {@link #BLACKHOLE_AFTER_PACKETS} packets A->B, then black-holes
      * the link that carried the most packets (both directions) so far. Fails if the run ended first.
      */
-    private static int blackholeBusiestLinkMidRun(Counters start,
-            java.util.function.BooleanSupplier runAlive) {
-        boolean flowing = Wait.until(Duration.ofSeconds(60),
+    private static int blackholeBusiestLinkMidRun(Counters start, java.util.function.BooleanSupplier runAlive) {
+        boolean flowing = Wait.until(
+                Duration.ofSeconds(60),
                 () -> fabric.counters().minus(start).total(Direction.A_TO_B) >= BLACKHOLE_AFTER_PACKETS
                         || !runAlive.getAsBoolean());
-        assertThat(flowing && runAlive.getAsBoolean()).as("the run is under way (%s)", fabric.diagnostics()).isTrue();
+        assertThat(flowing && runAlive.getAsBoolean())
+                .as("the run is under way (%s)", fabric.diagnostics())
+                .isTrue();
         int dead = busiestLink(fabric.counters().minus(start));
         fabric.dropOnSpine(dead, NetnsFabric.Loss.PCT_100);
         if (!runAlive.getAsBoolean()) {
             fabric.clearSpine(dead); // the caller undoes the fault only once this returns
             throw new AssertionError("the run ended before link " + dead + " was black-holed");
         }
-        System.out.printf("EcmpPingPongIT: black-holed spine link %d after %s%n", dead,
-                fabric.counters().minus(start));
+        System.out.printf(
+                "EcmpPingPongIT: black-holed spine link %d after %s%n",
+                dead, fabric.counters().minus(start));
         return dead;
     }
 
@@ -237,16 +250,20 @@ class EcmpPingPongIT {
 
     /** After the blackhole: nothing of ours crossed the dead link, the others carried the rest. */
     private static void assertOthersCarriedTheRest(Counters after, int dead, long[] cmNow, long[] cmBefore) {
-        System.out.printf("EcmpPingPongIT: after black-holing link %d: %s (connection manager segments A %d, B %d)%n",
+        System.out.printf(
+                "EcmpPingPongIT: after black-holing link %d: %s (connection manager segments A %d, B %d)%n",
                 dead, after, cmNow[0] - cmBefore[0], cmNow[1] - cmBefore[1]);
         for (Direction d : Direction.values()) {
             // Egress drop happens before the count and the apps' TCP uses the management link: only
             // ARP and the daemons' connection-manager TCP (keepalives; the blackhole drops MetaRoCE's
             // UDP only) may cross.
             long cm = d == Direction.A_TO_B ? cmNow[0] - cmBefore[0] : cmNow[1] - cmBefore[1];
-            assertThat(after.of(d)[dead]).as("%s packets across the black-holed link %d", d, dead)
+            assertThat(after.of(d)[dead])
+                    .as("%s packets across the black-holed link %d", d, dead)
                     .isLessThanOrEqualTo(20 + cm);
-            assertThat(after.total(d) - after.of(d)[dead]).as("%s packets on the live links", d).isPositive();
+            assertThat(after.total(d) - after.of(d)[dead])
+                    .as("%s packets on the live links", d)
+                    .isPositive();
         }
     }
 

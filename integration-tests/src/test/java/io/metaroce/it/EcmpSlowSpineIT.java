@@ -30,8 +30,9 @@ class EcmpSlowSpineIT {
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
     private static final AtomicInteger PORT = new AtomicInteger(18900);
     /** A perftest bandwidth row: #bytes #iterations BW peak BW average MsgRate. */
-    private static final Pattern BW_ROW = Pattern.compile(
-            "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
+    private static final Pattern BW_ROW =
+            Pattern.compile("(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
+
     private static EcmpFabric fabric;
 
     @BeforeAll
@@ -51,8 +52,8 @@ class EcmpSlowSpineIT {
     /** ib_write_bw for 4 s; returns its average bandwidth in MB/s. */
     private static double writeBw() {
         int port = PORT.getAndIncrement();
-        List<String> cmd = new ArrayList<>(List.of("ib_write_bw", "-d", "mrce0", "-x", "0", "-F", "-D", "4", "-s",
-                "65536", "-p", Integer.toString(port)));
+        List<String> cmd = new ArrayList<>(List.of(
+                "ib_write_bw", "-d", "mrce0", "-x", "0", "-F", "-D", "4", "-s", "65536", "-p", Integer.toString(port)));
         Proc server = fabric.startApp(fabric.b(), "ib_write_bw-server", cmd);
         Proc client;
         try {
@@ -64,7 +65,8 @@ class EcmpSlowSpineIT {
             server.close();
             throw e;
         }
-        try (server; client) {
+        try (server;
+                client) {
             AppPair.Exits exits = AppPair.await(fabric, server, client, RUN_TIMEOUT);
             String context = "--- client:\n" + client.output() + "\n--- server:\n" + server.output();
             assertThat(exits.client()).as("client exit; %s", context).isZero();
@@ -109,10 +111,12 @@ class EcmpSlowSpineIT {
                 for (long c : slowRun.aToB()) {
                     total += c;
                 }
-                System.out.printf("EcmpSlowSpineIT pair %d: clean %.1f MB/s (%s); spine %d at 5 Mbit/s: %.1f MB/s (%s)%n",
+                System.out.printf(
+                        "EcmpSlowSpineIT pair %d: clean %.1f MB/s (%s); spine %d at 5 Mbit/s: %.1f MB/s (%s)%n",
                         i, clean[i], cleanRun, slow, limited[i], slowRun);
                 // 5 Mbit/s for about 4 s is at most about 2000 full packets, a small part of the run.
-                assertThat(slowRun.aToB()[slow]).as("A->B packets on the slow spine in pair %d (%s)", i, slowRun)
+                assertThat(slowRun.aToB()[slow])
+                        .as("A->B packets on the slow spine in pair %d (%s)", i, slowRun)
                         .isLessThan(Math.max(4000, total / 10));
             } finally {
                 fabric.clearRate(slow);
@@ -120,12 +124,14 @@ class EcmpSlowSpineIT {
         }
         double cleanMedian = median(clean);
         double limitedMedian = median(limited);
-        System.out.printf("EcmpSlowSpineIT: medians of %d alternating pairs: clean %.1f MB/s, slow %.1f MB/s = %.2f of clean%n",
+        System.out.printf(
+                "EcmpSlowSpineIT: medians of %d alternating pairs: clean %.1f MB/s, slow %.1f MB/s = %.2f of clean%n",
                 PAIRS, cleanMedian, limitedMedian, limitedMedian / cleanMedian);
         assertThat(cleanMedian).as("clean bandwidth, MB/s").isPositive();
         assertThat(limitedMedian / cleanMedian)
-                .as("median bandwidth with spine %d at 5 Mbit/s, of the clean median (%s against %s MB/s)", slow,
-                        Arrays.toString(limited), Arrays.toString(clean))
+                .as(
+                        "median bandwidth with spine %d at 5 Mbit/s, of the clean median (%s against %s MB/s)",
+                        slow, Arrays.toString(limited), Arrays.toString(clean))
                 .isGreaterThanOrEqualTo(0.5);
     }
 

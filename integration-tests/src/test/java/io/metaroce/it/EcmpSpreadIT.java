@@ -69,8 +69,9 @@ class EcmpSpreadIT {
             assertThat(total).as("%s: packets %s", what, d).isGreaterThan(1000);
             for (int l = 0; l < fabric.links(); l++) {
                 assertThat(carried.of(d)[l] * 100)
-                        .as("%s: spine link %d carries at least %d %% of the %s packets (per link: %s)", what, l,
-                                MIN_LINK_SHARE_PCT, d, Arrays.toString(carried.of(d)))
+                        .as(
+                                "%s: spine link %d carries at least %d %% of the %s packets (per link: %s)",
+                                what, l, MIN_LINK_SHARE_PCT, d, Arrays.toString(carried.of(d)))
                         .isGreaterThanOrEqualTo(total * MIN_LINK_SHARE_PCT);
             }
         }

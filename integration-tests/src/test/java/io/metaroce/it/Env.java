@@ -69,9 +69,13 @@ public final class Env {
 
     /** Skips the calling test (class) with the reason when namespaces cannot be made here. */
     public static void assumeNamespaces() {
-        assumeTrue(isRoot(), "needs root to create network namespaces, veths and tc filters"
-                + " (CI runs as root); skipped");
-        assumeTrue(Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip"))
-                || Files.isExecutable(Path.of("/usr/bin/ip")), "needs iproute2 (ip); skipped");
+        assumeTrue(
+                isRoot(),
+                "needs root to create network namespaces, veths and tc filters" + " (CI runs as root); skipped");
+        assumeTrue(
+                Files.isExecutable(Path.of("/usr/sbin/ip"))
+                        || Files.isExecutable(Path.of("/sbin/ip"))
+                        || Files.isExecutable(Path.of("/usr/bin/ip")),
+                "needs iproute2 (ip); skipped");
     }
 }

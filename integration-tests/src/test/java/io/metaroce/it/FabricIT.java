@@ -25,15 +25,18 @@ class FabricIT {
     @Test
     void directLinkIsLossless() {
         try (TwoHostFabric f = TwoHostFabric.direct("FabricIT-lossless", 1500)) {
-            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, PACKETS)).isEqualTo(PACKETS);
-            assertThat(f.udpProbe(f.b(), f.a(), TwoHostFabric.MRCE_UDP_PORT, 0, PACKETS)).isEqualTo(PACKETS);
+            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, PACKETS))
+                    .isEqualTo(PACKETS);
+            assertThat(f.udpProbe(f.b(), f.a(), TwoHostFabric.MRCE_UDP_PORT, 0, PACKETS))
+                    .isEqualTo(PACKETS);
         }
     }
 
     @Test
     void routedPathForwards() {
         try (TwoHostFabric f = TwoHostFabric.routed("FabricIT-routed", 1500)) {
-            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, 2000)).isEqualTo(2000);
+            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, 2000))
+                    .isEqualTo(2000);
         }
     }
 
@@ -67,9 +70,11 @@ class FabricIT {
     void blackholeDropsEverythingAndClearing() {
         try (TwoHostFabric f = TwoHostFabric.direct("FabricIT-blackhole", 1500)) {
             f.dropOnLink(TwoHostFabric.Loss.PCT_100);
-            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, 1000)).isZero();
+            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, 1000))
+                    .isZero();
             f.clearDrops();
-            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, 1000)).isEqualTo(1000);
+            assertThat(f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, 1000))
+                    .isEqualTo(1000);
         }
     }
 

@@ -30,13 +30,31 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(180)
 class ImportIT {
 
-    static final List<String> CHECKS = List.of("cmd_fd_is_a_memfd", "import_pipe_refused",
-            "import_forged_refused", "import_device", "cmd_fd_is_the_given_fd", "import_pd_unknown_handle",
-            "import_pd", "import_mr_unknown_handle", "import_mr", "alloc_td_eopnotsupp",
-            "parent_domain_eopnotsupp", "rdma_write_into_exporters_mr", "imported_lkey_not_local", "dereg_imported_mr_eperm",
-            "dealloc_imported_pd_eperm", "import_mr_stale_handle", "reimport_after_unimport",
-            "reimport_mr_after_unimport", "close_device_closed_cmd_fd", "importer_exited_0", "write_landed",
-            "dealloc_pd_while_imported_ebusy", "dealloc_pd_after_holder_killed", "dealloc_pd_after_importer");
+    static final List<String> CHECKS = List.of(
+            "cmd_fd_is_a_memfd",
+            "import_pipe_refused",
+            "import_forged_refused",
+            "import_device",
+            "cmd_fd_is_the_given_fd",
+            "import_pd_unknown_handle",
+            "import_pd",
+            "import_mr_unknown_handle",
+            "import_mr",
+            "alloc_td_eopnotsupp",
+            "parent_domain_eopnotsupp",
+            "rdma_write_into_exporters_mr",
+            "imported_lkey_not_local",
+            "dereg_imported_mr_eperm",
+            "dealloc_imported_pd_eperm",
+            "import_mr_stale_handle",
+            "reimport_after_unimport",
+            "reimport_mr_after_unimport",
+            "close_device_closed_cmd_fd",
+            "importer_exited_0",
+            "write_landed",
+            "dealloc_pd_while_imported_ebusy",
+            "dealloc_pd_after_holder_killed",
+            "dealloc_pd_after_importer");
 
     private static final Pattern CHECK = Pattern.compile("(?m)^CHECK (\\S+): (PASS|FAIL) ?(.*)$");
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(60);
@@ -52,20 +70,35 @@ class ImportIT {
 
     @Test
     void anImportingProcessWritesIntoTheExportersMr() {
-        assertThat(Files.isExecutable(binary())).as("%s built by provider-c's make", binary()).isTrue();
+        assertThat(Files.isExecutable(binary()))
+                .as("%s built by provider-c's make", binary())
+                .isTrue();
         try (TwoHostFabric f = TwoHostFabric.direct("ImportIT", 1500)) {
             Daemon d = f.startDaemon(f.a());
             f.awaitReady(d);
-            Proc app = f.startApp(f.a(), "import", List.of(binary().toString(), "-d", "mrce0", "-g", "0",
-                    "-t", Long.toString(RUN_TIMEOUT.toSeconds())));
+            Proc app = f.startApp(
+                    f.a(),
+                    "import",
+                    List.of(
+                            binary().toString(),
+                            "-d",
+                            "mrce0",
+                            "-g",
+                            "0",
+                            "-t",
+                            Long.toString(RUN_TIMEOUT.toSeconds())));
             int exit = app.waitFor(RUN_TIMEOUT.plusSeconds(30));
             String context = "\n--- mrce_import:\n" + app.output() + "\n" + f.diagnostics();
             Map<String, String> checks = checks(app.output());
             assertThat(checks.keySet()).as("checks" + context).containsExactlyElementsOf(CHECKS);
-            checks.forEach((name, result) -> assertThat(result).as(name + context).startsWith("PASS"));
-            assertThat(app.output()).as(context).contains("write_landed: PASS 0 of 131072 bytes wrong")
+            checks.forEach(
+                    (name, result) -> assertThat(result).as(name + context).startsWith("PASS"));
+            assertThat(app.output())
+                    .as(context)
+                    .contains("write_landed: PASS 0 of 131072 bytes wrong")
                     .contains("import_forged_refused: PASS errno 22")
-                    .contains("mrce_import: importer OK").contains("mrce_import: exporter OK");
+                    .contains("mrce_import: importer OK")
+                    .contains("mrce_import: exporter OK");
             assertThat(exit).as("exit" + context).isZero();
             assertThat(d.proc().isAlive()).as("the daemon still runs" + context).isTrue();
         }

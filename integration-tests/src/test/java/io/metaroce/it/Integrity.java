@@ -16,8 +16,8 @@ import java.util.regex.Pattern;
  */
 final class Integrity {
 
-    static final Pattern OK = Pattern.compile(
-            "(?m)^mrce_integrity: OK messages=(\\d+) bytes=(\\d+) checksum=(0x[0-9a-fA-F]+)\\s*$");
+    static final Pattern OK =
+            Pattern.compile("(?m)^mrce_integrity: OK messages=(\\d+) bytes=(\\d+) checksum=(0x[0-9a-fA-F]+)\\s*$");
 
     private Integrity() {}
 
@@ -54,9 +54,20 @@ final class Integrity {
         if (!Files.isExecutable(binary())) {
             throw new AssertionError(binary() + " is missing: provider-c's make builds it");
         }
-        List<String> cmd = new ArrayList<>(List.of(binary().toString(), "-d", "mrce0", "-g", "0",
-                "-p", Integer.toString(port), "-n", Integer.toString(messages), "-S", Long.toString(seed),
-                "-t", Long.toString(timeout.toSeconds())));
+        List<String> cmd = new ArrayList<>(List.of(
+                binary().toString(),
+                "-d",
+                "mrce0",
+                "-g",
+                "0",
+                "-p",
+                Integer.toString(port),
+                "-n",
+                Integer.toString(messages),
+                "-S",
+                Long.toString(seed),
+                "-t",
+                Long.toString(timeout.toSeconds())));
         Path goFile = null;
         Proc server = f.startApp(f.b(), "mrce_integrity-server", cmd);
         try {
@@ -90,7 +101,8 @@ final class Integrity {
 
         /** Waits until the client says it paused; fails with both outputs if it died instead. */
         void awaitPaused(Duration within) {
-            boolean paused = Wait.until(within, () -> PAUSED.matcher(client.output()).find() || !client.isAlive());
+            boolean paused =
+                    Wait.until(within, () -> PAUSED.matcher(client.output()).find() || !client.isAlive());
             if (!paused || !client.isAlive()) {
                 throw new AssertionError("mrce_integrity's client did not pause (alive=" + client.isAlive()
                         + ")\n--- client:\n" + client.output() + "\n--- server:\n" + server.output() + "\n"
@@ -115,7 +127,8 @@ final class Integrity {
         Result finish() {
             try (this) {
                 AppPair.Exits exits = AppPair.await(fabric, server, client, timeout.plusSeconds(30));
-                return new Result(parse("server", exits.server(), server.output()),
+                return new Result(
+                        parse("server", exits.server(), server.output()),
                         parse("client", exits.client(), client.output()));
             }
         }
@@ -140,7 +153,13 @@ final class Integrity {
         if (!m.find()) {
             return new Side(role, exit, output, false, -1, -1, null);
         }
-        return new Side(role, exit, output, true, Long.parseLong(m.group(1)), Long.parseLong(m.group(2)),
+        return new Side(
+                role,
+                exit,
+                output,
+                true,
+                Long.parseLong(m.group(1)),
+                Long.parseLong(m.group(2)),
                 m.group(3).toLowerCase());
     }
 }

@@ -46,21 +46,29 @@ class IntegrityIT {
                 f.dropOnLink(loss);
                 long got = f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, PROBE_PACKETS);
                 double measured = 1.0 - (double) got / PROBE_PACKETS;
-                assertThat(measured).as("measured loss on the link before the test (%s)", loss)
+                assertThat(measured)
+                        .as("measured loss on the link before the test (%s)", loss)
                         .isBetween(loss.rate * 0.4, loss.rate * 1.8);
             }
             f.startDaemons();
             Integrity.Result r = Integrity.run(f, 18600, MESSAGES, seed, RUN_TIMEOUT);
-            String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n" + r.client().output()
-                    + "\n" + f.diagnostics();
+            String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n"
+                    + r.client().output() + "\n" + f.diagnostics();
             assertThat(r.server().ok()).as("server reports OK" + context).isTrue();
             assertThat(r.client().ok()).as("client reports OK" + context).isTrue();
             assertThat(r.server().exit()).as("server exit" + context).isZero();
             assertThat(r.client().exit()).as("client exit" + context).isZero();
             assertThat(r.client().messages()).as("client messages").isEqualTo(MESSAGES);
-            assertThat(r.server().messages()).as("server messages").isEqualTo(r.client().messages());
-            assertThat(r.server().bytes()).as("server bytes").isEqualTo(r.client().bytes()).isPositive();
-            assertThat(r.server().checksum()).as("server checksum").isEqualTo(r.client().checksum());
+            assertThat(r.server().messages())
+                    .as("server messages")
+                    .isEqualTo(r.client().messages());
+            assertThat(r.server().bytes())
+                    .as("server bytes")
+                    .isEqualTo(r.client().bytes())
+                    .isPositive();
+            assertThat(r.server().checksum())
+                    .as("server checksum")
+                    .isEqualTo(r.client().checksum());
         }
     }
 }

@@ -59,11 +59,20 @@ class Ipv6IT {
         r.assertCompleted(4096, 1000, fabric.diagnostics());
         assertIpv6Gids(r, fabric);
         // The daemons' connection manager ran over IPv6 TCP between the served addresses.
-        Proc.Result ss = fabric.exec(fabric.a(), Duration.ofSeconds(10), "ss", "-Htn", "state", "established",
+        Proc.Result ss = fabric.exec(
+                fabric.a(),
+                Duration.ofSeconds(10),
+                "ss",
+                "-Htn",
+                "state",
+                "established",
                 "( sport = :4792 or dport = :4792 )");
         // (whichever side dialled, one end is port 4792)
-        assertThat(ss.output()).as("connection-manager connections in A").contains("[" + fabric.a().addr() + "]:")
-                .contains("[" + fabric.b().addr() + "]:").contains("]:4792");
+        assertThat(ss.output())
+                .as("connection-manager connections in A")
+                .contains("[" + fabric.a().addr() + "]:")
+                .contains("[" + fabric.b().addr() + "]:")
+                .contains("]:4792");
         RcPingPong.run(fabric, PORT.getAndIncrement(), RUN_TIMEOUT, "-c", "-s", "65536", "-n", "200")
                 .assertCompleted(65536, 200, fabric.diagnostics());
     }
@@ -71,8 +80,8 @@ class Ipv6IT {
     /** ibv_ud_pingpong -c: UD sends to an IPv6 address handle, the reply AH from the GRH's IPv6 sgid. */
     @Test
     void udPingPongWithDataChecked() {
-        java.util.List<String> cmd = java.util.List.of("ibv_ud_pingpong", "-d", "mrce0", "-g", "0", "-s", "512",
-                "-n", "500", "-c");
+        java.util.List<String> cmd =
+                java.util.List.of("ibv_ud_pingpong", "-d", "mrce0", "-g", "0", "-s", "512", "-n", "500", "-c");
         int port = PORT.getAndIncrement();
         java.util.List<String> server = new java.util.ArrayList<>(cmd);
         server.addAll(java.util.List.of("-p", Integer.toString(port)));
@@ -84,10 +93,13 @@ class Ipv6IT {
             client.add(fabric.appServerAddr());
             c = fabric.startApp(fabric.a(), "ud_pingpong-client", client);
             AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
-            String context = "\n--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
+            String context =
+                    "\n--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
             RcPingPong.parse("server", exits.server(), s.output()).assertCompleted(512, 500, context);
             RcPingPong.parse("client", exits.client(), c.output()).assertCompleted(512, 500, context);
-            assertThat(c.output()).contains("GID " + fabric.a().addr()).contains("GID " + fabric.b().addr());
+            assertThat(c.output())
+                    .contains("GID " + fabric.a().addr())
+                    .contains("GID " + fabric.b().addr());
         } finally {
             s.close();
             if (c != null) {
@@ -104,8 +116,8 @@ class Ipv6IT {
     void integrityOverIpv6() {
         int messages = 2000;
         Integrity.Result r = Integrity.run(fabric, PORT.getAndIncrement(), messages, 0x5eed0006L, RUN_TIMEOUT);
-        String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n" + r.client().output()
-                + "\n" + fabric.diagnostics();
+        String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n"
+                + r.client().output() + "\n" + fabric.diagnostics();
         assertThat(r.server().ok()).as("server reports OK" + context).isTrue();
         assertThat(r.client().ok()).as("client reports OK" + context).isTrue();
         assertThat(r.client().messages()).isEqualTo(messages);
@@ -132,8 +144,8 @@ class Ipv6IT {
             f.startDaemons();
             int messages = 1000;
             Integrity.Result r = Integrity.run(f, PORT.getAndIncrement(), messages, 0x5eed0007L, RUN_TIMEOUT);
-            String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n" + r.client().output()
-                    + "\n" + f.diagnostics();
+            String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n"
+                    + r.client().output() + "\n" + f.diagnostics();
             assertThat(r.server().ok()).as("server reports OK" + context).isTrue();
             assertThat(r.client().ok()).as("client reports OK" + context).isTrue();
             assertThat(r.server().messages()).isEqualTo(messages);

@@ -31,6 +31,7 @@ class KillLoopIT {
     private static final int FD_ALLOWANCE = 4;
     /** Mappings the JVM may add on its own (thread stacks, code cache segments, malloc arenas). */
     private static final int MAPPING_ALLOWANCE = 48;
+
     private static final ObjectMapper JSON = new ObjectMapper();
     private static TwoHostFabric fabric;
 
@@ -58,8 +59,14 @@ class KillLoopIT {
             RcPingPong.run(fabric, port++, Duration.ofSeconds(60), "-n", "200").assertCompleted(4096, 200, "warm-up");
         }
         awaitNoSessions();
-        long[] fdsBefore = {daemonFacts(fabric.a()).path("openFds").asLong(), daemonFacts(fabric.b()).path("openFds").asLong()};
-        long[] mapsBefore = {daemonFacts(fabric.a()).path("mappings").asLong(), daemonFacts(fabric.b()).path("mappings").asLong()};
+        long[] fdsBefore = {
+            daemonFacts(fabric.a()).path("openFds").asLong(),
+            daemonFacts(fabric.b()).path("openFds").asLong()
+        };
+        long[] mapsBefore = {
+            daemonFacts(fabric.a()).path("mappings").asLong(),
+            daemonFacts(fabric.b()).path("mappings").asLong()
+        };
 
         int killed = 0;
 
@@ -67,7 +74,8 @@ class KillLoopIT {
         for (int i = 0; i < MAX_PAIRS && killed < KILLS; i++) {
             pairs++;
             String iters = random.nextInt(3) == 0 ? "100000" : "2000";
-            RcPingPong.Running run = RcPingPong.start(fabric, port++, "-n", iters, "-s", Integer.toString(64 << random.nextInt(8)));
+            RcPingPong.Running run =
+                    RcPingPong.start(fabric, port++, "-n", iters, "-s", Integer.toString(64 << random.nextInt(8)));
             // One side first at a random point, the other a little later (or it fails on its own).
             boolean clientFirst = random.nextBoolean();
             Proc first = clientFirst ? run.client() : run.server();
@@ -83,34 +91,50 @@ class KillLoopIT {
                 killed++;
             }
         }
-        System.out.printf("KillLoopIT: %d of %d processes SIGKILLed while running (seed %#x)%n", killed, 2 * pairs, seed);
+        System.out.printf(
+                "KillLoopIT: %d of %d processes SIGKILLed while running (seed %#x)%n", killed, 2 * pairs, seed);
         assertThat(killed).as("processes killed while running").isGreaterThanOrEqualTo(KILLS);
 
         awaitNoSessions();
         for (int k = 0; k < 2; k++) {
             NetnsFabric.Host h = k == 0 ? fabric.a() : fabric.b();
             JsonNode o = objects(h);
-            assertThat(o.path("totals").path("qps").asInt()).as(h.name() + " QPs").isZero();
-            assertThat(o.path("totals").path("mrs").asInt()).as(h.name() + " MRs").isZero();
-            assertThat(o.path("totals").path("cqs").asInt()).as(h.name() + " CQs").isZero();
-            assertThat(o.path("totals").path("pds").asInt()).as(h.name() + " PDs").isZero();
+            assertThat(o.path("totals").path("qps").asInt())
+                    .as(h.name() + " QPs")
+                    .isZero();
+            assertThat(o.path("totals").path("mrs").asInt())
+                    .as(h.name() + " MRs")
+                    .isZero();
+            assertThat(o.path("totals").path("cqs").asInt())
+                    .as(h.name() + " CQs")
+                    .isZero();
+            assertThat(o.path("totals").path("pds").asInt())
+                    .as(h.name() + " PDs")
+                    .isZero();
             JsonNode d = o.path("daemon");
-            assertThat(d.path("openFds").asLong()).as(h.name() + " daemon fds (before: " + fdsBefore[k] + ")")
+            assertThat(d.path("openFds").asLong())
+                    .as(h.name() + " daemon fds (before: " + fdsBefore[k] + ")")
                     .isLessThanOrEqualTo(fdsBefore[k] + FD_ALLOWANCE);
-            assertThat(d.path("mappings").asLong()).as(h.name() + " daemon mappings (before: " + mapsBefore[k] + ")")
+            assertThat(d.path("mappings").asLong())
+                    .as(h.name() + " daemon mappings (before: " + mapsBefore[k] + ")")
                     .isLessThanOrEqualTo(mapsBefore[k] + MAPPING_ALLOWANCE);
         }
         for (Daemon d : fabric.daemons()) {
-            assertThat(d.isAlive()).as("daemon in " + d.host().name() + " alive").isTrue();
+            assertThat(d.isAlive())
+                    .as("daemon in " + d.host().name() + " alive")
+                    .isTrue();
         }
-        RcPingPong.run(fabric, port, Duration.ofSeconds(60), "-n", "500").assertCompleted(4096, 500,
-                "after " + killed + " kills");
+        RcPingPong.run(fabric, port, Duration.ofSeconds(60), "-n", "500")
+                .assertCompleted(4096, 500, "after " + killed + " kills");
     }
 
     private static void awaitNoSessions() {
         for (NetnsFabric.Host h : List.of(fabric.a(), fabric.b())) {
-            boolean none = Wait.until(Duration.ofSeconds(30), () -> objects(h).path("sessions").asInt() == 0);
-            assertThat(none).as("daemon of " + h.name() + " reclaimed every session: " + objects(h)).isTrue();
+            boolean none = Wait.until(
+                    Duration.ofSeconds(30), () -> objects(h).path("sessions").asInt() == 0);
+            assertThat(none)
+                    .as("daemon of " + h.name() + " reclaimed every session: " + objects(h))
+                    .isTrue();
         }
     }
 
@@ -119,7 +143,8 @@ class KillLoopIT {
     }
 
     private static JsonNode objects(NetnsFabric.Host h) {
-        Proc.Result r = fabric.exec(h, Duration.ofSeconds(30), Env.bin("mrce-ctl").toString(), "objects", "--json");
+        Proc.Result r =
+                fabric.exec(h, Duration.ofSeconds(30), Env.bin("mrce-ctl").toString(), "objects", "--json");
         assertThat(r.ok()).as("mrce-ctl objects: " + r.output()).isTrue();
         try {
             return JSON.readTree(r.output());

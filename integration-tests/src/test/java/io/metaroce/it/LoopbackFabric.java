@@ -37,8 +37,6 @@ final class LoopbackFabric extends NetnsFabric {
         return f;
     }
 
-
-
     @Override
     protected void build() {
         addNamespace(a.ns());
@@ -52,7 +50,8 @@ final class LoopbackFabric extends NetnsFabric {
     /** mrce-nicd on lo serving the host's address, with the host's own control socket. */
     @Override
     Daemon startDaemon(Host h, String... extraArgs) {
-        List<String> args = new ArrayList<>(List.of("--addr", h.addr(), "--sock", defaultSocket(h).toString()));
+        List<String> args = new ArrayList<>(
+                List.of("--addr", h.addr(), "--sock", defaultSocket(h).toString()));
         args.addAll(List.of(extraArgs));
         return super.startDaemon(h, args.toArray(String[]::new));
     }

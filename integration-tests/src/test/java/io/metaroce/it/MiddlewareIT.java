@@ -41,6 +41,7 @@ class MiddlewareIT {
     /** fi_pingpong's row: bytes #sent =#ack total time MB/sec usec/xfer Mxfers/sec. */
     private static final Pattern FI_ROW = Pattern.compile(
             "(?m)^(\\S+)\\s+(\\d+)\\s+=(\\d+)\\s+\\S+\\s+[0-9.]+s\\s+([0-9.]+)\\s+([0-9.]+)\\s+[0-9.]+\\s*$");
+
     private static final Pattern GID_LINE = Pattern.compile("GID\\[\\s*(\\d+)\\]:\\s+(\\S+), (RoCE v\\d)");
     private static TwoHostFabric fabric;
 
@@ -59,7 +60,8 @@ class MiddlewareIT {
     }
 
     private static void assumeTool(String tool, String pkg) {
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin", tool)),
+        assumeTrue(
+                Files.isExecutable(Path.of("/usr/bin", tool)),
                 tool + " is missing: install Debian's " + pkg + " (bin/lib/common.sh lists it)");
     }
 
@@ -89,7 +91,8 @@ class MiddlewareIT {
             s.close();
             throw e;
         }
-        try (s; c) {
+        try (s;
+                c) {
             AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
             return new Run(name, exits.server(), exits.client(), s.output(), c.output());
         }
@@ -108,7 +111,8 @@ class MiddlewareIT {
         int next = out.indexOf("# Memory domain:", md + 1);
         String block = next < 0 ? out.substring(md) : out.substring(md, next);
         for (String tl : List.of("rc_verbs", "ud_verbs")) {
-            assertThat(block).as("%s on mrce0:1 in:\n%s", tl, block)
+            assertThat(block)
+                    .as("%s on mrce0:1 in:\n%s", tl, block)
                     .containsPattern("Transport: " + tl + "\\s+#\\s+Device: mrce0:1");
         }
     }
@@ -123,9 +127,15 @@ class MiddlewareIT {
         Run r = run("ucx_perftest-" + tls + "-" + test, port, server, client).assertExitedCleanly();
         Matcher m = UCX_FINAL.matcher(r.client());
         assertThat(m.find()).as("a Final: line; %s", r.context()).isTrue();
-        assertThat(Integer.parseInt(m.group(1))).as("iterations; %s", r.context()).isEqualTo(ITERS);
-        assertThat(Double.parseDouble(m.group(6))).as("overall MB/s; %s", r.context()).isPositive();
-        assertThat(Double.parseDouble(m.group(8))).as("overall msg/s; %s", r.context()).isPositive();
+        assertThat(Integer.parseInt(m.group(1)))
+                .as("iterations; %s", r.context())
+                .isEqualTo(ITERS);
+        assertThat(Double.parseDouble(m.group(6)))
+                .as("overall MB/s; %s", r.context())
+                .isPositive();
+        assertThat(Double.parseDouble(m.group(8)))
+                .as("overall msg/s; %s", r.context())
+                .isPositive();
     }
 
     @Test
@@ -163,6 +173,7 @@ class MiddlewareIT {
     /** NetPIPE's row: "N: BYTES bytes TIMES times --> MBPS Mbps in USEC usec". */
     private static final Pattern NETPIPE_ROW = Pattern.compile(
             "(?m)^\\s*\\d+:\\s+(\\d+) bytes\\s+(\\d+) times -->\\s+([0-9.]+) Mbps in\\s+([0-9.]+) usec");
+
     private static final String ALLREDUCE_PY = """
             from mpi4py import MPI
             import array
@@ -191,19 +202,50 @@ class MiddlewareIT {
         // ("mkdir /tmp/ompi.<host>.0/jf.N: File exists") when another run was about.
         Path tmp = Files.createDirectories(dir.resolve("mpi-tmp-" + name));
         Files.createDirectories(tmp.resolve("mpirun"));
-        Files.writeString(agent, "#!/bin/sh\n# mpirun's rsh agent: the host is a network namespace\n"
-                + "host=$1; shift\nmkdir -p \"" + tmp + "/$host\"\n"
-                + "exec ip netns exec \"$host\" env TMPDIR=\"" + tmp + "/$host\" /bin/sh -c \"$*\"\n");
+        Files.writeString(
+                agent,
+                "#!/bin/sh\n# mpirun's rsh agent: the host is a network namespace\n"
+                        + "host=$1; shift\nmkdir -p \"" + tmp + "/$host\"\n"
+                        + "exec ip netns exec \"$host\" env TMPDIR=\"" + tmp + "/$host\" /bin/sh -c \"$*\"\n");
         assertThat(agent.toFile().setExecutable(true)).isTrue();
         Path hosts = dir.resolve("mpi-hosts");
         Files.writeString(hosts, fabric.a().ns() + " slots=1\n" + fabric.b().ns() + " slots=1\n");
         String preload = Env.nativeDir().resolve("libmetaroce.so") + ":"
                 + Env.nativeDir().resolve("libmetaroce-rdmacm.so");
-        List<String> cmd = new ArrayList<>(List.of("env", "TMPDIR=" + tmp.resolve("mpirun"), "mpirun",
-                "--allow-run-as-root", "--hostfile", hosts.toString(),
-                "-np", "2", "--map-by", "node", "--mca", "plm_rsh_agent", agent.toString(), "--mca", "routed",
-                "direct", "--mca", "oob_tcp_if_include", "198.18.0.0/24", "--mca", "pml", "ucx", "--mca", "btl",
-                "self", "--mca", "osc", "^ucx", "-x", "UCX_NET_DEVICES=mrce0:1", "-x", "UCX_TLS=rc_v,self", "-x",
+        List<String> cmd = new ArrayList<>(List.of(
+                "env",
+                "TMPDIR=" + tmp.resolve("mpirun"),
+                "mpirun",
+                "--allow-run-as-root",
+                "--hostfile",
+                hosts.toString(),
+                "-np",
+                "2",
+                "--map-by",
+                "node",
+                "--mca",
+                "plm_rsh_agent",
+                agent.toString(),
+                "--mca",
+                "routed",
+                "direct",
+                "--mca",
+                "oob_tcp_if_include",
+                "198.18.0.0/24",
+                "--mca",
+                "pml",
+                "ucx",
+                "--mca",
+                "btl",
+                "self",
+                "--mca",
+                "osc",
+                "^ucx",
+                "-x",
+                "UCX_NET_DEVICES=mrce0:1",
+                "-x",
+                "UCX_TLS=rc_v,self",
+                "-x",
                 "LD_PRELOAD=" + preload));
         cmd.addAll(program);
         Proc p = fabric.start(fabric.a(), name, cmd);
@@ -217,9 +259,17 @@ class MiddlewareIT {
     void openMpiOverUcxOnMrce0() throws Exception {
         assumeTool("mpirun", "openmpi-bin");
         assumeTool("NPopenmpi", "netpipe-openmpi");
-        assumeTrue(Files.isDirectory(Path.of("/usr/lib/python3/dist-packages/mpi4py")),
+        assumeTrue(
+                Files.isDirectory(Path.of("/usr/lib/python3/dist-packages/mpi4py")),
                 "mpi4py is missing: install Debian's python3-mpi4py (bin/lib/common.sh lists it)");
-        Proc.Result np = mpirun("netpipe", List.of("NPopenmpi", "-u", "65536", "-o", fabric.logDir().resolve("np.out").toString()));
+        Proc.Result np = mpirun(
+                "netpipe",
+                List.of(
+                        "NPopenmpi",
+                        "-u",
+                        "65536",
+                        "-o",
+                        fabric.logDir().resolve("np.out").toString()));
         String ctx = np.output() + "\n" + fabric.diagnostics();
         assertThat(np.exit()).as("mpirun NPopenmpi: %s", ctx).isZero();
         Matcher m = NETPIPE_ROW.matcher(np.output());
@@ -229,9 +279,13 @@ class MiddlewareIT {
             rows++;
             long bytes = Long.parseLong(m.group(1));
             largest = Math.max(largest, bytes);
-            assertThat(Double.parseDouble(m.group(4))).as("usec of %s bytes; %s", bytes, ctx).isPositive();
+            assertThat(Double.parseDouble(m.group(4)))
+                    .as("usec of %s bytes; %s", bytes, ctx)
+                    .isPositive();
             if (bytes >= 1024) { // NetPIPE prints 0.00 Mbps for the smallest sizes
-                assertThat(Double.parseDouble(m.group(3))).as("Mbps of %s bytes; %s", bytes, ctx).isPositive();
+                assertThat(Double.parseDouble(m.group(3)))
+                        .as("Mbps of %s bytes; %s", bytes, ctx)
+                        .isPositive();
             }
         }
         assertThat(rows).as("NetPIPE rows; %s", ctx).isGreaterThan(10);
@@ -243,7 +297,8 @@ class MiddlewareIT {
         assertThat(ar.exit()).as("mpirun allreduce: %s", ar.output()).isZero();
         // sum over i < 2^16 of (1 + 2) * i
         for (int rank = 0; rank < 2; rank++) {
-            assertThat(ar.output()).as("allreduce of rank %d", rank)
+            assertThat(ar.output())
+                    .as("allreduce of rank %d", rank)
                     .contains("rank " + rank + " of 2 allreduce 65536 int64 bad=0 sum=6442352640");
         }
     }
@@ -255,7 +310,8 @@ class MiddlewareIT {
         assumeTool("fi_info", "libfabric-bin");
         Proc.Result r = fabric.runApp(fabric.a(), "fi_info", RUN_TIMEOUT, List.of("fi_info", "-p", "verbs"));
         assertThat(r.exit()).as("fi_info -p verbs:\n%s", r.output()).isZero();
-        assertThat(r.output()).as("fi_info -p verbs")
+        assertThat(r.output())
+                .as("fi_info -p verbs")
                 .containsPattern("domain: mrce0\\s+version: \\S+\\s+type: FI_EP_MSG")
                 .containsPattern("domain: mrce0-dgram\\s+version: \\S+\\s+type: FI_EP_DGRAM");
     }
@@ -264,8 +320,17 @@ class MiddlewareIT {
         int port = PORT.getAndIncrement();
         List<String> common = new ArrayList<>(List.of("env"));
         common.addAll(List.of(env));
-        common.addAll(List.of("fi_pingpong", "-p", "verbs", "-e", epType, "-c", "-I", Integer.toString(iters),
-                "-S", Integer.toString(size)));
+        common.addAll(List.of(
+                "fi_pingpong",
+                "-p",
+                "verbs",
+                "-e",
+                epType,
+                "-c",
+                "-I",
+                Integer.toString(iters),
+                "-S",
+                Integer.toString(size)));
         List<String> cmd = new ArrayList<>(common);
         cmd.addAll(List.of("-B", Integer.toString(port)));
         List<String> client = new ArrayList<>(common);
@@ -275,8 +340,12 @@ class MiddlewareIT {
             Matcher m = FI_ROW.matcher(side);
             assertThat(m.find()).as("a result row; %s", r.context()).isTrue();
             assertThat(Integer.parseInt(m.group(2))).as("sent; %s", r.context()).isEqualTo(iters);
-            assertThat(Integer.parseInt(m.group(3))).as("acknowledged; %s", r.context()).isEqualTo(iters);
-            assertThat(Double.parseDouble(m.group(4))).as("MB/sec; %s", r.context()).isPositive();
+            assertThat(Integer.parseInt(m.group(3)))
+                    .as("acknowledged; %s", r.context())
+                    .isEqualTo(iters);
+            assertThat(Double.parseDouble(m.group(4)))
+                    .as("MB/sec; %s", r.context())
+                    .isPositive();
         }
     }
 
@@ -314,7 +383,8 @@ class MiddlewareIT {
         List<String[]> out = new ArrayList<>();
         Matcher m = GID_LINE.matcher(r.output());
         while (m.find()) {
-            assertThat(Integer.parseInt(m.group(1))).as("GIDs packed from 0:\n%s", r.output())
+            assertThat(Integer.parseInt(m.group(1)))
+                    .as("GIDs packed from 0:\n%s", r.output())
                     .isEqualTo(out.size());
             out.add(new String[] {m.group(2), m.group(3)});
         }
@@ -330,13 +400,16 @@ class MiddlewareIT {
         // rdma-core's ibv_asyncwatch prints each async event: GID_CHANGE for each address change.
         Proc watch = fabric.startApp(a, "ibv_asyncwatch", List.of("stdbuf", "-oL", "ibv_asyncwatch", "-d", "mrce0"));
         try (watch) {
-            assertThat(Wait.until(Duration.ofSeconds(20),
-                    () -> watch.output().contains("async event FD") || !watch.isAlive()))
-                    .as("ibv_asyncwatch opened mrce0: %s", watch.output()).isTrue();
+            assertThat(Wait.until(
+                            Duration.ofSeconds(20),
+                            () -> watch.output().contains("async event FD") || !watch.isAlive()))
+                    .as("ibv_asyncwatch opened mrce0: %s", watch.output())
+                    .isTrue();
             assertThat(watch.isAlive()).as("ibv_asyncwatch: %s", watch.output()).isTrue();
             addAndRemoveAddresses(a);
             assertThat(Wait.until(Duration.ofSeconds(20), () -> countGidChanges(watch.output()) >= 2))
-                    .as("GID_CHANGE events for the addresses added and removed: %s", watch.output()).isTrue();
+                    .as("GID_CHANGE events for the addresses added and removed: %s", watch.output())
+                    .isTrue();
             assertThat(watch.output()).as("ibv_asyncwatch").contains("IBV_EVENT_GID_CHANGE (18), port 1");
         }
         assertThat(gids(a)).as("GIDs of A after the addresses went").hasSize(1);
@@ -353,15 +426,18 @@ class MiddlewareIT {
             Sh.check("ip", "-n", a.ns(), "addr", "add", "2001:db8:16::11/64", "dev", a.ifname(), "nodad");
             List<String[]> with = gids(a);
             List<String> addrs = with.stream().map(g -> g[0]).toList();
-            assertThat(with.get(0)).as("index 0 stays the daemon's address: %s", addrs)
+            assertThat(with.get(0))
+                    .as("index 0 stays the daemon's address: %s", addrs)
                     .containsExactly("::ffff:" + a.addr(), "RoCE v2");
             assertThat(addrs).as("GIDs of A").contains("::ffff:198.18.0.11", "2001:db8:16::11");
-            assertThat(addrs.indexOf("::ffff:198.18.0.11")).as("IPv4 before IPv6: %s", addrs)
+            assertThat(addrs.indexOf("::ffff:198.18.0.11"))
+                    .as("IPv4 before IPv6: %s", addrs)
                     .isLessThan(addrs.indexOf("2001:db8:16::11"));
             assertThat(with).allSatisfy(g -> assertThat(g[1]).isEqualTo("RoCE v2"));
         } finally {
             Sh.run(Sh.DEFAULT_TIMEOUT, List.of("ip", "-n", a.ns(), "addr", "del", "198.18.0.11/24", "dev", a.ifname()));
-            Sh.run(Sh.DEFAULT_TIMEOUT,
+            Sh.run(
+                    Sh.DEFAULT_TIMEOUT,
                     List.of("ip", "-n", a.ns(), "addr", "del", "2001:db8:16::11/64", "dev", a.ifname()));
             fabric.exec(a, Sh.DEFAULT_TIMEOUT, "sysctl", "-qw", "net.ipv6.conf." + a.ifname() + ".disable_ipv6=1");
         }

@@ -70,10 +70,13 @@ class MrceCtlIT {
             assertThat(r.server().ok()).as("server OK\n" + r.server().output()).isTrue();
             assertThat(r.client().checksum()).isEqualTo(r.server().checksum());
         }
-        assertThat(busiest).as("a snapshot taken during the transfer with traffic on every path").isNotNull();
+        assertThat(busiest)
+                .as("a snapshot taken during the transfer with traffic on every path")
+                .isNotNull();
         assertThat(busiest.path("paths")).hasSize(pathsPerQp);
-        assertThat(busiest.path("paths")).as("paths active during the transfer").anySatisfy(
-                p -> assertThat(p.path("state").asText()).isEqualTo("active"));
+        assertThat(busiest.path("paths"))
+                .as("paths active during the transfer")
+                .anySatisfy(p -> assertThat(p.path("state").asText()).isEqualTo("active"));
         for (JsonNode p : busiest.path("paths")) {
             assertThat(p.path("packetsSent").asLong()).as("path %s", p).isPositive();
             // A clean fabric: no path is dead (a path may be suspect for a moment when a probe is late).
@@ -84,10 +87,13 @@ class MrceCtlIT {
         for (NetnsFabric.Host h : new NetnsFabric.Host[] {fabric.a(), fabric.b()}) {
             boolean empty = Wait.until(Duration.ofSeconds(15), () -> {
                 JsonNode o = ctlJson(h, "objects");
-                return o.path("sessions").asInt() == 0 && o.path("totals").path("qps").asInt() == 0
+                return o.path("sessions").asInt() == 0
+                        && o.path("totals").path("qps").asInt() == 0
                         && o.path("totals").path("mrs").asInt() == 0;
             });
-            assertThat(empty).as("no objects left in the daemon of " + h.name() + ": " + ctl(h, "objects")).isTrue();
+            assertThat(empty)
+                    .as("no objects left in the daemon of " + h.name() + ": " + ctl(h, "objects"))
+                    .isTrue();
         }
     }
 

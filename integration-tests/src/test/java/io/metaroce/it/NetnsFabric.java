@@ -31,6 +31,7 @@ public abstract class NetnsFabric implements AutoCloseable {
      * daemon had not printed its first line after 40 s.
      */
     static final Duration DAEMON_READY_TIMEOUT = Duration.ofSeconds(120);
+
     private static final Path SOCK_DIR = Path.of("/tmp/metaroce");
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -127,7 +128,14 @@ public abstract class NetnsFabric implements AutoCloseable {
     public static void addNamespace(String ns, List<String> made) {
         Sh.check("ip", "netns", "add", ns);
         made.add(ns);
-        Sh.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+        Sh.check(
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
                 "net.ipv6.conf.default.disable_ipv6=1");
         Sh.check("ip", "-n", ns, "link", "set", "lo", "up");
     }
@@ -138,9 +146,19 @@ public abstract class NetnsFabric implements AutoCloseable {
      * its fabric gives it, plus the link-local one every IPv6 interface has.
      */
     protected static void enableIpv6(String ns) {
-        Sh.check("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0",
-                "net.ipv6.conf.default.disable_ipv6=0", "net.ipv6.conf.default.accept_ra=0",
-                "net.ipv6.conf.default.autoconf=0", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0");
+        Sh.check(
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=0",
+                "net.ipv6.conf.default.disable_ipv6=0",
+                "net.ipv6.conf.default.accept_ra=0",
+                "net.ipv6.conf.default.autoconf=0",
+                "net.ipv6.conf.default.accept_dad=0",
+                "net.ipv6.conf.all.accept_dad=0");
     }
 
     /** Gives the host its address ({@code addr/prefixLength}) on its interface and brings that up. */
@@ -178,8 +196,8 @@ public abstract class NetnsFabric implements AutoCloseable {
      * interface); its {@link Daemon#socket()} is mrce0's. Does not wait.
      */
     Daemon startDaemonWith(Host h, Map<String, String> env, List<String> args) {
-        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", h.ns(),
-                Env.bin("mrce-nicd").toString()));
+        List<String> cmd = new ArrayList<>(
+                List.of("ip", "netns", "exec", h.ns(), Env.bin("mrce-nicd").toString()));
         cmd.addAll(args);
         Proc p = Proc.start("mrce-nicd@" + h.name(), logFile("nicd-" + h.name()), env, cmd);
         procs.add(p);
@@ -256,7 +274,8 @@ public abstract class NetnsFabric implements AutoCloseable {
     long cmSegmentsOut(Host h) {
         Proc.Result r = exec(h, Duration.ofSeconds(10), "ss", "-tinH", "( sport = :4792 or dport = :4792 )");
         long n = 0;
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("segs_out:(\\d+)").matcher(r.output());
+        java.util.regex.Matcher m =
+                java.util.regex.Pattern.compile("segs_out:(\\d+)").matcher(r.output());
         while (m.find()) {
             n += Long.parseLong(m.group(1));
         }
@@ -288,8 +307,27 @@ public abstract class NetnsFabric implements AutoCloseable {
             throw new IllegalStateException(obj + " is missing: the integration-tests build makes it");
         }
         Sh.check("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", ifname, "clsact");
-        Sh.check("ip", "netns", "exec", ns, "tc", "filter", "replace", "dev", ifname, "egress",
-                "pref", "1", "handle", "1", "bpf", "da", "obj", obj.toString(), "sec", "tc");
+        Sh.check(
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "tc",
+                "filter",
+                "replace",
+                "dev",
+                ifname,
+                "egress",
+                "pref",
+                "1",
+                "handle",
+                "1",
+                "bpf",
+                "da",
+                "obj",
+                obj.toString(),
+                "sec",
+                "tc");
     }
 
     /** Removes the drop program (the clsact qdisc) from an interface, if any. */
@@ -312,8 +350,8 @@ public abstract class NetnsFabric implements AutoCloseable {
             if (!Wait.until(Duration.ofSeconds(10), () -> rx.output().contains("listening") || !rx.isAlive())) {
                 throw new AssertionError("udp_probe receiver did not start: " + rx.output());
             }
-            Proc.Result tx = exec(from, Duration.ofSeconds(60), probe, "send", to.addr(), str(port), str(count),
-                    str(sourcePort));
+            Proc.Result tx = exec(
+                    from, Duration.ofSeconds(60), probe, "send", to.addr(), str(port), str(count), str(sourcePort));
             if (!tx.ok() || !tx.output().contains("sent " + count)) {
                 throw new AssertionError("udp_probe send failed: " + tx.output());
             }
@@ -332,8 +370,15 @@ public abstract class NetnsFabric implements AutoCloseable {
     public String diagnostics() {
         StringBuilder sb = new StringBuilder();
         for (Daemon d : daemons) {
-            sb.append("--- mrce-nicd in host ").append(d.host().name()).append(" (alive=").append(d.isAlive())
-                    .append(", log ").append(d.log()).append("):\n").append(d.logTail(30)).append('\n');
+            sb.append("--- mrce-nicd in host ")
+                    .append(d.host().name())
+                    .append(" (alive=")
+                    .append(d.isAlive())
+                    .append(", log ")
+                    .append(d.log())
+                    .append("):\n")
+                    .append(d.logTail(30))
+                    .append('\n');
         }
         return sb.toString();
     }
@@ -350,9 +395,15 @@ public abstract class NetnsFabric implements AutoCloseable {
                 continue;
             }
             for (String view : List.of("qps", "paths", "counters")) {
-                Proc.Result r = exec(d.host(), Duration.ofSeconds(10), Env.bin("mrce-ctl").toString(), view);
-                sb.append("--- mrce-ctl ").append(view).append(" in host ").append(d.host().name()).append(":\n")
-                        .append(r.output().strip()).append('\n');
+                Proc.Result r = exec(
+                        d.host(), Duration.ofSeconds(10), Env.bin("mrce-ctl").toString(), view);
+                sb.append("--- mrce-ctl ")
+                        .append(view)
+                        .append(" in host ")
+                        .append(d.host().name())
+                        .append(":\n")
+                        .append(r.output().strip())
+                        .append('\n');
             }
         }
         return sb.toString();

@@ -27,11 +27,21 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(300)
 class OdpIT {
 
-    static final List<String> SERVER_CHECKS = List.of("odp_caps", "implicit_odp_reg",
-            "advise_mr_prefetch", "advise_mr_bad_advice", "advise_mr_bad_flags", "advise_mr_no_sge",
-            "hole_stayed_unmapped", "write_landed");
-    static final List<String> CLIENT_CHECKS = List.of("odp_caps", "explicit_odp_reg",
-            "write_to_memory_mapped_after_reg", "write_to_unmapped_page", "other_qp_goes_on",
+    static final List<String> SERVER_CHECKS = List.of(
+            "odp_caps",
+            "implicit_odp_reg",
+            "advise_mr_prefetch",
+            "advise_mr_bad_advice",
+            "advise_mr_bad_flags",
+            "advise_mr_no_sge",
+            "hole_stayed_unmapped",
+            "write_landed");
+    static final List<String> CLIENT_CHECKS = List.of(
+            "odp_caps",
+            "explicit_odp_reg",
+            "write_to_memory_mapped_after_reg",
+            "write_to_unmapped_page",
+            "other_qp_goes_on",
             "local_sge_unmapped");
 
     private static final Pattern CHECK = Pattern.compile("(?m)^CHECK (\\S+): (PASS|FAIL) ?(.*)$");
@@ -49,11 +59,21 @@ class OdpIT {
 
     @Test
     void implicitOdpMrReceivesWritesToMemoryMappedAfterRegistration() {
-        assertThat(Files.isExecutable(binary())).as("%s built by provider-c's make", binary()).isTrue();
+        assertThat(Files.isExecutable(binary()))
+                .as("%s built by provider-c's make", binary())
+                .isTrue();
         try (TwoHostFabric f = TwoHostFabric.direct("OdpIT", 1500)) {
             List<Daemon> daemons = f.startDaemons();
-            List<String> cmd = List.of(binary().toString(), "-d", "mrce0", "-g", "0",
-                    "-p", Integer.toString(PORT), "-t", Long.toString(RUN_TIMEOUT.toSeconds()));
+            List<String> cmd = List.of(
+                    binary().toString(),
+                    "-d",
+                    "mrce0",
+                    "-g",
+                    "0",
+                    "-p",
+                    Integer.toString(PORT),
+                    "-t",
+                    Long.toString(RUN_TIMEOUT.toSeconds()));
             Proc server = f.startApp(f.b(), "odp-server", cmd);
             Proc client;
             try {
@@ -66,14 +86,16 @@ class OdpIT {
                 throw e;
             }
             AppPair.Exits exits = AppPair.await(f, server, client, RUN_TIMEOUT.plusSeconds(30));
-            String context = "\n--- client:\n" + client.output() + "\n--- server:\n" + server.output()
-                    + "\n" + f.diagnostics();
+            String context =
+                    "\n--- client:\n" + client.output() + "\n--- server:\n" + server.output() + "\n" + f.diagnostics();
             Map<String, String> serverChecks = checks(server.output());
             assertThat(serverChecks.keySet()).as("server checks" + context).containsExactlyElementsOf(SERVER_CHECKS);
-            serverChecks.forEach((name, result) -> assertThat(result).as(name + context).startsWith("PASS"));
+            serverChecks.forEach(
+                    (name, result) -> assertThat(result).as(name + context).startsWith("PASS"));
             Map<String, String> clientChecks = checks(client.output());
             assertThat(clientChecks.keySet()).as("client checks" + context).containsExactlyElementsOf(CLIENT_CHECKS);
-            clientChecks.forEach((name, result) -> assertThat(result).as(name + context).startsWith("PASS"));
+            clientChecks.forEach(
+                    (name, result) -> assertThat(result).as(name + context).startsWith("PASS"));
             assertThat(client.output()).contains("write_to_unmapped_page: PASS status remote access error");
             assertThat(server.output()).contains("write_landed: PASS 0 of 262144 bytes wrong");
             assertThat(exits.client()).as("client exit" + context).isZero();
@@ -81,7 +103,9 @@ class OdpIT {
             assertThat(client.output()).contains("mrce_odp: client OK");
             assertThat(server.output()).contains("mrce_odp: server OK");
             for (Daemon d : daemons) {
-                assertThat(d.proc().isAlive()).as("daemon of %s still runs" + context, d.host().name()).isTrue();
+                assertThat(d.proc().isAlive())
+                        .as("daemon of %s still runs" + context, d.host().name())
+                        .isTrue();
             }
         }
     }

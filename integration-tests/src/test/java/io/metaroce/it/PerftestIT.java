@@ -35,14 +35,14 @@ class PerftestIT {
     static TwoHostFabric fabric;
 
     /** A perftest bandwidth row: #bytes #iterations BW peak BW average MsgRate. */
-    private static final Pattern BW_ROW = Pattern.compile(
-            "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
+    private static final Pattern BW_ROW =
+            Pattern.compile("(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
     /**
      * A perftest latency row: #bytes #iterations t_min t_max t_typical t_avg t_stdev p99 p99.9
      * (perftest prints t_stdev as -nan now and then with few iterations).
      */
-    private static final Pattern LAT_ROW = Pattern.compile(
-            "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)"
+    private static final Pattern LAT_ROW =
+            Pattern.compile("(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)"
                     + "\\s+(\\d+\\.\\d+|inf)\\s+\\S+\\s+(\\d+\\.\\d+|inf)\\s+(\\d+\\.\\d+|inf)\\s*$");
     /**
      * perftest's warning that it could not calibrate its clock (a loaded machine); its latency
@@ -96,7 +96,8 @@ class PerftestIT {
             server.close();
             throw e;
         }
-        try (server; client) {
+        try (server;
+                client) {
             AppPair.Exits exits = AppPair.await(fabric, server, client, RUN_TIMEOUT);
             return new Run(tool, options, exits.server(), exits.client(), server.output(), client.output());
         }
@@ -105,8 +106,8 @@ class PerftestIT {
     // ---- rdma-core examples: "N bytes in S seconds = R Mbit/sec", "I iters in S seconds = U usec/iter"
 
     private static void pingPong(String tool, int size, int iters, String... extra) {
-        List<String> options = new ArrayList<>(List.of("-d", "mrce0", "-g", "0", "-s", Integer.toString(size),
-                "-n", Integer.toString(iters)));
+        List<String> options = new ArrayList<>(
+                List.of("-d", "mrce0", "-g", "0", "-s", Integer.toString(size), "-n", Integer.toString(iters)));
         options.addAll(List.of(extra));
         Run r = run(tool, options);
         RcPingPong.parse("server", r.serverExit(), r.server()).assertCompleted(size, iters, r.context());
@@ -166,19 +167,24 @@ class PerftestIT {
         while (m.find()) {
             long bytes = Long.parseLong(m.group(1));
             seen.add(bytes);
-            assertThat(Long.parseLong(m.group(2))).as("iterations of the %d-byte row; %s", bytes, r.context())
+            assertThat(Long.parseLong(m.group(2)))
+                    .as("iterations of the %d-byte row; %s", bytes, r.context())
                     .isEqualTo(iters);
-            assertThat(Double.parseDouble(m.group(5))).as("message rate of the %d-byte row; %s", bytes, r.context())
+            assertThat(Double.parseDouble(m.group(5)))
+                    .as("message rate of the %d-byte row; %s", bytes, r.context())
                     .isPositive();
             if (bytes >= 65536) {
-                assertThat(Double.parseDouble(m.group(4))).as("average BW of the %d-byte row; %s", bytes,
-                        r.context()).isPositive();
+                assertThat(Double.parseDouble(m.group(4)))
+                        .as("average BW of the %d-byte row; %s", bytes, r.context())
+                        .isPositive();
             }
         }
         assertThat(seen).as("sizes reported; %s", r.context()).containsExactlyElementsOf(sizes);
         Matcher s = BW_ROW.matcher(r.server());
         while (s.find()) {
-            assertThat(Long.parseLong(s.group(2))).as("server iterations; %s", r.context()).isEqualTo(iters);
+            assertThat(Long.parseLong(s.group(2)))
+                    .as("server iterations; %s", r.context())
+                    .isEqualTo(iters);
         }
     }
 
@@ -198,17 +204,25 @@ class PerftestIT {
             while (m.find()) {
                 long bytes = Long.parseLong(m.group(1));
                 seen.add(bytes);
-                assertThat(Long.parseLong(m.group(2))).as("iterations of the %d-byte row; %s", bytes,
-                        r.context()).isEqualTo(iters);
+                assertThat(Long.parseLong(m.group(2)))
+                        .as("iterations of the %d-byte row; %s", bytes, r.context())
+                        .isEqualTo(iters);
                 if (m.group(3).equals("inf") || m.group(6).equals("inf")) {
-                    assertThat(side).as("an 'inf' time in the %d-byte row comes with perftest's clock warning; %s",
-                            bytes, r.context()).contains(CLOCK_WARNING);
+                    assertThat(side)
+                            .as(
+                                    "an 'inf' time in the %d-byte row comes with perftest's clock warning; %s",
+                                    bytes, r.context())
+                            .contains(CLOCK_WARNING);
                     continue;
                 }
                 double tMin = Double.parseDouble(m.group(3));
                 double tAvg = Double.parseDouble(m.group(6));
-                assertThat(tMin).as("t_min of the %d-byte row; %s", bytes, r.context()).isPositive();
-                assertThat(tAvg).as("t_avg of the %d-byte row; %s", bytes, r.context()).isGreaterThanOrEqualTo(tMin);
+                assertThat(tMin)
+                        .as("t_min of the %d-byte row; %s", bytes, r.context())
+                        .isPositive();
+                assertThat(tAvg)
+                        .as("t_avg of the %d-byte row; %s", bytes, r.context())
+                        .isGreaterThanOrEqualTo(tMin);
             }
             assertThat(seen).as("sizes reported; %s", r.context()).containsExactlyElementsOf(sizes);
         }

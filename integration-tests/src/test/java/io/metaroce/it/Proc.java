@@ -86,8 +86,8 @@ public class Proc implements AutoCloseable {
             return exit;
         }
         kill();
-        throw new AssertionError(name + " did not finish within " + timeout + ": "
-                + String.join(" ", command) + "\n--- its output:\n" + output());
+        throw new AssertionError(name + " did not finish within " + timeout + ": " + String.join(" ", command)
+                + "\n--- its output:\n" + output());
     }
 
     /** The exit status, or null if it is still running after timeout. */

@@ -38,6 +38,7 @@ class QpScaleIT {
     private static final int PORT = 18680;
     /** The daemon's own fds and mappings that may come and go (logs, timers, JIT). */
     private static final int FD_ALLOWANCE = 8;
+
     private static final int MAPPING_ALLOWANCE = 48;
 
     @BeforeAll
@@ -51,7 +52,9 @@ class QpScaleIT {
 
     @Test
     void fifteenHundredQpsComeUpCarryCheckedWritesAndLeaveNothing() throws IOException {
-        assertThat(Files.isExecutable(binary())).as("%s built by provider-c's make", binary()).isTrue();
+        assertThat(Files.isExecutable(binary()))
+                .as("%s built by provider-c's make", binary())
+                .isTrue();
         try (TwoHostFabric f = TwoHostFabric.direct("QpScaleIT", 1500)) {
             List<Daemon> daemons = f.startDaemons();
             List<NetnsFabric.Host> hosts = List.of(f.a(), f.b());
@@ -64,28 +67,51 @@ class QpScaleIT {
             }
             Path hold = Files.createTempFile("qpscale-hold", "");
             Files.delete(hold);
-            List<String> cmd = List.of(binary().toString(), "-d", "mrce0", "-g", "0",
-                    "-p", Integer.toString(PORT), "-t", Long.toString(RUN_TIMEOUT.toSeconds()));
+            List<String> cmd = List.of(
+                    binary().toString(),
+                    "-d",
+                    "mrce0",
+                    "-g",
+                    "0",
+                    "-p",
+                    Integer.toString(PORT),
+                    "-t",
+                    Long.toString(RUN_TIMEOUT.toSeconds()));
             Proc server = f.startApp(f.b(), "qpscale-server", cmd);
             Proc client;
             try {
                 f.awaitTcpListening(f.b(), PORT, server, Duration.ofSeconds(20));
                 List<String> clientCmd = new ArrayList<>(cmd);
-                clientCmd.addAll(List.of("-n", Integer.toString(QPS), "-a", "1," + ACTIVE, "-s", "4096",
-                        "-D", "300", "-H", hold.toString(), f.appServerAddr()));
+                clientCmd.addAll(List.of(
+                        "-n",
+                        Integer.toString(QPS),
+                        "-a",
+                        "1," + ACTIVE,
+                        "-s",
+                        "4096",
+                        "-D",
+                        "300",
+                        "-H",
+                        hold.toString(),
+                        f.appServerAddr()));
                 client = f.startApp(f.a(), "qpscale-client", clientCmd);
             } catch (RuntimeException | Error e) {
                 server.close();
                 throw e;
             }
             try {
-                boolean held = Wait.until(RUN_TIMEOUT,
-                        () -> client.output().contains("mrce_qp_scale: holding") || !client.isAlive());
-                assertThat(held && client.isAlive()).as("every QP set up: client:\n%s\n--- server:\n%s\n%s",
-                        client.output(), server.output(), f.diagnostics()).isTrue();
+                boolean held = Wait.until(
+                        RUN_TIMEOUT, () -> client.output().contains("mrce_qp_scale: holding") || !client.isAlive());
+                assertThat(held && client.isAlive())
+                        .as(
+                                "every QP set up: client:\n%s\n--- server:\n%s\n%s",
+                                client.output(), server.output(), f.diagnostics())
+                        .isTrue();
                 for (NetnsFabric.Host h : hosts) {
                     JsonNode t = Ctl.json(f, h, "objects").path("totals");
-                    assertThat(t.path("qps").asInt()).as(h.name() + " QPs with every QP up").isEqualTo(QPS);
+                    assertThat(t.path("qps").asInt())
+                            .as(h.name() + " QPs with every QP up")
+                            .isEqualTo(QPS);
                     assertThat(t.path("cqs").asInt()).as(h.name() + " CQs").isEqualTo(1);
                     assertThat(t.path("mrs").asInt()).as(h.name() + " MRs").isEqualTo(1);
                     assertThat(t.path("pds").asInt()).as(h.name() + " PDs").isEqualTo(1);
@@ -95,43 +121,62 @@ class QpScaleIT {
             }
             AppPair.Exits exits = AppPair.await(f, server, client, RUN_TIMEOUT.plusSeconds(30));
             Files.deleteIfExists(hold);
-            String context = "\n--- client:\n" + client.output() + "\n--- server:\n" + server.output()
-                    + "\n" + f.diagnostics();
-            assertThat(checks(server.output())).as("server checks" + context)
+            String context =
+                    "\n--- client:\n" + client.output() + "\n--- server:\n" + server.output() + "\n" + f.diagnostics();
+            assertThat(checks(server.output()))
+                    .as("server checks" + context)
                     .containsExactly("first_write_every_qp", "data_active_qps", "data_active_qps");
-            assertThat(checks(client.output())).as("client checks" + context)
+            assertThat(checks(client.output()))
+                    .as("client checks" + context)
                     .containsExactly("first_write_every_qp", "data_active_qps", "data_active_qps");
-            assertThat(server.output()).as(context)
+            assertThat(server.output())
+                    .as(context)
                     .contains("first_write_every_qp: PASS 0 of " + QPS + " QPs' slots wrong")
                     .contains("data_active_qps: PASS 1 active: 0 of 1 regions of 4096 bytes wrong")
-                    .contains("data_active_qps: PASS " + ACTIVE + " active: 0 of " + ACTIVE + " regions of 4096 bytes wrong");
-            assertThat(client.output()).as(context).containsPattern("(?m)^RESULT setup qps=" + QPS + " ")
+                    .contains("data_active_qps: PASS " + ACTIVE + " active: 0 of " + ACTIVE
+                            + " regions of 4096 bytes wrong");
+            assertThat(client.output())
+                    .as(context)
+                    .containsPattern("(?m)^RESULT setup qps=" + QPS + " ")
                     .containsPattern("(?m)^RESULT active=" + ACTIVE + " depth=2 writes=[1-9]")
                     .containsPattern("(?m)^RESULT teardown qps=" + QPS + " ");
             assertThat(exits.client()).as("client exit" + context).isZero();
             assertThat(exits.server()).as("server exit" + context).isZero();
             assertThat(client.output()).contains("mrce_qp_scale: client OK");
             assertThat(server.output()).contains("mrce_qp_scale: server OK");
-            System.out.println("QpScaleIT: " + client.output().lines().filter(l -> l.startsWith("RESULT"))
-                    .reduce((x, y) -> x + "\n  " + y).orElse(""));
+            System.out.println("QpScaleIT: "
+                    + client.output()
+                            .lines()
+                            .filter(l -> l.startsWith("RESULT"))
+                            .reduce((x, y) -> x + "\n  " + y)
+                            .orElse(""));
 
             for (int k = 0; k < 2; k++) {
                 NetnsFabric.Host h = hosts.get(k);
-                boolean none = Wait.until(Duration.ofSeconds(30),
+                boolean none = Wait.until(
+                        Duration.ofSeconds(30),
                         () -> Ctl.json(f, h, "objects").path("sessions").asInt() == 0);
                 JsonNode o = Ctl.json(f, h, "objects");
-                assertThat(none).as("daemon of %s reclaimed every session: %s", h.name(), o).isTrue();
+                assertThat(none)
+                        .as("daemon of %s reclaimed every session: %s", h.name(), o)
+                        .isTrue();
                 for (String n : List.of("qps", "cqs", "mrs", "pds")) {
-                    assertThat(o.path("totals").path(n).asInt(-1)).as(h.name() + " " + n + " left").isZero();
+                    assertThat(o.path("totals").path(n).asInt(-1))
+                            .as(h.name() + " " + n + " left")
+                            .isZero();
                 }
                 JsonNode d = o.path("daemon");
-                assertThat(d.path("openFds").asLong()).as(h.name() + " daemon fds (before: " + fdsBefore[k] + ")")
+                assertThat(d.path("openFds").asLong())
+                        .as(h.name() + " daemon fds (before: " + fdsBefore[k] + ")")
                         .isLessThanOrEqualTo(fdsBefore[k] + FD_ALLOWANCE);
-                assertThat(d.path("mappings").asLong()).as(h.name() + " daemon mappings (before: " + mapsBefore[k] + ")")
+                assertThat(d.path("mappings").asLong())
+                        .as(h.name() + " daemon mappings (before: " + mapsBefore[k] + ")")
                         .isLessThanOrEqualTo(mapsBefore[k] + MAPPING_ALLOWANCE);
             }
             for (Daemon d : daemons) {
-                assertThat(d.proc().isAlive()).as("daemon of %s still runs", d.host().name()).isTrue();
+                assertThat(d.proc().isAlive())
+                        .as("daemon of %s still runs", d.host().name())
+                        .isTrue();
             }
         }
     }

@@ -21,20 +21,30 @@ import java.util.regex.Pattern;
  */
 final class RcPingPong {
 
-    static final Pattern BYTES = Pattern.compile(
-            "(?m)^(\\d+) bytes in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) Mbit/sec$");
-    static final Pattern ITERS = Pattern.compile(
-            "(?m)^(\\d+) iters in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) usec/iter$");
+    static final Pattern BYTES =
+            Pattern.compile("(?m)^(\\d+) bytes in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) Mbit/sec$");
+    static final Pattern ITERS =
+            Pattern.compile("(?m)^(\\d+) iters in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) usec/iter$");
 
     private RcPingPong() {}
 
     /** What one side printed. */
-    record Side(String role, int exit, String output, long bytes, double seconds, double mbitPerSec,
-            long iters, double itersSeconds, double usecPerIter) {
+    record Side(
+            String role,
+            int exit,
+            String output,
+            long bytes,
+            double seconds,
+            double mbitPerSec,
+            long iters,
+            double itersSeconds,
+            double usecPerIter) {
 
         /** Asserts this side exchanged size * iters * 2 bytes in iters iterations, with sane numbers. */
         void assertCompleted(int size, int iters, String context) {
-            assertThat(exit).as("%s exit status; output:%n%s%n%s", role, output, context).isZero();
+            assertThat(exit)
+                    .as("%s exit status; output:%n%s%n%s", role, output, context)
+                    .isZero();
             // -c makes rc_pingpong check the received buffer and print "invalid data" on a mismatch.
             assertThat(output).as("%s output", role).doesNotContain("invalid data");
             assertThat(this.iters).as("%s iters", role).isEqualTo(iters);
@@ -42,12 +52,15 @@ final class RcPingPong {
             // Printed with two decimals: a tiny rate (1-byte messages) shows as 0.00.
             assertThat(mbitPerSec).as("%s Mbit/sec", role).isNotNegative();
             assertThat(usecPerIter).as("%s usec/iter", role).isPositive();
-            assertThat(itersSeconds).as("%s: both lines report the same elapsed time", role).isEqualTo(seconds);
+            assertThat(itersSeconds)
+                    .as("%s: both lines report the same elapsed time", role)
+                    .isEqualTo(seconds);
             // Both rates come from the same elapsed time: Mbit/sec * usec/iter * iters = bytes * 8,
             // up to the printed rounding (two decimals).
             if (mbitPerSec >= 1 && usecPerIter >= 1) {
                 double product = mbitPerSec * usecPerIter * iters;
-                assertThat(product).as("%s: Mbit/sec * usec/iter * iters vs bytes * 8", role)
+                assertThat(product)
+                        .as("%s: Mbit/sec * usec/iter * iters vs bytes * 8", role)
                         .isCloseTo(bytes * 8.0, org.assertj.core.data.Percentage.withPercentage(3));
             }
         }
@@ -70,8 +83,8 @@ final class RcPingPong {
      * injected mid-run); {@link Running#finish} waits for both.
      */
     static Running start(NetnsFabric f, int port, String... options) {
-        List<String> cmd = new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0",
-                "-p", Integer.toString(port)));
+        List<String> cmd =
+                new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0", "-p", Integer.toString(port)));
         cmd.addAll(List.of(options));
         Proc server = f.startApp(f.b(), "rc_pingpong-server", cmd);
         try {
@@ -100,7 +113,8 @@ final class RcPingPong {
         Result finish(Duration timeout) {
             try (this) {
                 AppPair.Exits exits = AppPair.await(fabric, server, client, timeout);
-                return new Result(parse("server", exits.server(), server.output()),
+                return new Result(
+                        parse("server", exits.server(), server.output()),
                         parse("client", exits.client(), client.output()));
             }
         }
@@ -118,8 +132,15 @@ final class RcPingPong {
         if (!b.find() || !i.find()) {
             return new Side(role, exit, output, -1, -1, -1, -1, -1, -1);
         }
-        return new Side(role, exit, output, Long.parseLong(b.group(1)), Double.parseDouble(b.group(2)),
-                Double.parseDouble(b.group(3)), Long.parseLong(i.group(1)), Double.parseDouble(i.group(2)),
+        return new Side(
+                role,
+                exit,
+                output,
+                Long.parseLong(b.group(1)),
+                Double.parseDouble(b.group(2)),
+                Double.parseDouble(b.group(3)),
+                Long.parseLong(i.group(1)),
+                Double.parseDouble(i.group(2)),
                 Double.parseDouble(i.group(3)));
     }
 }

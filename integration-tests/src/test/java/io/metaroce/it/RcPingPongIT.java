@@ -18,6 +18,7 @@ class RcPingPongIT {
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
     /** -s 65536 -n 5000 moves 655 MB; on 2 shared cores the skeleton needs over a minute. */
     private static final Duration LARGE_RUN_TIMEOUT = Duration.ofSeconds(300);
+
     private static final AtomicInteger PORT = new AtomicInteger(18515);
     private static TwoHostFabric fabric;
 

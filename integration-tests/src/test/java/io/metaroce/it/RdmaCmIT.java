@@ -35,6 +35,8 @@ import org.junit.jupiter.api.Timeout;
  * listening once the library reports the daemon's answer to its CM_LISTEN (in the file
  * {@code MRCE_RDMACM_DEBUG=FILE} names), so no test waits on the clock.
  * rping runs under {@code stdbuf -oL}: its stderr lines would otherwise cut its buffered stdout.
+ *
+ * <p>Long because every tool shares one two-host fabric and its daemons, started once for the class.
  */
 @Timeout(900)
 class RdmaCmIT {
@@ -95,8 +97,8 @@ class RdmaCmIT {
     private static Proc startServer(String name, List<String> server) {
         Path dbg = debugLog(name);
         Proc p = fabric.startApp(fabric.b(), name + "-server", debug(dbg, server));
-        boolean up = Wait.until(Duration.ofSeconds(30),
-                () -> LISTEN_OK.matcher(read(dbg)).find() || !p.isAlive());
+        boolean up = Wait.until(
+                Duration.ofSeconds(30), () -> LISTEN_OK.matcher(read(dbg)).find() || !p.isAlive());
         if (!up || !p.isAlive()) {
             String out = p.output();
             p.close();
@@ -120,7 +122,8 @@ class RdmaCmIT {
             s.close();
             throw e;
         }
-        try (s; c) {
+        try (s;
+                c) {
             AppPair.Exits exits = AppPair.await(fabric, s, c, timeout);
             return new Run(name, exits.server(), exits.client(), s.output(), c.output());
         }
@@ -149,14 +152,39 @@ class RdmaCmIT {
     void rpingVerifiesThousandPings() {
         String port = port();
         int count = 1000;
-        Run r = run("rping",
-                List.of("stdbuf", "-oL", "rping", "-s", "-a", serverAddr(), "-p", port, "-v", "-C",
-                        Integer.toString(count)),
-                List.of("stdbuf", "-oL", "rping", "-c", "-a", serverAddr(), "-p", port, "-v", "-C",
-                        Integer.toString(count)))
+        Run r = run(
+                        "rping",
+                        List.of(
+                                "stdbuf",
+                                "-oL",
+                                "rping",
+                                "-s",
+                                "-a",
+                                serverAddr(),
+                                "-p",
+                                port,
+                                "-v",
+                                "-C",
+                                Integer.toString(count)),
+                        List.of(
+                                "stdbuf",
+                                "-oL",
+                                "rping",
+                                "-c",
+                                "-a",
+                                serverAddr(),
+                                "-p",
+                                port,
+                                "-v",
+                                "-C",
+                                Integer.toString(count)))
                 .assertExitedCleanly();
-        List<String> client = r.client().lines().filter(l -> l.startsWith("ping data: ")).toList();
-        List<String> server = r.server().lines().filter(l -> l.startsWith("server ping data: ")).toList();
+        List<String> client =
+                r.client().lines().filter(l -> l.startsWith("ping data: ")).toList();
+        List<String> server = r.server()
+                .lines()
+                .filter(l -> l.startsWith("server ping data: "))
+                .toList();
         assertThat(client).as("client pings of %s", r.context()).hasSize(count);
         assertThat(server).as("server pings of %s", r.context()).hasSize(count);
         for (int i = 0; i < count; i++) {
@@ -168,8 +196,11 @@ class RdmaCmIT {
     @Test
     void ucmatoseFourConnections() {
         String port = port();
-        Run r = run("ucmatose", List.of("ucmatose", "-c", "4", "-p", port),
-                List.of("ucmatose", "-c", "4", "-p", port, "-s", serverAddr())).assertExitedCleanly();
+        Run r = run(
+                        "ucmatose",
+                        List.of("ucmatose", "-c", "4", "-p", port),
+                        List.of("ucmatose", "-c", "4", "-p", port, "-s", serverAddr()))
+                .assertExitedCleanly();
         for (String out : List.of(r.server(), r.client())) {
             assertThat(out).as(r.context()).contains("data transfers complete", "test complete", "return status 0");
         }
@@ -189,8 +220,11 @@ class RdmaCmIT {
     @Test
     void rdmaServerAndClient() {
         String port = port();
-        Run r = run("rdma_server", List.of("rdma_server", "-p", port),
-                List.of("rdma_client", "-s", serverAddr(), "-p", port)).assertExitedCleanly();
+        Run r = run(
+                        "rdma_server",
+                        List.of("rdma_server", "-p", port),
+                        List.of("rdma_client", "-s", serverAddr(), "-p", port))
+                .assertExitedCleanly();
         assertThat(r.server()).as(r.context()).contains("rdma_server: end 0");
         assertThat(r.client()).as(r.context()).contains("rdma_client: end 0");
     }
@@ -201,23 +235,35 @@ class RdmaCmIT {
         String port = port();
         Proc server = startServer("cmtime", List.of("cmtime", "-c", "20", "-p", port));
         try (server) {
-            Proc.Result c = fabric.runApp(fabric.a(), "cmtime-client", RUN_TIMEOUT,
+            Proc.Result c = fabric.runApp(
+                    fabric.a(),
+                    "cmtime-client",
+                    RUN_TIMEOUT,
                     List.of("cmtime", "-s", serverAddr(), "-c", "20", "-p", port));
             String context = c.output() + "\n--- server:\n" + server.output() + "\n" + fabric.diagnostics();
             assertThat(c.exit()).as(context).isZero();
             // its progress lines, then one row per step: total ms, max ms, min us, us / conn
-            assertThat(c.output()).as(context).containsSubsequence("creating id", "resolving address",
-                    "resolving route", "creating qp", "connecting", "disconnecting", "destroying id",
-                    "step              total ms     max ms     min us  us / conn");
-            for (String step : List.of("create id", "resolve addr", "resolve route", "create qp", "connect",
-                    "disconnect", "destroy")) {
+            assertThat(c.output())
+                    .as(context)
+                    .containsSubsequence(
+                            "creating id",
+                            "resolving address",
+                            "resolving route",
+                            "creating qp",
+                            "connecting",
+                            "disconnecting",
+                            "destroying id",
+                            "step              total ms     max ms     min us  us / conn");
+            for (String step : List.of(
+                    "create id", "resolve addr", "resolve route", "create qp", "connect", "disconnect", "destroy")) {
                 Matcher m = Pattern.compile("(?m)^" + step
-                        + "\\s*:\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$")
+                                + "\\s*:\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$")
                         .matcher(c.output());
                 assertThat(m.find()).as("row %s of %s", step, context).isTrue();
                 // the per-connection mean is the total over the 20 (the total is printed to 0.01 ms)
                 double perConnUs = Double.parseDouble(m.group(1)) * 1000 / 20;
-                assertThat(Double.parseDouble(m.group(4))).as("us / conn of %s in %s", step, context)
+                assertThat(Double.parseDouble(m.group(4)))
+                        .as("us / conn of %s in %s", step, context)
                         .isCloseTo(perConnUs, Offset.offset(0.3 + perConnUs * 0.01));
             }
             assertThat(server.isAlive()).as(context).isTrue();
@@ -226,8 +272,8 @@ class RdmaCmIT {
 
     // ---- perftest -R
 
-    private static final Pattern BW_ROW = Pattern.compile(
-            "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
+    private static final Pattern BW_ROW =
+            Pattern.compile("(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s*$");
     private static final Pattern LAT_ROW = Pattern.compile("(?m)^\\s*2\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+");
 
     /**
@@ -240,16 +286,22 @@ class RdmaCmIT {
      */
     private static Run perftest(String tool, String... extra) throws IOException {
         String port = port();
-        List<String> cmd = new ArrayList<>(List.of(tool, "-R", "-d", "mrce0", "-x", "0", "-F", "-n", "200", "-p", port));
+        List<String> cmd =
+                new ArrayList<>(List.of(tool, "-R", "-d", "mrce0", "-x", "0", "-F", "-n", "200", "-p", port));
         cmd.addAll(List.of(extra));
         Path fifo = fabric.logDir().resolve(tool + "-" + port + "-gate.fifo");
         Files.deleteIfExists(fifo);
-        Proc.Result mk = Proc.run(fabric.logDir().resolve(tool + "-mkfifo.log"), Duration.ofSeconds(10),
+        Proc.Result mk = Proc.run(
+                fabric.logDir().resolve(tool + "-mkfifo.log"),
+                Duration.ofSeconds(10),
                 List.of("mkfifo", fifo.toString()));
         assertThat(mk.ok()).as(mk.output()).isTrue();
-        List<String> client = new ArrayList<>(List.of("sh", "-c",
+        List<String> client = new ArrayList<>(List.of(
+                "sh",
+                "-c",
                 "LD_PRELOAD=" + Env.nativeDir().resolve("libmrce_connect_gate.so") + ":$LD_PRELOAD"
-                        + " MRCE_CONNECT_GATE_AT=2 MRCE_CONNECT_GATE_FIFO=" + fifo + " exec \"$@\"", "sh"));
+                        + " MRCE_CONNECT_GATE_AT=2 MRCE_CONNECT_GATE_FIFO=" + fifo + " exec \"$@\"",
+                "sh"));
         client.addAll(cmd);
         client.add(serverAddr());
         Path dbg = debugLog(tool);
@@ -262,14 +314,21 @@ class RdmaCmIT {
                 s.close();
                 throw e;
             }
-            try (s; c) {
-                boolean second = Wait.until(Duration.ofSeconds(60),
+            try (s;
+                    c) {
+                boolean second = Wait.until(
+                        Duration.ofSeconds(60),
                         () -> LISTEN_OK.matcher(read(dbg)).results().count() >= 2 || !s.isAlive() || !c.isAlive());
-                assertThat(second && s.isAlive() && c.isAlive()).as("the server's second listen: %s\n--- client:\n%s",
-                        s.output(), c.output()).isTrue();
-                Proc.Result w = Proc.run(fabric.logDir().resolve(tool + "-gate.log"), Duration.ofSeconds(30),
+                assertThat(second && s.isAlive() && c.isAlive())
+                        .as("the server's second listen: %s\n--- client:\n%s", s.output(), c.output())
+                        .isTrue();
+                Proc.Result w = Proc.run(
+                        fabric.logDir().resolve(tool + "-gate.log"),
+                        Duration.ofSeconds(30),
                         List.of("sh", "-c", "echo go > " + fifo));
-                assertThat(w.ok()).as("opened the client's gate: %s\n%s", w.output(), c.output()).isTrue();
+                assertThat(w.ok())
+                        .as("opened the client's gate: %s\n%s", w.output(), c.output())
+                        .isTrue();
                 AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
                 return new Run(tool, exits.server(), exits.client(), s.output(), c.output()).assertExitedCleanly();
             }
@@ -332,15 +391,24 @@ class RdmaCmIT {
         Proc server = fabric.startApp(fabric.b(), "qperf-server", debug(dbg, List.of("qperf", "-lto", "60")));
         try (server) {
             fabric.awaitTcpListening(fabric.b(), 19765, server, Duration.ofSeconds(20));
-            Proc.Result bw = fabric.runApp(fabric.a(), "qperf-client-bw", RUN_TIMEOUT,
+            Proc.Result bw = fabric.runApp(
+                    fabric.a(),
+                    "qperf-client-bw",
+                    RUN_TIMEOUT,
                     List.of("qperf", serverAddr(), "-to", "60", "-n", "1000", "-cm1", "-vv", "rc_bw"));
-            String context = bw.output() + "\n--- server:\n" + server.output() + read(dbg) + "\n" + fabric.diagnostics();
+            String context =
+                    bw.output() + "\n--- server:\n" + server.output() + read(dbg) + "\n" + fabric.diagnostics();
             assertThat(bw.exit()).as(context).isZero();
-            assertThat(bw.output()).as(context).containsPattern("(?m)^\\s*send_msgs\\s+=\\s+1,000\\s*$")
+            assertThat(bw.output())
+                    .as(context)
+                    .containsPattern("(?m)^\\s*send_msgs\\s+=\\s+1,000\\s*$")
                     .containsPattern("(?m)^\\s*recv_msgs\\s+=\\s+1,000\\s*$")
                     .containsPattern("(?m)^\\s*recv_bytes\\s+=\\s+65\\.5 MB\\s*$");
             Path latDbg = fabric.logDir().resolve("qperf-client-lat-rdmacm-debug.log");
-            Proc.Result lat = fabric.runApp(fabric.a(), "qperf-client-lat", RUN_TIMEOUT,
+            Proc.Result lat = fabric.runApp(
+                    fabric.a(),
+                    "qperf-client-lat",
+                    RUN_TIMEOUT,
                     debug(latDbg, List.of("qperf", serverAddr(), "-to", "60", "-t", "1", "-cm1", "rc_lat")));
             context = lat.output() + read(latDbg) + "\n--- server:\n" + server.output() + read(dbg) + "\n"
                     + fabric.diagnostics();
@@ -365,16 +433,18 @@ class RdmaCmIT {
             }
             names.add(m.group(1));
             assertThat(Double.parseDouble(m.group(6)) + Double.parseDouble(m.group(8)))
-                    .as("row %s of %s", m.group(0), r.context()).isPositive();
+                    .as("row %s of %s", m.group(0), r.context())
+                    .isPositive();
         }
         assertThat(out).as(r.context()).doesNotContain("verification failed", "rsend:", "rrecv:", "riowrite:");
         return names;
     }
 
     /** The sizes of rstream's -S all run, in its order, as its size_str prints them. */
-    private static final List<String> ALL_SIZES = List.of("64", "128", "192", "256", "384", "512", "768", "1k",
-            "1.5k", "2k", "3k", "4k", "6k", "8k", "12k", "16k", "24k", "32k", "48k", "64k", "96k", "128k", "192k",
-            "256k", "384k", "512k", "768k", "1m", "1.5m", "2m", "3m", "4m", "6m");
+    private static final List<String> ALL_SIZES = List.of(
+            "64", "128", "192", "256", "384", "512", "768", "1k", "1.5k", "2k", "3k", "4k", "6k", "8k", "12k", "16k",
+            "24k", "32k", "48k", "64k", "96k", "128k", "192k", "256k", "384k", "512k", "768k", "1m", "1.5m", "2m", "3m",
+            "4m", "6m");
 
     private static List<String> allRows() {
         List<String> rows = new ArrayList<>();
@@ -395,10 +465,13 @@ class RdmaCmIT {
     @Timeout(1800)
     void rstreamAllSizesVerified() {
         String port = port();
-        Run r = run("rstream-all", startServer("rstream-all", List.of("stdbuf", "-oL", "rstream", "-p", port,
-                        "-S", "all", "-T", "b", "-T", "v")),
-                List.of("rstream", "-s", serverAddr(), "-p", port, "-S", "all", "-T", "b", "-T", "v"),
-                Duration.ofSeconds(1700))
+        Run r = run(
+                        "rstream-all",
+                        startServer(
+                                "rstream-all",
+                                List.of("stdbuf", "-oL", "rstream", "-p", port, "-S", "all", "-T", "b", "-T", "v")),
+                        List.of("rstream", "-s", serverAddr(), "-p", port, "-S", "all", "-T", "b", "-T", "v"),
+                        Duration.ofSeconds(1700))
                 .assertExitedCleanly();
         assertThat(xferRows(r, r.client())).as(r.context()).isEqualTo(allRows());
         assertThat(xferRows(r, r.server())).as(r.context()).isEqualTo(allRows());
@@ -411,17 +484,21 @@ class RdmaCmIT {
      */
     @Test
     void rstreamNonBlockingAndPolled() {
-        for (List<String> opts : List.of(List.of("-T", "n", "-T", "v", "-S", "1000000", "-C", "40"),
+        for (List<String> opts : List.of(
+                List.of("-T", "n", "-T", "v", "-S", "1000000", "-C", "40"),
                 List.of("-T", "a", "-T", "v", "-S", "65536", "-C", "300"))) {
             String port = port();
             List<String> server = new ArrayList<>(List.of("stdbuf", "-oL", "rstream", "-p", port));
             server.addAll(opts);
             List<String> client = new ArrayList<>(List.of("rstream", "-s", serverAddr(), "-p", port));
             client.addAll(opts);
-            Run r = run("rstream" + String.join("", opts).replace("-", "_"), server, client).assertExitedCleanly();
+            Run r = run("rstream" + String.join("", opts).replace("-", "_"), server, client)
+                    .assertExitedCleanly();
             assertThat(xferRows(r, r.client())).as(r.context()).containsExactly("custom");
             assertThat(xferRows(r, r.server())).as(r.context()).containsExactly("custom");
-            assertThat(r.client()).as(r.context()).containsPattern("(?m)^custom\\s+\\S+\\s+" + opts.get(7) + "\\s+1\\s");
+            assertThat(r.client())
+                    .as(r.context())
+                    .containsPattern("(?m)^custom\\s+\\S+\\s+" + opts.get(7) + "\\s+1\\s");
         }
     }
 
@@ -436,26 +513,36 @@ class RdmaCmIT {
         String port = port();
         Path fifo = fabric.logDir().resolve("rsocket-close-" + port + ".fifo");
         Files.deleteIfExists(fifo);
-        Proc.Result mk = Proc.run(fabric.logDir().resolve("rsocket-close-mkfifo.log"), Duration.ofSeconds(10),
+        Proc.Result mk = Proc.run(
+                fabric.logDir().resolve("rsocket-close-mkfifo.log"),
+                Duration.ofSeconds(10),
                 List.of("mkfifo", fifo.toString()));
         assertThat(mk.ok()).as(mk.output()).isTrue();
         try {
             Proc s = startServer("rsocket-close", check("rserver", port));
             try (s) {
-                Proc c = fabric.startApp(fabric.a(), "rsocket-close-client",
-                        check("rclient", serverAddr(), port, fifo.toString()));
+                Proc c = fabric.startApp(
+                        fabric.a(), "rsocket-close-client", check("rclient", serverAddr(), port, fifo.toString()));
                 try (c) {
                     int serverExit = s.waitFor(RUN_TIMEOUT);
-                    assertThat(serverExit).as("server: %s\n--- client:\n%s", s.output(), c.output()).isZero();
+                    assertThat(serverExit)
+                            .as("server: %s\n--- client:\n%s", s.output(), c.output())
+                            .isZero();
                     assertThat(c.output()).contains("CONNECTED");
-                    Proc.Result w = Proc.run(fabric.logDir().resolve("rsocket-close-signal.log"),
-                            Duration.ofSeconds(30), List.of("sh", "-c", "echo go > " + fifo));
-                    assertThat(w.ok()).as("signalled the client: %s\n%s", w.output(), c.output()).isTrue();
+                    Proc.Result w = Proc.run(
+                            fabric.logDir().resolve("rsocket-close-signal.log"),
+                            Duration.ofSeconds(30),
+                            List.of("sh", "-c", "echo go > " + fifo));
+                    assertThat(w.ok())
+                            .as("signalled the client: %s\n%s", w.output(), c.output())
+                            .isTrue();
                     int clientExit = c.waitFor(RUN_TIMEOUT);
                     String ctx = "--- server:\n" + s.output() + "\n--- client:\n" + c.output();
                     assertThat(clientExit).as(ctx).isZero();
-                    Matcher sent = Pattern.compile("SENT 65536 sum ([0-9a-f]{8})").matcher(s.output());
-                    Matcher got = Pattern.compile("RECEIVED 65536 sum ([0-9a-f]{8}) ok").matcher(c.output());
+                    Matcher sent =
+                            Pattern.compile("SENT 65536 sum ([0-9a-f]{8})").matcher(s.output());
+                    Matcher got = Pattern.compile("RECEIVED 65536 sum ([0-9a-f]{8}) ok")
+                            .matcher(c.output());
                     assertThat(sent.find() && got.find()).as(ctx).isTrue();
                     assertThat(got.group(1)).as("what arrived is what was sent").isEqualTo(sent.group(1));
                     assertThat(c.output()).as(ctx).containsSubsequence("RECEIVED", "HANGUP");
@@ -474,7 +561,9 @@ class RdmaCmIT {
     @Test
     void rstreamSocketComparisonAllSizes() {
         String port = port();
-        Proc s = fabric.startApp(fabric.b(), "rstream-sockets-server",
+        Proc s = fabric.startApp(
+                fabric.b(),
+                "rstream-sockets-server",
                 List.of("stdbuf", "-oL", "rstream", "-T", "s", "-T", "b", "-p", port, "-S", "all"));
         try {
             fabric.awaitTcpListening(fabric.b(), Integer.parseInt(port), s, Duration.ofSeconds(30));
@@ -482,8 +571,12 @@ class RdmaCmIT {
             s.close();
             throw e;
         }
-        Run r = run("rstream-sockets", s, List.of("rstream", "-T", "s", "-T", "b", "-s", serverAddr(), "-p", port,
-                "-S", "all"), Duration.ofSeconds(600)).assertExitedCleanly();
+        Run r = run(
+                        "rstream-sockets",
+                        s,
+                        List.of("rstream", "-T", "s", "-T", "b", "-s", serverAddr(), "-p", port, "-S", "all"),
+                        Duration.ofSeconds(600))
+                .assertExitedCleanly();
         assertThat(xferRows(r, r.client())).as(r.context()).isEqualTo(allRows());
         assertThat(xferRows(r, r.server())).as(r.context()).isEqualTo(allRows());
     }
@@ -494,8 +587,8 @@ class RdmaCmIT {
      */
     @Test
     void riostreamVerified() {
-        for (List<String> opts : List.of(List.of("-T", "v", "-S", "1048576", "-C", "20"),
-                List.of("-T", "v", "-S", "4096", "-C", "500"))) {
+        for (List<String> opts : List.of(
+                List.of("-T", "v", "-S", "1048576", "-C", "20"), List.of("-T", "v", "-S", "4096", "-C", "500"))) {
             String port = port();
             List<String> server = new ArrayList<>(List.of("stdbuf", "-oL", "riostream", "-p", port));
             server.addAll(opts);
@@ -510,15 +603,16 @@ class RdmaCmIT {
     // ---- error paths (mrce_rdmacm_check)
 
     private static List<String> check(String... args) {
-        List<String> cmd = new ArrayList<>(List.of(Env.nativeDir().resolve("mrce_rdmacm_check").toString()));
+        List<String> cmd = new ArrayList<>(
+                List.of(Env.nativeDir().resolve("mrce_rdmacm_check").toString()));
         cmd.addAll(List.of(args));
         return cmd;
     }
 
     @Test
     void connectWithoutListenerIsRejected() {
-        Proc.Result c = fabric.runApp(fabric.a(), "check-nolistener", RUN_TIMEOUT,
-                check("client", serverAddr(), port()));
+        Proc.Result c =
+                fabric.runApp(fabric.a(), "check-nolistener", RUN_TIMEOUT, check("client", serverAddr(), port()));
         assertThat(c.exit()).as(c.output()).isZero();
         // the IB CM's REJ reason "invalid service id", as on RoCE hardware
         assertThat(c.output()).contains("EVENT RDMA_CM_EVENT_REJECTED status 8 ");
@@ -527,8 +621,7 @@ class RdmaCmIT {
     @Test
     void connectWithoutDaemonIsUnreachable() {
         // 198.18.0.3 is on B's link but nobody answers there: the daemon's connect timeout
-        Proc.Result c = fabric.runApp(fabric.a(), "check-nodaemon", RUN_TIMEOUT,
-                check("client", "198.18.0.3", port()));
+        Proc.Result c = fabric.runApp(fabric.a(), "check-nodaemon", RUN_TIMEOUT, check("client", "198.18.0.3", port()));
         assertThat(c.exit()).as(c.output()).isZero();
         assertThat(c.output()).containsPattern("EVENT RDMA_CM_EVENT_UNREACHABLE status -\\d+");
     }
@@ -546,8 +639,9 @@ class RdmaCmIT {
         String port = port();
         Run r = run("check-reject", check("server", port, "reject"), check("client", serverAddr(), port))
                 .assertExitedCleanly();
-        assertThat(r.server()).as(r.context()).contains("EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello",
-                "REJECTED-SENT");
+        assertThat(r.server())
+                .as(r.context())
+                .contains("EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello", "REJECTED-SENT");
         assertThat(r.client()).as(r.context()).contains("EVENT RDMA_CM_EVENT_REJECTED status 28 pdata go-away");
     }
 
@@ -556,12 +650,19 @@ class RdmaCmIT {
         String port = port();
         Run r = run("check-accept", check("server", port, "accept"), check("client", serverAddr(), port))
                 .assertExitedCleanly();
-        assertThat(r.server()).as(r.context()).containsSubsequence(
-                "EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello", "EVENT RDMA_CM_EVENT_ESTABLISHED",
-                "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
-        assertThat(r.client()).as(r.context()).containsSubsequence("EVENT RDMA_CM_EVENT_ADDR_RESOLVED",
-                "EVENT RDMA_CM_EVENT_ROUTE_RESOLVED", "EVENT RDMA_CM_EVENT_ESTABLISHED status 0 pdata welcome",
-                "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+        assertThat(r.server())
+                .as(r.context())
+                .containsSubsequence(
+                        "EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello", "EVENT RDMA_CM_EVENT_ESTABLISHED",
+                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+        assertThat(r.client())
+                .as(r.context())
+                .containsSubsequence(
+                        "EVENT RDMA_CM_EVENT_ADDR_RESOLVED",
+                        "EVENT RDMA_CM_EVENT_ROUTE_RESOLVED",
+                        "EVENT RDMA_CM_EVENT_ESTABLISHED status 0 pdata welcome",
+                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0",
+                        "DONE");
     }
 
     @Test
@@ -571,16 +672,18 @@ class RdmaCmIT {
         try (s) {
             Proc c = fabric.startApp(fabric.a(), "check-kill-client", check("client", serverAddr(), port, "hold"));
             try (c) {
-                boolean holding = Wait.until(Duration.ofSeconds(30),
-                        () -> c.output().contains("HOLDING") || !c.isAlive());
-                assertThat(holding && c.isAlive()).as("client holding: %s\n--- server:\n%s", c.output(), s.output())
+                boolean holding =
+                        Wait.until(Duration.ofSeconds(30), () -> c.output().contains("HOLDING") || !c.isAlive());
+                assertThat(holding && c.isAlive())
+                        .as("client holding: %s\n--- server:\n%s", c.output(), s.output())
                         .isTrue();
                 c.kill();
             }
             int exit = s.waitFor(Duration.ofSeconds(60));
             assertThat(exit).as(s.output()).isZero();
-            assertThat(s.output()).containsSubsequence("EVENT RDMA_CM_EVENT_ESTABLISHED",
-                    "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+            assertThat(s.output())
+                    .containsSubsequence(
+                            "EVENT RDMA_CM_EVENT_ESTABLISHED", "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
         }
     }
 
@@ -597,9 +700,11 @@ class RdmaCmIT {
                 assertThat(up && s.isAlive()).as(s.output()).isTrue();
                 Proc c = f.startApp(f.a(), "check-daemonkill-client", check("client", f.b().addr(), port, "hold"));
                 try (c) {
-                    boolean holding = Wait.until(Duration.ofSeconds(30),
-                            () -> c.output().contains("HOLDING") || !c.isAlive());
-                    assertThat(holding && c.isAlive()).as("client holding: %s", c.output()).isTrue();
+                    boolean holding =
+                            Wait.until(Duration.ofSeconds(30), () -> c.output().contains("HOLDING") || !c.isAlive());
+                    assertThat(holding && c.isAlive())
+                            .as("client holding: %s", c.output())
+                            .isTrue();
                     daemons.get(0).proc().kill();
                     int exit = c.waitFor(Duration.ofSeconds(60));
                     assertThat(exit).as(c.output()).isZero();
@@ -608,8 +713,9 @@ class RdmaCmIT {
                 // B's daemon loses A's (the connection manager's peer timeout): the watch ends
                 int exit = s.waitFor(Duration.ofSeconds(60));
                 assertThat(exit).as(s.output()).isZero();
-                assertThat(s.output()).containsSubsequence("EVENT RDMA_CM_EVENT_ESTABLISHED",
-                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+                assertThat(s.output())
+                        .containsSubsequence(
+                                "EVENT RDMA_CM_EVENT_ESTABLISHED", "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
             }
         }
     }
@@ -632,30 +738,42 @@ class RdmaCmIT {
         String port = port();
         Path fifo = fabric.logDir().resolve(name + "-" + port + ".fifo");
         Files.deleteIfExists(fifo);
-        Proc.Result mk = Proc.run(fabric.logDir().resolve(name + "-mkfifo.log"), Duration.ofSeconds(10),
+        Proc.Result mk = Proc.run(
+                fabric.logDir().resolve(name + "-mkfifo.log"),
+                Duration.ofSeconds(10),
                 List.of("mkfifo", fifo.toString()));
         assertThat(mk.ok()).as(mk.output()).isTrue();
         try {
             Proc s = fabric.startApp(fabric.b(), name + "-server", check("server", port, "late", fifo.toString()));
             try (s) {
-                boolean bound = Wait.until(Duration.ofSeconds(30), () -> s.output().contains("BOUND") || !s.isAlive());
-                assertThat(bound && s.isAlive()).as("server bound: %s", s.output()).isTrue();
+                boolean bound =
+                        Wait.until(Duration.ofSeconds(30), () -> s.output().contains("BOUND") || !s.isAlive());
+                assertThat(bound && s.isAlive())
+                        .as("server bound: %s", s.output())
+                        .isTrue();
                 assertThat(s.output()).contains("BIND-AGAIN EADDRINUSE");
                 Proc.Result other = fabric.runApp(fabric.b(), name + "-bind", RUN_TIMEOUT, check("bind", port));
-                assertThat(other.output()).as("another process's bind of a bound port").contains("BIND EADDRINUSE");
+                assertThat(other.output())
+                        .as("another process's bind of a bound port")
+                        .contains("BIND EADDRINUSE");
                 assertThat(heldAtB()).isZero();
                 List<String> client = new ArrayList<>(check("client", serverAddr(), port));
                 client.addAll(List.of(clientMode));
                 Proc c = fabric.startApp(fabric.a(), name + "-client", client);
                 try (c) {
                     boolean held = Wait.until(Duration.ofSeconds(30), () -> heldAtB() == 1 || !c.isAlive());
-                    assertThat(held && c.isAlive()).as("the client's request held at B: %s\n--- server:\n%s",
-                            c.output(), s.output()).isTrue();
+                    assertThat(held && c.isAlive())
+                            .as("the client's request held at B: %s\n--- server:\n%s", c.output(), s.output())
+                            .isTrue();
                     assertThat(s.output()).as("not listening yet").doesNotContain("LISTENING");
                     // the server waits in the FIFO's open; a writer that finds no reader gives up (timeout)
-                    Proc.Result w = Proc.run(fabric.logDir().resolve(name + "-signal.log"), Duration.ofSeconds(30),
+                    Proc.Result w = Proc.run(
+                            fabric.logDir().resolve(name + "-signal.log"),
+                            Duration.ofSeconds(30),
                             List.of("sh", "-c", "echo " + word + " > " + fifo));
-                    assertThat(w.ok()).as("signalled the server: %s\n--- server:\n%s", w.output(), s.output()).isTrue();
+                    assertThat(w.ok())
+                            .as("signalled the server: %s\n--- server:\n%s", w.output(), s.output())
+                            .isTrue();
                     AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
                     return new Run(name, exits.server(), exits.client(), s.output(), c.output());
                 }
@@ -674,12 +792,22 @@ class RdmaCmIT {
     @Test
     void connectBetweenBindAndListenIsHeldUntilTheListen() throws IOException {
         Run r = lateListen("check-late", "listen", "data").assertExitedCleanly();
-        assertThat(r.server()).as(r.context()).containsSubsequence("BIND-AGAIN EADDRINUSE", "BOUND", "LISTENING",
-                "EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello", "EVENT RDMA_CM_EVENT_ESTABLISHED",
-                "RECEIVED 4096 sum ", "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
-        assertThat(r.client()).as(r.context()).containsSubsequence(
-                "EVENT RDMA_CM_EVENT_ESTABLISHED status 0 pdata welcome", "SENT 4096 sum ",
-                "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+        assertThat(r.server())
+                .as(r.context())
+                .containsSubsequence(
+                        "BIND-AGAIN EADDRINUSE",
+                        "BOUND",
+                        "LISTENING",
+                        "EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello",
+                        "EVENT RDMA_CM_EVENT_ESTABLISHED",
+                        "RECEIVED 4096 sum ",
+                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0",
+                        "DONE");
+        assertThat(r.client())
+                .as(r.context())
+                .containsSubsequence(
+                        "EVENT RDMA_CM_EVENT_ESTABLISHED status 0 pdata welcome", "SENT 4096 sum ",
+                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
         Matcher sent = Pattern.compile("SENT 4096 sum ([0-9a-f]{8})").matcher(r.client());
         Matcher got = Pattern.compile("RECEIVED 4096 sum ([0-9a-f]{8}) ok").matcher(r.server());
         assertThat(sent.find() && got.find()).as(r.context()).isTrue();
@@ -691,11 +819,15 @@ class RdmaCmIT {
     @Test
     void boundIdDestroyedBeforeListenRejectsTheHeldRequest() throws IOException {
         Run r = lateListen("check-late-destroy", "destroy").assertExitedCleanly();
-        assertThat(r.server()).as(r.context()).containsSubsequence("BOUND", "DESTROYED").doesNotContain("LISTENING");
+        assertThat(r.server())
+                .as(r.context())
+                .containsSubsequence("BOUND", "DESTROYED")
+                .doesNotContain("LISTENING");
         // the IB CM's REJ "invalid service id", as for a port nobody listens on
         assertThat(r.client()).as(r.context()).contains("EVENT RDMA_CM_EVENT_REJECTED status 8 ");
         assertThat(heldAtB()).isZero();
-        assertThat(objects(fabric.b()).path("cmService").path("bound").asInt(-1)).isZero();
+        assertThat(objects(fabric.b()).path("cmService").path("bound").asInt(-1))
+                .isZero();
     }
 
     // ---- churn: 1000 connect/disconnect cycles leave nothing in either daemon
@@ -703,7 +835,8 @@ class RdmaCmIT {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private static JsonNode objects(NetnsFabric.Host h) {
-        Proc.Result r = fabric.exec(h, Duration.ofSeconds(30), Env.bin("mrce-ctl").toString(), "objects", "--json");
+        Proc.Result r =
+                fabric.exec(h, Duration.ofSeconds(30), Env.bin("mrce-ctl").toString(), "objects", "--json");
         assertThat(r.ok()).as("mrce-ctl objects: " + r.output()).isTrue();
         try {
             return JSON.readTree(r.output());
@@ -723,26 +856,43 @@ class RdmaCmIT {
         Proc server = startServer("cmtime-churn", List.of("cmtime", "-c", "250", "-p", port));
         try (server) {
             for (int round = 0; round < 4; round++) {
-                Proc.Result c = fabric.runApp(fabric.a(), "cmtime-churn-client", RUN_TIMEOUT,
+                Proc.Result c = fabric.runApp(
+                        fabric.a(),
+                        "cmtime-churn-client",
+                        RUN_TIMEOUT,
                         List.of("cmtime", "-s", serverAddr(), "-c", "250", "-p", port));
-                assertThat(c.exit()).as("round %d: %s\n--- server:\n%s", round, c.output(), server.output()).isZero();
+                assertThat(c.exit())
+                        .as("round %d: %s\n--- server:\n%s", round, c.output(), server.output())
+                        .isZero();
                 assertThat(c.output()).containsPattern("(?m)^connect\\s+:");
             }
             server.stop(Duration.ofSeconds(10));
         }
         for (int k = 0; k < 2; k++) {
             NetnsFabric.Host h = hosts.get(k);
-            boolean none = Wait.until(Duration.ofSeconds(30), () -> objects(h).path("sessions").asInt() == 0);
+            boolean none = Wait.until(
+                    Duration.ofSeconds(30), () -> objects(h).path("sessions").asInt() == 0);
             JsonNode o = objects(h);
-            assertThat(none).as("daemon of %s reclaimed every session: %s", h.name(), o).isTrue();
-            assertThat(o.path("totals").path("qps").asInt()).as(h.name() + " QPs").isZero();
-            assertThat(o.path("totals").path("cqs").asInt()).as(h.name() + " CQs").isZero();
-            assertThat(o.path("totals").path("pds").asInt()).as(h.name() + " PDs").isZero();
+            assertThat(none)
+                    .as("daemon of %s reclaimed every session: %s", h.name(), o)
+                    .isTrue();
+            assertThat(o.path("totals").path("qps").asInt())
+                    .as(h.name() + " QPs")
+                    .isZero();
+            assertThat(o.path("totals").path("cqs").asInt())
+                    .as(h.name() + " CQs")
+                    .isZero();
+            assertThat(o.path("totals").path("pds").asInt())
+                    .as(h.name() + " PDs")
+                    .isZero();
             for (String n : List.of("listening", "bound", "kept", "connecting")) {
-                assertThat(o.path("cmService").path(n).asInt(-1)).as(h.name() + " connection service " + n).isZero();
+                assertThat(o.path("cmService").path(n).asInt(-1))
+                        .as(h.name() + " connection service " + n)
+                        .isZero();
             }
             // a few fds of the daemon's own may come and go (logs, timers)
-            assertThat(o.path("daemon").path("openFds").asLong()).as(h.name() + " daemon fds")
+            assertThat(o.path("daemon").path("openFds").asLong())
+                    .as(h.name() + " daemon fds")
                     .isLessThanOrEqualTo(fdsBefore[k] + 8);
         }
     }

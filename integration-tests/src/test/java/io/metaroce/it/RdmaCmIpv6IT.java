@@ -81,7 +81,8 @@ class RdmaCmIpv6IT {
         List<String> cmd = new ArrayList<>(List.of("env", "MRCE_RDMACM_DEBUG=" + dbg));
         cmd.addAll(server);
         Proc p = fabric.startApp(fabric.b(), name + "-server", cmd);
-        boolean up = Wait.until(Duration.ofSeconds(30), () -> LISTEN_OK.matcher(read(dbg)).find() || !p.isAlive());
+        boolean up = Wait.until(
+                Duration.ofSeconds(30), () -> LISTEN_OK.matcher(read(dbg)).find() || !p.isAlive());
         if (!up || !p.isAlive()) {
             String out = p.output();
             p.close();
@@ -101,7 +102,8 @@ class RdmaCmIpv6IT {
             s.close();
             throw e;
         }
-        try (s; c) {
+        try (s;
+                c) {
             AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
             return new Run(name, exits.server(), exits.client(), s.output(), c.output());
         }
@@ -112,7 +114,8 @@ class RdmaCmIpv6IT {
     }
 
     private static List<String> check(String... args) {
-        List<String> cmd = new ArrayList<>(List.of(Env.nativeDir().resolve("mrce_rdmacm_check").toString()));
+        List<String> cmd = new ArrayList<>(
+                List.of(Env.nativeDir().resolve("mrce_rdmacm_check").toString()));
         cmd.addAll(List.of(args));
         return cmd;
     }
@@ -131,12 +134,39 @@ class RdmaCmIpv6IT {
     void rpingVerifiesPings() {
         String port = port();
         int count = 200;
-        Run r = run("rping6",
-                List.of("stdbuf", "-oL", "rping", "-s", "-a", B, "-p", port, "-v", "-C", Integer.toString(count)),
-                List.of("stdbuf", "-oL", "rping", "-c", "-a", B, "-p", port, "-v", "-C", Integer.toString(count)))
+        Run r = run(
+                        "rping6",
+                        List.of(
+                                "stdbuf",
+                                "-oL",
+                                "rping",
+                                "-s",
+                                "-a",
+                                B,
+                                "-p",
+                                port,
+                                "-v",
+                                "-C",
+                                Integer.toString(count)),
+                        List.of(
+                                "stdbuf",
+                                "-oL",
+                                "rping",
+                                "-c",
+                                "-a",
+                                B,
+                                "-p",
+                                port,
+                                "-v",
+                                "-C",
+                                Integer.toString(count)))
                 .assertExitedCleanly();
-        List<String> client = r.client().lines().filter(l -> l.startsWith("ping data: ")).toList();
-        List<String> server = r.server().lines().filter(l -> l.startsWith("server ping data: ")).toList();
+        List<String> client =
+                r.client().lines().filter(l -> l.startsWith("ping data: ")).toList();
+        List<String> server = r.server()
+                .lines()
+                .filter(l -> l.startsWith("server ping data: "))
+                .toList();
         assertThat(client).as("client pings of %s", r.context()).hasSize(count);
         assertThat(server).as("server pings of %s", r.context()).hasSize(count);
         for (int i = 0; i < count; i++) {
@@ -148,8 +178,11 @@ class RdmaCmIpv6IT {
     @Test
     void ucmatoseTwoConnections() {
         String port = port();
-        Run r = run("ucmatose6", List.of("ucmatose", "-c", "2", "-p", port),
-                List.of("ucmatose", "-c", "2", "-p", port, "-s", B)).assertExitedCleanly();
+        Run r = run(
+                        "ucmatose6",
+                        List.of("ucmatose", "-c", "2", "-p", port),
+                        List.of("ucmatose", "-c", "2", "-p", port, "-s", B))
+                .assertExitedCleanly();
         for (String out : List.of(r.server(), r.client())) {
             assertThat(out).as(r.context()).contains("data transfers complete", "test complete", "return status 0");
         }
@@ -180,14 +213,16 @@ class RdmaCmIpv6IT {
         String port = port();
         Proc server = startServer("cmtime6", List.of("cmtime", "-c", "20", "-p", port));
         try (server) {
-            Proc.Result c = fabric.runApp(fabric.a(), "cmtime6-client", RUN_TIMEOUT,
-                    List.of("cmtime", "-s", B, "-c", "20", "-p", port));
+            Proc.Result c = fabric.runApp(
+                    fabric.a(), "cmtime6-client", RUN_TIMEOUT, List.of("cmtime", "-s", B, "-c", "20", "-p", port));
             String context = c.output() + "\n--- server:\n" + server.output() + "\n" + fabric.diagnostics();
             assertThat(c.exit()).as(context).isZero();
-            for (String step : List.of("create id", "resolve addr", "resolve route", "create qp", "connect",
-                    "disconnect", "destroy")) {
-                assertThat(c.output()).as(context).containsPattern("(?m)^" + step
-                        + "\\s*:\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s*$");
+            for (String step : List.of(
+                    "create id", "resolve addr", "resolve route", "create qp", "connect", "disconnect", "destroy")) {
+                assertThat(c.output())
+                        .as(context)
+                        .containsPattern("(?m)^" + step
+                                + "\\s*:\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s*$");
             }
             assertThat(server.isAlive()).as(context).isTrue();
         }
@@ -224,19 +259,29 @@ class RdmaCmIpv6IT {
         String port = port();
         Run r = run("check-accept6", check("-6", "server", port, "accept"), check("client", B, port))
                 .assertExitedCleanly();
-        assertThat(r.server()).as(r.context()).containsSubsequence(
-                "EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello",
-                "ADDRS src 6 " + B + " " + port + " dst 6 " + A + " ",
-                "EVENT RDMA_CM_EVENT_ESTABLISHED", "ADDRS src 6 " + B + " " + port + " dst 6 " + A + " ",
-                "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
-        assertThat(r.client()).as(r.context()).containsSubsequence(
-                "EVENT RDMA_CM_EVENT_ADDR_RESOLVED", "ADDRS src 6 " + A + " ",
-                "EVENT RDMA_CM_EVENT_ROUTE_RESOLVED",
-                "EVENT RDMA_CM_EVENT_ESTABLISHED status 0 pdata welcome",
-                "ADDRS src 6 " + A + " ", " dst 6 " + B + " " + port,
-                "EVENT RDMA_CM_EVENT_DISCONNECTED status 0", "DONE");
+        assertThat(r.server())
+                .as(r.context())
+                .containsSubsequence(
+                        "EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello",
+                        "ADDRS src 6 " + B + " " + port + " dst 6 " + A + " ",
+                        "EVENT RDMA_CM_EVENT_ESTABLISHED",
+                        "ADDRS src 6 " + B + " " + port + " dst 6 " + A + " ",
+                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0",
+                        "DONE");
+        assertThat(r.client())
+                .as(r.context())
+                .containsSubsequence(
+                        "EVENT RDMA_CM_EVENT_ADDR_RESOLVED",
+                        "ADDRS src 6 " + A + " ",
+                        "EVENT RDMA_CM_EVENT_ROUTE_RESOLVED",
+                        "EVENT RDMA_CM_EVENT_ESTABLISHED status 0 pdata welcome",
+                        "ADDRS src 6 " + A + " ",
+                        " dst 6 " + B + " " + port,
+                        "EVENT RDMA_CM_EVENT_DISCONNECTED status 0",
+                        "DONE");
         // the requester's source port is the one the acceptor sees
-        Matcher c = Pattern.compile("ADDRS src 6 " + Pattern.quote(A) + " (\\d+) dst").matcher(r.client());
+        Matcher c = Pattern.compile("ADDRS src 6 " + Pattern.quote(A) + " (\\d+) dst")
+                .matcher(r.client());
         Matcher s = Pattern.compile("dst 6 " + Pattern.quote(A) + " (\\d+)").matcher(r.server());
         assertThat(c.find() && s.find()).as(r.context()).isTrue();
         assertThat(s.group(1)).as(r.context()).isEqualTo(c.group(1));
@@ -247,16 +292,20 @@ class RdmaCmIpv6IT {
         String port = port();
         Run r = run("check-reject6", check("server", port, "reject"), check("client", B, port))
                 .assertExitedCleanly();
-        assertThat(r.server()).as(r.context()).contains("EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello",
-                "dst 6 " + A + " ", "REJECTED-SENT");
+        assertThat(r.server())
+                .as(r.context())
+                .contains(
+                        "EVENT RDMA_CM_EVENT_CONNECT_REQUEST status 0 pdata hello",
+                        "dst 6 " + A + " ",
+                        "REJECTED-SENT");
         assertThat(r.client()).as(r.context()).contains("EVENT RDMA_CM_EVENT_REJECTED status 28 pdata go-away");
     }
 
     @Test
     void noRouteToAnIpv6AddressIsAddrError() {
         // 2001:db8:ffff::/48 is on no link of A and A has no default route
-        Proc.Result c = fabric.runApp(fabric.a(), "check-noroute6", RUN_TIMEOUT,
-                check("client", "2001:db8:ffff::9", port()));
+        Proc.Result c =
+                fabric.runApp(fabric.a(), "check-noroute6", RUN_TIMEOUT, check("client", "2001:db8:ffff::9", port()));
         assertThat(c.exit()).as(c.output()).isZero();
         assertThat(c.output()).contains("EVENT RDMA_CM_EVENT_ADDR_ERROR status -101 ", "no route to 2001:db8:ffff::9");
     }
@@ -271,28 +320,42 @@ class RdmaCmIpv6IT {
         String port = port();
         Path root = Env.root();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        String cp = root.resolve("java-verbs/target/classes") + ":" + root.resolve("integration-tests/target/test-classes");
-        List<String> app = List.of(Env.bin("mrce-run").toString(), java, "--enable-native-access=ALL-UNNAMED",
-                "-XX:+UseSerialGC", "-cp", cp, "io.metaroce.it.jverbs.apps.CmServiceApp");
+        String cp =
+                root.resolve("java-verbs/target/classes") + ":" + root.resolve("integration-tests/target/test-classes");
+        List<String> app = List.of(
+                Env.bin("mrce-run").toString(),
+                java,
+                "--enable-native-access=ALL-UNNAMED",
+                "-XX:+UseSerialGC",
+                "-cp",
+                cp,
+                "io.metaroce.it.jverbs.apps.CmServiceApp");
         List<String> server = new ArrayList<>(app);
         server.addAll(List.of("server", port, "100"));
         List<String> client = new ArrayList<>(app);
         client.addAll(List.of("client", B, port, "100"));
         try (Proc s = fabric.start(fabric.b(), "jverbs-cm-server", server)) {
-            boolean listening = Wait.until(Duration.ofSeconds(60), () -> s.output().contains("LISTENING") || !s.isAlive());
+            boolean listening =
+                    Wait.until(Duration.ofSeconds(60), () -> s.output().contains("LISTENING") || !s.isAlive());
             assertThat(listening && s.isAlive()).as("server: %s", s.output()).isTrue();
             try (Proc c = fabric.start(fabric.a(), "jverbs-cm-client", client)) {
                 int ce = c.waitFor(RUN_TIMEOUT);
                 int se = s.waitFor(RUN_TIMEOUT);
-                String ctx = "--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
+                String ctx =
+                        "--- server:\n" + s.output() + "\n--- client:\n" + c.output() + "\n" + fabric.diagnostics();
                 assertThat(ce).as(ctx).isZero();
                 assertThat(se).as(ctx).isZero();
-                assertThat(s.output()).as(ctx).contains("REQUEST private=hello from the client")
+                assertThat(s.output())
+                        .as(ctx)
+                        .contains("REQUEST private=hello from the client")
                         .contains("peer=2001:db8:0:0:0:0:0:1");
                 assertThat(c.output()).as(ctx).contains("ACCEPTED private=welcome from the server");
-                Matcher sent = Pattern.compile("OK messages=100 bytes=\\d+ crc=0x[0-9a-f]{8}").matcher(c.output());
+                Matcher sent = Pattern.compile("OK messages=100 bytes=\\d+ crc=0x[0-9a-f]{8}")
+                        .matcher(c.output());
                 assertThat(sent.find()).as(ctx).isTrue();
-                assertThat(s.output()).as("what arrived is what was sent; %s", ctx).contains(sent.group());
+                assertThat(s.output())
+                        .as("what arrived is what was sent; %s", ctx)
+                        .contains(sent.group());
             }
         }
     }

@@ -33,7 +33,9 @@ class ServedAddressIT {
      * choice; more rounds only guard the whole run against a 1-in-4 race like the old one.
      */
     private static final int ROUNDS = 4;
-    private static final Pattern CONN = Pattern.compile("(\\d+\\.\\d+\\.\\d+\\.\\d+):(\\d+)\\s+(\\d+\\.\\d+\\.\\d+\\.\\d+):(\\d+)");
+
+    private static final Pattern CONN =
+            Pattern.compile("(\\d+\\.\\d+\\.\\d+\\.\\d+):(\\d+)\\s+(\\d+\\.\\d+\\.\\d+\\.\\d+):(\\d+)");
 
     @Test
     void twoDaemonsOnOneLoopback() {
@@ -46,8 +48,9 @@ class ServedAddressIT {
                 pingPongChecked(f, "round " + round);
                 assertCmEnds(f, f.a(), Set.of("127.0.0.1", "127.0.0.2"), "round " + round);
                 for (Daemon d : ds) {
-                    assertThat(d.stop(Duration.ofSeconds(10))).as("round %d: %s exits cleanly", round,
-                            d.host().name()).isZero();
+                    assertThat(d.stop(Duration.ofSeconds(10)))
+                            .as("round %d: %s exits cleanly", round, d.host().name())
+                            .isZero();
                 }
             }
         }
@@ -59,7 +62,8 @@ class ServedAddressIT {
         try (TwoHostFabric f = TwoHostFabric.direct("ServedAddressIT-secondary", 1500)) {
             // 198.18.0.3 is B's secondary address on veth-b; the kernel's source toward A is 198.18.0.2.
             Sh.check("ip", "-n", f.b().ns(), "addr", "add", "198.18.0.3/24", "dev", f.b().ifname());
-            assertThat(Sh.check("ip", "-n", f.b().ns(), "route", "get", "198.18.0.1")).contains("src 198.18.0.2");
+            assertThat(Sh.check("ip", "-n", f.b().ns(), "route", "get", "198.18.0.1"))
+                    .contains("src 198.18.0.2");
             for (int round = 1; round <= 2; round++) {
                 Daemon da = f.startDaemon(f.a());
                 Daemon db = f.startDaemon(f.b(), "--addr", "198.18.0.3");
@@ -82,9 +86,14 @@ class ServedAddressIT {
      * can take longer than the provider's 2 s probe to answer its first HELLO.
      */
     private static void awaitAnswering(NetnsFabric f, NetnsFabric.Host h) {
-        boolean up = Wait.until(Duration.ofSeconds(60), () -> f.runApp(h, "ibv_devices", Duration.ofSeconds(20),
-                List.of("ibv_devices")).output().contains("mrce0"));
-        assertThat(up).as("the provider finds mrce0 in %s%n%s", h.name(), f.diagnostics()).isTrue();
+        boolean up = Wait.until(
+                Duration.ofSeconds(60),
+                () -> f.runApp(h, "ibv_devices", Duration.ofSeconds(20), List.of("ibv_devices"))
+                        .output()
+                        .contains("mrce0"));
+        assertThat(up)
+                .as("the provider finds mrce0 in %s%n%s", h.name(), f.diagnostics())
+                .isTrue();
     }
 
     /** ibv_rc_pingpong -c (each side checks every received buffer), server in B, client in A. */
@@ -99,17 +108,26 @@ class ServedAddressIT {
      * the kernel's source instead: on lo, 127.0.0.1 at both ends).
      */
     private static void assertCmEnds(NetnsFabric f, NetnsFabric.Host h, Set<String> served, String context) {
-        Proc.Result ss = f.exec(h, Duration.ofSeconds(10), "ss", "-tnH", "state", "established",
+        Proc.Result ss = f.exec(
+                h,
+                Duration.ofSeconds(10),
+                "ss",
+                "-tnH",
+                "state",
+                "established",
                 "( sport = :" + CM_PORT + " or dport = :" + CM_PORT + " )");
         assertThat(ss.ok()).as("ss: %s", ss.output()).isTrue();
         List<String> conns = new ArrayList<>();
         Matcher m = CONN.matcher(ss.output());
         while (m.find()) {
             conns.add(m.group(0));
-            assertThat(List.of(m.group(1), m.group(3))).as("%s: connection %s joins two served addresses", context,
-                    m.group(0)).doesNotHaveDuplicates().isSubsetOf(served);
+            assertThat(List.of(m.group(1), m.group(3)))
+                    .as("%s: connection %s joins two served addresses", context, m.group(0))
+                    .doesNotHaveDuplicates()
+                    .isSubsetOf(served);
         }
-        assertThat(conns).as("%s: connection-manager connections in %s:%n%s", context, h.name(), ss.output())
+        assertThat(conns)
+                .as("%s: connection-manager connections in %s:%n%s", context, h.name(), ss.output())
                 .isNotEmpty();
     }
 }

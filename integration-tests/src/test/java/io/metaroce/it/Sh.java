@@ -68,8 +68,8 @@ public final class Sh {
     public static String check(String... command) {
         Proc.Result r = run(command);
         if (!r.ok()) {
-            throw new IllegalStateException("`" + String.join(" ", command) + "` exited " + r.exit()
-                    + ": " + r.output().strip());
+            throw new IllegalStateException("`" + String.join(" ", command) + "` exited " + r.exit() + ": "
+                    + r.output().strip());
         }
         return r.output();
     }

@@ -31,6 +31,7 @@ final class TwoHostFabric extends NetnsFabric {
     private final int mtu;
     /** TX and RX queues of each end of a direct link (veth's default: 1). */
     private int queues = 1;
+
     private final String routerNs;
 
     private TwoHostFabric(String testName, boolean viaRouter, int mtu) {
@@ -91,8 +92,6 @@ final class TwoHostFabric extends NetnsFabric {
         return f;
     }
 
-
-
     /** In the IPv6 variants, B's management address: the applications' exchange only. */
     @Override
     String appServerAddr() {
@@ -115,10 +114,42 @@ final class TwoHostFabric extends NetnsFabric {
             }
         }
         if (viaRouter) {
-            Sh.check("ip", "link", "add", a.ifname(), "netns", a.ns(), "mtu", str(mtu), "type", "veth",
-                    "peer", "name", "rt-a", "netns", routerNs, "mtu", str(mtu));
-            Sh.check("ip", "link", "add", b.ifname(), "netns", b.ns(), "mtu", str(mtu), "type", "veth",
-                    "peer", "name", "rt-b", "netns", routerNs, "mtu", str(mtu));
+            Sh.check(
+                    "ip",
+                    "link",
+                    "add",
+                    a.ifname(),
+                    "netns",
+                    a.ns(),
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "rt-a",
+                    "netns",
+                    routerNs,
+                    "mtu",
+                    str(mtu));
+            Sh.check(
+                    "ip",
+                    "link",
+                    "add",
+                    b.ifname(),
+                    "netns",
+                    b.ns(),
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "rt-b",
+                    "netns",
+                    routerNs,
+                    "mtu",
+                    str(mtu));
             if (ipv6) {
                 Sh.check("ip", "netns", "exec", routerNs, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1");
                 Sh.check("ip", "-n", routerNs, "addr", "add", "2001:db8:1::fe/64", "dev", "rt-a", "nodad");
@@ -132,9 +163,32 @@ final class TwoHostFabric extends NetnsFabric {
             Sh.check("ip", "-n", routerNs, "link", "set", "rt-b", "up");
         } else {
             String q = str(queues);
-            Sh.check("ip", "link", "add", a.ifname(), "netns", a.ns(), "mtu", str(mtu), "numtxqueues", q,
-                    "numrxqueues", q, "type", "veth", "peer", "name", b.ifname(), "netns", b.ns(), "mtu", str(mtu),
-                    "numtxqueues", q, "numrxqueues", q);
+            Sh.check(
+                    "ip",
+                    "link",
+                    "add",
+                    a.ifname(),
+                    "netns",
+                    a.ns(),
+                    "mtu",
+                    str(mtu),
+                    "numtxqueues",
+                    q,
+                    "numrxqueues",
+                    q,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    b.ifname(),
+                    "netns",
+                    b.ns(),
+                    "mtu",
+                    str(mtu),
+                    "numtxqueues",
+                    q,
+                    "numrxqueues",
+                    q);
         }
         for (Host h : List.of(a, b)) {
             if (ipv6) {
@@ -146,8 +200,9 @@ final class TwoHostFabric extends NetnsFabric {
             Sh.check("ip", "-n", h.ns(), "link", "set", h.ifname(), "up");
         }
         if (ipv6) {
-            Sh.check("ip", "link", "add", "mgmt-a", "netns", a.ns(), "type", "veth", "peer", "name", "mgmt-b",
-                    "netns", b.ns());
+            Sh.check(
+                    "ip", "link", "add", "mgmt-a", "netns", a.ns(), "type", "veth", "peer", "name", "mgmt-b", "netns",
+                    b.ns());
             Sh.check("ip", "-n", a.ns(), "addr", "add", MGMT_A + "/30", "dev", "mgmt-a");
             Sh.check("ip", "-n", b.ns(), "addr", "add", MGMT_B + "/30", "dev", "mgmt-b");
             Sh.check("ip", "-n", a.ns(), "link", "set", "mgmt-a", "up");

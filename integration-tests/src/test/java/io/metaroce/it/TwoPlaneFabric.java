@@ -39,8 +39,6 @@ final class TwoPlaneFabric extends NetnsFabric {
         return f;
     }
 
-
-
     /** Host A on plane 2. */
     Host a2() {
         return a2;
@@ -56,8 +54,24 @@ final class TwoPlaneFabric extends NetnsFabric {
         addNamespace(a.ns());
         addNamespace(b.ns());
         for (Host[] pair : List.of(new Host[] {a, b}, new Host[] {a2, b2})) {
-            Sh.check("ip", "link", "add", pair[0].ifname(), "netns", pair[0].ns(), "mtu", str(mtu), "type", "veth",
-                    "peer", "name", pair[1].ifname(), "netns", pair[1].ns(), "mtu", str(mtu));
+            Sh.check(
+                    "ip",
+                    "link",
+                    "add",
+                    pair[0].ifname(),
+                    "netns",
+                    pair[0].ns(),
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    pair[1].ifname(),
+                    "netns",
+                    pair[1].ns(),
+                    "mtu",
+                    str(mtu));
             for (Host h : pair) {
                 addressUp(h, 24);
             }
@@ -78,8 +92,14 @@ final class TwoPlaneFabric extends NetnsFabric {
         Daemon da = startDaemonWith(a, Map.of(), argsA);
         Daemon db = startDaemonWith(b, Map.of(), argsB);
         for (Daemon d : List.of(da, db)) {
-            boolean ready = Wait.until(DAEMON_READY_TIMEOUT,
-                    () -> !d.isAlive() || d.logText().lines().filter(l -> l.contains(Daemon.READY)).count() == 2);
+            boolean ready = Wait.until(
+                    DAEMON_READY_TIMEOUT,
+                    () -> !d.isAlive()
+                            || d.logText()
+                                            .lines()
+                                            .filter(l -> l.contains(Daemon.READY))
+                                            .count()
+                                    == 2);
             if (!ready || !d.isAlive()) {
                 throw new AssertionError("mrce-nicd in host " + d.host().name() + " does not serve both devices"
                         + " within " + DAEMON_READY_TIMEOUT + " (alive=" + d.isAlive() + "); its log:\n"
@@ -95,8 +115,8 @@ final class TwoPlaneFabric extends NetnsFabric {
 
     /** Bytes the kernel counted leaving interface IFNAME of namespace NS. */
     long txBytes(Host h) {
-        Proc.Result r = exec(h, java.time.Duration.ofSeconds(10), "cat",
-                "/sys/class/net/" + h.ifname() + "/statistics/tx_bytes");
+        Proc.Result r = exec(
+                h, java.time.Duration.ofSeconds(10), "cat", "/sys/class/net/" + h.ifname() + "/statistics/tx_bytes");
         if (!r.ok()) {
             throw new AssertionError("tx_bytes of " + h.ifname() + " in " + h.name() + ": " + r.output());
         }

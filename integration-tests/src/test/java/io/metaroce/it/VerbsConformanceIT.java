@@ -69,19 +69,33 @@ class VerbsConformanceIT {
     }
 
     private static void run(String name, TwoHostFabric.Loss loss, int port) {
-        assertThat(Files.isExecutable(binary())).as("%s built by provider-c's make", binary()).isTrue();
+        assertThat(Files.isExecutable(binary()))
+                .as("%s built by provider-c's make", binary())
+                .isTrue();
         try (TwoHostFabric f = TwoHostFabric.direct(name, 1500)) {
             if (loss != null) {
                 f.dropOnLink(loss);
                 long got = f.udpProbe(f.a(), f.b(), TwoHostFabric.MRCE_UDP_PORT, 0, PROBE_PACKETS);
                 double measured = 1.0 - (double) got / PROBE_PACKETS;
-                assertThat(measured).as("measured loss on the link before the test (%s)", loss)
+                assertThat(measured)
+                        .as("measured loss on the link before the test (%s)", loss)
                         .isBetween(loss.rate * 0.4, loss.rate * 1.8);
             }
             f.startDaemons();
-            List<String> cmd = new ArrayList<>(List.of(binary().toString(), "-d", "mrce0", "-g", "0",
-                    "-p", Integer.toString(port), "-t", Long.toString(RUN_TIMEOUT.toSeconds()), "-w", "30",
-                    "-n", "1000"));
+            List<String> cmd = new ArrayList<>(List.of(
+                    binary().toString(),
+                    "-d",
+                    "mrce0",
+                    "-g",
+                    "0",
+                    "-p",
+                    Integer.toString(port),
+                    "-t",
+                    Long.toString(RUN_TIMEOUT.toSeconds()),
+                    "-w",
+                    "30",
+                    "-n",
+                    "1000"));
             Proc server = f.startApp(f.b(), "conformance-server", cmd);
             Proc client;
             try {
@@ -95,8 +109,7 @@ class VerbsConformanceIT {
             }
             AppPair.Exits exits = AppPair.await(f, server, client, RUN_TIMEOUT.plusSeconds(30));
             String out = client.output();
-            String context = "\n--- client:\n" + out + "\n--- server:\n" + server.output() + "\n"
-                    + f.diagnostics();
+            String context = "\n--- client:\n" + out + "\n--- server:\n" + server.output() + "\n" + f.diagnostics();
 
             Map<String, String> results = new LinkedHashMap<>();
             Matcher m = CASE.matcher(out);
@@ -115,8 +128,7 @@ class VerbsConformanceIT {
             assertThat(Integer.parseInt(s.group(2))).as("cases run").isEqualTo(CASES.size());
             assertThat(exits.client()).as("client exit" + context).isZero();
             assertThat(exits.server()).as("server exit" + context).isZero();
-            assertThat(server.output()).as("server finished" + context)
-                    .contains("mrce_verbs_conformance: server done");
+            assertThat(server.output()).as("server finished" + context).contains("mrce_verbs_conformance: server done");
         }
     }
 }

@@ -31,8 +31,9 @@ import org.junit.jupiter.api.Timeout;
 class WiresharkDissectorIT {
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(180);
     /** perftest's "local address: LID 0000 QPN 0x0102 PSN 0x1fa9b2 ..." and the remote one. */
-    private static final Pattern ADDRESS = Pattern.compile(
-            "(local|remote) address: LID \\S+ QPN (0x[0-9a-fA-F]+) PSN (0x[0-9a-fA-F]+)");
+    private static final Pattern ADDRESS =
+            Pattern.compile("(local|remote) address: LID \\S+ QPN (0x[0-9a-fA-F]+) PSN (0x[0-9a-fA-F]+)");
+
     private static final int OP_SEND = 1, OP_SEND_IMM = 2, OP_WRITE = 3, OP_WRITE_IMM = 4, OP_READ_REQ = 5;
     private static final int OP_READ_RESP = 6, OP_ATOMIC_CS = 7, OP_ATOMIC_FA = 8, OP_ATOMIC_RESP = 9;
     private static final int OP_ACK = 16, OP_PROBE = 18;
@@ -43,7 +44,8 @@ class WiresharkDissectorIT {
     static void tools() {
         Env.assumeNamespaces();
         for (String tool : List.of("tshark", "tcpdump", "text2pcap")) {
-            assumeTrue(Sh.run("sh", "-c", "command -v " + tool).ok(),
+            assumeTrue(
+                    Sh.run("sh", "-c", "command -v " + tool).ok(),
                     tool + " is not installed (Debian: apt-get install tshark tcpdump; bin/mrce-test installs them)");
         }
         lua = Env.root().resolve("tools/wireshark/metaroce.lua");
@@ -51,7 +53,9 @@ class WiresharkDissectorIT {
 
     @Test
     void goldenPacketsAndConnectionManagerFramesDecode() {
-        Proc.Result r = Sh.run(Duration.ofSeconds(120), List.of(Env.root().resolve("tools/wireshark/check-golden").toString()));
+        Proc.Result r = Sh.run(
+                Duration.ofSeconds(120),
+                List.of(Env.root().resolve("tools/wireshark/check-golden").toString()));
         assertThat(r.ok()).as("tools/wireshark/check-golden:\n%s", r.output()).isTrue();
         assertThat(r.output()).doesNotContain("FAIL").contains("ok   CRC good on the golden packets");
     }
@@ -65,10 +69,24 @@ class WiresharkDissectorIT {
             f.startDaemons();
             Path pcap = f.logDir().resolve("capture.pcap");
             // Full packets (1500-byte link: at most 1514 bytes a frame), written as they come.
-            Proc tcpdump = f.start(f.a(), "tcpdump", List.of("tcpdump", "-i", f.a().ifname(), "-s", "2048", "-U", "-n",
-                    "-w", pcap.toString(), "udp port 4793 or tcp port 4792"));
-            assertThat(Wait.until(Duration.ofSeconds(20), () -> tcpdump.output().contains("listening on")
-                    || !tcpdump.isAlive())).isTrue();
+            Proc tcpdump = f.start(
+                    f.a(),
+                    "tcpdump",
+                    List.of(
+                            "tcpdump",
+                            "-i",
+                            f.a().ifname(),
+                            "-s",
+                            "2048",
+                            "-U",
+                            "-n",
+                            "-w",
+                            pcap.toString(),
+                            "udp port 4793 or tcp port 4792"));
+            assertThat(Wait.until(
+                            Duration.ofSeconds(20),
+                            () -> tcpdump.output().contains("listening on") || !tcpdump.isAlive()))
+                    .isTrue();
             assertThat(tcpdump.isAlive()).as("tcpdump: %s", tcpdump.output()).isTrue();
 
             List<Perftest> runs = new ArrayList<>();
@@ -83,7 +101,8 @@ class WiresharkDissectorIT {
                 run.awaitPaused(Duration.ofSeconds(60));
                 for (NetnsFabric.Host h : List.of(f.a(), f.b())) {
                     for (JsonNode qp : Ctl.json(f, h, "qps").path("qps")) {
-                        integrityQps.put(qp.path("qpn").asInt(), qp.path("destQpn").asInt());
+                        integrityQps.put(
+                                qp.path("qpn").asInt(), qp.path("destQpn").asInt());
                     }
                 }
                 f.dropOnLink(TwoHostFabric.Loss.PCT_5);
@@ -96,19 +115,29 @@ class WiresharkDissectorIT {
             }
             String context = "\n--- integrity server:\n" + result.server().output() + "\n--- client:\n"
                     + result.client().output();
-            assertThat(result.client().ok()).as("mrce_integrity client OK" + context).isTrue();
-            assertThat(result.server().ok()).as("mrce_integrity server OK" + context).isTrue();
-            assertThat(result.client().checksum()).as("checksums" + context).isEqualTo(result.server().checksum());
-            assertThat(integrityQps).as("QPs mrce-ctl listed while mrce_integrity paused").isNotEmpty();
+            assertThat(result.client().ok())
+                    .as("mrce_integrity client OK" + context)
+                    .isTrue();
+            assertThat(result.server().ok())
+                    .as("mrce_integrity server OK" + context)
+                    .isTrue();
+            assertThat(result.client().checksum())
+                    .as("checksums" + context)
+                    .isEqualTo(result.server().checksum());
+            assertThat(integrityQps)
+                    .as("QPs mrce-ctl listed while mrce_integrity paused")
+                    .isNotEmpty();
 
             // tcpdump writes each packet as it comes (-U); SIGTERM ends the file cleanly.
             tcpdump.stop(Duration.ofSeconds(10));
             Decoded d = decode(pcap);
-            String where = " (capture " + pcap + ", " + d.packets.size() + " MetaRoCE packets, "
-                    + d.cm.size() + " CM endpoints)";
+            String where = " (capture " + pcap + ", " + d.packets.size() + " MetaRoCE packets, " + d.cm.size()
+                    + " CM endpoints)";
 
             assertThat(d.malformed).as("malformed frames" + where).isEmpty();
-            assertThat(d.errors).as("frames with an expert error (a bad CRC is one)" + where).isEmpty();
+            assertThat(d.errors)
+                    .as("frames with an expert error (a bad CRC is one)" + where)
+                    .isEmpty();
             assertThat(d.packets).as("MetaRoCE packets" + where).isNotEmpty();
             assertThat(d.packets).as("every CRC verified and good" + where).allMatch(p -> p.crc.equals("Good"));
 
@@ -119,20 +148,28 @@ class WiresharkDissectorIT {
             for (Perftest run : runs) {
                 // the requester's packets to its peer, as the client printed the QPNs
                 List<Packet> sent = d.between(run.localQpn, run.remoteQpn);
-                assertThat(sent).as("%s: packets from QP 0x%x to 0x%x%s", run.tool, run.localQpn, run.remoteQpn, where)
+                assertThat(sent)
+                        .as("%s: packets from QP 0x%x to 0x%x%s", run.tool, run.localQpn, run.remoteQpn, where)
                         .isNotEmpty();
                 List<Packet> back = d.between(run.remoteQpn, run.localQpn);
                 Set<Integer> ops = new HashSet<>();
                 sent.forEach(p -> ops.add(p.opcode));
                 back.forEach(p -> ops.add(p.opcode));
-                assertThat(ops).as("%s opcodes%s", run.tool, where).containsAll(opcodesOf.get(run.tool)).contains(OP_ACK);
+                assertThat(ops)
+                        .as("%s opcodes%s", run.tool, where)
+                        .containsAll(opcodesOf.get(run.tool))
+                        .contains(OP_ACK);
                 if (run.tool.equals("ib_atomic_bw")) {
                     assertThat(ops).as("ib_atomic_bw sends atomics").containsAnyOf(OP_ATOMIC_CS, OP_ATOMIC_FA);
                 }
                 // The first RSN of the request stream is the QP's sq_psn, the PSN perftest printed (spec T-3.1).
-                long firstRsn = sent.stream().filter(p -> p.rsn >= 0 && p.opcode <= OP_ATOMIC_FA
-                        && p.opcode != OP_READ_RESP).mapToLong(p -> p.rsn).min().orElse(-1);
-                assertThat(firstRsn).as("%s: first RSN = the PSN perftest printed, 0x%x%s", run.tool, run.localPsn, where)
+                long firstRsn = sent.stream()
+                        .filter(p -> p.rsn >= 0 && p.opcode <= OP_ATOMIC_FA && p.opcode != OP_READ_RESP)
+                        .mapToLong(p -> p.rsn)
+                        .min()
+                        .orElse(-1);
+                assertThat(firstRsn)
+                        .as("%s: first RSN = the PSN perftest printed, 0x%x%s", run.tool, run.localPsn, where)
                         .isEqualTo(run.localPsn);
                 assertTokensAnnounced(d, run.localQpn, run.remoteQpn, run.tool + where);
             }
@@ -142,19 +179,28 @@ class WiresharkDissectorIT {
             boolean anyIntegrityPackets = false;
             for (Map.Entry<Integer, Integer> qp : integrityQps.entrySet()) {
                 List<Packet> sent = d.between(qp.getKey(), qp.getValue());
-                assertThat(sent).as("packets from QP 0x%x to 0x%x (mrce-ctl qps)%s", qp.getKey(), qp.getValue(), where)
+                assertThat(sent)
+                        .as("packets from QP 0x%x to 0x%x (mrce-ctl qps)%s", qp.getKey(), qp.getValue(), where)
                         .isNotEmpty();
-                assertThat(integrityQps.get(qp.getValue())).as("the peer QP lists this one as its destination")
+                assertThat(integrityQps.get(qp.getValue()))
+                        .as("the peer QP lists this one as its destination")
                         .isEqualTo(qp.getKey());
-                anyIntegrityPackets |= sent.stream().anyMatch(p -> p.opcode == OP_SEND || p.opcode == OP_SEND_IMM
-                        || p.opcode == OP_WRITE || p.opcode == OP_WRITE_IMM);
+                anyIntegrityPackets |= sent.stream()
+                        .anyMatch(p -> p.opcode == OP_SEND
+                                || p.opcode == OP_SEND_IMM
+                                || p.opcode == OP_WRITE
+                                || p.opcode == OP_WRITE_IMM);
                 assertTokensAnnounced(d, qp.getKey(), qp.getValue(), "mrce_integrity" + where);
             }
-            assertThat(anyIntegrityPackets).as("mrce_integrity's data packets" + where).isTrue();
+            assertThat(anyIntegrityPackets)
+                    .as("mrce_integrity's data packets" + where)
+                    .isTrue();
             assertThat(d.packets.stream().filter(p -> p.retransmit).count())
-                    .as("retransmissions under 5 %% loss" + where).isPositive();
+                    .as("retransmissions under 5 %% loss" + where)
+                    .isPositive();
             assertThat(d.packets.stream().filter(p -> p.gapLosses > 0).count())
-                    .as("ACKs reporting gap losses under 5 %% loss" + where).isPositive();
+                    .as("ACKs reporting gap losses under 5 %% loss" + where)
+                    .isPositive();
         }
     }
 
@@ -167,11 +213,18 @@ class WiresharkDissectorIT {
     private static void assertTokensAnnounced(Decoded d, int qpn, int peerQpn, String what) {
         for (int[] dir : new int[][] {{qpn, peerQpn}, {peerQpn, qpn}}) {
             Long announced = d.cm.get(dir[1]);
-            assertThat(announced).as("%s: endpoint of QP 0x%x in the CM frames", what, dir[1]).isNotNull();
+            assertThat(announced)
+                    .as("%s: endpoint of QP 0x%x in the CM frames", what, dir[1])
+                    .isNotNull();
             List<Packet> to = d.between(dir[0], dir[1]);
-            assertThat(to).as("%s: tokens to QP 0x%x (announced 0x%x)", what, dir[1], announced)
-                    .allMatch(p -> p.token == announced || (p.token == 0 && p.opcode >= OP_READ_RESP
-                            && p.opcode != OP_ATOMIC_CS && p.opcode != OP_ATOMIC_FA && p.opcode != OP_PROBE))
+            assertThat(to)
+                    .as("%s: tokens to QP 0x%x (announced 0x%x)", what, dir[1], announced)
+                    .allMatch(p -> p.token == announced
+                            || (p.token == 0
+                                    && p.opcode >= OP_READ_RESP
+                                    && p.opcode != OP_ATOMIC_CS
+                                    && p.opcode != OP_ATOMIC_FA
+                                    && p.opcode != OP_PROBE))
                     .anyMatch(p -> p.token == announced);
         }
     }
@@ -190,7 +243,8 @@ class WiresharkDissectorIT {
             server.close();
             throw e;
         }
-        try (server; client) {
+        try (server;
+                client) {
             AppPair.Exits exits = AppPair.await(f, server, client, RUN_TIMEOUT);
             String out = "--- client:\n" + client.output() + "\n--- server:\n" + server.output();
             assertThat(exits.client()).as("%s client exit\n%s", tool, out).isZero();
@@ -215,19 +269,42 @@ class WiresharkDissectorIT {
     }
 
     /** One decoded MetaRoCE packet: the fields the test checks. */
-    record Packet(int frame, int opcode, int srcQpn, int dstQpn, long token, long rsn, boolean retransmit,
-            String crc, int gapLosses) {}
+    record Packet(
+            int frame,
+            int opcode,
+            int srcQpn,
+            int dstQpn,
+            long token,
+            long rsn,
+            boolean retransmit,
+            String crc,
+            int gapLosses) {}
 
     /** What tshark made of the capture. */
     record Decoded(List<Packet> packets, Map<Integer, Long> cm, List<String> malformed, List<String> errors) {
         List<Packet> between(int src, int dst) {
-            return packets.stream().filter(p -> p.srcQpn == src && p.dstQpn == dst).toList();
+            return packets.stream()
+                    .filter(p -> p.srcQpn == src && p.dstQpn == dst)
+                    .toList();
         }
     }
 
     private static List<String[]> tshark(Path pcap, String filter, String... fields) {
-        List<String> cmd = new ArrayList<>(List.of("tshark", "-n", "-r", pcap.toString(), "-X", "lua_script:" + lua,
-                "-Y", filter, "-T", "fields", "-E", "separator=/t", "-E", "aggregator=,"));
+        List<String> cmd = new ArrayList<>(List.of(
+                "tshark",
+                "-n",
+                "-r",
+                pcap.toString(),
+                "-X",
+                "lua_script:" + lua,
+                "-Y",
+                filter,
+                "-T",
+                "fields",
+                "-E",
+                "separator=/t",
+                "-E",
+                "aggregator=,"));
         for (String field : fields) {
             cmd.add("-e");
             cmd.add(field);
@@ -247,19 +324,39 @@ class WiresharkDissectorIT {
 
     private static Decoded decode(Path pcap) {
         List<Packet> packets = new ArrayList<>();
-        for (String[] r : tshark(pcap, "metaroce", "frame.number", "metaroce.opcode", "metaroce.src_qpn",
-                "metaroce.dst_qpn", "metaroce.token", "metaroce.rsn", "metaroce.flags.retransmit",
-                "metaroce.crc.status", "metaroce.report.gap_losses")) {
+        for (String[] r : tshark(
+                pcap,
+                "metaroce",
+                "frame.number",
+                "metaroce.opcode",
+                "metaroce.src_qpn",
+                "metaroce.dst_qpn",
+                "metaroce.token",
+                "metaroce.rsn",
+                "metaroce.flags.retransmit",
+                "metaroce.crc.status",
+                "metaroce.report.gap_losses")) {
             int gaps = 0;
             for (String g : r[8].split(",")) {
                 gaps += g.isEmpty() ? 0 : Integer.parseInt(g);
             }
-            packets.add(new Packet(Integer.parseInt(r[0]), Integer.parseInt(r[1]), Integer.decode(r[2]),
-                    Integer.decode(r[3]), r[4].isEmpty() ? -1 : Long.decode(r[4]), r[5].isEmpty() ? -1 : Long.parseLong(r[5]),
-                    r[6].equals("1") || r[6].equalsIgnoreCase("true"), r[7], gaps));
+            packets.add(new Packet(
+                    Integer.parseInt(r[0]),
+                    Integer.parseInt(r[1]),
+                    Integer.decode(r[2]),
+                    Integer.decode(r[3]),
+                    r[4].isEmpty() ? -1 : Long.decode(r[4]),
+                    r[5].isEmpty() ? -1 : Long.parseLong(r[5]),
+                    r[6].equals("1") || r[6].equalsIgnoreCase("true"),
+                    r[7],
+                    gaps));
         }
         Map<Integer, Long> cm = new HashMap<>();
-        for (String[] r : tshark(pcap, "metaroce_cm.endpoint.qpn", "frame.number", "metaroce_cm.endpoint.qpn",
+        for (String[] r : tshark(
+                pcap,
+                "metaroce_cm.endpoint.qpn",
+                "frame.number",
+                "metaroce_cm.endpoint.qpn",
                 "metaroce_cm.endpoint.token")) {
             String[] qpns = r[1].split(",");
             String[] tokens = r[2].split(",");

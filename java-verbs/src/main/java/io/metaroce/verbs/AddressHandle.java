@@ -33,8 +33,16 @@ public final class AddressHandle extends VerbsObject {
      * @param sl service level
      * @param port the local port (1-based)
      */
-    public record Attributes(boolean global, Gid dgid, int sgidIndex, int hopLimit, int trafficClass, int flowLabel,
-            int dlid, int sl, int port) {
+    public record Attributes(
+            boolean global,
+            Gid dgid,
+            int sgidIndex,
+            int hopLimit,
+            int trafficClass,
+            int flowLabel,
+            int dlid,
+            int sl,
+            int port) {
 
         /** A global route to {@code dgid} from local GID entry {@code sgidIndex}, hop limit 1 (as ibv_rc_pingpong). */
         public static Attributes global(Gid dgid, int sgidIndex, int port) {

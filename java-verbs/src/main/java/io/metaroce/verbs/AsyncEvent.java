@@ -17,9 +17,26 @@ public record AsyncEvent(Type type, int rawType, VerbsObject element, int port) 
 
     /** {@code enum ibv_event_type}, in verbs.h's order. Immutable, thread-safe. */
     public enum Type {
-        CQ_ERR, QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, COMM_EST, SQ_DRAINED, PATH_MIG, PATH_MIG_ERR, DEVICE_FATAL,
-        PORT_ACTIVE, PORT_ERR, LID_CHANGE, PKEY_CHANGE, SM_CHANGE, SRQ_ERR, SRQ_LIMIT_REACHED, QP_LAST_WQE_REACHED,
-        CLIENT_REREGISTER, GID_CHANGE, WQ_FATAL;
+        CQ_ERR,
+        QP_FATAL,
+        QP_REQ_ERR,
+        QP_ACCESS_ERR,
+        COMM_EST,
+        SQ_DRAINED,
+        PATH_MIG,
+        PATH_MIG_ERR,
+        DEVICE_FATAL,
+        PORT_ACTIVE,
+        PORT_ERR,
+        LID_CHANGE,
+        PKEY_CHANGE,
+        SM_CHANGE,
+        SRQ_ERR,
+        SRQ_LIMIT_REACHED,
+        QP_LAST_WQE_REACHED,
+        CLIENT_REREGISTER,
+        GID_CHANGE,
+        WQ_FATAL;
 
         /** The C value ({@code IBV_EVENT_*}). */
         public int value() {
@@ -33,8 +50,14 @@ public record AsyncEvent(Type type, int rawType, VerbsObject element, int port) 
         }
 
         boolean isQp() {
-            return this == QP_FATAL || this == QP_REQ_ERR || this == QP_ACCESS_ERR || this == COMM_EST
-                    || this == SQ_DRAINED || this == PATH_MIG || this == PATH_MIG_ERR || this == QP_LAST_WQE_REACHED;
+            return this == QP_FATAL
+                    || this == QP_REQ_ERR
+                    || this == QP_ACCESS_ERR
+                    || this == COMM_EST
+                    || this == SQ_DRAINED
+                    || this == PATH_MIG
+                    || this == PATH_MIG_ERR
+                    || this == QP_LAST_WQE_REACHED;
         }
 
         boolean isSrq() {
@@ -42,14 +65,19 @@ public record AsyncEvent(Type type, int rawType, VerbsObject element, int port) 
         }
 
         boolean isPort() {
-            return this == PORT_ACTIVE || this == PORT_ERR || this == LID_CHANGE || this == PKEY_CHANGE
-                    || this == SM_CHANGE || this == CLIENT_REREGISTER || this == GID_CHANGE;
+            return this == PORT_ACTIVE
+                    || this == PORT_ERR
+                    || this == LID_CHANGE
+                    || this == PKEY_CHANGE
+                    || this == SM_CHANGE
+                    || this == CLIENT_REREGISTER
+                    || this == GID_CHANGE;
         }
     }
 
     @Override
     public String toString() {
-        return "AsyncEvent[" + (type == null ? "EVENT_" + rawType : type) + (element != null ? " on " + element.describe()
-                : port != 0 ? " on port " + port : "") + "]";
+        return "AsyncEvent[" + (type == null ? "EVENT_" + rawType : type)
+                + (element != null ? " on " + element.describe() : port != 0 ? " on port " + port : "") + "]";
     }
 }

@@ -25,10 +25,10 @@ import java.time.Duration;
  */
 public final class CompletionChannel extends VerbsObject {
 
-    static final Native.Verb DESTROY_COMP_CHANNEL = Native.verb("ibv_destroy_comp_channel",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS));
-    static final Native.Verb GET_CQ_EVENT = Native.verb("ibv_get_cq_event",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    static final Native.Verb DESTROY_COMP_CHANNEL =
+            Native.verb("ibv_destroy_comp_channel", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    static final Native.Verb GET_CQ_EVENT =
+            Native.verb("ibv_get_cq_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
 
     private final Context context;
     final MemorySegment ptr;
@@ -94,7 +94,7 @@ public final class CompletionChannel extends VerbsObject {
     public CompletionQueue await(Duration timeout) throws InterruptedException {
         long timeoutNs = timeout.isNegative() ? 0 : saturatedNanos(timeout);
         long deadline = System.nanoTime() + timeoutNs;
-        for (;;) {
+        for (; ; ) {
             CompletionQueue cq = tryGetEvent();
             if (cq != null) {
                 return cq;
@@ -116,7 +116,7 @@ public final class CompletionChannel extends VerbsObject {
      * @throws IllegalStateException when the channel is closed, also by a close during the wait
      */
     public CompletionQueue awaitEvent() {
-        for (;;) {
+        for (; ; ) {
             try {
                 CompletionQueue cq = await(Duration.ofDays(1));
                 if (cq != null) {

@@ -20,14 +20,19 @@ import jdk.jfr.StackTrace;
 final class CompletionErrorEvent extends jdk.jfr.Event {
     @Label("wr_id")
     long wrId;
+
     @Label("Status")
     String status;
+
     @Label("Opcode")
     String opcode;
+
     @Label("QP number")
     int qpNum;
+
     @Label("Vendor error")
     int vendorErr;
+
     @Label("Completion queue")
     String cq;
 

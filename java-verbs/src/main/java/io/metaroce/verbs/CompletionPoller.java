@@ -47,7 +47,9 @@ public final class CompletionPoller implements AutoCloseable {
 
     private CompletionPoller(CompletionQueue cq, int batch) {
         this.cq = cq;
-        this.thread = Thread.ofPlatform().daemon().name("jverbs-poller-" + cq.describe())
+        this.thread = Thread.ofPlatform()
+                .daemon()
+                .name("jverbs-poller-" + cq.describe())
                 .unstarted(() -> run(batch));
     }
 
@@ -190,14 +192,15 @@ public final class CompletionPoller implements AutoCloseable {
         } else if (s.isSuccess()) {
             f.complete(s);
         } else {
-            f.completeExceptionally(new WorkCompletionException(s.wrId(), s.status(), s.opcode(), s.qpNum(),
-                    s.vendorErr()));
+            f.completeExceptionally(
+                    new WorkCompletionException(s.wrId(), s.status(), s.opcode(), s.qpNum(), s.vendorErr()));
         }
     }
 
     private IllegalStateException closed() {
         Throwable why = failure;
-        return why == null ? new IllegalStateException("the completion poller of " + cq.describe() + " is closed")
+        return why == null
+                ? new IllegalStateException("the completion poller of " + cq.describe() + " is closed")
                 : new IllegalStateException("the completion poller of " + cq.describe() + " stopped: " + why, why);
     }
 

@@ -20,8 +20,8 @@ import java.lang.foreign.MemorySegment;
 public final class CompletionQueue extends VerbsObject {
 
     static final Native.Verb DESTROY_CQ = Native.verb("ibv_destroy_cq", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-    static final Native.Verb ACK_CQ_EVENTS = Native.verb("ibv_ack_cq_events",
-            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT));
+    static final Native.Verb ACK_CQ_EVENTS =
+            Native.verb("ibv_ack_cq_events", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT));
 
     private final Context context;
     private final CompletionChannel channel;

@@ -31,22 +31,23 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class Context extends VerbsObject {
 
     static final Native.Verb CLOSE_DEVICE = Native.verb("ibv_close_device", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-    static final Native.Verb QUERY_DEVICE = Native.verb("ibv_query_device",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-    static final Native.Verb QUERY_PORT = Native.verb("ibv_query_port",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS));
-    static final Native.Verb QUERY_GID = Native.verb("ibv_query_gid",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
+    static final Native.Verb QUERY_DEVICE =
+            Native.verb("ibv_query_device", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    static final Native.Verb QUERY_PORT =
+            Native.verb("ibv_query_port", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS));
+    static final Native.Verb QUERY_GID =
+            Native.verb("ibv_query_gid", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
     static final Native.Verb ALLOC_PD = Native.verb("ibv_alloc_pd", FunctionDescriptor.of(ADDRESS, ADDRESS));
-    static final Native.Verb CREATE_COMP_CHANNEL = Native.verb("ibv_create_comp_channel",
-            FunctionDescriptor.of(ADDRESS, ADDRESS));
-    static final Native.Verb CREATE_CQ = Native.verb("ibv_create_cq",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    static final Native.Verb CREATE_COMP_CHANNEL =
+            Native.verb("ibv_create_comp_channel", FunctionDescriptor.of(ADDRESS, ADDRESS));
+    static final Native.Verb CREATE_CQ =
+            Native.verb("ibv_create_cq", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
 
     final MemorySegment ptr;
     private final String deviceName;
     /** context->ops entries, read once: the data-path verbs' targets. */
     final MemorySegment opPostSend;
+
     final MemorySegment opPostRecv;
     final MemorySegment opPostSrqRecv;
     final MemorySegment opPollCq;
@@ -55,11 +56,11 @@ public final class Context extends VerbsObject {
     final Map<Long, CompletionQueue> cqs = new ConcurrentHashMap<>();
     /** Live QPs and SRQs by native address, for async events. */
     final Map<Long, QueuePair> qps = new ConcurrentHashMap<>();
+
     final Map<Long, SharedReceiveQueue> srqs = new ConcurrentHashMap<>();
-    static final Native.Verb GET_ASYNC_EVENT = Native.verb("ibv_get_async_event",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-    static final Native.Verb ACK_ASYNC_EVENT = Native.verb("ibv_ack_async_event",
-            FunctionDescriptor.ofVoid(ADDRESS));
+    static final Native.Verb GET_ASYNC_EVENT =
+            Native.verb("ibv_get_async_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    static final Native.Verb ACK_ASYNC_EVENT = Native.verb("ibv_ack_async_event", FunctionDescriptor.ofVoid(ADDRESS));
     /** Waits on the non-blocking async_fd, or null when it could not be made non-blocking. */
     private final FdWaiter asyncWaiter;
 
@@ -74,8 +75,8 @@ public final class Context extends VerbsObject {
         this.opPollCq = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_POLL_CQ);
         this.opReqNotifyCq = this.ptr.get(ADDRESS, ops + Abi.CONTEXT_OPS_REQ_NOTIFY_CQ);
         int asyncFd = this.ptr.get(JAVA_INT, Abi.CONTEXT_ASYNC_FD);
-        this.asyncWaiter = Posix.setNonBlocking(asyncFd) == 0
-                ? new FdWaiter(asyncFd, this, "async-" + deviceName) : null;
+        this.asyncWaiter =
+                Posix.setNonBlocking(asyncFd) == 0 ? new FdWaiter(asyncFd, this, "async-" + deviceName) : null;
         attach();
     }
 
@@ -140,8 +141,9 @@ public final class Context extends VerbsObject {
                 port = ev.get(JAVA_INT, Abi.ASYNC_EVENT_ELEMENT);
             } else if (type != null) {
                 long addr = ev.get(ADDRESS, Abi.ASYNC_EVENT_ELEMENT).address();
-                element = type == AsyncEvent.Type.CQ_ERR ? cqs.get(addr) : type.isQp() ? qps.get(addr)
-                        : type.isSrq() ? srqs.get(addr) : null;
+                element = type == AsyncEvent.Type.CQ_ERR
+                        ? cqs.get(addr)
+                        : type.isQp() ? qps.get(addr) : type.isSrq() ? srqs.get(addr) : null;
             }
             ACK_ASYNC_EVENT.invoke(ev);
             return new AsyncEvent(type, raw, element, port);
@@ -163,7 +165,7 @@ public final class Context extends VerbsObject {
             throw new UnsupportedOperationException("the async_fd of " + deviceName + " cannot be made non-blocking");
         }
         long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
-        for (;;) {
+        for (; ; ) {
             AsyncEvent e = tryGetAsyncEvent();
             if (e != null) {
                 return e;
@@ -185,17 +187,25 @@ public final class Context extends VerbsObject {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.DEVICE_ATTR_SIZE, 8);
             QUERY_DEVICE.check(ptr, s);
-            return new DeviceAttributes(s.getString(Abi.DEVICE_ATTR_FW_VER),
+            return new DeviceAttributes(
+                    s.getString(Abi.DEVICE_ATTR_FW_VER),
                     Long.reverseBytes(s.get(JAVA_LONG, Abi.DEVICE_ATTR_NODE_GUID)),
-                    s.get(JAVA_INT, Abi.DEVICE_ATTR_VENDOR_ID), s.get(JAVA_INT, Abi.DEVICE_ATTR_VENDOR_PART_ID),
-                    s.get(JAVA_LONG, Abi.DEVICE_ATTR_MAX_MR_SIZE), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_QP),
-                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_QP_WR), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SGE),
-                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_CQ), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_CQE),
-                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_MR), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_PD),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_VENDOR_ID),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_VENDOR_PART_ID),
+                    s.get(JAVA_LONG, Abi.DEVICE_ATTR_MAX_MR_SIZE),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_QP),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_QP_WR),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SGE),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_CQ),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_CQE),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_MR),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_PD),
                     s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_QP_RD_ATOM),
                     s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_QP_INIT_RD_ATOM),
-                    s.get(JAVA_INT, Abi.DEVICE_ATTR_ATOMIC_CAP), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_AH),
-                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ), s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ_WR),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_ATOMIC_CAP),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_AH),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ),
+                    s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ_WR),
                     s.get(JAVA_INT, Abi.DEVICE_ATTR_MAX_SRQ_SGE),
                     s.get(JAVA_BYTE, Abi.DEVICE_ATTR_PHYS_PORT_CNT) & 0xff);
         } finally {
@@ -210,11 +220,13 @@ public final class Context extends VerbsObject {
             // ibv_port_attr, with room to spare for a newer libibverbs' larger struct
             MemorySegment s = a.allocate(Abi.PORT_ATTR_SIZE + 64, 8);
             QUERY_PORT.check(ptr, (byte) port, s);
-            return new PortAttributes(s.get(JAVA_INT, Abi.PORT_ATTR_STATE),
+            return new PortAttributes(
+                    s.get(JAVA_INT, Abi.PORT_ATTR_STATE),
                     Mtu.ofValue(s.get(JAVA_INT, Abi.PORT_ATTR_MAX_MTU)),
                     Mtu.ofValue(s.get(JAVA_INT, Abi.PORT_ATTR_ACTIVE_MTU)),
                     s.get(JAVA_INT, Abi.PORT_ATTR_GID_TBL_LEN),
-                    s.get(JAVA_SHORT, Abi.PORT_ATTR_LID) & 0xffff, s.get(JAVA_SHORT, Abi.PORT_ATTR_SM_LID) & 0xffff,
+                    s.get(JAVA_SHORT, Abi.PORT_ATTR_LID) & 0xffff,
+                    s.get(JAVA_SHORT, Abi.PORT_ATTR_SM_LID) & 0xffff,
                     s.get(JAVA_BYTE, Abi.PORT_ATTR_LINK_LAYER) & 0xff,
                     s.get(JAVA_INT, Abi.PORT_ATTR_MAX_MSG_SZ) & 0xffffffffL,
                     s.get(JAVA_INT, Abi.PORT_ATTR_PORT_CAP_FLAGS));
@@ -271,8 +283,12 @@ public final class Context extends VerbsObject {
                 channel.acquire();
             }
             try {
-                MemorySegment cq = CREATE_CQ.create(ptr, minEntries, MemorySegment.NULL,
-                        channel == null ? MemorySegment.NULL : channel.ptr, compVector);
+                MemorySegment cq = CREATE_CQ.create(
+                        ptr,
+                        minEntries,
+                        MemorySegment.NULL,
+                        channel == null ? MemorySegment.NULL : channel.ptr,
+                        compVector);
                 return new CompletionQueue(this, channel, cq);
             } finally {
                 if (channel != null) {

@@ -19,16 +19,14 @@ import java.util.List;
  */
 public record Device(String name, long nodeGuid) {
 
-    static final Native.Verb GET_DEVICE_LIST = Native.verb("ibv_get_device_list",
-            FunctionDescriptor.of(ADDRESS, ADDRESS));
-    static final Native.Verb FREE_DEVICE_LIST = Native.verb("ibv_free_device_list",
-            FunctionDescriptor.ofVoid(ADDRESS));
-    static final Native.Verb GET_DEVICE_NAME = Native.verb("ibv_get_device_name",
-            FunctionDescriptor.of(ADDRESS, ADDRESS));
-    static final Native.Verb GET_DEVICE_GUID = Native.verb("ibv_get_device_guid",
-            FunctionDescriptor.of(JAVA_LONG, ADDRESS));
-    static final Native.Verb OPEN_DEVICE = Native.verb("ibv_open_device",
-            FunctionDescriptor.of(ADDRESS, ADDRESS));
+    static final Native.Verb GET_DEVICE_LIST =
+            Native.verb("ibv_get_device_list", FunctionDescriptor.of(ADDRESS, ADDRESS));
+    static final Native.Verb FREE_DEVICE_LIST = Native.verb("ibv_free_device_list", FunctionDescriptor.ofVoid(ADDRESS));
+    static final Native.Verb GET_DEVICE_NAME =
+            Native.verb("ibv_get_device_name", FunctionDescriptor.of(ADDRESS, ADDRESS));
+    static final Native.Verb GET_DEVICE_GUID =
+            Native.verb("ibv_get_device_guid", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    static final Native.Verb OPEN_DEVICE = Native.verb("ibv_open_device", FunctionDescriptor.of(ADDRESS, ADDRESS));
 
     /**
      * The devices libibverbs (and a preloaded provider such as MetaRoCE) sees, in its order; empty
@@ -69,9 +67,13 @@ public record Device(String name, long nodeGuid) {
                     return new Context(ctx, devName);
                 }
             }
-            throw new VerbsException("ibv_open_device", 19 /* ENODEV */,
-                    name == null ? "no RDMA device found" : "no RDMA device named " + name
-                            + " (is the provider loaded, e.g. LD_PRELOAD=libmetaroce.so, and its daemon running?)");
+            throw new VerbsException(
+                    "ibv_open_device",
+                    19 /* ENODEV */,
+                    name == null
+                            ? "no RDMA device found"
+                            : "no RDMA device named " + name
+                                    + " (is the provider loaded, e.g. LD_PRELOAD=libmetaroce.so, and its daemon running?)");
         });
     }
 

@@ -26,7 +26,24 @@ package io.metaroce.verbs;
  * @param maxSrqSge scatter/gather entries per SRQ work request
  * @param physPortCount ports
  */
-public record DeviceAttributes(String firmwareVersion, long nodeGuid, int vendorId, int vendorPartId, long maxMrSize,
-        int maxQp, int maxQpWr, int maxSge, int maxCq, int maxCqe, int maxMr, int maxPd, int maxQpRdAtomic,
-        int maxQpInitRdAtomic, int atomicCap, int maxAh, int maxSrq, int maxSrqWr, int maxSrqSge,
+public record DeviceAttributes(
+        String firmwareVersion,
+        long nodeGuid,
+        int vendorId,
+        int vendorPartId,
+        long maxMrSize,
+        int maxQp,
+        int maxQpWr,
+        int maxSge,
+        int maxCq,
+        int maxCqe,
+        int maxMr,
+        int maxPd,
+        int maxQpRdAtomic,
+        int maxQpInitRdAtomic,
+        int atomicCap,
+        int maxAh,
+        int maxSrq,
+        int maxSrqWr,
+        int maxSrqSge,
         int physPortCount) {}

@@ -40,9 +40,11 @@ final class FdWaiter implements AutoCloseable {
     private final Condition changed = lock.newCondition();
     /** Signalled when a virtual thread starts waiting. */
     private final Condition wanted = lock.newCondition();
+
     private long generation;
     /** Virtual threads waiting for the current generation. */
     private int waiting;
+
     private Thread poller;
     private volatile boolean woken;
 
@@ -82,7 +84,10 @@ final class FdWaiter implements AutoCloseable {
             long gen = generation;
             waiting++;
             if (poller == null) {
-                poller = Thread.ofPlatform().daemon().name("jverbs-fd-wait-" + name).start(this::pollForWaiters);
+                poller = Thread.ofPlatform()
+                        .daemon()
+                        .name("jverbs-fd-wait-" + name)
+                        .start(this::pollForWaiters);
             }
             wanted.signal();
             long left = timeoutNs < 0 ? Long.MAX_VALUE : timeoutNs;
@@ -108,7 +113,7 @@ final class FdWaiter implements AutoCloseable {
 
     /** The shared poller: polls while virtual threads wait, signals them, ends when idle or woken. */
     private void pollForWaiters() {
-        for (;;) {
+        for (; ; ) {
             lock.lock();
             try {
                 while (waiting == 0 && !woken) {

@@ -129,8 +129,7 @@ public final class MemoryRegion extends VerbsObject {
 
     @Override
     public String describe() {
-        return String.format("MemoryRegion lkey 0x%x (%d bytes at 0x%x)", lkey, segment.byteSize(),
-                segment.address());
+        return String.format("MemoryRegion lkey 0x%x (%d bytes at 0x%x)", lkey, segment.byteSize(), segment.address());
     }
 
     @Override

@@ -47,8 +47,7 @@ final class Native {
     static final String LIBIBVERBS = "libibverbs.so.1";
 
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO =
-            CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
     private static final ThreadLocal<MemorySegment> CAPTURE =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
@@ -66,18 +65,18 @@ final class Native {
 
     private static final Linker.Option CRITICAL = Linker.Option.critical(false);
     /** int post_send(ibv_qp *, ibv_send_wr *, ibv_send_wr **), also post_recv and post_srq_recv. */
-    static final MethodHandle OP_POST = LINKER.downcallHandle(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), CRITICAL);
+    static final MethodHandle OP_POST =
+            LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), CRITICAL);
     /** int poll_cq(ibv_cq *, int num_entries, ibv_wc *). */
-    static final MethodHandle OP_POLL_CQ = LINKER.downcallHandle(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), CRITICAL);
+    static final MethodHandle OP_POLL_CQ =
+            LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), CRITICAL);
     /** int req_notify_cq(ibv_cq *, int solicited_only). */
-    static final MethodHandle OP_REQ_NOTIFY_CQ = LINKER.downcallHandle(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), CRITICAL);
+    static final MethodHandle OP_REQ_NOTIFY_CQ =
+            LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), CRITICAL);
 
     private static MethodHandle libc(String name, FunctionDescriptor fd) {
-        MemorySegment sym = LIBC.find(name)
-                .orElseThrow(() -> new UnsatisfiedLinkError("libc symbol " + name + " not found"));
+        MemorySegment sym =
+                LIBC.find(name).orElseThrow(() -> new UnsatisfiedLinkError("libc symbol " + name + " not found"));
         return LINKER.downcallHandle(sym, fd);
     }
 
@@ -183,8 +182,9 @@ final class Native {
         private MethodHandle handle() {
             MethodHandle h = handle;
             if (h == null) {
-                MemorySegment sym = find(name).orElseThrow(() -> new UnsupportedOperationException(
-                        name + " is not exported by the loaded libibverbs (" + LIBIBVERBS + ")"));
+                MemorySegment sym = find(name)
+                        .orElseThrow(() -> new UnsupportedOperationException(
+                                name + " is not exported by the loaded libibverbs (" + LIBIBVERBS + ")"));
                 h = LINKER.downcallHandle(sym, fd, CAPTURE_ERRNO);
                 handle = h;
             }

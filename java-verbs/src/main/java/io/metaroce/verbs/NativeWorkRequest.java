@@ -23,6 +23,7 @@ final class NativeWorkRequest implements AutoCloseable {
     private final int maxSge;
     /** The region of each entry, null for a raw entry. */
     private final MemoryRegion[] regions;
+
     private int numSge;
 
     NativeWorkRequest(long wrSize, long sgListOffset, long numSgeOffset, int maxSge) {

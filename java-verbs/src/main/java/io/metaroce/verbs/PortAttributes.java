@@ -15,8 +15,16 @@ package io.metaroce.verbs;
  * @param maxMessageSize the largest message
  * @param portCapFlags {@code IBV_PORT_*_SUP} bits
  */
-public record PortAttributes(int state, Mtu maxMtu, Mtu activeMtu, int gidTableLength, int lid, int smLid,
-        int linkLayer, long maxMessageSize, int portCapFlags) {
+public record PortAttributes(
+        int state,
+        Mtu maxMtu,
+        Mtu activeMtu,
+        int gidTableLength,
+        int lid,
+        int smLid,
+        int linkLayer,
+        long maxMessageSize,
+        int portCapFlags) {
 
     public boolean isActive() {
         return state == Abi.IBV_PORT_ACTIVE;

@@ -30,19 +30,24 @@ final class Posix {
     static final long POLLFD_SIZE = 8;
 
     private static final Linker.Option ERRNO = Linker.Option.captureCallState("errno");
-    private static final MethodHandle POLL = libc("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle POLL =
+            libc("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle EVENTFD = libc("eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle READ = libc("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle WRITE = libc("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle READ =
+            libc("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle WRITE =
+            libc("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle CLOSE = libc("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle FCNTL = libc("fcntl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
-            Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle FCNTL = libc(
+            "fcntl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
 
     private static MethodHandle libc(String name, FunctionDescriptor fd, Linker.Option... extra) {
         Linker.Option[] options = new Linker.Option[extra.length + 1];
         options[0] = ERRNO;
         System.arraycopy(extra, 0, options, 1, extra.length);
-        MemorySegment sym = Native.LINKER.defaultLookup().find(name)
+        MemorySegment sym = Native.LINKER
+                .defaultLookup()
+                .find(name)
                 .orElseThrow(() -> new UnsatisfiedLinkError("libc symbol " + name + " not found"));
         return Native.LINKER.downcallHandle(sym, fd, options);
     }

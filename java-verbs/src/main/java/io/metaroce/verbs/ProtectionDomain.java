@@ -18,11 +18,11 @@ import java.lang.foreign.MemorySegment;
 public final class ProtectionDomain extends VerbsObject {
 
     static final Native.Verb DEALLOC_PD = Native.verb("ibv_dealloc_pd", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-    static final Native.Verb REG_MR = Native.verb("ibv_reg_mr",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
+    static final Native.Verb REG_MR =
+            Native.verb("ibv_reg_mr", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
     static final Native.Verb CREATE_QP = Native.verb("ibv_create_qp", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-    static final Native.Verb CREATE_SRQ = Native.verb("ibv_create_srq",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+    static final Native.Verb CREATE_SRQ =
+            Native.verb("ibv_create_srq", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
     static final Native.Verb CREATE_AH = Native.verb("ibv_create_ah", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
 
     final Context context;
@@ -133,8 +133,8 @@ public final class ProtectionDomain extends VerbsObject {
 
     private MemoryRegion register(MemorySegment segment, int access, Arena owned) {
         if (!segment.isNative()) {
-            throw new IllegalArgumentException("only native memory can be registered (a heap segment moves): "
-                    + segment);
+            throw new IllegalArgumentException(
+                    "only native memory can be registered (a heap segment moves): " + segment);
         }
         if (!segment.scope().isAlive()) {
             throw new IllegalStateException("the segment's arena is closed: " + segment);
@@ -193,8 +193,10 @@ public final class ProtectionDomain extends VerbsObject {
             s.set(JAVA_INT, Abi.QP_INIT_ATTR_SQ_SIG_ALL, init.signalAll ? 1 : 0);
             MemorySegment qp = CREATE_QP.create(ptr, s);
             QueuePair.Capabilities caps = new QueuePair.Capabilities(
-                    s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_SEND_WR), s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_RECV_WR),
-                    s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_SEND_SGE), s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_RECV_SGE),
+                    s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_SEND_WR),
+                    s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_RECV_WR),
+                    s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_SEND_SGE),
+                    s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_RECV_SGE),
                     s.get(JAVA_INT, cap + Abi.QP_CAP_MAX_INLINE_DATA));
             return new QueuePair(this, init, qp, caps);
         }
@@ -213,8 +215,8 @@ public final class ProtectionDomain extends VerbsObject {
             s.set(JAVA_INT, at + Abi.SRQ_ATTR_MAX_SGE, maxSge);
             s.set(JAVA_INT, at + Abi.SRQ_ATTR_SRQ_LIMIT, limit);
             MemorySegment srq = CREATE_SRQ.create(ptr, s);
-            return new SharedReceiveQueue(this, srq, s.get(JAVA_INT, at + Abi.SRQ_ATTR_MAX_WR),
-                    s.get(JAVA_INT, at + Abi.SRQ_ATTR_MAX_SGE));
+            return new SharedReceiveQueue(
+                    this, srq, s.get(JAVA_INT, at + Abi.SRQ_ATTR_MAX_WR), s.get(JAVA_INT, at + Abi.SRQ_ATTR_MAX_SGE));
         } finally {
             release();
         }

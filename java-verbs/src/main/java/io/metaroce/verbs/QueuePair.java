@@ -29,15 +29,17 @@ import java.util.Objects;
  */
 public final class QueuePair extends VerbsObject {
 
-    static final Native.Verb MODIFY_QP = Native.verb("ibv_modify_qp",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-    static final Native.Verb QUERY_QP = Native.verb("ibv_query_qp",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
+    static final Native.Verb MODIFY_QP =
+            Native.verb("ibv_modify_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    static final Native.Verb QUERY_QP =
+            Native.verb("ibv_query_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
     static final Native.Verb DESTROY_QP = Native.verb("ibv_destroy_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS));
 
     /** {@code enum ibv_qp_type}. */
     public enum Type {
-        RC(Abi.IBV_QPT_RC), UC(Abi.IBV_QPT_UC), UD(Abi.IBV_QPT_UD);
+        RC(Abi.IBV_QPT_RC),
+        UC(Abi.IBV_QPT_UC),
+        UD(Abi.IBV_QPT_UD);
 
         private final int value;
 
@@ -52,7 +54,13 @@ public final class QueuePair extends VerbsObject {
 
     /** {@code enum ibv_qp_state}. */
     public enum State {
-        RESET, INIT, RTR, RTS, SQD, SQE, ERR;
+        RESET,
+        INIT,
+        RTR,
+        RTS,
+        SQD,
+        SQE,
+        ERR;
 
         public int value() {
             return ordinal(); // IBV_QPS_RESET = 0 ... IBV_QPS_ERR = 6
@@ -373,9 +381,12 @@ public final class QueuePair extends VerbsObject {
             attrs.write(s);
             MODIFY_QP.check(ptr, s, attrs.mask);
         } catch (VerbsException e) {
-            throw new VerbsException(e.verb(), e.errno(), describe() + " to "
-                    + (attrs.state == null ? "(same state)" : attrs.state) + ", attr_mask 0x"
-                    + Integer.toHexString(attrs.mask));
+            throw new VerbsException(
+                    e.verb(),
+                    e.errno(),
+                    describe() + " to "
+                            + (attrs.state == null ? "(same state)" : attrs.state) + ", attr_mask 0x"
+                            + Integer.toHexString(attrs.mask));
         } finally {
             release();
         }
@@ -389,8 +400,10 @@ public final class QueuePair extends VerbsObject {
             MemorySegment init = a.allocate(Abi.QP_INIT_ATTR_SIZE, 8);
             QUERY_QP.check(ptr, attr, Abi.IBV_QP_CAP, init);
             long c = Abi.QP_INIT_ATTR_CAP;
-            return new Capabilities(init.get(JAVA_INT, c + Abi.QP_CAP_MAX_SEND_WR),
-                    init.get(JAVA_INT, c + Abi.QP_CAP_MAX_RECV_WR), init.get(JAVA_INT, c + Abi.QP_CAP_MAX_SEND_SGE),
+            return new Capabilities(
+                    init.get(JAVA_INT, c + Abi.QP_CAP_MAX_SEND_WR),
+                    init.get(JAVA_INT, c + Abi.QP_CAP_MAX_RECV_WR),
+                    init.get(JAVA_INT, c + Abi.QP_CAP_MAX_SEND_SGE),
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_RECV_SGE),
                     init.get(JAVA_INT, c + Abi.QP_CAP_MAX_INLINE_DATA));
         } finally {
@@ -415,10 +428,16 @@ public final class QueuePair extends VerbsObject {
      * RC: INIT → RTR as {@link #toRtr(Mtu, int, int, AddressHandle.Attributes)}, with
      * {@code maxDestRdAtomic} incoming RDMA READs/atomics in flight and RNR timer {@code minRnrTimer}.
      */
-    public void toRtr(Mtu mtu, int destQpNum, int destPsn, AddressHandle.Attributes path, int maxDestRdAtomic,
-            int minRnrTimer) {
-        modify(new Attributes().state(State.RTR).pathMtu(mtu).destQpNum(destQpNum).rqPsn(destPsn)
-                .maxDestRdAtomic(maxDestRdAtomic).minRnrTimer(minRnrTimer).addressVector(path));
+    public void toRtr(
+            Mtu mtu, int destQpNum, int destPsn, AddressHandle.Attributes path, int maxDestRdAtomic, int minRnrTimer) {
+        modify(new Attributes()
+                .state(State.RTR)
+                .pathMtu(mtu)
+                .destQpNum(destQpNum)
+                .rqPsn(destPsn)
+                .maxDestRdAtomic(maxDestRdAtomic)
+                .minRnrTimer(minRnrTimer)
+                .addressVector(path));
     }
 
     /** RC: RTR → RTS with send PSN {@code psn}, timeout 14, 7 retries, 7 RNR retries, one outgoing READ/atomic. */
@@ -432,7 +451,12 @@ public final class QueuePair extends VerbsObject {
      * {@code maxRdAtomic} outgoing RDMA READs/atomics in flight.
      */
     public void toRts(int psn, int timeout, int retryCount, int rnrRetry, int maxRdAtomic) {
-        modify(new Attributes().state(State.RTS).timeout(timeout).retryCount(retryCount).rnrRetry(rnrRetry).sqPsn(psn)
+        modify(new Attributes()
+                .state(State.RTS)
+                .timeout(timeout)
+                .retryCount(retryCount)
+                .rnrRetry(rnrRetry)
+                .sqPsn(psn)
                 .maxRdAtomic(maxRdAtomic));
     }
 
@@ -479,8 +503,12 @@ public final class QueuePair extends VerbsObject {
             release();
         }
         if (rc != 0) {
-            throw new VerbsException("ibv_post_send", rc, describe() + " in state " + stateForMessage() + ": "
-                    + Objects.requireNonNullElse(wr.describeBad(), "request " + SendWorkRequest.opcodeName(wr.opcode())));
+            throw new VerbsException(
+                    "ibv_post_send",
+                    rc,
+                    describe() + " in state " + stateForMessage() + ": "
+                            + Objects.requireNonNullElse(
+                                    wr.describeBad(), "request " + SendWorkRequest.opcodeName(wr.opcode())));
         }
     }
 
@@ -505,9 +533,12 @@ public final class QueuePair extends VerbsObject {
             release();
         }
         if (rc != 0) {
-            throw new VerbsException("ibv_post_recv", rc, describe() + " in state " + stateForMessage()
-                    + (srq != null ? " (its receives come from an SRQ: post there)" : "") + ": "
-                    + Objects.requireNonNullElse(wr.describeBad(), "wr_id " + wr.wrId()));
+            throw new VerbsException(
+                    "ibv_post_recv",
+                    rc,
+                    describe() + " in state " + stateForMessage()
+                            + (srq != null ? " (its receives come from an SRQ: post there)" : "") + ": "
+                            + Objects.requireNonNullElse(wr.describeBad(), "wr_id " + wr.wrId()));
         }
     }
 }

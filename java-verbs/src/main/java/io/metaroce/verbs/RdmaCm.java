@@ -52,13 +52,38 @@ public final class RdmaCm {
     public static final int PS_TCP = 0x0106;
 
     /** enum rdma_cm_event_type. */
-    public static final int ADDR_RESOLVED = 0, ADDR_ERROR = 1, ROUTE_RESOLVED = 2, ROUTE_ERROR = 3,
-            CONNECT_REQUEST = 4, CONNECT_RESPONSE = 5, CONNECT_ERROR = 6, UNREACHABLE = 7, REJECTED = 8,
-            ESTABLISHED = 9, DISCONNECTED = 10, DEVICE_REMOVAL = 11, TIMEWAIT_EXIT = 15;
+    public static final int ADDR_RESOLVED = 0,
+            ADDR_ERROR = 1,
+            ROUTE_RESOLVED = 2,
+            ROUTE_ERROR = 3,
+            CONNECT_REQUEST = 4,
+            CONNECT_RESPONSE = 5,
+            CONNECT_ERROR = 6,
+            UNREACHABLE = 7,
+            REJECTED = 8,
+            ESTABLISHED = 9,
+            DISCONNECTED = 10,
+            DEVICE_REMOVAL = 11,
+            TIMEWAIT_EXIT = 15;
 
-    private static final String[] EVENT_NAMES = {"ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR",
-        "CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE", "REJECTED", "ESTABLISHED",
-        "DISCONNECTED", "DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT"};
+    private static final String[] EVENT_NAMES = {
+        "ADDR_RESOLVED",
+        "ADDR_ERROR",
+        "ROUTE_RESOLVED",
+        "ROUTE_ERROR",
+        "CONNECT_REQUEST",
+        "CONNECT_RESPONSE",
+        "CONNECT_ERROR",
+        "UNREACHABLE",
+        "REJECTED",
+        "ESTABLISHED",
+        "DISCONNECTED",
+        "DEVICE_REMOVAL",
+        "MULTICAST_JOIN",
+        "MULTICAST_ERROR",
+        "ADDR_CHANGE",
+        "TIMEWAIT_EXIT"
+    };
 
     /** The name of an event type, as rdma_event_str without its prefix. */
     public static String eventName(int type) {
@@ -67,8 +92,13 @@ public final class RdmaCm {
 
     // struct rdma_cm_id / rdma_cm_event / rdma_conn_param (x86_64 and aarch64 LP64)
     private static final long ID_DST_SIN = 160;
-    private static final long EV_ID = 0, EV_LISTEN_ID = 8, EV_EVENT = 16, EV_STATUS = 20, EV_PD = 24,
-            EV_PD_LEN = 32, EV_QP_NUM = 40;
+    private static final long EV_ID = 0,
+            EV_LISTEN_ID = 8,
+            EV_EVENT = 16,
+            EV_STATUS = 20,
+            EV_PD = 24,
+            EV_PD_LEN = 32,
+            EV_QP_NUM = 40;
     private static final long CONN_PARAM_SIZE = 24;
 
     private static final Linker LINKER = Native.LINKER;
@@ -100,7 +130,8 @@ public final class RdmaCm {
                 return "no rdma_cm library: " + path + " does not exist (build provider-c with librdmacm-dev's"
                         + " headers installed, or set METAROCE_RDMACM)";
             }
-            MethodHandle dlopen = LINKER.downcallHandle(LINKER.defaultLookup().find("dlopen").orElseThrow(),
+            MethodHandle dlopen = LINKER.downcallHandle(
+                    LINKER.defaultLookup().find("dlopen").orElseThrow(),
                     FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT));
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment h = (MemorySegment) dlopen.invokeExact(a.allocateFrom(path), 0x2 | 0x100);
@@ -126,29 +157,33 @@ public final class RdmaCm {
 
     private static final class H {
         static final MethodHandle CREATE_CHANNEL = fn("rdma_create_event_channel", FunctionDescriptor.of(ADDRESS));
-        static final MethodHandle DESTROY_CHANNEL = fn("rdma_destroy_event_channel", FunctionDescriptor.ofVoid(ADDRESS));
-        static final MethodHandle CREATE_ID = fn("rdma_create_id",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT));
+        static final MethodHandle DESTROY_CHANNEL =
+                fn("rdma_destroy_event_channel", FunctionDescriptor.ofVoid(ADDRESS));
+        static final MethodHandle CREATE_ID =
+                fn("rdma_create_id", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT));
         static final MethodHandle DESTROY_ID = fn("rdma_destroy_id", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         static final MethodHandle BIND = fn("rdma_bind_addr", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         static final MethodHandle LISTEN = fn("rdma_listen", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-        static final MethodHandle RESOLVE_ADDR = fn("rdma_resolve_addr",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT));
-        static final MethodHandle RESOLVE_ROUTE = fn("rdma_resolve_route", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle RESOLVE_ADDR =
+                fn("rdma_resolve_addr", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT));
+        static final MethodHandle RESOLVE_ROUTE =
+                fn("rdma_resolve_route", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
         static final MethodHandle CONNECT = fn("rdma_connect", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         static final MethodHandle ACCEPT = fn("rdma_accept", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        static final MethodHandle REJECT = fn("rdma_reject", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_BYTE));
+        static final MethodHandle REJECT =
+                fn("rdma_reject", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_BYTE));
         static final MethodHandle ESTABLISH = fn("rdma_establish", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         static final MethodHandle DISCONNECT = fn("rdma_disconnect", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         static final MethodHandle MIGRATE = fn("rdma_migrate_id", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        static final MethodHandle INIT_QP_ATTR = fn("rdma_init_qp_attr",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        static final MethodHandle GET_EVENT = fn("rdma_get_cm_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        static final MethodHandle INIT_QP_ATTR =
+                fn("rdma_init_qp_attr", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        static final MethodHandle GET_EVENT =
+                fn("rdma_get_cm_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         static final MethodHandle ACK_EVENT = fn("rdma_ack_cm_event", FunctionDescriptor.of(JAVA_INT, ADDRESS));
 
         private static MethodHandle fn(String name, FunctionDescriptor fd) {
-            MemorySegment sym = Native.find(name).orElseThrow(() -> new UnsatisfiedLinkError(
-                    "the rdma_cm library does not define " + name));
+            MemorySegment sym = Native.find(name)
+                    .orElseThrow(() -> new UnsatisfiedLinkError("the rdma_cm library does not define " + name));
             return LINKER.downcallHandle(sym, fd, Linker.Option.captureCallState("errno"));
         }
     }
@@ -241,7 +276,7 @@ public final class RdmaCm {
             long deadline = timeoutNs < 0 ? Long.MAX_VALUE : System.nanoTime() + timeoutNs;
             lock.lock();
             try {
-                for (;;) {
+                for (; ; ) {
                     if (closed) {
                         throw new SocketException(what + ": closed");
                     }
@@ -289,7 +324,8 @@ public final class RdmaCm {
                 MemorySegment listen = ev.get(ADDRESS, EV_LISTEN_ID);
                 MemorySegment pdp = ev.get(ADDRESS, EV_PD);
                 int len = Byte.toUnsignedInt(ev.get(JAVA_BYTE, EV_PD_LEN));
-                byte[] pd = pdp.address() == 0 ? new byte[0] : pdp.reinterpret(len).toArray(JAVA_BYTE);
+                byte[] pd =
+                        pdp.address() == 0 ? new byte[0] : pdp.reinterpret(len).toArray(JAVA_BYTE);
                 int qpn = ev.get(JAVA_INT, EV_QP_NUM);
                 int ack = (int) H.ACK_EVENT.invokeExact(cap, ev);
                 if (ack != 0) {
@@ -411,8 +447,8 @@ public final class RdmaCm {
 
         /** rdma_resolve_addr(id, NULL, dst, timeoutMs); returns the errno. */
         public int resolveAddr(InetSocketAddress dst, int timeoutMs) {
-            return call("rdma_resolve_addr", H.RESOLVE_ADDR, MemorySegment.NULL, (ArgFn) a -> sockaddr(a, dst),
-                    timeoutMs);
+            return call(
+                    "rdma_resolve_addr", H.RESOLVE_ADDR, MemorySegment.NULL, (ArgFn) a -> sockaddr(a, dst), timeoutMs);
         }
 
         /** rdma_resolve_route; returns the errno. */
@@ -420,8 +456,8 @@ public final class RdmaCm {
             return call("rdma_resolve_route", H.RESOLVE_ROUTE, timeoutMs);
         }
 
-        private static MemorySegment param(Arena a, byte[] pd, int qpNum, int responderResources,
-                int initiatorDepth, int retry, int rnrRetry) {
+        private static MemorySegment param(
+                Arena a, byte[] pd, int qpNum, int responderResources, int initiatorDepth, int retry, int rnrRetry) {
             MemorySegment p = a.allocate(CONN_PARAM_SIZE, 8);
             if (pd.length > 0) {
                 p.set(ADDRESS, 0, a.allocateFrom(JAVA_BYTE, pd));
@@ -438,20 +474,23 @@ public final class RdmaCm {
 
         /** rdma_connect with a QP made elsewhere ({@code qp_num}); returns the errno. */
         public int connect(byte[] pd, int qpNum, int responderResources, int initiatorDepth, int retry, int rnrRetry) {
-            return call("rdma_connect", H.CONNECT,
-                    (ArgFn) a -> param(a, pd, qpNum, responderResources, initiatorDepth, retry, rnrRetry));
+            return call("rdma_connect", H.CONNECT, (ArgFn)
+                    a -> param(a, pd, qpNum, responderResources, initiatorDepth, retry, rnrRetry));
         }
 
         /** rdma_accept with a QP made elsewhere; returns the errno. */
         public int accept(byte[] pd, int qpNum, int responderResources, int initiatorDepth, int rnrRetry) {
-            return call("rdma_accept", H.ACCEPT,
-                    (ArgFn) a -> param(a, pd, qpNum, responderResources, initiatorDepth, 7, rnrRetry));
+            return call("rdma_accept", H.ACCEPT, (ArgFn)
+                    a -> param(a, pd, qpNum, responderResources, initiatorDepth, 7, rnrRetry));
         }
 
         /** rdma_reject; returns the errno. */
         public int reject(byte[] pd) {
-            return call("rdma_reject", H.REJECT,
-                    (ArgFn) a -> pd.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, pd), (byte) pd.length);
+            return call(
+                    "rdma_reject",
+                    H.REJECT,
+                    (ArgFn) a -> pd.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, pd),
+                    (byte) pd.length);
         }
 
         /** rdma_establish (after CONNECT_RESPONSE, the QP at RTS); returns the errno. */
@@ -494,7 +533,8 @@ public final class RdmaCm {
 
         /** The peer's address ({@code rdma_get_peer_addr}: route.addr.dst_sin). */
         public InetSocketAddress peerAddress() {
-            int port = Short.toUnsignedInt(ptr.get(JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), ID_DST_SIN + 2));
+            int port =
+                    Short.toUnsignedInt(ptr.get(JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), ID_DST_SIN + 2));
             byte[] ip = ptr.asSlice(ID_DST_SIN + 4, 4).toArray(JAVA_BYTE);
             try {
                 return new InetSocketAddress(InetAddress.getByAddress(ip), port);

@@ -30,6 +30,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
     private final Buffer[] buffers;
     /** Indices of the buffers in the pool, [0, top). Guarded by this. */
     private final int[] free;
+
     private final boolean[] out;
     private int top;
 

@@ -31,6 +31,7 @@ public final class SendWorkRequest implements AutoCloseable {
 
     /** {@code enum ibv_wr_opcode} values. */
     public static final int RDMA_WRITE = Abi.IBV_WR_RDMA_WRITE;
+
     public static final int RDMA_WRITE_WITH_IMM = Abi.IBV_WR_RDMA_WRITE_WITH_IMM;
     public static final int SEND = Abi.IBV_WR_SEND;
     public static final int SEND_WITH_IMM = Abi.IBV_WR_SEND_WITH_IMM;
@@ -40,6 +41,7 @@ public final class SendWorkRequest implements AutoCloseable {
 
     /** {@code enum ibv_send_flags}. */
     public static final int FLAG_FENCE = Abi.IBV_SEND_FENCE;
+
     public static final int FLAG_SIGNALED = Abi.IBV_SEND_SIGNALED;
     public static final int FLAG_SOLICITED = Abi.IBV_SEND_SOLICITED;
     public static final int FLAG_INLINE = Abi.IBV_SEND_INLINE;

@@ -19,9 +19,10 @@ import java.lang.foreign.MemorySegment;
 public final class SharedReceiveQueue extends VerbsObject {
 
     static final Native.Verb DESTROY_SRQ = Native.verb("ibv_destroy_srq", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-    static final Native.Verb MODIFY_SRQ = Native.verb("ibv_modify_srq",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-    static final Native.Verb QUERY_SRQ = Native.verb("ibv_query_srq", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    static final Native.Verb MODIFY_SRQ =
+            Native.verb("ibv_modify_srq", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    static final Native.Verb QUERY_SRQ =
+            Native.verb("ibv_query_srq", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
 
     /** {@code struct ibv_srq_attr}. */
     public record Attributes(int maxWr, int maxSge, int limit) {}
@@ -96,7 +97,9 @@ public final class SharedReceiveQueue extends VerbsObject {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Abi.SRQ_ATTR_SIZE, 4);
             QUERY_SRQ.check(ptr, s);
-            return new Attributes(s.get(JAVA_INT, Abi.SRQ_ATTR_MAX_WR), s.get(JAVA_INT, Abi.SRQ_ATTR_MAX_SGE),
+            return new Attributes(
+                    s.get(JAVA_INT, Abi.SRQ_ATTR_MAX_WR),
+                    s.get(JAVA_INT, Abi.SRQ_ATTR_MAX_SGE),
                     s.get(JAVA_INT, Abi.SRQ_ATTR_SRQ_LIMIT));
         } finally {
             release();

@@ -121,7 +121,7 @@ public abstract class VerbsObject implements AutoCloseable {
      * allocation-free; pair it with release() in a finally block.
      */
     final void acquire() {
-        for (;;) {
+        for (; ; ) {
             int g = guard;
             if (g < 0) {
                 throw closedException();
@@ -168,7 +168,7 @@ public abstract class VerbsObject implements AutoCloseable {
      */
     @Override
     public final void close() {
-        for (;;) {
+        for (; ; ) {
             synchronized (LOCK) {
                 if (closed) {
                     return;

@@ -45,8 +45,8 @@ public final class WorkCompletion {
     public static final int WITH_IMM = Abi.IBV_WC_WITH_IMM;
     public static final int GRH = Abi.IBV_WC_GRH;
 
-    private static final Native.Verb WC_STATUS_STR = Native.verb("ibv_wc_status_str",
-            FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    private static final Native.Verb WC_STATUS_STR =
+            Native.verb("ibv_wc_status_str", FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
     private static final java.lang.foreign.ValueLayout.OfInt IMM_BE = JAVA_INT.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
 
@@ -152,16 +152,38 @@ public final class WorkCompletion {
 
     /** An immutable copy of this completion that survives the next poll (allocates one object). */
     public Snapshot snapshot() {
-        return new Snapshot(wrId(), status(), opcode(), vendorErr(), byteLength(), immData(), qpNum(), srcQp(),
-                flags(), pkeyIndex(), slid(), sl());
+        return new Snapshot(
+                wrId(),
+                status(),
+                opcode(),
+                vendorErr(),
+                byteLength(),
+                immData(),
+                qpNum(),
+                srcQp(),
+                flags(),
+                pkeyIndex(),
+                slid(),
+                sl());
     }
 
     /**
      * An immutable copy of a {@link WorkCompletion}, from {@link WorkCompletion#snapshot()}:
      * valid after the next poll, on any thread. {@code immData} is in host order.
      */
-    public record Snapshot(long wrId, int status, int opcode, int vendorErr, int byteLength, int immData, int qpNum,
-            int srcQp, int flags, int pkeyIndex, int slid, int sl) {
+    public record Snapshot(
+            long wrId,
+            int status,
+            int opcode,
+            int vendorErr,
+            int byteLength,
+            int immData,
+            int qpNum,
+            int srcQp,
+            int flags,
+            int pkeyIndex,
+            int slid,
+            int sl) {
 
         public boolean isSuccess() {
             return status == SUCCESS;
@@ -220,7 +242,7 @@ public final class WorkCompletion {
 
     @Override
     public String toString() {
-        return "WorkCompletion[wrId=" + wrId() + ", status=" + statusName(status()) + ", opcode="
-                + opcodeName(opcode()) + ", byteLength=" + byteLength() + ", qpNum=" + qpNum() + "]";
+        return "WorkCompletion[wrId=" + wrId() + ", status=" + statusName(status()) + ", opcode=" + opcodeName(opcode())
+                + ", byteLength=" + byteLength() + ", qpNum=" + qpNum() + "]";
     }
 }

@@ -24,15 +24,17 @@ class BindingTest {
     @Test
     void listingWorksWithoutDevicesAndOpeningAMissingOneNamesIt() {
         assertThat(Device.list()).isNotNull();
-        assertThatThrownBy(() -> Device.open("no-such-device0")).isInstanceOf(VerbsException.class)
-                .hasMessageContaining("ibv_open_device failed").hasMessageContaining("no RDMA device named no-such-device0");
+        assertThatThrownBy(() -> Device.open("no-such-device0"))
+                .isInstanceOf(VerbsException.class)
+                .hasMessageContaining("ibv_open_device failed")
+                .hasMessageContaining("no RDMA device named no-such-device0");
     }
 
     @Test
     void errnoTextComesFromTheSystem() {
         VerbsException e = new VerbsException("ibv_post_send", 22, "QueuePair 0x000001 (RC) in state INIT");
-        assertThat(e.getMessage()).isEqualTo(
-                "ibv_post_send failed: Invalid argument (errno 22); QueuePair 0x000001 (RC) in state INIT");
+        assertThat(e.getMessage())
+                .isEqualTo("ibv_post_send failed: Invalid argument (errno 22); QueuePair 0x000001 (RC) in state INIT");
         assertThat(e.verb()).isEqualTo("ibv_post_send");
         assertThat(e.errno()).isEqualTo(22);
         assertThat(WorkCompletion.statusString(WorkCompletion.REM_ACCESS_ERR)).isEqualTo("remote access error");

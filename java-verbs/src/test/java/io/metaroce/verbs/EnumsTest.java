@@ -68,7 +68,8 @@ class EnumsTest {
 
     @Test
     void theSetOverloadsWriteTheSameNativeBits() {
-        try (SendWorkRequest a = new SendWorkRequest(1); SendWorkRequest b = new SendWorkRequest(1)) {
+        try (SendWorkRequest a = new SendWorkRequest(1);
+                SendWorkRequest b = new SendWorkRequest(1)) {
             a.signaled(true).solicited(true).rdmaRead(0x1000, 5);
             b.flags(EnumSet.of(SendFlag.SIGNALED, SendFlag.SOLICITED)).rdmaRead(0x1000, 5);
             assertThat(b.flags()).isEqualTo(a.flags());

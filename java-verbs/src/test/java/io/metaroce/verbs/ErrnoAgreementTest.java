@@ -22,7 +22,9 @@ class ErrnoAgreementTest {
             }
             f.setAccessible(true);
             Field theirs = Errno.class.getField(f.getName());
-            assertThat(f.getInt(null)).as(table.getSimpleName() + "." + f.getName()).isEqualTo(theirs.getInt(null));
+            assertThat(f.getInt(null))
+                    .as(table.getSimpleName() + "." + f.getName())
+                    .isEqualTo(theirs.getInt(null));
             checked++;
         }
         return checked;
@@ -31,6 +33,7 @@ class ErrnoAgreementTest {
     @Test
     void everyErrnoNameHasTheDaemonsValue() throws ReflectiveOperationException {
         assertThat(check(Class.forName("io.metaroce.verbs.Native$Errno"))).isGreaterThanOrEqualTo(7);
-        assertThat(check(Class.forName("io.metaroce.verbs.cm.DaemonControl$Errnos"))).isGreaterThanOrEqualTo(14);
+        assertThat(check(Class.forName("io.metaroce.verbs.cm.DaemonControl$Errnos")))
+                .isGreaterThanOrEqualTo(14);
     }
 }

@@ -53,12 +53,13 @@ class FdWaiterTest {
 
     @Test
     void virtualThreadsWaitWithoutPinningOnOnePollerThreadAndAreWokenByReadinessAndClose() throws Exception {
-        int carriers = Integer.getInteger("jdk.virtualThreadScheduler.parallelism",
-                Runtime.getRuntime().availableProcessors());
+        int carriers = Integer.getInteger(
+                "jdk.virtualThreadScheduler.parallelism", Runtime.getRuntime().availableProcessors());
         int waiters = 4 * carriers + 200;
         int fd = Posix.eventfd();
         Path jfr = Files.createTempFile("fdwaiter", ".jfr");
-        try (FdWaiter w = new FdWaiter(fd, null, "vt-test"); Recording rec = new Recording()) {
+        try (FdWaiter w = new FdWaiter(fd, null, "vt-test");
+                Recording rec = new Recording()) {
             rec.enable("jdk.VirtualThreadPinned").withThreshold(Duration.ZERO).withStackTrace();
             rec.start();
             for (int phase = 0; phase < 2; phase++) {
@@ -82,10 +83,15 @@ class FdWaiterTest {
                 // every carrier would be blocked in poll() if the waits pinned them: this could not run
                 CountDownLatch ran = new CountDownLatch(1);
                 Thread.ofVirtual().start(ran::countDown);
-                assertThat(ran.await(60, TimeUnit.SECONDS)).as("another virtual thread ran meanwhile").isTrue();
+                assertThat(ran.await(60, TimeUnit.SECONDS))
+                        .as("another virtual thread ran meanwhile")
+                        .isTrue();
                 long pollers = Thread.getAllStackTraces().keySet().stream()
-                        .filter(t -> t.getName().startsWith("jverbs-fd-wait-vt-test")).count();
-                assertThat(pollers).as("platform threads polling for %d virtual threads", waiters).isLessThanOrEqualTo(1);
+                        .filter(t -> t.getName().startsWith("jverbs-fd-wait-vt-test"))
+                        .count();
+                assertThat(pollers)
+                        .as("platform threads polling for %d virtual threads", waiters)
+                        .isLessThanOrEqualTo(1);
                 if (phase == 0) {
                     Posix.writeCounter(fd, 1); // readable: every waiter is told (nobody reads it here)
                 } else {

@@ -79,7 +79,7 @@ class GuardTest {
             CountDownLatch looping = new CountDownLatch(1);
             Thread poller = Thread.ofPlatform().start(() -> {
                 try {
-                    for (;;) {
+                    for (; ; ) {
                         cq.call();
                         if (calls.incrementAndGet() == 100) {
                             looping.countDown();
@@ -94,7 +94,9 @@ class GuardTest {
             poller.join(60_000);
             assertThat(poller.isAlive()).isFalse();
             assertThat(ended.get()).isInstanceOf(IllegalStateException.class).hasMessage("FakeNative is closed");
-            assertThat(cq.violations.get()).as("calls that ran over the destroyed object").isZero();
+            assertThat(cq.violations.get())
+                    .as("calls that ran over the destroyed object")
+                    .isZero();
             assertThat(cq.isClosed()).isTrue();
             assertThat(cq.inFlight()).isZero();
         }
@@ -162,7 +164,9 @@ class GuardTest {
         cq.release();
         cq.failDestroy = false;
         cq.close();
-        assertThatThrownBy(cq::acquire).isInstanceOf(IllegalStateException.class).hasMessage("cq is closed");
+        assertThatThrownBy(cq::acquire)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("cq is closed");
     }
 
     @Test
@@ -210,7 +214,9 @@ class GuardTest {
             mr.release();
         }
         long after = bean.getThreadAllocatedBytes(tid);
-        assertThat(after - before).as("bytes allocated by 10^6 acquire/release pairs").isLessThan(1024);
+        assertThat(after - before)
+                .as("bytes allocated by 10^6 acquire/release pairs")
+                .isLessThan(1024);
         mr.close();
     }
 }

@@ -31,7 +31,8 @@ class LayoutAgreementTest {
         Path src = Path.of("src/test/c/verbs_offsets.c").toAbsolutePath();
         Path bin = Path.of("target/verbs_offsets").toAbsolutePath();
         Files.createDirectories(bin.getParent());
-        run(List.of("gcc", "-Wall", "-Werror", "-o", bin.toString(), src.toString()),
+        run(
+                List.of("gcc", "-Wall", "-Werror", "-o", bin.toString(), src.toString()),
                 "gcc and libibverbs-dev (verbs.h) are needed to check the layouts: apt-get install gcc libibverbs-dev");
         String out = run(List.of(bin.toString()), "verbs_offsets failed");
         fromC = new LinkedHashMap<>();
@@ -80,8 +81,12 @@ class LayoutAgreementTest {
         assertThat(fromC).hasSizeGreaterThan(150);
         for (Map.Entry<String, Long> e : fromC.entrySet()) {
             String name = javaName(e.getKey());
-            assertThat(java).as("Abi has no constant %s for %s", name, e.getKey()).containsKey(name);
-            assertThat(java.get(name)).as("Abi.%s vs verbs.h %s", name, e.getKey()).isEqualTo(e.getValue());
+            assertThat(java)
+                    .as("Abi has no constant %s for %s", name, e.getKey())
+                    .containsKey(name);
+            assertThat(java.get(name))
+                    .as("Abi.%s vs verbs.h %s", name, e.getKey())
+                    .isEqualTo(e.getValue());
         }
     }
 
@@ -91,7 +96,9 @@ class LayoutAgreementTest {
         for (String c : fromC.keySet()) {
             unchecked.remove(javaName(c));
         }
-        assertThat(unchecked).as("Abi constants that verbs_offsets.c does not print").isEmpty();
+        assertThat(unchecked)
+                .as("Abi constants that verbs_offsets.c does not print")
+                .isEmpty();
     }
 
     @Test

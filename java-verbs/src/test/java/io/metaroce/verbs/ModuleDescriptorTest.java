@@ -13,8 +13,10 @@ class ModuleDescriptorTest {
 
     @Test
     void theModuleExportsTheThreeApiPackagesAndRequiresJfr() throws Exception {
-        Path classes = Path.of(Verbs.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        ModuleDescriptor d = ModuleFinder.of(classes).find("io.metaroce.verbs").orElseThrow().descriptor();
+        Path classes = Path.of(
+                Verbs.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        ModuleDescriptor d =
+                ModuleFinder.of(classes).find("io.metaroce.verbs").orElseThrow().descriptor();
         assertThat(d.exports().stream().map(ModuleDescriptor.Exports::source).collect(Collectors.toSet()))
                 .containsExactlyInAnyOrder("io.metaroce.verbs", "io.metaroce.verbs.cm", "io.metaroce.verbs.endpoint");
         assertThat(d.requires().stream().map(ModuleDescriptor.Requires::name).collect(Collectors.toSet()))

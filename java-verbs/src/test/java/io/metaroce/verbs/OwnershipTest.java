@@ -37,7 +37,8 @@ class OwnershipTest {
     void parentWithLiveChildrenRefusesToCloseAndNamesThem() {
         Fake pd = new Fake("ProtectionDomain 1");
         Fake mr = new Fake("MemoryRegion lkey 0x5", pd);
-        assertThatThrownBy(pd::close).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(pd::close)
+                .isInstanceOf(IllegalStateException.class)
                 .hasMessage("cannot close ProtectionDomain 1: 1 object(s) created from it are still open "
                         + "(MemoryRegion lkey 0x5); close them first");
         assertThat(pd.isClosed()).isFalse();
@@ -53,7 +54,8 @@ class OwnershipTest {
         qp.close();
         qp.close();
         assertThat(qp.destroyed).isEqualTo(1);
-        assertThatThrownBy(qp::ensureOpen).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(qp::ensureOpen)
+                .isInstanceOf(IllegalStateException.class)
                 .hasMessage("QueuePair 0x000012 (RC) is closed");
     }
 
@@ -61,7 +63,8 @@ class OwnershipTest {
     void cannotCreateFromAClosedParent() {
         Fake pd = new Fake("pd");
         pd.close();
-        assertThatThrownBy(() -> new Fake("mr", pd)).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(() -> new Fake("mr", pd))
+                .isInstanceOf(IllegalStateException.class)
                 .hasMessage("pd is closed");
     }
 
@@ -69,7 +72,9 @@ class OwnershipTest {
     void failedDestroyKeepsTheObjectOpen() {
         Fake cq = new Fake("cq");
         cq.failDestroy = true;
-        assertThatThrownBy(cq::close).isInstanceOf(VerbsException.class).hasMessageContaining("ibv_fake_destroy failed")
+        assertThatThrownBy(cq::close)
+                .isInstanceOf(VerbsException.class)
+                .hasMessageContaining("ibv_fake_destroy failed")
                 .hasMessageContaining("errno 16");
         assertThat(cq.isClosed()).isFalse();
         cq.failDestroy = false;

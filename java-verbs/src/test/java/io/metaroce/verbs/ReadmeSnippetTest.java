@@ -54,22 +54,27 @@ class ReadmeSnippetTest {
         for (int i = 0; i < snippets.size(); i++) {
             String name = "ReadmeSnippet" + i;
             Path src = dir.resolve(name + ".java");
-            Files.writeString(src, IMPORTS + "public class " + name + " {\n"
-                    + "    public static void main(String[] args) throws Exception {\n" + snippets.get(i)[1]
-                    + "    }\n}\n");
+            Files.writeString(
+                    src,
+                    IMPORTS + "public class " + name + " {\n"
+                            + "    public static void main(String[] args) throws Exception {\n" + snippets.get(i)[1]
+                            + "    }\n}\n");
             files.add(src.toString());
         }
-        List<String> args = new ArrayList<>(List.of("-d", dir.toString(), "-cp", System.getProperty("java.class.path"),
-                "-Xlint:none"));
+        List<String> args = new ArrayList<>(
+                List.of("-d", dir.toString(), "-cp", System.getProperty("java.class.path"), "-Xlint:none"));
         args.addAll(files);
         StringWriter err = new StringWriter();
-        int rc = javac.run(null, new java.io.PrintStream(java.io.OutputStream.nullOutputStream()),
+        int rc = javac.run(
+                null,
+                new java.io.PrintStream(java.io.OutputStream.nullOutputStream()),
                 new java.io.PrintStream(new java.io.OutputStream() {
                     @Override
                     public void write(int b) {
                         err.write(b);
                     }
-                }), args.toArray(String[]::new));
+                }),
+                args.toArray(String[]::new));
         assertThat(rc).as("javac on the README's snippets:%n%s", err).isZero();
         assertThat(dir.resolve("ReadmeSnippet0.class")).exists();
     }

@@ -22,7 +22,12 @@ class WorkRequestLayoutTest {
     void sendBuildersWriteEveryOpcodeAndItsFields() {
         try (SendWorkRequest wr = new SendWorkRequest(3)) {
             MemorySegment s = wr.segment();
-            wr.wrId(0x1122334455667788L).send().addSge(0x1000, 64, 7).addSge(0x2000, 32, 8).signaled(true).inline(true);
+            wr.wrId(0x1122334455667788L)
+                    .send()
+                    .addSge(0x1000, 64, 7)
+                    .addSge(0x2000, 32, 8)
+                    .signaled(true)
+                    .inline(true);
             assertThat(s.get(JAVA_LONG, Abi.SEND_WR_WR_ID)).isEqualTo(0x1122334455667788L);
             assertThat(s.get(JAVA_INT, Abi.SEND_WR_OPCODE)).isEqualTo(Abi.IBV_WR_SEND);
             assertThat(s.get(JAVA_INT, Abi.SEND_WR_NUM_SGE)).isEqualTo(2);
@@ -72,19 +77,25 @@ class WorkRequestLayoutTest {
 
     @Test
     void chainsAndSgeBounds() {
-        try (SendWorkRequest a = new SendWorkRequest(1); SendWorkRequest b = new SendWorkRequest(1);
-                RecvWorkRequest r = new RecvWorkRequest(1); RecvWorkRequest r2 = new RecvWorkRequest(0)) {
+        try (SendWorkRequest a = new SendWorkRequest(1);
+                SendWorkRequest b = new SendWorkRequest(1);
+                RecvWorkRequest r = new RecvWorkRequest(1);
+                RecvWorkRequest r2 = new RecvWorkRequest(0)) {
             a.next(b);
-            assertThat(a.segment().get(ADDRESS, Abi.SEND_WR_NEXT).address()).isEqualTo(b.segment().address());
+            assertThat(a.segment().get(ADDRESS, Abi.SEND_WR_NEXT).address())
+                    .isEqualTo(b.segment().address());
             a.addSge(1, 1, 1);
-            assertThatThrownBy(() -> a.addSge(2, 2, 2)).isInstanceOf(IllegalStateException.class)
+            assertThatThrownBy(() -> a.addSge(2, 2, 2))
+                    .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("room for 1 SGEs");
             r.wrId(5).addSge(0x3000, 128, 9).next(r2);
             MemorySegment s = r.segment();
             assertThat(s.get(JAVA_LONG, Abi.RECV_WR_WR_ID)).isEqualTo(5);
             assertThat(s.get(JAVA_INT, Abi.RECV_WR_NUM_SGE)).isEqualTo(1);
-            assertThat(s.get(ADDRESS, Abi.RECV_WR_NEXT).address()).isEqualTo(r2.segment().address());
-            assertThat(s.get(ADDRESS, Abi.RECV_WR_SG_LIST).reinterpret(16).get(JAVA_INT, Abi.SGE_LENGTH)).isEqualTo(128);
+            assertThat(s.get(ADDRESS, Abi.RECV_WR_NEXT).address())
+                    .isEqualTo(r2.segment().address());
+            assertThat(s.get(ADDRESS, Abi.RECV_WR_SG_LIST).reinterpret(16).get(JAVA_INT, Abi.SGE_LENGTH))
+                    .isEqualTo(128);
         }
     }
 
@@ -122,13 +133,17 @@ class WorkRequestLayoutTest {
             assertThat(wc.byteLength()).isEqualTo(4096);
             assertThat(wc.hasImm()).isTrue();
             assertThat(wc.immData()).as("ntohl").isEqualTo(0x12345678);
-            assertThat(wc.immDataRaw()).isEqualTo(java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN
-                    ? 0x12345678 : 0x78563412);
+            assertThat(wc.immDataRaw())
+                    .isEqualTo(
+                            java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN
+                                    ? 0x12345678
+                                    : 0x78563412);
             assertThat(wc.qpNum()).isEqualTo(0x12);
             assertThat(wc.srcQp()).isEqualTo(0x34);
             assertThat(wc.slid()).isEqualTo(0xbeef);
             assertThat(wc.sl()).isEqualTo(3);
-            assertThatThrownBy(wc::check).isInstanceOf(WorkCompletionException.class)
+            assertThatThrownBy(wc::check)
+                    .isInstanceOf(WorkCompletionException.class)
                     .hasMessageContaining("work request 77")
                     .hasMessageContaining("RDMA_WRITE on QP 0x000012")
                     .hasMessageContaining("REM_ACCESS_ERR (10)");
@@ -147,8 +162,10 @@ class WorkRequestLayoutTest {
             assertThat(snap.srcQp()).isEqualTo(0x34);
             assertThat(snap.slid()).isEqualTo(0xbeef);
             assertThat(snap.sl()).isEqualTo(3);
-            assertThatThrownBy(snap::check).isInstanceOf(WorkCompletionException.class)
-                    .hasMessageContaining("work request 77").hasMessageContaining("REM_ACCESS_ERR (10)");
+            assertThatThrownBy(snap::check)
+                    .isInstanceOf(WorkCompletionException.class)
+                    .hasMessageContaining("work request 77")
+                    .hasMessageContaining("REM_ACCESS_ERR (10)");
         }
     }
 
@@ -165,9 +182,15 @@ class WorkRequestLayoutTest {
         try (var arena = java.lang.foreign.Arena.ofConfined()) {
             MemorySegment s = arena.allocate(Abi.QP_ATTR_SIZE);
             Gid gid = Gid.of(java.net.InetAddress.ofLiteral("198.18.0.2"));
-            new QueuePair.Attributes().state(QueuePair.State.RTR).pathMtu(Mtu.MTU_4096).destQpNum(0x2000).rqPsn(0xabc)
-                    .maxDestRdAtomic(1).minRnrTimer(12)
-                    .addressVector(AddressHandle.Attributes.global(gid, 0, 1)).write(s);
+            new QueuePair.Attributes()
+                    .state(QueuePair.State.RTR)
+                    .pathMtu(Mtu.MTU_4096)
+                    .destQpNum(0x2000)
+                    .rqPsn(0xabc)
+                    .maxDestRdAtomic(1)
+                    .minRnrTimer(12)
+                    .addressVector(AddressHandle.Attributes.global(gid, 0, 1))
+                    .write(s);
             assertThat(s.get(JAVA_INT, Abi.QP_ATTR_QP_STATE)).isEqualTo(Abi.IBV_QPS_RTR);
             assertThat(s.get(JAVA_INT, Abi.QP_ATTR_PATH_MTU)).isEqualTo(Abi.IBV_MTU_4096);
             assertThat(s.get(JAVA_INT, Abi.QP_ATTR_DEST_QP_NUM)).isEqualTo(0x2000);
@@ -176,12 +199,25 @@ class WorkRequestLayoutTest {
             long ah = Abi.QP_ATTR_AH_ATTR;
             assertThat(s.get(JAVA_BYTE, ah + Abi.AH_ATTR_IS_GLOBAL)).isEqualTo((byte) 1);
             assertThat(s.get(JAVA_BYTE, ah + Abi.AH_ATTR_PORT_NUM)).isEqualTo((byte) 1);
-            assertThat(s.get(JAVA_BYTE, ah + Abi.AH_ATTR_GRH + Abi.GLOBAL_ROUTE_HOP_LIMIT)).isEqualTo((byte) 1);
-            assertThat(Gid.read(s, ah + Abi.AH_ATTR_GRH + Abi.GLOBAL_ROUTE_DGID)).isEqualTo(gid);
+            assertThat(s.get(JAVA_BYTE, ah + Abi.AH_ATTR_GRH + Abi.GLOBAL_ROUTE_HOP_LIMIT))
+                    .isEqualTo((byte) 1);
+            assertThat(Gid.read(s, ah + Abi.AH_ATTR_GRH + Abi.GLOBAL_ROUTE_DGID))
+                    .isEqualTo(gid);
         }
-        int mask = new QueuePair.Attributes().state(QueuePair.State.RTS).sqPsn(1).timeout(14).retryCount(7)
-                .rnrRetry(7).maxRdAtomic(1).mask();
-        assertThat(mask).isEqualTo(Abi.IBV_QP_STATE | Abi.IBV_QP_SQ_PSN | Abi.IBV_QP_TIMEOUT | Abi.IBV_QP_RETRY_CNT
-                | Abi.IBV_QP_RNR_RETRY | Abi.IBV_QP_MAX_QP_RD_ATOMIC);
+        int mask = new QueuePair.Attributes()
+                .state(QueuePair.State.RTS)
+                .sqPsn(1)
+                .timeout(14)
+                .retryCount(7)
+                .rnrRetry(7)
+                .maxRdAtomic(1)
+                .mask();
+        assertThat(mask)
+                .isEqualTo(Abi.IBV_QP_STATE
+                        | Abi.IBV_QP_SQ_PSN
+                        | Abi.IBV_QP_TIMEOUT
+                        | Abi.IBV_QP_RETRY_CNT
+                        | Abi.IBV_QP_RNR_RETRY
+                        | Abi.IBV_QP_MAX_QP_RD_ATOMIC);
     }
 }

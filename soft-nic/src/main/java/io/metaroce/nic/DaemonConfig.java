@@ -33,13 +33,33 @@ import picocli.CommandLine.TypeConversionException;
  * @param metricsAddr the address the metrics endpoint binds
  * @param stats the JSON telemetry file, or null
  */
-record DaemonConfig(List<NicDaemon.Device> devices, Threading threading, PortKind port, int udpPort,
-        int entropyPorts, String addr, Path sock, String socketPerms, String sockGroup, UserQuota quota,
-        TransportSettings transport, Cm cm, Idle idle, Integer metricsPort, String metricsAddr, Path stats) {
+record DaemonConfig(
+        List<NicDaemon.Device> devices,
+        Threading threading,
+        PortKind port,
+        int udpPort,
+        int entropyPorts,
+        String addr,
+        Path sock,
+        String socketPerms,
+        String sockGroup,
+        UserQuota quota,
+        TransportSettings transport,
+        Cm cm,
+        Idle idle,
+        Integer metricsPort,
+        String metricsAddr,
+        Path stats) {
 
     /** The connection manager: off when {@code port} is 0; {@code secret} null when not authenticated. */
-    record Cm(int port, int heartbeatMs, int peerTimeoutMs, int connectTimeoutMs, int disconnectGraceMs,
-            Path secretFile, byte[] secret) {
+    record Cm(
+            int port,
+            int heartbeatMs,
+            int peerTimeoutMs,
+            int connectTimeoutMs,
+            int disconnectGraceMs,
+            Path secretFile,
+            byte[] secret) {
         boolean on() {
             return port != 0;
         }
@@ -67,8 +87,10 @@ record DaemonConfig(List<NicDaemon.Device> devices, Threading threading, PortKin
 
     /** Whether several devices' engines share one thread. */
     boolean sharedEngineThread() {
-        return devices.size() > 1 && (threading == Threading.SHARED || (threading == Threading.AUTO
-                && Runtime.getRuntime().availableProcessors() < 4 * devices.size()));
+        return devices.size() > 1
+                && (threading == Threading.SHARED
+                        || (threading == Threading.AUTO
+                                && Runtime.getRuntime().availableProcessors() < 4 * devices.size()));
     }
 
     /** An option's value: its name on the command line is its constant's, lower case, '_' as '-'. */
@@ -104,14 +126,29 @@ record DaemonConfig(List<NicDaemon.Device> devices, Threading threading, PortKin
     }
 
     /** --port: packet I/O. */
-    enum PortKind implements Named { UDP, XDP, XDP_NATIVE }
+    enum PortKind implements Named {
+        UDP,
+        XDP,
+        XDP_NATIVE
+    }
 
     /** --threading: how several devices' engines run. */
-    enum Threading implements Named { AUTO, SHARED, DEDICATED }
+    enum Threading implements Named {
+        AUTO,
+        SHARED,
+        DEDICATED
+    }
 
     /** --transport. */
-    enum TransportKind implements Named { METAROCE, BASELINE }
+    enum TransportKind implements Named {
+        METAROCE,
+        BASELINE
+    }
 
     /** --idle-strategy. */
-    enum IdleKind implements Named { BACKOFF, BUSY_SPIN, YIELD }
+    enum IdleKind implements Named {
+        BACKOFF,
+        BUSY_SPIN,
+        YIELD
+    }
 }

@@ -1,28 +1,28 @@
 package io.metaroce.nic;
 
-import io.metaroce.control.LocalControlPaths;
 import io.metaroce.control.AdminServer;
+import io.metaroce.control.LocalControlPaths;
 import io.metaroce.control.LocalControlServer;
+import io.metaroce.control.cm.CmAuth;
+import io.metaroce.control.cm.ServiceTable;
 import io.metaroce.nic.admin.DaemonAdmin;
 import io.metaroce.nic.admin.MetricsEndpoint;
-import java.net.InetSocketAddress;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.engine.EngineRunner;
+import io.metaroce.nic.engine.StatsWriter;
+import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.port.xdp.AfXdpPort;
 import io.metaroce.nic.transport.RcRequester;
 import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.transport.Wire;
+import io.metaroce.nic.verbs.CmBridge;
 import io.metaroce.nic.verbs.Limits;
-import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.UserQuota;
 import io.metaroce.nic.verbs.VerbsService;
-import io.metaroce.nic.verbs.CmBridge;
-import io.metaroce.control.cm.CmAuth;
-import io.metaroce.control.cm.ServiceTable;
-import io.metaroce.nic.engine.StatsWriter;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -41,7 +41,9 @@ import picocli.CommandLine.Option;
  * {@code --device NAME=IF} (docs/multi-nic.md): each device has its own port, engine thread,
  * verbs service, control and admin sockets, and metrics endpoint.
  */
-@Command(name = "mrce-nicd", mixinStandardHelpOptions = true,
+@Command(
+        name = "mrce-nicd",
+        mixinStandardHelpOptions = true,
         description = "MetaRoCE soft-NIC daemon: serves verbs device mrce0 on one network interface"
                 + " (--ifname), or one device per interface (--device NAME=IF, repeated).")
 public final class NicDaemon implements Callable<Integer> {
@@ -56,12 +58,15 @@ public final class NicDaemon implements Callable<Integer> {
      * the hundred per run.
      */
     static final long DEFAULT_RTO_MIN_US = 10_000;
+
     static final long DEFAULT_CC_SLACK_US = 1_000;
 
     @Option(names = "--ifname", description = "network interface to serve as device mrce0")
     String ifname;
 
-    @Option(names = "--device", paramLabel = "NAME=IF",
+    @Option(
+            names = "--device",
+            paramLabel = "NAME=IF",
             description = "serve interface IF as verbs device NAME (e.g. mrce1=eth1); repeat for each"
                     + " interface; instead of --ifname")
     List<String> deviceSpecs;
@@ -69,12 +74,16 @@ public final class NicDaemon implements Callable<Integer> {
     /** One device this daemon serves: its verbs name and its interface. */
     record Device(String name, String ifname) {}
 
-    @Option(names = "--threading", defaultValue = "auto",
+    @Option(
+            names = "--threading",
+            defaultValue = "auto",
             description = "with several devices: shared (one engine thread runs them all), dedicated (a thread"
                     + " each) or auto (default: dedicated when the machine has 4 cores per device, else shared)")
     DaemonConfig.Threading threading;
 
-    @Option(names = "--port", defaultValue = "udp",
+    @Option(
+            names = "--port",
+            defaultValue = "udp",
             description = "packet I/O: udp (default), xdp (AF_XDP, SKB mode; root) or xdp-native (driver mode)")
     DaemonConfig.PortKind portKind;
 
@@ -88,8 +97,11 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--sock", description = "control socket (default /tmp/metaroce/nicd-<netns inode>.sock)")
     Path sock;
 
-    @Option(names = "--sock-mode", defaultValue = "0666",
-            description = "who may use the daemon: the control socket's mode, octal (default 0666: every local user; 0660 with --sock-group: that group)")
+    @Option(
+            names = "--sock-mode",
+            defaultValue = "0666",
+            description =
+                    "who may use the daemon: the control socket's mode, octal (default 0666: every local user; 0660 with --sock-group: that group)")
     String sockMode;
 
     @Option(names = "--sock-group", description = "the control socket's group (default: the daemon's)")
@@ -104,17 +116,20 @@ public final class NicDaemon implements Callable<Integer> {
     long userMaxMr;
 
     @Range(min = 0)
-    @Option(names = "--user-max-mr-bytes", defaultValue = "0",
+    @Option(
+            names = "--user-max-mr-bytes",
+            defaultValue = "0",
             description = "bytes one user may register (0: no limit)")
     long userMaxMrBytes;
 
     @Range(min = 0)
-    @Option(names = "--user-max-cqe", defaultValue = "0",
-            description = "CQ entries one user may hold (0: no limit)")
+    @Option(names = "--user-max-cqe", defaultValue = "0", description = "CQ entries one user may hold (0: no limit)")
     long userMaxCqe;
 
     @Range(min = 0)
-    @Option(names = "--user-max-conn", defaultValue = "0",
+    @Option(
+            names = "--user-max-conn",
+            defaultValue = "0",
             description = "control connections (verbs contexts) one user may hold open (0: no limit); each carries"
                     + " at most 64 outstanding rdma_cm-style connects")
     long userMaxConn;
@@ -131,79 +146,110 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--user-max-srq", defaultValue = "0", description = "SRQs one user may hold (0: no limit)")
     long userMaxSrq;
 
-    @Option(names = "--transport", defaultValue = "metaroce",
+    @Option(
+            names = "--transport",
+            defaultValue = "metaroce",
             description = "metaroce (multipath, default) or baseline (one path, go-back-N: classic RoCE)")
     DaemonConfig.TransportKind transport;
 
     @Range(min = 1, max = RcRequester.MAX_PATHS)
-    @Option(names = "--paths", defaultValue = "" + TransportSettings.DEFAULT_PATHS,
-            description = "paths per RC QP, 1.." + RcRequester.MAX_PATHS + " (default " + TransportSettings.DEFAULT_PATHS
-                    + ": all links of a 4-link ECMP fabric in use with probability 0.999996, of an 8-link one 0.987)")
+    @Option(
+            names = "--paths",
+            defaultValue = "" + TransportSettings.DEFAULT_PATHS,
+            description =
+                    "paths per RC QP, 1.." + RcRequester.MAX_PATHS + " (default " + TransportSettings.DEFAULT_PATHS
+                            + ": all links of a 4-link ECMP fabric in use with probability 0.999996, of an 8-link one 0.987)")
     int paths;
 
     @Range(min = 0, max = 1024)
-    @Option(names = "--entropy-ports", defaultValue = "64",
-            description = "send sockets on the ports above --udp-port, one per entropy class (default 64; 0: send from the data port)")
+    @Option(
+            names = "--entropy-ports",
+            defaultValue = "64",
+            description =
+                    "send sockets on the ports above --udp-port, one per entropy class (default 64; 0: send from the data port)")
     int entropyPorts;
 
     @Range(min = 1, max = 100_000)
-    @Option(names = "--rto-min-us", defaultValue = "" + DEFAULT_RTO_MIN_US,
-            description = "smallest per-path retransmission timeout in microseconds (default "
-                    + DEFAULT_RTO_MIN_US + "; below a few ms, scheduling stalls read as dead paths)")
+    @Option(
+            names = "--rto-min-us",
+            defaultValue = "" + DEFAULT_RTO_MIN_US,
+            description = "smallest per-path retransmission timeout in microseconds (default " + DEFAULT_RTO_MIN_US
+                    + "; below a few ms, scheduling stalls read as dead paths)")
     long rtoMinUs;
 
     @Range(min = 1, max = 100_000)
-    @Option(names = "--tlp-min-us",
+    @Option(
+            names = "--tlp-min-us",
             description = "smallest tail-loss probe timeout in microseconds, up to --rto-min-us (default: half"
                     + " of --rto-min-us; shorter, scheduling stalls send duplicate probes on every path)")
     Long tlpMinUs;
 
     @Range(min = 1, max = 100_000)
-    @Option(names = "--cc-slack-us", defaultValue = "" + DEFAULT_CC_SLACK_US,
+    @Option(
+            names = "--cc-slack-us",
+            defaultValue = "" + DEFAULT_CC_SLACK_US,
             description = "smallest slack of the congestion delay target above the path's min RTT, in microseconds"
                     + " (default " + DEFAULT_CC_SLACK_US + "; shorter, scheduling noise reads as queueing)")
     long ccSlackUs;
 
-    @Option(names = "--stats", description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
+    @Option(
+            names = "--stats",
+            description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
     Path stats;
 
     @Range(min = 0, max = 65535)
-    @Option(names = "--cm-port", defaultValue = "4792",
+    @Option(
+            names = "--cm-port",
+            defaultValue = "4792",
             description = "connection manager TCP port, the same on every daemon (default 4792; 0 turns the manager"
                     + " and connection tokens off)")
     int cmPort;
 
-    @Option(names = "--cm-secret-file", paramLabel = "PATH",
+    @Option(
+            names = "--cm-secret-file",
+            paramLabel = "PATH",
             description = "cluster secret shared by every daemon (16..4096 bytes, owned by root, mode 0600): peer"
                     + " daemons must prove it (HMAC-SHA256) before the connection manager reads anything else, and"
                     + " tokens cross the wire masked with it; without it the manager is not authenticated")
     Path cmSecretFile;
 
     @Range(min = 1, max = 65535)
-    @Option(names = "--cm-heartbeat-ms", defaultValue = "500", description = "keepalive interval to peer daemons (default 500)")
+    @Option(
+            names = "--cm-heartbeat-ms",
+            defaultValue = "500",
+            description = "keepalive interval to peer daemons (default 500)")
     int cmHeartbeatMs;
 
     @Range(min = 2)
-    @Option(names = "--cm-peer-timeout-ms", defaultValue = "3000",
+    @Option(
+            names = "--cm-peer-timeout-ms",
+            defaultValue = "3000",
             description = "a peer daemon silent this long is lost and its QPs fail (default 3000)")
     int cmPeerTimeoutMs;
 
     @Range(min = 1)
-    @Option(names = "--cm-connect-timeout-ms", defaultValue = "10000",
+    @Option(
+            names = "--cm-connect-timeout-ms",
+            defaultValue = "10000",
             description = "a QP whose peer does not answer the handshake this long fails (default 10000)")
     int cmConnectTimeoutMs;
 
     @Range(min = 0)
-    @Option(names = "--cm-disconnect-grace-ms", defaultValue = "1000",
+    @Option(
+            names = "--cm-disconnect-grace-ms",
+            defaultValue = "1000",
             description = "a QP whose peer QP was destroyed fails this long after (default 1000)")
     int cmDisconnectGraceMs;
 
     @Range(min = 0, max = 65535)
-    @Option(names = "--metrics-port",
+    @Option(
+            names = "--metrics-port",
             description = "serve Prometheus metrics on this TCP port (off by default; 0 picks a free port)")
     Integer metricsPort;
 
-    @Option(names = "--metrics-addr", defaultValue = "127.0.0.1",
+    @Option(
+            names = "--metrics-addr",
+            defaultValue = "127.0.0.1",
             description = "address the metrics endpoint binds (default 127.0.0.1)")
     String metricsAddr;
 
@@ -215,30 +261,38 @@ public final class NicDaemon implements Callable<Integer> {
      * a yield storm costs context switches; a thread woken from epoll is scheduled promptly.
      * With a core of its own, a daemon gains from spinning longer.
      */
-    @Option(names = "--idle-strategy", defaultValue = "backoff",
+    @Option(
+            names = "--idle-strategy",
+            defaultValue = "backoff",
             description = "what an idle engine thread does: backoff (default: --idle-spins, then --idle-yields, then"
                     + " sleep in epoll until a doorbell, a frame or a timer), busy-spin (never sleeps: a core of its own)"
                     + " or yield (never sleeps, yields the CPU)")
     DaemonConfig.IdleKind idleStrategy;
 
     @Range(min = 0)
-    @Option(names = "--idle-spins", defaultValue = "20",
+    @Option(
+            names = "--idle-spins",
+            defaultValue = "20",
             description = "idle duty cycles spent spinning before sleeping (default 20; more with a dedicated core)")
     int idleSpins;
 
     @Range(min = 0)
-    @Option(names = "--idle-yields", defaultValue = "0",
+    @Option(
+            names = "--idle-yields",
+            defaultValue = "0",
             description = "then idle cycles yielding the CPU (sched_yield), before sleeping in epoll (default 0)")
     int idleYields;
 
-    @Option(names = "--warmup",
+    @Option(
+            names = "--warmup",
             description = "before reporting ready, warm the data path (an in-memory exchange through the engine"
                     + " that lets the JIT compile it; 3 to 7 s more start-up on a busy 2-core machine, bounded at"
                     + " 10 s; off by default: on a quiet machine it gained nothing, docs/architecture.md)")
     boolean warmup;
 
     public static void main(String[] args) {
-        System.exit(DaemonConfig.withNamedValues(new CommandLine(new NicDaemon())).execute(args));
+        System.exit(
+                DaemonConfig.withNamedValues(new CommandLine(new NicDaemon())).execute(args));
     }
 
     /** "0660" as "rw-rw----"; only the rw bits of user, group and others. */
@@ -254,7 +308,9 @@ public final class NicDaemon implements Callable<Integer> {
         }
         StringBuilder sb = new StringBuilder();
         for (int shift = 6; shift >= 0; shift -= 3) {
-            sb.append((mode >> shift & 4) != 0 ? 'r' : '-').append((mode >> shift & 2) != 0 ? 'w' : '-').append('-');
+            sb.append((mode >> shift & 4) != 0 ? 'r' : '-')
+                    .append((mode >> shift & 2) != 0 ? 'w' : '-')
+                    .append('-');
         }
         return sb.toString();
     }
@@ -328,8 +384,7 @@ public final class NicDaemon implements Callable<Integer> {
         if (addr != null) {
             parseAddr(addr);
         }
-        if (devices.size() > 1 && metricsPort != null && metricsPort != 0
-                && metricsPort + devices.size() - 1 > 65535) {
+        if (devices.size() > 1 && metricsPort != null && metricsPort != 0 && metricsPort + devices.size() - 1 > 65535) {
             throw new IllegalArgumentException("--metrics-port: device i serves on --metrics-port + i; too high");
         }
         String socketPerms = socketPermissions(sockMode);
@@ -338,7 +393,8 @@ public final class NicDaemon implements Callable<Integer> {
             throw new IllegalArgumentException("--tlp-min-us must be 1..--rto-min-us");
         }
         if (cmPeerTimeoutMs < 2 * cmHeartbeatMs) {
-            throw new IllegalArgumentException("--cm-peer-timeout-ms must be at least two heartbeats (--cm-heartbeat-ms)");
+            throw new IllegalArgumentException(
+                    "--cm-peer-timeout-ms must be at least two heartbeats (--cm-heartbeat-ms)");
         }
         if (udpPort + entropyPorts > 65535) {
             throw new IllegalArgumentException("--entropy-ports must be 0..1024 and fit above --udp-port");
@@ -354,15 +410,45 @@ public final class NicDaemon implements Callable<Integer> {
                 throw new IllegalArgumentException("--cm-secret-file: " + e.getMessage());
             }
         }
-        TransportSettings transportSettings = TransportSettings.forRealPort(paths, entropyPorts,
-                transport == DaemonConfig.TransportKind.BASELINE, rtoMinUs * 1000, tlpUs * 1000, ccSlackUs * 1000);
-        return new DaemonConfig(devices, threading, portKind, udpPort, entropyPorts, addr, sock, socketPerms,
-                sockGroup, new UserQuota(userMaxQp, userMaxMr, userMaxMrBytes, userMaxCqe, userMaxConn, userMaxPd,
-                        userMaxCq, userMaxSrq),
+        TransportSettings transportSettings = TransportSettings.forRealPort(
+                paths,
+                entropyPorts,
+                transport == DaemonConfig.TransportKind.BASELINE,
+                rtoMinUs * 1000,
+                tlpUs * 1000,
+                ccSlackUs * 1000);
+        return new DaemonConfig(
+                devices,
+                threading,
+                portKind,
+                udpPort,
+                entropyPorts,
+                addr,
+                sock,
+                socketPerms,
+                sockGroup,
+                new UserQuota(
+                        userMaxQp,
+                        userMaxMr,
+                        userMaxMrBytes,
+                        userMaxCqe,
+                        userMaxConn,
+                        userMaxPd,
+                        userMaxCq,
+                        userMaxSrq),
                 transportSettings,
-                new DaemonConfig.Cm(cmPort, cmHeartbeatMs, cmPeerTimeoutMs, cmConnectTimeoutMs, cmDisconnectGraceMs,
-                        cmSecretFile, cmSecret),
-                new DaemonConfig.Idle(idleStrategy, idleSpins, idleYields), metricsPort, metricsAddr, stats);
+                new DaemonConfig.Cm(
+                        cmPort,
+                        cmHeartbeatMs,
+                        cmPeerTimeoutMs,
+                        cmConnectTimeoutMs,
+                        cmDisconnectGraceMs,
+                        cmSecretFile,
+                        cmSecret),
+                new DaemonConfig.Idle(idleStrategy, idleSpins, idleYields),
+                metricsPort,
+                metricsAddr,
+                stats);
     }
 
     private int serve(DaemonConfig config) throws Exception {
@@ -382,7 +468,8 @@ public final class NicDaemon implements Callable<Integer> {
         if (!shared) {
             return serveAll(config, null, stop);
         }
-        EngineRunner sharedRunner = new EngineRunner("mrce-engine-shared", config.idle().newStrategy());
+        EngineRunner sharedRunner =
+                new EngineRunner("mrce-engine-shared", config.idle().newStrategy());
         sharedRunner.start();
         try {
             return serveAll(config, sharedRunner, stop);
@@ -430,7 +517,8 @@ public final class NicDaemon implements Callable<Integer> {
             throw new IllegalArgumentException("--addr: " + e.getMessage());
         }
         java.net.InetAddress in = io.metaroce.abi.IpAddr.toInet(a);
-        if (in.isMulticastAddress() || in.isAnyLocalAddress()
+        if (in.isMulticastAddress()
+                || in.isAnyLocalAddress()
                 || in instanceof java.net.Inet6Address && in.isLinkLocalAddress()) {
             throw new IllegalArgumentException("--addr: " + text
                     + " is not a unicast address the daemon can serve (multicast, unspecified or link-local)");
@@ -443,9 +531,15 @@ public final class NicDaemon implements Callable<Integer> {
         int frameBytes = Wire.frameBytes(net.mtu());
         return switch (config.port()) {
             case UDP -> new UdpPort(net.ipv4(), config.udpPort(), frameBytes, RX_TX_BATCH, config.entropyPorts());
-            case XDP, XDP_NATIVE -> AfXdpPort.open(net.ifname(), net.ipv4(), config.udpPort(), config.entropyPorts(),
-                    frameBytes, RX_TX_BATCH,
-                    config.port() == DaemonConfig.PortKind.XDP ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
+            case XDP, XDP_NATIVE ->
+                AfXdpPort.open(
+                        net.ifname(),
+                        net.ipv4(),
+                        config.udpPort(),
+                        config.entropyPorts(),
+                        frameBytes,
+                        RX_TX_BATCH,
+                        config.port() == DaemonConfig.PortKind.XDP ? AfXdpPort.Mode.SKB : AfXdpPort.Mode.NATIVE);
         };
     }
 
@@ -453,14 +547,20 @@ public final class NicDaemon implements Callable<Integer> {
      * Serves one device until STOP; device INDEX (0..) offsets the metrics port. Its engine runs on
      * {@code sharedRunner}, or on a thread of its own when that is null.
      */
-    private static int serve(DaemonConfig config, Device device, int index, EngineRunner sharedRunner,
-            CountDownLatch stop) throws Exception {
+    private static int serve(
+            DaemonConfig config, Device device, int index, EngineRunner sharedRunner, CountDownLatch stop)
+            throws Exception {
         NetInfo net = NetInfo.of(device.ifname(), config.addr() == null ? 0 : parseAddr(config.addr()));
-        if (config.port() != DaemonConfig.PortKind.UDP && io.metaroce.abi.IpAddr.isV6(net.ipv4())
+        if (config.port() != DaemonConfig.PortKind.UDP
+                && io.metaroce.abi.IpAddr.isV6(net.ipv4())
                 && Wire.frameBytes(net.mtu()) > AfXdpPort.MAX_FRAME_V6) {
             // Two UMEM chunks hold a frame: over IPv6 (20 bytes more header) the AF_XDP port's largest
             // frame is 8130, so the daemon counts, and announces, the MTU that gives it.
-            net = new NetInfo(net.ifname(), net.ipv4(), AfXdpPort.MAX_FRAME_V6 + Wire.IP_UDP_OVERHEAD, net.linkUp(),
+            net = new NetInfo(
+                    net.ifname(),
+                    net.ipv4(),
+                    AfXdpPort.MAX_FRAME_V6 + Wire.IP_UDP_OVERHEAD,
+                    net.linkUp(),
                     net.speedMbps());
         }
         Path socketPath = config.sock() != null ? config.sock() : LocalControlPaths.socketPathFor(device.name());
@@ -475,8 +575,14 @@ public final class NicDaemon implements Callable<Integer> {
             if (warm != null) {
                 LOG.info("data path warmed: {}", warm);
             }
-            CmBridge cm = !cmConfig.on() ? null : CmBridge.start(engine, net.ipv4(), cmConfig.managerConfig(),
-                    cmConfig.disconnectGraceMs(), cmConfig.secret());
+            CmBridge cm = !cmConfig.on()
+                    ? null
+                    : CmBridge.start(
+                            engine,
+                            net.ipv4(),
+                            cmConfig.managerConfig(),
+                            cmConfig.disconnectGraceMs(),
+                            cmConfig.secret());
             VerbsService verbs = new VerbsService(engine, engine.datapath().mrs, net, config.udpPort(), limits);
             verbs.devName(device.name());
             verbs.userQuota(config.quota());
@@ -492,31 +598,51 @@ public final class NicDaemon implements Callable<Integer> {
             } else {
                 runner.add(engine);
             }
-            DaemonAdmin admin = new DaemonAdmin(engine, verbs, net, config.port().cliName(), config.udpPort(),
-                    socketPath);
-            try (LocalControlServer server = LocalControlServer.bind(socketPath, verbs, config.socketPerms(),
-                            config.sockGroup());
-                    AdminServer adminServer = AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
-                    MetricsEndpoint metrics = devMetricsPort == null ? null
-                            : new MetricsEndpoint(new InetSocketAddress(config.metricsAddr(), devMetricsPort),
-                                    admin::telemetry)) {
+            DaemonAdmin admin =
+                    new DaemonAdmin(engine, verbs, net, config.port().cliName(), config.udpPort(), socketPath);
+            try (LocalControlServer server =
+                            LocalControlServer.bind(socketPath, verbs, config.socketPerms(), config.sockGroup());
+                    AdminServer adminServer =
+                            AdminServer.bind(LocalControlPaths.adminSocketPathFor(socketPath), admin);
+                    MetricsEndpoint metrics = devMetricsPort == null
+                            ? null
+                            : new MetricsEndpoint(
+                                    new InetSocketAddress(config.metricsAddr(), devMetricsPort), admin::telemetry)) {
                 String conformanceBreak = io.metaroce.nic.transport.ConformanceBreak.describe();
                 if (conformanceBreak != null) {
                     LOG.warn(conformanceBreak);
                 }
-                LOG.info("mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
-                        device.name(), net.ifname(), io.metaroce.abi.IpAddr.toString(net.ipv4()), config.udpPort(), socketPath);
-                LOG.info("connection manager: {}", cm == null ? "off (--cm-port 0): no connection tokens"
-                        : "tcp port " + cmConfig.port() + ", heartbeat " + cmConfig.heartbeatMs() + " ms, peer timeout "
-                                + cmConfig.peerTimeoutMs() + " ms, " + (cmConfig.secret() == null
-                                        ? "NOT authenticated (no --cm-secret-file)"
-                                        : "peers authenticated with the cluster secret " + cmConfig.secretFile()));
-                LOG.info("transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
-                        + " cc slack {} us", transport.transportName(), transport.pathsPerQp(), config.entropyPorts(),
-                        transport.rtoMinNs() / 1000, transport.tlpMinNs() / 1000, transport.ccSlackMinNs() / 1000);
+                LOG.info(
+                        "mrce-nicd ready: {} on {} ({}) udp port {}, control socket {}",
+                        device.name(),
+                        net.ifname(),
+                        io.metaroce.abi.IpAddr.toString(net.ipv4()),
+                        config.udpPort(),
+                        socketPath);
+                LOG.info(
+                        "connection manager: {}",
+                        cm == null
+                                ? "off (--cm-port 0): no connection tokens"
+                                : "tcp port " + cmConfig.port() + ", heartbeat " + cmConfig.heartbeatMs()
+                                        + " ms, peer timeout "
+                                        + cmConfig.peerTimeoutMs() + " ms, "
+                                        + (cmConfig.secret() == null
+                                                ? "NOT authenticated (no --cm-secret-file)"
+                                                : "peers authenticated with the cluster secret "
+                                                        + cmConfig.secretFile()));
+                LOG.info(
+                        "transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
+                                + " cc slack {} us",
+                        transport.transportName(),
+                        transport.pathsPerQp(),
+                        config.entropyPorts(),
+                        transport.rtoMinNs() / 1000,
+                        transport.tlpMinNs() / 1000,
+                        transport.ccSlackMinNs() / 1000);
                 // Several devices: each writes its own file, NAME-<file> beside --stats.
                 Path stats = config.stats();
-                Path statsPath = stats == null || config.devices().size() == 1 ? stats
+                Path statsPath = stats == null || config.devices().size() == 1
+                        ? stats
                         : stats.resolveSibling(device.name() + "-" + stats.getFileName());
                 StatsWriter statsWriter = statsPath == null ? null : new StatsWriter(engine, statsPath);
                 try {

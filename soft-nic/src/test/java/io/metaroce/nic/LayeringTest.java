@@ -34,33 +34,54 @@ class LayeringTest {
 
     @Test
     void theModelSitsAtTheBottom() {
-        noClasses().that().resideInAPackage("io.metaroce.nic.model..")
-                .should().dependOnClassesThat().resideInAnyPackage("io.metaroce.nic.transport..",
-                        "io.metaroce.nic.engine..", "io.metaroce.nic.verbs..", "io.metaroce.nic.port..",
+        noClasses()
+                .that()
+                .resideInAPackage("io.metaroce.nic.model..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAnyPackage(
+                        "io.metaroce.nic.transport..",
+                        "io.metaroce.nic.engine..",
+                        "io.metaroce.nic.verbs..",
+                        "io.metaroce.nic.port..",
                         "io.metaroce.control..")
                 .check(classes);
     }
 
     @Test
     void theTransportIsBelowTheEngineAndTheVerbsService() {
-        noClasses().that().resideInAPackage("io.metaroce.nic.transport..")
-                .should().dependOnClassesThat().resideInAnyPackage("io.metaroce.nic.engine..",
-                        "io.metaroce.nic.verbs..")
+        noClasses()
+                .that()
+                .resideInAPackage("io.metaroce.nic.transport..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAnyPackage("io.metaroce.nic.engine..", "io.metaroce.nic.verbs..")
                 .check(classes);
     }
 
     @Test
     void thePortKnowsNoTransport() {
-        noClasses().that().resideInAPackage("io.metaroce.nic.port..")
-                .should().dependOnClassesThat().resideInAnyPackage("io.metaroce.nic.transport..",
-                        "io.metaroce.nic.engine..", "io.metaroce.nic.verbs..", "io.metaroce.nic.model..")
+        noClasses()
+                .that()
+                .resideInAPackage("io.metaroce.nic.port..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAnyPackage(
+                        "io.metaroce.nic.transport..",
+                        "io.metaroce.nic.engine..",
+                        "io.metaroce.nic.verbs..",
+                        "io.metaroce.nic.model..")
                 .check(classes);
     }
 
     @Test
     void theControlPlaneKnowsNoSoftNic() {
-        noClasses().that().resideInAnyPackage("io.metaroce.control..", "io.metaroce.abi..")
-                .should().dependOnClassesThat().resideInAPackage("io.metaroce.nic..")
+        noClasses()
+                .that()
+                .resideInAnyPackage("io.metaroce.control..", "io.metaroce.abi..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAPackage("io.metaroce.nic..")
                 .check(classes);
     }
 }

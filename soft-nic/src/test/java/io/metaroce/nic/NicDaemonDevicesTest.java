@@ -18,7 +18,9 @@ class NicDaemonDevicesTest {
     @Test
     void devicesKeepTheirNamesAndOrder() {
         assertThat(NicDaemon.parseDevices(null, List.of("mrce1=eth1", "mrce0=eth0", "rail_7=ens7f1")))
-                .containsExactly(new NicDaemon.Device("mrce1", "eth1"), new NicDaemon.Device("mrce0", "eth0"),
+                .containsExactly(
+                        new NicDaemon.Device("mrce1", "eth1"),
+                        new NicDaemon.Device("mrce0", "eth0"),
                         new NicDaemon.Device("rail_7", "ens7f1"));
     }
 
@@ -27,9 +29,17 @@ class NicDaemonDevicesTest {
         assertThatThrownBy(() -> NicDaemon.parseDevices(null, null)).hasMessageContaining("--ifname IF or --device");
         assertThatThrownBy(() -> NicDaemon.parseDevices("eth0", List.of("mrce1=eth1")))
                 .hasMessageContaining("not both");
-        for (String bad : List.of("mrce1", "=eth1", "mrce1=", "mrce-1=eth1", "a/b=eth1", "mrce1=a/b",
-                "abcdefghijklmnop=eth1", "mrce1=abcdefghijklmnop")) {
-            assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of(bad))).as(bad)
+        for (String bad : List.of(
+                "mrce1",
+                "=eth1",
+                "mrce1=",
+                "mrce-1=eth1",
+                "a/b=eth1",
+                "mrce1=a/b",
+                "abcdefghijklmnop=eth1",
+                "mrce1=abcdefghijklmnop")) {
+            assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of(bad)))
+                    .as(bad)
                     .hasMessageContaining("expected NAME=IF");
         }
         assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of("mrce1=eth1", "mrce1=eth2")))

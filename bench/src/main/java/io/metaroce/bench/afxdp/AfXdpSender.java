@@ -1,10 +1,10 @@
 package io.metaroce.bench.afxdp;
 
+import com.sun.management.OperatingSystemMXBean;
+import com.sun.management.ThreadMXBean;
 import io.metaroce.nic.port.PortCounters;
 import io.metaroce.nic.port.xdp.AfXdpPort;
 import io.metaroce.nic.port.xdp.StaticL2Resolver;
-import com.sun.management.OperatingSystemMXBean;
-import com.sun.management.ThreadMXBean;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -42,15 +42,24 @@ import java.util.Locale;
  */
 public final class AfXdpSender {
     private static final int MAGIC = 0x4d52434b; // "MRCK"
-    private static final ValueLayout.OfInt BE_INT =
-            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfLong HOST_LONG = ValueLayout.JAVA_LONG_UNALIGNED;
 
     private AfXdpSender() {}
 
     /** The parsed command line. */
-    record Options(String ifname, int size, double seconds, long dstMac, int srcIp, int dstIp,
-            AfXdpPort.Mode mode, int queue, int port, int batch, int warmupMs) {}
+    record Options(
+            String ifname,
+            int size,
+            double seconds,
+            long dstMac,
+            int srcIp,
+            int dstIp,
+            AfXdpPort.Mode mode,
+            int queue,
+            int port,
+            int batch,
+            int warmupMs) {}
 
     public static void main(String[] args) throws Exception {
         Options o;
@@ -132,9 +141,9 @@ public final class AfXdpSender {
     }
 
     static int run(Options o) throws IOException {
-        int ifindex = Integer.parseInt(Files.readString(Path.of("/sys/class/net", o.ifname(), "ifindex")).trim());
-        StaticL2Resolver l2 = new StaticL2Resolver(ifindex, o.srcIp(), StaticL2Resolver.macOf(o.ifname()),
-                o.dstMac());
+        int ifindex = Integer.parseInt(Files.readString(Path.of("/sys/class/net", o.ifname(), "ifindex"))
+                .trim());
+        StaticL2Resolver l2 = new StaticL2Resolver(ifindex, o.srcIp(), StaticL2Resolver.macOf(o.ifname()), o.dstMac());
         int payload = o.size() - AfXdpPort.HEADERS;
         try (AfXdpPort port = new AfXdpPort(o.ifname(), o.srcIp(), o.port(), 0, payload, o.batch(), o.mode(), l2)) {
             if (o.warmupMs() > 0) {
@@ -152,18 +161,28 @@ public final class AfXdpSender {
             long cpu0 = os.getProcessCpuTime();
             long heap0 = threads.getCurrentThreadAllocatedBytes();
             long start = System.nanoTime();
-            long frames = send(port, o.port(), payload, o.dstIp(), o.batch(),
-                    start + (long) (o.seconds() * 1e9));
+            long frames = send(port, o.port(), payload, o.dstIp(), o.batch(), start + (long) (o.seconds() * 1e9));
             double secs = (System.nanoTime() - start) / 1e9;
             long allocated = threads.getCurrentThreadAllocatedBytes() - heap0;
             long cpuNs = os.getProcessCpuTime() - cpu0;
-            System.out.println(String.format(Locale.ROOT,
+            System.out.println(String.format(
+                    Locale.ROOT,
                     "tx: frames=%d bytes=%d seconds=%.3f mpps=%.3f gbps=%.3f size=%d cpu=%.3f ns_per_frame=%.0f",
-                    frames, frames * o.size(), secs, frames / secs / 1e6, frames * o.size() * 8.0 / secs / 1e9,
-                    o.size(), cpuNs / 1e9, frames > 0 ? (double) cpuNs / frames : 0.0));
-            System.err.printf(Locale.ROOT,
+                    frames,
+                    frames * o.size(),
+                    secs,
+                    frames / secs / 1e6,
+                    frames * o.size() * 8.0 / secs / 1e9,
+                    o.size(),
+                    cpuNs / 1e9,
+                    frames > 0 ? (double) cpuNs / frames : 0.0));
+            System.err.printf(
+                    Locale.ROOT,
                     "java-sender: port txFrames=%d txErrors=%d (measured run: %d); measured run allocated %d bytes%n",
-                    c.txFrames, c.txErrors, c.txErrors - errorsBefore, allocated);
+                    c.txFrames,
+                    c.txErrors,
+                    c.txErrors - errorsBefore,
+                    allocated);
             return frames > 0 ? 0 : 1;
         }
     }

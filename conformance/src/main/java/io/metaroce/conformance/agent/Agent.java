@@ -89,8 +89,8 @@ public final class Agent {
                 ServerSocket ss = new ServerSocket()) {
             Agent agent = new Agent(arena, admin);
             ss.setReuseAddress(true);
-            ss.bind(new InetSocketAddress(InetAddress.getByName(listen.substring(0, colon)),
-                    Integer.parseInt(listen.substring(colon + 1))));
+            ss.bind(new InetSocketAddress(
+                    InetAddress.getByName(listen.substring(0, colon)), Integer.parseInt(listen.substring(colon + 1))));
             System.out.println("mrce-conformance-agent: listening on " + listen);
             System.out.flush();
             while (true) {
@@ -139,7 +139,8 @@ public final class Agent {
                 return " mrce-agent 1 " + mr.address() + " " + Integer.toUnsignedString(mr.rkey()) + " " + MR_BYTES;
             }
             case "RC" -> {
-                QueuePair q = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(64).maxRecvWr(64));
+                QueuePair q =
+                        pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(64).maxRecvWr(64));
                 q.toInit(1, Access.ALL);
                 qps.put(q.qpNum(), q);
                 return " " + q.qpNum();
@@ -147,13 +148,19 @@ public final class Agent {
             case "CONNECT" -> { // CONNECT qpn remote-ipv4 remote-qpn rq-psn sq-psn mtu max-dest-rd-atomic min-rnr-timer
                 QueuePair q = qp(a[1]);
                 Gid gid = Gid.of(InetAddress.getByName(a[2]));
-                q.toRtr(Mtu.ofBytes((int) num(a[6])), (int) num(a[3]), (int) num(a[4]),
-                        AddressHandle.Attributes.global(gid, 0, 1), (int) num(a[7]), (int) num(a[8]));
+                q.toRtr(
+                        Mtu.ofBytes((int) num(a[6])),
+                        (int) num(a[3]),
+                        (int) num(a[4]),
+                        AddressHandle.Attributes.global(gid, 0, 1),
+                        (int) num(a[7]),
+                        (int) num(a[8]));
                 q.toRts((int) num(a[5]), 14, 7, 7, 16);
                 return "";
             }
             case "UD" -> { // UD qkey
-                QueuePair q = pd.createQueuePair(QueuePair.ud(cq, cq).maxSendWr(16).maxRecvWr(64));
+                QueuePair q =
+                        pd.createQueuePair(QueuePair.ud(cq, cq).maxSendWr(16).maxRecvWr(64));
                 q.toInitUd(1, (int) num(a[1]));
                 q.toRtrUd();
                 q.toRtsUd(0);

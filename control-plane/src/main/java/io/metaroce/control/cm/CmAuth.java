@@ -26,6 +26,7 @@ import javax.crypto.spec.SecretKeySpec;
 public final class CmAuth {
     /** Fewest and most bytes a secret file may hold. */
     public static final int MIN_SECRET = 16;
+
     public static final int MAX_SECRET = 4096;
 
     private static final byte[] PROOF_LABEL = "MRCM v3 proof".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
@@ -69,13 +70,17 @@ public final class CmAuth {
             throw new IOException("cluster secret " + file + " is owned by uid " + uid + ": it must be owned by root"
                     + " (chown root: " + file + ")");
         }
-        Set<PosixFilePermission> open = EnumSet.of(PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE,
-                PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE,
+        Set<PosixFilePermission> open = EnumSet.of(
+                PosixFilePermission.GROUP_READ,
+                PosixFilePermission.GROUP_WRITE,
+                PosixFilePermission.GROUP_EXECUTE,
+                PosixFilePermission.OTHERS_READ,
+                PosixFilePermission.OTHERS_WRITE,
                 PosixFilePermission.OTHERS_EXECUTE);
         open.retainAll(a.permissions());
         if (!open.isEmpty()) {
-            throw new IOException("cluster secret " + file + " is accessible to group or others (" + open
-                    + "): chmod 600 " + file);
+            throw new IOException(
+                    "cluster secret " + file + " is accessible to group or others (" + open + "): chmod 600 " + file);
         }
         if (a.size() < MIN_SECRET || a.size() > MAX_SECRET) {
             throw new IOException("cluster secret " + file + " holds " + a.size() + " bytes: it needs " + MIN_SECRET
@@ -147,33 +152,59 @@ public final class CmAuth {
         }
 
         CmMessage outbound(CmMessage m) {
-            return masked(m, weDialed, m instanceof CmMessage.Connect || m instanceof CmMessage.Accept
-                    || m instanceof CmMessage.Disconnect ? sent++ : -1);
+            return masked(
+                    m,
+                    weDialed,
+                    m instanceof CmMessage.Connect || m instanceof CmMessage.Accept || m instanceof CmMessage.Disconnect
+                            ? sent++
+                            : -1);
         }
 
         CmMessage inbound(CmMessage m) {
-            return masked(m, !weDialed, m instanceof CmMessage.Connect || m instanceof CmMessage.Accept
-                    || m instanceof CmMessage.Disconnect ? received++ : -1);
+            return masked(
+                    m,
+                    !weDialed,
+                    m instanceof CmMessage.Connect || m instanceof CmMessage.Accept || m instanceof CmMessage.Disconnect
+                            ? received++
+                            : -1);
         }
 
         private CmMessage masked(CmMessage m, boolean senderDialed, long n) {
             return switch (m) {
-                case CmMessage.Connect c -> new CmMessage.Connect(c.requestId(), masked(c.endpoint(), mask(senderDialed, n)));
-                case CmMessage.Accept a -> new CmMessage.Accept(a.requestId(), masked(a.endpoint(), mask(senderDialed, n)));
-                case CmMessage.Disconnect d -> new CmMessage.Disconnect(d.qpn(), d.peerQpn(), d.reason(),
-                        d.token() ^ mask(senderDialed, n), d.flags(), d.placedRsn());
+                case CmMessage.Connect c ->
+                    new CmMessage.Connect(c.requestId(), masked(c.endpoint(), mask(senderDialed, n)));
+                case CmMessage.Accept a ->
+                    new CmMessage.Accept(a.requestId(), masked(a.endpoint(), mask(senderDialed, n)));
+                case CmMessage.Disconnect d ->
+                    new CmMessage.Disconnect(
+                            d.qpn(),
+                            d.peerQpn(),
+                            d.reason(),
+                            d.token() ^ mask(senderDialed, n),
+                            d.flags(),
+                            d.placedRsn());
                 default -> m;
             };
         }
 
         private static CmMessage.Endpoint masked(CmMessage.Endpoint e, int mask) {
-            return new CmMessage.Endpoint(e.qpn(), e.peerQpn(), e.mtu(), e.window(), e.startPsn(), e.token() ^ mask,
-                    e.entropies(), e.linkMtu());
+            return new CmMessage.Endpoint(
+                    e.qpn(),
+                    e.peerQpn(),
+                    e.mtu(),
+                    e.window(),
+                    e.startPsn(),
+                    e.token() ^ mask,
+                    e.entropies(),
+                    e.linkMtu());
         }
 
         int mask(boolean senderDialed, long n) {
             block.clear();
-            block.put(TOKEN_LABEL).put(senderDialed ? DIALER : ACCEPTOR).putLong(n).flip();
+            block.put(TOKEN_LABEL)
+                    .put(senderDialed ? DIALER : ACCEPTOR)
+                    .putLong(n)
+                    .flip();
             mac.update(block);
             return ByteBuffer.wrap(mac.doFinal()).getInt();
         }

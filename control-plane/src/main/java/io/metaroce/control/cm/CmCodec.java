@@ -25,9 +25,11 @@ public final class CmCodec {
     static final int ENDPOINT_FIXED = 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
     /** The smallest link MTU an endpoint may announce (IPv4's minimum datagram every host takes). */
     public static final int MIN_LINK_MTU = 576;
+
     public static final int MAX_FRAME = HEADER + 4 + ENDPOINT_FIXED + 2 * MAX_PATHS;
     /** Fixed parts of the service payloads (before the private data). */
     static final int SVC_REQUEST_FIXED = 4 + 4 + 4 + 4 + 16 + 2 + 2;
+
     static final int SVC_REPLY_FIXED = 4 + 4 + 4 + 16 + 2 + 2;
     private static final int QPN_MASK = 0xffffff;
     /** Unknown types from here on are skipped, not a protocol error (extensions, CM-2.9). */
@@ -39,19 +41,39 @@ public final class CmCodec {
         int start = out.writerIndex();
         out.writeShort(0).writeByte(m.type()).writeByte(0);
         switch (m) {
-            case CmMessage.Hello h -> out.writeInt(MAGIC).writeShort(h.version()).writeShort(0)
-                    .writeInt(h.capabilities()).writeLong(h.bootId()).writeShort(h.dataPort())
-                    .writeShort(h.heartbeatMs()).writeInt(h.servedIp());
+            case CmMessage.Hello h ->
+                out.writeInt(MAGIC)
+                        .writeShort(h.version())
+                        .writeShort(0)
+                        .writeInt(h.capabilities())
+                        .writeLong(h.bootId())
+                        .writeShort(h.dataPort())
+                        .writeShort(h.heartbeatMs())
+                        .writeInt(h.servedIp());
             case CmMessage.Connect c -> endpoint(out.writeInt(c.requestId()), c.endpoint());
             case CmMessage.Accept a -> endpoint(out.writeInt(a.requestId()), a.endpoint());
-            case CmMessage.Reject r -> out.writeInt(r.requestId()).writeInt(r.qpn()).writeInt(r.peerQpn())
-                    .writeShort(r.reason()).writeShort(0);
-            case CmMessage.Disconnect d -> out.writeInt(d.qpn()).writeInt(d.peerQpn()).writeShort(d.reason())
-                    .writeShort(0).writeInt(d.token()).writeInt(d.flags()).writeInt(d.placedRsn());
+            case CmMessage.Reject r ->
+                out.writeInt(r.requestId())
+                        .writeInt(r.qpn())
+                        .writeInt(r.peerQpn())
+                        .writeShort(r.reason())
+                        .writeShort(0);
+            case CmMessage.Disconnect d ->
+                out.writeInt(d.qpn())
+                        .writeInt(d.peerQpn())
+                        .writeShort(d.reason())
+                        .writeShort(0)
+                        .writeInt(d.token())
+                        .writeInt(d.flags())
+                        .writeInt(d.placedRsn());
             case CmMessage.Ping p -> out.writeLong(p.sequence());
             case CmMessage.Pong p -> out.writeLong(p.sequence());
             case CmMessage.SvcRequest r -> {
-                out.writeInt(r.requestId()).writeInt(r.serviceId()).writeInt(r.qpn()).writeInt(r.psn()).writeBytes(r.gid());
+                out.writeInt(r.requestId())
+                        .writeInt(r.serviceId())
+                        .writeInt(r.qpn())
+                        .writeInt(r.psn())
+                        .writeBytes(r.gid());
                 privateData(out, r.privateData());
             }
             case CmMessage.SvcReply r -> {
@@ -60,10 +82,14 @@ public final class CmCodec {
             }
             case CmMessage.SvcReject r -> {
                 byte[] pd = r.privateData();
-                out.writeInt(r.requestId()).writeShort(r.reason()).writeShort(pd.length).writeBytes(pd);
+                out.writeInt(r.requestId())
+                        .writeShort(r.reason())
+                        .writeShort(pd.length)
+                        .writeBytes(pd);
             }
             case CmMessage.SvcReady r -> out.writeInt(r.requestId());
-            case CmMessage.SvcCancel c -> out.writeInt(c.requestId()).writeShort(c.reason()).writeShort(0);
+            case CmMessage.SvcCancel c ->
+                out.writeInt(c.requestId()).writeShort(c.reason()).writeShort(0);
             case CmMessage.AuthChallenge c -> out.writeBytes(c.nonce());
             case CmMessage.AuthProof p -> out.writeBytes(p.mac());
         }
@@ -71,8 +97,14 @@ public final class CmCodec {
     }
 
     private static void endpoint(ByteBuf out, CmMessage.Endpoint e) {
-        out.writeInt(e.qpn()).writeInt(e.peerQpn()).writeInt(e.mtu()).writeInt(e.window())
-                .writeInt(e.startPsn()).writeInt(e.token()).writeShort(e.paths()).writeShort(e.linkMtu());
+        out.writeInt(e.qpn())
+                .writeInt(e.peerQpn())
+                .writeInt(e.mtu())
+                .writeInt(e.window())
+                .writeInt(e.startPsn())
+                .writeInt(e.token())
+                .writeShort(e.paths())
+                .writeShort(e.linkMtu());
         for (int x : e.entropies()) {
             out.writeShort(x);
         }
@@ -100,7 +132,9 @@ public final class CmCodec {
      * (a well-formed frame whatever its flags) is skipped and gives {@code null}.
      */
     public static CmMessage decodeOrSkip(ByteBuf in, int len) {
-        if (len >= HEADER && len <= MAX_FRAME && !CmConformanceBreak.CLOSE_ON_EXTENSION
+        if (len >= HEADER
+                && len <= MAX_FRAME
+                && !CmConformanceBreak.CLOSE_ON_EXTENSION
                 && in.getUnsignedByte(in.readerIndex() + 2)
                         >= (CmConformanceBreak.SKIP_BAD_FRAME ? 13 : FIRST_IGNORABLE_TYPE)) {
             in.skipBytes(len);
@@ -127,14 +161,22 @@ public final class CmCodec {
                 if (hb == 0) {
                     throw new CmProtocolException("heartbeat 0");
                 }
-                yield new CmMessage.Hello(version, in.getInt(p + 8), in.getLong(p + 12), in.getUnsignedShort(p + 20), hb,
+                yield new CmMessage.Hello(
+                        version,
+                        in.getInt(p + 8),
+                        in.getLong(p + 12),
+                        in.getUnsignedShort(p + 20),
+                        hb,
                         in.getInt(p + 24));
             }
             case CmMessage.TYPE_CONNECT -> new CmMessage.Connect(in.getInt(p), endpoint(in, p + 4, body - 4));
             case CmMessage.TYPE_ACCEPT -> new CmMessage.Accept(in.getInt(p), endpoint(in, p + 4, body - 4));
             case CmMessage.TYPE_REJECT -> {
                 size(type, body, 16);
-                yield new CmMessage.Reject(in.getInt(p), qpn(in.getInt(p + 4)), qpn(in.getInt(p + 8)),
+                yield new CmMessage.Reject(
+                        in.getInt(p),
+                        qpn(in.getInt(p + 4)),
+                        qpn(in.getInt(p + 8)),
                         reason(in.getUnsignedShort(p + 12)));
             }
             case CmMessage.TYPE_DISCONNECT -> {
@@ -143,8 +185,13 @@ public final class CmCodec {
                 if ((flags & ~CmMessage.Disconnect.FLAG_PLACED) != 0) {
                     throw new CmProtocolException("DISCONNECT flags " + Integer.toHexString(flags));
                 }
-                yield new CmMessage.Disconnect(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), reason(in.getUnsignedShort(p + 8)),
-                        in.getInt(p + 12), flags, in.getInt(p + 20));
+                yield new CmMessage.Disconnect(
+                        qpn(in.getInt(p)),
+                        qpn(in.getInt(p + 4)),
+                        reason(in.getUnsignedShort(p + 8)),
+                        in.getInt(p + 12),
+                        flags,
+                        in.getInt(p + 20));
             }
             case CmMessage.TYPE_PING -> {
                 size(type, body, 8);
@@ -160,12 +207,13 @@ public final class CmCodec {
                 if (service == 0) {
                     throw new CmProtocolException("service id 0");
                 }
-                yield new CmMessage.SvcRequest(in.getInt(p), service, qpn(in.getInt(p + 8)), psn(in.getInt(p + 12)),
-                        gid(in, p + 16), pd);
+                yield new CmMessage.SvcRequest(
+                        in.getInt(p), service, qpn(in.getInt(p + 8)), psn(in.getInt(p + 12)), gid(in, p + 16), pd);
             }
             case CmMessage.TYPE_SVC_REPLY -> {
                 byte[] pd = privateData(in, type, p + 28, body, SVC_REPLY_FIXED);
-                yield new CmMessage.SvcReply(in.getInt(p), qpn(in.getInt(p + 4)), psn(in.getInt(p + 8)), gid(in, p + 12), pd);
+                yield new CmMessage.SvcReply(
+                        in.getInt(p), qpn(in.getInt(p + 4)), psn(in.getInt(p + 8)), gid(in, p + 12), pd);
             }
             case CmMessage.TYPE_SVC_REJECT -> {
                 if (body < 8) {
@@ -229,8 +277,15 @@ public final class CmCodec {
         for (int i = 0; i < paths; i++) {
             entropies[i] = in.getUnsignedShort(p + ENDPOINT_FIXED + 2 * i);
         }
-        return new CmMessage.Endpoint(qpn(in.getInt(p)), qpn(in.getInt(p + 4)), mtu, window, in.getInt(p + 16),
-                in.getInt(p + 20), entropies, linkMtu);
+        return new CmMessage.Endpoint(
+                qpn(in.getInt(p)),
+                qpn(in.getInt(p + 4)),
+                mtu,
+                window,
+                in.getInt(p + 16),
+                in.getInt(p + 20),
+                entropies,
+                linkMtu);
     }
 
     /** Private data: {@code len u16 | reserved u16} at {@code at}, then the bytes, which end the payload. */

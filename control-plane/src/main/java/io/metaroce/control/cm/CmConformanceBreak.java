@@ -10,9 +10,18 @@ import java.util.List;
  */
 public final class CmConformanceBreak {
     /** The names a test may set, one at a time. */
-    public static final List<String> NAMES = List.of("hello-heartbeat-zero", "no-disconnect", "ignore-reject",
-            "no-peer-timeout", "no-reject-unknown-qp", "no-pong", "close-on-extension", "skip-bad-frame",
-            "no-connect-timeout", "ignore-restart");
+    public static final List<String> NAMES = List.of(
+            "hello-heartbeat-zero",
+            "no-disconnect",
+            "ignore-reject",
+            "no-peer-timeout",
+            "no-reject-unknown-qp",
+            "no-pong",
+            "close-on-extension",
+            "skip-bad-frame",
+            "no-connect-timeout",
+            "ignore-restart");
+
     static final String NAME = System.getProperty("metaroce.conformance.break", "");
 
     /** CM-2.1 (HELLO): the heartbeat field is sent as 0. */

@@ -20,6 +20,7 @@ public sealed interface CmMessage {
     int TYPE_SVC_CANCEL = 12;
     /** Authentication with the cluster secret (connection-manager.md section 8), far from the others. */
     int TYPE_AUTH_CHALLENGE = 32;
+
     int TYPE_AUTH_PROOF = 33;
 
     /** HELLO capability: the sender holds a cluster secret and authenticates (section 8). */
@@ -30,6 +31,7 @@ public sealed interface CmMessage {
 
     /** Reasons of {@link SvcReject} and {@link SvcCancel}. */
     int SVC_REJECTED = 1;
+
     int SVC_NO_LISTENER = 2;
     int SVC_LISTENER_GONE = 3;
     int SVC_BUSY = 4;
@@ -55,8 +57,7 @@ public sealed interface CmMessage {
      * {@code entropies} are the UDP source ports of its paths; {@code linkMtu} is the MTU of the
      * sender's link (0: not said), so that neither side sends packets the other's link drops.
      */
-    record Endpoint(int qpn, int peerQpn, int mtu, int window, int startPsn, int token, int[] entropies,
-            int linkMtu) {
+    record Endpoint(int qpn, int peerQpn, int mtu, int window, int startPsn, int token, int[] entropies, int linkMtu) {
         public Endpoint {
             entropies = entropies.clone();
         }
@@ -76,8 +77,14 @@ public sealed interface CmMessage {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof Endpoint e && qpn == e.qpn && peerQpn == e.peerQpn && mtu == e.mtu
-                    && window == e.window && startPsn == e.startPsn && token == e.token && linkMtu == e.linkMtu
+            return o instanceof Endpoint e
+                    && qpn == e.qpn
+                    && peerQpn == e.peerQpn
+                    && mtu == e.mtu
+                    && window == e.window
+                    && startPsn == e.startPsn
+                    && token == e.token
+                    && linkMtu == e.linkMtu
                     && java.util.Arrays.equals(entropies, e.entropies);
         }
 
@@ -108,6 +115,7 @@ public sealed interface CmMessage {
 
     /** Reasons of {@link Reject} and {@link Disconnect}. */
     int REASON_NO_QP = 1;
+
     int REASON_MISMATCH = 2;
     int REASON_BAD_STATE = 3;
     int REASON_DESTROYED = 4;
@@ -161,7 +169,8 @@ public sealed interface CmMessage {
      * requester daemon's; {@code qpn}, {@code psn} and {@code gid} are what the requesting
      * application gives for its QP; {@code privateData} is 0..192 bytes.
      */
-    record SvcRequest(int requestId, int serviceId, int qpn, int psn, byte[] gid, byte[] privateData) implements CmMessage {
+    record SvcRequest(int requestId, int serviceId, int qpn, int psn, byte[] gid, byte[] privateData)
+            implements CmMessage {
         public SvcRequest {
             gid = gid.clone();
             privateData = checked(privateData);
@@ -183,8 +192,13 @@ public sealed interface CmMessage {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof SvcRequest r && requestId == r.requestId && serviceId == r.serviceId && qpn == r.qpn
-                    && psn == r.psn && java.util.Arrays.equals(gid, r.gid) && java.util.Arrays.equals(privateData, r.privateData);
+            return o instanceof SvcRequest r
+                    && requestId == r.requestId
+                    && serviceId == r.serviceId
+                    && qpn == r.qpn
+                    && psn == r.psn
+                    && java.util.Arrays.equals(gid, r.gid)
+                    && java.util.Arrays.equals(privateData, r.privateData);
         }
 
         @Override
@@ -222,8 +236,12 @@ public sealed interface CmMessage {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof SvcReply r && requestId == r.requestId && qpn == r.qpn && psn == r.psn
-                    && java.util.Arrays.equals(gid, r.gid) && java.util.Arrays.equals(privateData, r.privateData);
+            return o instanceof SvcReply r
+                    && requestId == r.requestId
+                    && qpn == r.qpn
+                    && psn == r.psn
+                    && java.util.Arrays.equals(gid, r.gid)
+                    && java.util.Arrays.equals(privateData, r.privateData);
         }
 
         @Override
@@ -255,7 +273,9 @@ public sealed interface CmMessage {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof SvcReject r && requestId == r.requestId && reason == r.reason
+            return o instanceof SvcReject r
+                    && requestId == r.requestId
+                    && reason == r.reason
                     && java.util.Arrays.equals(privateData, r.privateData);
         }
 
@@ -266,7 +286,8 @@ public sealed interface CmMessage {
 
         @Override
         public String toString() {
-            return "SvcReject[id=" + requestId + ", reason=" + reason + ", privateData=" + privateData.length + " bytes]";
+            return "SvcReject[id=" + requestId + ", reason=" + reason + ", privateData=" + privateData.length
+                    + " bytes]";
         }
     }
 
@@ -358,8 +379,8 @@ public sealed interface CmMessage {
 
     private static byte[] checked(byte[] privateData) {
         if (privateData.length > SVC_PRIVATE_DATA_MAX) {
-            throw new IllegalArgumentException("private data of " + privateData.length + " bytes (at most "
-                    + SVC_PRIVATE_DATA_MAX + ")");
+            throw new IllegalArgumentException(
+                    "private data of " + privateData.length + " bytes (at most " + SVC_PRIVATE_DATA_MAX + ")");
         }
         return privateData.clone();
     }

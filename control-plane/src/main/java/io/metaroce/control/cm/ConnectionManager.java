@@ -1,5 +1,6 @@
 package io.metaroce.control.cm;
 
+import io.metaroce.abi.IpAddr;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -18,7 +19,6 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetAddress;
-import io.metaroce.abi.IpAddr;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -53,8 +53,8 @@ public final class ConnectionManager implements AutoCloseable {
 
         public Config {
             if (heartbeatMs < 1 || heartbeatMs > 65535 || peerTimeoutMs < 2 * heartbeatMs || connectTimeoutMs < 1) {
-                throw new IllegalArgumentException("need 1 <= heartbeat <= 65535 ms, peer timeout >= 2 heartbeats,"
-                        + " connect timeout >= 1 ms");
+                throw new IllegalArgumentException(
+                        "need 1 <= heartbeat <= 65535 ms, peer timeout >= 2 heartbeats," + " connect timeout >= 1 ms");
             }
         }
 
@@ -132,14 +132,15 @@ public final class ConnectionManager implements AutoCloseable {
     private final Map<Integer, Peer> peers = new HashMap<>();
     /** The cluster secret's handshake (section 8); null: connections are not authenticated. */
     private final CmAuth auth;
+
     private final java.util.concurrent.atomic.AtomicLong authRefusals = new java.util.concurrent.atomic.AtomicLong();
     private long lastRefusalLogNs = System.nanoTime() - TimeUnit.SECONDS.toNanos(2);
     private int nextRequestId = 1;
     private volatile ServiceHandler serviceHandler;
     private volatile boolean closed;
 
-    private ConnectionManager(Config config, int localIp, Listener listener, EventLoopGroup group, Channel server,
-            CmAuth auth) {
+    private ConnectionManager(
+            Config config, int localIp, Listener listener, EventLoopGroup group, Channel server, CmAuth auth) {
         this.config = config;
         this.auth = auth;
         this.localIp = localIp;
@@ -165,11 +166,13 @@ public final class ConnectionManager implements AutoCloseable {
     public static ConnectionManager start(int localIp, Config config, Listener listener, byte[] secret)
             throws IOException {
         CmAuth auth = secret == null ? null : new CmAuth(secret);
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("mrce-cm", true),
-                EpollIoHandler.newFactory());
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(
+                1, new DefaultThreadFactory("mrce-cm", true), EpollIoHandler.newFactory());
         ConnectionManager[] self = new ConnectionManager[1];
         try {
-            Channel server = new ServerBootstrap().group(group).channel(EpollServerSocketChannel.class)
+            Channel server = new ServerBootstrap()
+                    .group(group)
+                    .channel(EpollServerSocketChannel.class)
                     .option(ChannelOption.SO_REUSEADDR, true)
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
@@ -178,16 +181,24 @@ public final class ConnectionManager implements AutoCloseable {
                             self[0].initChannel(ch, 0);
                         }
                     })
-                    .bind(new InetSocketAddress(address(localIp), config.port())).sync().channel();
+                    .bind(new InetSocketAddress(address(localIp), config.port()))
+                    .sync()
+                    .channel();
             ConnectionManager cm = new ConnectionManager(config, localIp, listener, group, server, auth);
             self[0] = cm;
             cm.loop.scheduleAtFixedRate(cm::tick, config.heartbeatMs(), config.heartbeatMs(), TimeUnit.MILLISECONDS);
-            LOG.info("connection manager on {}:{} (heartbeat {} ms, peer timeout {} ms)",
-                    address(localIp).getHostAddress(), config.port(), config.heartbeatMs(), config.peerTimeoutMs());
+            LOG.info(
+                    "connection manager on {}:{} (heartbeat {} ms, peer timeout {} ms)",
+                    address(localIp).getHostAddress(),
+                    config.port(),
+                    config.heartbeatMs(),
+                    config.peerTimeoutMs());
             if (auth == null) {
-                LOG.warn("connection manager without a cluster secret (--cm-secret-file): any process that reaches"
-                        + " TCP port {} can pose as a peer daemon, learn connection tokens and fake a restart;"
-                        + " see README, Deploying it safely", config.port());
+                LOG.warn(
+                        "connection manager without a cluster secret (--cm-secret-file): any process that reaches"
+                                + " TCP port {} can pose as a peer daemon, learn connection tokens and fake a restart;"
+                                + " see README, Deploying it safely",
+                        config.port());
             } else {
                 LOG.info("connection manager: peer daemons authenticate with the cluster secret (HMAC-SHA256)");
             }
@@ -198,8 +209,10 @@ public final class ConnectionManager implements AutoCloseable {
             throw new IOException("interrupted", e);
         } catch (Exception e) {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw new IOException("connection manager cannot listen on " + address(localIp).getHostAddress() + ":"
-                    + config.port() + ": " + e.getMessage(), e);
+            throw new IOException(
+                    "connection manager cannot listen on " + address(localIp).getHostAddress() + ":" + config.port()
+                            + ": " + e.getMessage(),
+                    e);
         }
     }
 
@@ -230,20 +243,27 @@ public final class ConnectionManager implements AutoCloseable {
         CompletableFuture<CmMessage.Endpoint> f = new CompletableFuture<>();
         loop.execute(() -> {
             if (closed) {
-                f.completeExceptionally(new CmRejectedException(CmMessage.REASON_SHUTDOWN, "connection manager closed"));
+                f.completeExceptionally(
+                        new CmRejectedException(CmMessage.REASON_SHUTDOWN, "connection manager closed"));
                 return;
             }
             Peer p = peer(peerIp);
             int id = nextRequestId++;
             Pending pending = new Pending(id, local, f);
             p.pending.put(id, pending);
-            pending.timeout = loop.schedule(() -> {
-                if (!CmConformanceBreak.NO_CONNECT_TIMEOUT && p.pending.remove(id) != null) {
-                    f.completeExceptionally(new CmRejectedException(CmMessage.REASON_TIMEOUT,
-                            "no answer from " + ip(peerIp) + " within " + config.connectTimeoutMs() + " ms"
-                                    + (p.refused == null ? "" : " (its connection was refused: " + p.refused + ")")));
-                }
-            }, config.connectTimeoutMs(), TimeUnit.MILLISECONDS);
+            pending.timeout = loop.schedule(
+                    () -> {
+                        if (!CmConformanceBreak.NO_CONNECT_TIMEOUT && p.pending.remove(id) != null) {
+                            f.completeExceptionally(new CmRejectedException(
+                                    CmMessage.REASON_TIMEOUT,
+                                    "no answer from " + ip(peerIp) + " within " + config.connectTimeoutMs() + " ms"
+                                            + (p.refused == null
+                                                    ? ""
+                                                    : " (its connection was refused: " + p.refused + ")")));
+                        }
+                    },
+                    config.connectTimeoutMs(),
+                    TimeUnit.MILLISECONDS);
             pending.sent = p.send(new CmMessage.Connect(id, local));
         });
         return f;
@@ -258,13 +278,18 @@ public final class ConnectionManager implements AutoCloseable {
         int reason = d.reason();
         loop.execute(() -> {
             Peer p = peers.get(peerIp);
-            if (p != null && p.channel != null && p.channel.isActive() && p.helloSeen
+            if (p != null
+                    && p.channel != null
+                    && p.channel.isActive()
+                    && p.helloSeen
                     && !CmConformanceBreak.NO_DISCONNECT) {
                 p.send(d);
             }
             if (p != null) {
-                p.pending.values().removeIf(x -> x.local.qpn() == localQpn && x.fail(
-                        new CmRejectedException(reason, "QP " + localQpn + " went away")));
+                p.pending
+                        .values()
+                        .removeIf(x -> x.local.qpn() == localQpn
+                                && x.fail(new CmRejectedException(reason, "QP " + localQpn + " went away")));
             }
         });
     }
@@ -284,10 +309,11 @@ public final class ConnectionManager implements AutoCloseable {
      * restarted, {@code REASON_SHUTDOWN} when this manager closes. Cancelling the future withdraws
      * the request ({@code SVC_CANCEL CANCELLED}).
      */
-    public CompletableFuture<CmMessage> requestService(int peerIp, int serviceId, int qpn, int psn, byte[] gid,
-            byte[] privateData, int timeoutMs) {
+    public CompletableFuture<CmMessage> requestService(
+            int peerIp, int serviceId, int qpn, int psn, byte[] gid, byte[] privateData, int timeoutMs) {
         if (serviceId == 0 || (qpn & ~0xffffff) != 0 || (psn & ~0xffffff) != 0 || gid.length != 16 || timeoutMs < 1) {
-            throw new IllegalArgumentException("service id 0, QPN or PSN beyond 24 bits, GID not 16 bytes or timeout < 1");
+            throw new IllegalArgumentException(
+                    "service id 0, QPN or PSN beyond 24 bits, GID not 16 bytes or timeout < 1");
         }
         CompletableFuture<CmMessage> f = new CompletableFuture<>();
         byte[] g = gid.clone();
@@ -297,7 +323,8 @@ public final class ConnectionManager implements AutoCloseable {
         }
         loop.execute(() -> {
             if (closed) {
-                f.completeExceptionally(new CmRejectedException(CmMessage.REASON_SHUTDOWN, "connection manager closed"));
+                f.completeExceptionally(
+                        new CmRejectedException(CmMessage.REASON_SHUTDOWN, "connection manager closed"));
                 return;
             }
             Peer p = peer(peerIp);
@@ -305,14 +332,20 @@ public final class ConnectionManager implements AutoCloseable {
             CmMessage.SvcRequest m = new CmMessage.SvcRequest(id, serviceId, qpn, psn, g, pd);
             SvcPending x = new SvcPending(m, f);
             p.svcPending.put(id, x);
-            x.timeout = loop.schedule(() -> {
-                if (p.svcPending.remove(id) == x) {
-                    p.withdraw(x, CmMessage.SVC_TIMEOUT);
-                    f.completeExceptionally(new CmRejectedException(CmMessage.REASON_TIMEOUT, "no answer from "
-                            + ip(peerIp) + " for service " + Integer.toUnsignedString(serviceId) + " within " + timeoutMs
-                            + " ms"));
-                }
-            }, timeoutMs, TimeUnit.MILLISECONDS);
+            x.timeout = loop.schedule(
+                    () -> {
+                        if (p.svcPending.remove(id) == x) {
+                            p.withdraw(x, CmMessage.SVC_TIMEOUT);
+                            f.completeExceptionally(new CmRejectedException(
+                                    CmMessage.REASON_TIMEOUT,
+                                    "no answer from "
+                                            + ip(peerIp) + " for service " + Integer.toUnsignedString(serviceId)
+                                            + " within " + timeoutMs
+                                            + " ms"));
+                        }
+                    },
+                    timeoutMs,
+                    TimeUnit.MILLISECONDS);
             x.sent = p.send(m);
         });
         f.whenComplete((r, e) -> {
@@ -345,25 +378,31 @@ public final class ConnectionManager implements AutoCloseable {
      * after the connect timeout, {@code REASON_ERROR} when the peer daemon is lost or restarted,
      * {@code REASON_SHUTDOWN} when this manager closes.
      */
-    public CompletableFuture<Void> acceptService(int peerIp, int requestId, int qpn, int psn, byte[] gid,
-            byte[] privateData) {
+    public CompletableFuture<Void> acceptService(
+            int peerIp, int requestId, int qpn, int psn, byte[] gid, byte[] privateData) {
         CmMessage.SvcReply reply = new CmMessage.SvcReply(requestId, qpn & 0xffffff, psn & 0xffffff, gid, privateData);
         CompletableFuture<Void> f = new CompletableFuture<>();
         loop.execute(() -> {
             Peer p = peers.get(peerIp);
             Inbound x = p == null ? null : p.inbound.get(requestId);
             if (closed || x == null || x.accepted != null) {
-                f.completeExceptionally(new CmRejectedException(closed ? CmMessage.REASON_SHUTDOWN : CmMessage.REASON_DESTROYED,
+                f.completeExceptionally(new CmRejectedException(
+                        closed ? CmMessage.REASON_SHUTDOWN : CmMessage.REASON_DESTROYED,
                         "request " + requestId + " of " + ip(peerIp) + " is gone (cancelled by its requester)"));
                 return;
             }
             x.accepted = f;
-            x.timeout = loop.schedule(() -> {
-                if (p.inbound.remove(requestId, x)) {
-                    f.completeExceptionally(new CmRejectedException(CmMessage.REASON_TIMEOUT, "no SVC_READY from "
-                            + ip(peerIp) + " for request " + requestId + " within " + config.connectTimeoutMs() + " ms"));
-                }
-            }, config.connectTimeoutMs(), TimeUnit.MILLISECONDS);
+            x.timeout = loop.schedule(
+                    () -> {
+                        if (p.inbound.remove(requestId, x)) {
+                            f.completeExceptionally(new CmRejectedException(
+                                    CmMessage.REASON_TIMEOUT,
+                                    "no SVC_READY from " + ip(peerIp) + " for request " + requestId + " within "
+                                            + config.connectTimeoutMs() + " ms"));
+                        }
+                    },
+                    config.connectTimeoutMs(),
+                    TimeUnit.MILLISECONDS);
             p.send(reply);
         });
         return f;
@@ -385,7 +424,8 @@ public final class ConnectionManager implements AutoCloseable {
     /** Peer daemons with a live connection (for mrce-ctl). */
     public int livePeers() {
         CompletableFuture<Integer> n = new CompletableFuture<>();
-        loop.execute(() -> n.complete((int) peers.values().stream().filter(p -> p.helloSeen).count()));
+        loop.execute(() -> n.complete(
+                (int) peers.values().stream().filter(p -> p.helloSeen).count()));
         return n.join();
     }
 
@@ -433,7 +473,9 @@ public final class ConnectionManager implements AutoCloseable {
             }
             long timeoutNs = TimeUnit.MILLISECONDS.toNanos(config.peerTimeoutMs());
             boolean silent = now - p.lastHeardNs > timeoutNs;
-            if (p.helloSeen && silent && !CmConformanceBreak.NO_PEER_TIMEOUT
+            if (p.helloSeen
+                    && silent
+                    && !CmConformanceBreak.NO_PEER_TIMEOUT
                     && !listener.dataPathActive(p.ip, timeoutNs)) {
                 lost(p, "silent for more than " + config.peerTimeoutMs() + " ms");
             }
@@ -476,7 +518,8 @@ public final class ConnectionManager implements AutoCloseable {
                 x.fail(new CmRejectedException(CmMessage.REASON_ERROR, "peer daemon " + ip(p.ip) + " restarted"));
             }
         }
-        CmRejectedException gone = new CmRejectedException(CmMessage.REASON_ERROR, "peer daemon " + ip(p.ip) + " restarted");
+        CmRejectedException gone =
+                new CmRejectedException(CmMessage.REASON_ERROR, "peer daemon " + ip(p.ip) + " restarted");
         for (Iterator<SvcPending> it = p.svcPending.values().iterator(); it.hasNext(); ) {
             SvcPending x = it.next();
             if (x.sent) {
@@ -504,12 +547,12 @@ public final class ConnectionManager implements AutoCloseable {
             case CmMessage.Hello h -> onHello(ch, p, ip, h);
             case CmMessage.Connect c -> onConnect(p, ip, c);
             case CmMessage.Accept a -> onAccept(p, a);
-            case CmMessage.Reject r when CmConformanceBreak.IGNORE_REJECT -> { }
+            case CmMessage.Reject r when CmConformanceBreak.IGNORE_REJECT -> {}
             case CmMessage.Reject r -> onReject(p, ip, r);
             case CmMessage.Disconnect d -> listener.onDisconnect(ip, d);
-            case CmMessage.Ping ping when CmConformanceBreak.NO_PONG -> { }
+            case CmMessage.Ping ping when CmConformanceBreak.NO_PONG -> {}
             case CmMessage.Ping ping -> p.send(new CmMessage.Pong(ping.sequence()));
-            case CmMessage.Pong pong -> { } // lastHeardNs already updated
+            case CmMessage.Pong pong -> {} // lastHeardNs already updated
             case CmMessage.SvcRequest r -> onSvcRequest(p, ip, r);
             case CmMessage.SvcReply r -> onSvcReply(p, r);
             case CmMessage.SvcReject r -> onSvcReject(p, r);
@@ -546,7 +589,6 @@ public final class ConnectionManager implements AutoCloseable {
         p.bootId = h.bootId();
         p.helloSeen = true;
         p.flush();
-    
     }
 
     /** A CONNECT: the daemon accepts, answers later (its QP is not at RTR yet) or rejects. */
@@ -558,11 +600,11 @@ public final class ConnectionManager implements AutoCloseable {
                 completeFrom(p, c.endpoint());
             }
             case Decision.Later l -> completeFrom(p, c.endpoint());
-            case Decision.Reject r when CmConformanceBreak.NO_REJECT_UNKNOWN_QP -> { }
-            case Decision.Reject r -> p.send(new CmMessage.Reject(c.requestId(), c.endpoint().peerQpn(),
-                    c.endpoint().qpn(), r.reason()));
+            case Decision.Reject r when CmConformanceBreak.NO_REJECT_UNKNOWN_QP -> {}
+            case Decision.Reject r ->
+                p.send(new CmMessage.Reject(
+                        c.requestId(), c.endpoint().peerQpn(), c.endpoint().qpn(), r.reason()));
         }
-    
     }
 
     /** An ACCEPT: completes our request, or (unsolicited) a request for the same QPs. */
@@ -573,17 +615,17 @@ public final class ConnectionManager implements AutoCloseable {
         } else {
             completeFrom(p, a.endpoint());
         }
-    
     }
 
     /** A REJECT: fails our request. */
     private void onReject(Peer p, int ip, CmMessage.Reject r) {
         Pending x = p.pending.remove(r.requestId());
         if (x != null) {
-            x.fail(new CmRejectedException(r.reason(), "peer " + ip(ip) + " rejected QP " + r.peerQpn()
-                    + " -> " + r.qpn() + " (reason " + r.reason() + ")"));
+            x.fail(new CmRejectedException(
+                    r.reason(),
+                    "peer " + ip(ip) + " rejected QP " + r.peerQpn() + " -> " + r.qpn() + " (reason " + r.reason()
+                            + ")"));
         }
-    
     }
 
     /** A service request: kept for the listener, or refused (no listener, busy, the handler's reason). */
@@ -593,14 +635,14 @@ public final class ConnectionManager implements AutoCloseable {
             return;
         }
         ServiceHandler h = serviceHandler;
-        int reason = h == null ? CmMessage.SVC_NO_LISTENER
+        int reason = h == null
+                ? CmMessage.SVC_NO_LISTENER
                 : p.inbound.size() >= MAX_INBOUND ? CmMessage.SVC_BUSY : h.onServiceRequest(ip, r);
         if (reason == 0) {
             p.inbound.put(r.requestId(), new Inbound());
         } else {
             p.send(new CmMessage.SvcReject(r.requestId(), reason, new byte[0]));
         }
-    
     }
 
     /** A service reply: completes our request and confirms it (SVC_READY), or cancels one we gave up. */
@@ -613,7 +655,6 @@ public final class ConnectionManager implements AutoCloseable {
         } else {
             p.send(new CmMessage.SvcCancel(r.requestId(), CmMessage.SVC_CANCELLED)); // too late: we gave up
         }
-    
     }
 
     /** A service reject: completes our request with it. */
@@ -623,7 +664,6 @@ public final class ConnectionManager implements AutoCloseable {
             x.timeout.cancel(false);
             x.future.complete(r);
         }
-    
     }
 
     /** SVC_READY: the requester took our accept; the accepted request is done. */
@@ -634,7 +674,6 @@ public final class ConnectionManager implements AutoCloseable {
             x.timeout.cancel(false);
             x.accepted.complete(null);
         }
-    
     }
 
     /** A requester withdrew its request: an accept in progress fails, a kept one is dropped. */
@@ -645,15 +684,16 @@ public final class ConnectionManager implements AutoCloseable {
         }
         if (x.accepted != null) {
             x.timeout.cancel(false);
-            x.accepted.completeExceptionally(new CmRejectedException(CmMessage.REASON_DESTROYED, "request "
-                    + c.requestId() + " of " + ip(ip) + " was cancelled by its requester (reason " + c.reason() + ")"));
+            x.accepted.completeExceptionally(new CmRejectedException(
+                    CmMessage.REASON_DESTROYED,
+                    "request " + c.requestId() + " of " + ip(ip) + " was cancelled by its requester (reason "
+                            + c.reason() + ")"));
         } else {
             ServiceHandler h = serviceHandler;
             if (h != null) {
                 h.onServiceCancel(ip, c.requestId(), c.reason());
             }
         }
-    
     }
 
     /** The peer QP's endpoint arrived in its own CONNECT (or an unsolicited ACCEPT): complete our request. */
@@ -667,7 +707,8 @@ public final class ConnectionManager implements AutoCloseable {
         }
     }
 
-    private static final io.netty.util.AttributeKey<Boolean> HELLO = io.netty.util.AttributeKey.valueOf("mrce-cm-hello");
+    private static final io.netty.util.AttributeKey<Boolean> HELLO =
+            io.netty.util.AttributeKey.valueOf("mrce-cm-hello");
 
     private final class Peer {
         final int ip;
@@ -679,6 +720,7 @@ public final class ConnectionManager implements AutoCloseable {
         final List<Channel> helloChannels = new ArrayList<>(2);
         /** The connection we dialed, while it waits for the peer's HELLO. */
         Channel dialed;
+
         boolean helloSeen;
         boolean dialing;
         long bootId;
@@ -686,11 +728,13 @@ public final class ConnectionManager implements AutoCloseable {
         long lastHeardNs = System.nanoTime();
         /** Why the last connection with this peer was refused by authentication (null: never). */
         String refused;
+
         final Map<Integer, Pending> pending = new HashMap<>();
         /** Our service requests to this peer, by request id. */
         final Map<Integer, SvcPending> svcPending = new HashMap<>();
         /** This peer's service requests we kept (answer pending), by its request id. */
         final Map<Integer, Inbound> inbound = new HashMap<>();
+
         final List<CmMessage> queued = new ArrayList<>();
 
         Peer(int ip) {
@@ -731,7 +775,9 @@ public final class ConnectionManager implements AutoCloseable {
             dialing = true;
             // From the address we serve, never the kernel's choice of source (on lo, or with a
             // secondary address, that is another address): the peer knows us by this one.
-            ChannelFuture f = new Bootstrap().group(loop).channel(EpollSocketChannel.class)
+            ChannelFuture f = new Bootstrap()
+                    .group(loop)
+                    .channel(EpollSocketChannel.class)
                     .localAddress(new InetSocketAddress(address(localIp), 0))
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, Math.max(100, config.heartbeatMs()))
@@ -747,7 +793,11 @@ public final class ConnectionManager implements AutoCloseable {
                 if (done.isSuccess()) {
                     dialed = f.channel();
                 } else {
-                    LOG.debug("cannot reach peer daemon {}:{}: {}", ip(ip), config.port(), done.cause().toString());
+                    LOG.debug(
+                            "cannot reach peer daemon {}:{}: {}",
+                            ip(ip),
+                            config.port(),
+                            done.cause().toString());
                 }
             });
         }
@@ -865,16 +915,25 @@ public final class ConnectionManager implements AutoCloseable {
                     return;
                 }
             }
-            ownHello = new CmMessage.Hello(CmCodec.VERSION, auth == null ? 0 : CmMessage.CAP_AUTH, bootId, 0,
-                    CmConformanceBreak.HELLO_HEARTBEAT_ZERO ? 0 : config.heartbeatMs(), IpAddr.isV6(localIp) ? 0 : localIp);
+            ownHello = new CmMessage.Hello(
+                    CmCodec.VERSION,
+                    auth == null ? 0 : CmMessage.CAP_AUTH,
+                    bootId,
+                    0,
+                    CmConformanceBreak.HELLO_HEARTBEAT_ZERO ? 0 : config.heartbeatMs(),
+                    IpAddr.isV6(localIp) ? 0 : localIp);
             ctx.write(ownHello);
             if (auth != null) {
                 ownNonce = auth.nonce(); // sent once the peer's HELLO shows the extension (CM-2.8)
-                ctx.executor().schedule(() -> {
-                    if (session == null && ctx.channel().isActive()) {
-                        refuse(ctx, "no authentication within " + config.connectTimeoutMs() + " ms");
-                    }
-                }, config.connectTimeoutMs(), TimeUnit.MILLISECONDS);
+                ctx.executor()
+                        .schedule(
+                                () -> {
+                                    if (session == null && ctx.channel().isActive()) {
+                                        refuse(ctx, "no authentication within " + config.connectTimeoutMs() + " ms");
+                                    }
+                                },
+                                config.connectTimeoutMs(),
+                                TimeUnit.MILLISECONDS);
             }
             ctx.flush();
             ctx.fireChannelActive();
@@ -897,7 +956,9 @@ public final class ConnectionManager implements AutoCloseable {
                     onMessage(ctx.channel(), ip, m);
                 }
             } else if (session != null) {
-                if (m instanceof CmMessage.Hello || m instanceof CmMessage.AuthChallenge || m instanceof CmMessage.AuthProof) {
+                if (m instanceof CmMessage.Hello
+                        || m instanceof CmMessage.AuthChallenge
+                        || m instanceof CmMessage.AuthProof) {
                     throw new CmProtocolException("second handshake message " + m);
                 }
                 onMessage(ctx.channel(), ip, session.inbound(m));
@@ -909,7 +970,8 @@ public final class ConnectionManager implements AutoCloseable {
         /** The handshake of section 8: HELLO, AUTH_CHALLENGE, AUTH_PROOF from the peer, in that order. */
         private void authenticate(ChannelHandlerContext ctx, CmMessage m) {
             switch (m) {
-                case CmMessage.Hello h when peerHello == null -> {
+                case CmMessage.Hello h
+                when peerHello == null -> {
                     if ((h.capabilities() & CmMessage.CAP_AUTH) == 0) {
                         refuse(ctx, "it has no cluster secret and this daemon requires one");
                         return;
@@ -917,7 +979,8 @@ public final class ConnectionManager implements AutoCloseable {
                     peerHello = h;
                     ctx.writeAndFlush(new CmMessage.AuthChallenge(ownNonce));
                 }
-                case CmMessage.AuthChallenge c when peerHello != null && peerNonce == null -> {
+                case CmMessage.AuthChallenge c
+                when peerHello != null && peerNonce == null -> {
                     byte[] n = c.nonce();
                     if (java.util.Arrays.equals(n, ownNonce)) {
                         refuse(ctx, "it echoed our nonce");
@@ -926,12 +989,14 @@ public final class ConnectionManager implements AutoCloseable {
                     peerNonce = n;
                     ctx.writeAndFlush(new CmMessage.AuthProof(auth.proof(dialer, ownHello, ownNonce, peerNonce)));
                 }
-                case CmMessage.AuthProof p when peerNonce != null -> {
+                case CmMessage.AuthProof p
+                when peerNonce != null -> {
                     if (!auth.verify(p.mac(), !dialer, peerHello, peerNonce, ownNonce)) {
                         refuse(ctx, "wrong proof: another cluster secret, or a replayed handshake");
                         return;
                     }
-                    session = dialer ? auth.session(true, ownNonce, peerNonce) : auth.session(false, peerNonce, ownNonce);
+                    session =
+                            dialer ? auth.session(true, ownNonce, peerNonce) : auth.session(false, peerNonce, ownNonce);
                     Peer known = peers.get(ip);
                     if (known != null) {
                         known.refused = null;
@@ -950,7 +1015,10 @@ public final class ConnectionManager implements AutoCloseable {
             long now = System.nanoTime();
             if (now - lastRefusalLogNs >= TimeUnit.SECONDS.toNanos(1)) {
                 lastRefusalLogNs = now;
-                LOG.warn("peer daemon {}: connection refused: {}; closing it ({} refused so far)", ip(ip), why,
+                LOG.warn(
+                        "peer daemon {}: connection refused: {}; closing it ({} refused so far)",
+                        ip(ip),
+                        why,
                         authRefusals.get());
             } else {
                 LOG.debug("peer daemon {}: connection refused: {}; closing it", ip(ip), why);
@@ -970,8 +1038,10 @@ public final class ConnectionManager implements AutoCloseable {
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
             if (peerRequiresAuth && !refusedHere) {
-                refuse(ctx, "it requires a cluster secret and this daemon has none (--cm-secret-file); it closed"
-                        + " the connection");
+                refuse(
+                        ctx,
+                        "it requires a cluster secret and this daemon has none (--cm-secret-file); it closed"
+                                + " the connection");
             }
             Peer p = peers.get(ip);
             if (p != null) {
@@ -997,7 +1067,8 @@ public final class ConnectionManager implements AutoCloseable {
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             Throwable c = cause instanceof io.netty.handler.codec.DecoderException && cause.getCause() != null
-                    ? cause.getCause() : cause;
+                    ? cause.getCause()
+                    : cause;
             if (c instanceof CmProtocolException) {
                 LOG.warn("peer daemon {}: protocol error: {}; closing its connection", ip(ip), c.getMessage());
             } else {

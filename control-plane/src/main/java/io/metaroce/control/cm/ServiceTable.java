@@ -113,10 +113,12 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         final ArrayDeque<Incoming> queue = new ArrayDeque<>();
         /** Handed out by CM_GET_REQUEST, by handle, until CM_ACCEPT / CM_REJECT. */
         final Map<Integer, Incoming> delivered = new LinkedHashMap<>();
+
         final Set<CompletableFuture<CmMessage>> connects = new HashSet<>();
         int nextHandle = 1;
         /** The outstanding CM_GET_REQUEST's seq, or -1; and its timer. */
         long waiterSeq = -1;
+
         ScheduledFuture<?> waiterTimer;
 
         Sess(LocalSession session) {
@@ -211,7 +213,10 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             return;
         }
         s.services.add(service);
-        LOG.debug("session {} (pid {}) listens on service {}", s.session.id(), s.session.pid(),
+        LOG.debug(
+                "session {} (pid {}) listens on service {}",
+                s.session.id(),
+                s.session.pid(),
                 Integer.toUnsignedString(service));
         ok(s, ControlProtocol.OP_CM_LISTEN, seq);
     }
@@ -291,8 +296,13 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         int qpn = p.getInt(CmConnectReqDescriptor.OFF_QPN);
         int psn = p.getInt(CmConnectReqDescriptor.OFF_PSN);
         long timeout = Integer.toUnsignedLong(p.getInt(CmConnectReqDescriptor.OFF_TIMEOUT_MS));
-        byte[] pd = privateData(p, CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectReqDescriptor.OFF_PRIVATE_DATA);
-        if (peerIp == 0 || service == 0 || (qpn & ~MASK24) != 0 || (psn & ~MASK24) != 0 || pd == null
+        byte[] pd =
+                privateData(p, CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectReqDescriptor.OFF_PRIVATE_DATA);
+        if (peerIp == 0
+                || service == 0
+                || (qpn & ~MASK24) != 0
+                || (psn & ~MASK24) != 0
+                || pd == null
                 || timeout > Integer.MAX_VALUE) {
             fail(s, op, seq, Errno.EINVAL);
             return;
@@ -303,8 +313,8 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         }
         byte[] gid = new byte[16];
         p.get(CmConnectReqDescriptor.OFF_GID, gid);
-        CompletableFuture<CmMessage> f = cm.requestService(peerIp, service, qpn, psn, gid, pd,
-                timeout == 0 ? defaultTimeoutMs : (int) timeout);
+        CompletableFuture<CmMessage> f =
+                cm.requestService(peerIp, service, qpn, psn, gid, pd, timeout == 0 ? defaultTimeoutMs : (int) timeout);
         s.connects.add(f);
         f.whenComplete((answer, error) -> connected(s, seq, f, answer, error));
     }
@@ -331,20 +341,34 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
                 b.putInt(CmConnectRespDescriptor.OFF_QPN, r.qpn());
                 b.putInt(CmConnectRespDescriptor.OFF_PSN, r.psn());
                 b.put(CmConnectRespDescriptor.OFF_GID, r.gid());
-                putPrivateData(b, CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA, r.privateData());
+                putPrivateData(
+                        b,
+                        CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN,
+                        CmConnectRespDescriptor.OFF_PRIVATE_DATA,
+                        r.privateData());
                 s.session.respond(op, seq, 0, b);
             }
-            case CmMessage.SvcReject r when r.reason() == CmMessage.SVC_REJECTED -> {
+            case CmMessage.SvcReject r
+            when r.reason() == CmMessage.SVC_REJECTED -> {
                 ByteBuffer b = ByteBuffer.allocate(CmConnectRespDescriptor.SIZE).order(ByteOrder.LITTLE_ENDIAN);
                 b.putInt(CmConnectRespDescriptor.OFF_RESULT, ControlProtocol.CM_REJECTED);
-                putPrivateData(b, CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA, r.privateData());
+                putPrivateData(
+                        b,
+                        CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN,
+                        CmConnectRespDescriptor.OFF_PRIVATE_DATA,
+                        r.privateData());
                 s.session.respond(op, seq, 0, b);
             }
-            case CmMessage.SvcReject r -> fail(s, op, seq, switch (r.reason()) {
-                case CmMessage.SVC_LISTENER_GONE -> Errno.ECONNRESET;
-                case CmMessage.SVC_BUSY -> Errno.ENOBUFS;
-                default -> Errno.ECONNREFUSED; // SVC_NO_LISTENER
-            });
+            case CmMessage.SvcReject r ->
+                fail(
+                        s,
+                        op,
+                        seq,
+                        switch (r.reason()) {
+                            case CmMessage.SVC_LISTENER_GONE -> Errno.ECONNRESET;
+                            case CmMessage.SVC_BUSY -> Errno.ENOBUFS;
+                            default -> Errno.ECONNREFUSED; // SVC_NO_LISTENER
+                        });
             default -> fail(s, op, seq, Errno.EINVAL);
         }
     }
@@ -371,14 +395,17 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
             return;
         }
         s.waiterSeq = Integer.toUnsignedLong(seq);
-        s.waiterTimer = timers.schedule(() -> {
-            synchronized (this) {
-                if (s.waiterSeq == Integer.toUnsignedLong(seq)) {
-                    s.waiterSeq = -1;
-                    fail(s, op, seq, Errno.EAGAIN);
-                }
-            }
-        }, timeout, TimeUnit.MILLISECONDS);
+        s.waiterTimer = timers.schedule(
+                () -> {
+                    synchronized (this) {
+                        if (s.waiterSeq == Integer.toUnsignedLong(seq)) {
+                            s.waiterSeq = -1;
+                            fail(s, op, seq, Errno.EAGAIN);
+                        }
+                    }
+                },
+                timeout,
+                TimeUnit.MILLISECONDS);
     }
 
     /** Hands {@code x} (taken off the queue, or just arrived) to the connection's CM_GET_REQUEST {@code seq}. */
@@ -392,10 +419,12 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
         b.putInt(CmRequestDescriptor.OFF_QPN, r.qpn());
         b.putInt(CmRequestDescriptor.OFF_PSN, r.psn());
         b.put(CmRequestDescriptor.OFF_GID, r.gid());
-        b.order(ByteOrder.BIG_ENDIAN).putInt(CmRequestDescriptor.OFF_PEER_IPV4, IpAddr.isV6(x.peerIp) ? 0 : x.peerIp)
+        b.order(ByteOrder.BIG_ENDIAN)
+                .putInt(CmRequestDescriptor.OFF_PEER_IPV4, IpAddr.isV6(x.peerIp) ? 0 : x.peerIp)
                 .order(ByteOrder.LITTLE_ENDIAN);
         b.put(CmRequestDescriptor.OFF_PEER_IPV6, IpAddr.gid(x.peerIp));
-        putPrivateData(b, CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA, r.privateData());
+        putPrivateData(
+                b, CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA, r.privateData());
         s.session.respond(ControlProtocol.OP_CM_GET_REQUEST, seq, 0, b);
     }
 
@@ -584,8 +613,8 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
 
     /** The counts above as a JSON object (mrce-ctl objects' {@code cmService}). */
     public synchronized String json() {
-        return "{\"listening\":" + listening() + ",\"bound\":" + bound() + ",\"held\":" + held()
-                + ",\"kept\":" + kept() + ",\"connecting\":" + connecting() + "}";
+        return "{\"listening\":" + listening() + ",\"bound\":" + bound() + ",\"held\":" + held() + ",\"kept\":" + kept()
+                + ",\"connecting\":" + connecting() + "}";
     }
 
     /** Requests kept for local listeners, handed out or not (for tests and mrce-ctl). */
@@ -637,7 +666,9 @@ public final class ServiceTable implements ConnectionManager.ServiceHandler, Aut
 
     /** A u32 in network order (the bytes of the address, in order) at {@code off}. */
     private static int networkOrder(ByteBuffer p, int off) {
-        return ((p.get(off) & 0xff) << 24) | ((p.get(off + 1) & 0xff) << 16) | ((p.get(off + 2) & 0xff) << 8)
+        return ((p.get(off) & 0xff) << 24)
+                | ((p.get(off + 1) & 0xff) << 16)
+                | ((p.get(off + 2) & 0xff) << 8)
                 | (p.get(off + 3) & 0xff);
     }
 

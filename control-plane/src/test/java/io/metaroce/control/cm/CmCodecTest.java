@@ -12,7 +12,8 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class CmCodecTest {
-    static final CmMessage.Endpoint EP = new CmMessage.Endpoint(0x12, 0x34, 4096, 256, 0xabcdef01, 0x5eed, new int[] {4794, 4795, 65535});
+    static final CmMessage.Endpoint EP =
+            new CmMessage.Endpoint(0x12, 0x34, 4096, 256, 0xabcdef01, 0x5eed, new int[] {4794, 4795, 65535});
 
     static final byte[] GID = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, (byte) 198, 18, 0, 1};
     static final byte[] PD_MAX = new byte[CmMessage.SVC_PRIVATE_DATA_MAX];
@@ -30,11 +31,12 @@ class CmCodecTest {
             new CmMessage.Accept(7, new CmMessage.Endpoint(0x12, 0x34, 4096, 256, 1, 2, new int[] {1}, 9000)),
             new CmMessage.Reject(7, 0x34, 0x12, CmMessage.REASON_NO_QP),
             new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed),
-            new CmMessage.Disconnect(0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed, CmMessage.Disconnect.FLAG_PLACED,
-                    0xfffffff0),
+            new CmMessage.Disconnect(
+                    0x12, 0x34, CmMessage.REASON_DESTROYED, 0x5eed, CmMessage.Disconnect.FLAG_PLACED, 0xfffffff0),
             new CmMessage.Ping(99),
             new CmMessage.Pong(99),
-            new CmMessage.SvcRequest(8, 18515, 0x12, 0xabcdef, GID, "hello, service".getBytes(StandardCharsets.US_ASCII)),
+            new CmMessage.SvcRequest(
+                    8, 18515, 0x12, 0xabcdef, GID, "hello, service".getBytes(StandardCharsets.US_ASCII)),
             new CmMessage.SvcRequest(9, 0xffffffff, 0xffffff, 0, GID, new byte[0]),
             new CmMessage.SvcReply(8, 0x34, 0x123456, GID, PD_MAX),
             new CmMessage.SvcReject(8, CmMessage.SVC_REJECTED, "go away".getBytes(StandardCharsets.US_ASCII)),
@@ -95,7 +97,7 @@ class CmCodecTest {
 
     @Test
     void malformedFramesAreProtocolErrors() {
-        assertBad(frame(CmMessage.TYPE_PING, 7), "payload");                    // short ping
+        assertBad(frame(CmMessage.TYPE_PING, 7), "payload"); // short ping
         assertBad(frame(13, 8), "unknown type");
         assertBad(frame(63, 8), "unknown type");
         ByteBuf flags = frame(CmMessage.TYPE_PING, 8);
@@ -106,7 +108,8 @@ class CmCodecTest {
         qpn.setInt(4, 0x01000000);
         assertBad(qpn, "QPN");
         ByteBuf linkMtu = Unpooled.buffer();
-        CmCodec.encode(new CmMessage.Connect(1, new CmMessage.Endpoint(0x12, 0x34, 1024, 256, 1, 2, new int[] {1}, 500)),
+        CmCodec.encode(
+                new CmMessage.Connect(1, new CmMessage.Endpoint(0x12, 0x34, 1024, 256, 1, 2, new int[] {1}, 500)),
                 linkMtu);
         assertBad(linkMtu, "link mtu");
         ByteBuf unknownFlag = Unpooled.buffer();
@@ -151,7 +154,8 @@ class CmCodecTest {
         assertThat(b.readableBytes()).isEqualTo(12);
         b.release();
         assertThatThrownBy(() -> new CmMessage.SvcReply(1, 1, 1, GID, new byte[193]))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("193");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("193");
     }
 
     @Test
@@ -190,8 +194,11 @@ class CmCodecTest {
 
     private static void assertBad(ByteBuf frame, String what) {
         EmbeddedChannel ch = new EmbeddedChannel(new CmCodec.Decoder());
-        assertThatThrownBy(() -> ch.writeInbound(frame)).isInstanceOf(DecoderException.class)
-                .hasCauseInstanceOf(CmProtocolException.class).cause().hasMessageContaining(what);
+        assertThatThrownBy(() -> ch.writeInbound(frame))
+                .isInstanceOf(DecoderException.class)
+                .hasCauseInstanceOf(CmProtocolException.class)
+                .cause()
+                .hasMessageContaining(what);
         ch.finishAndReleaseAll();
     }
 }

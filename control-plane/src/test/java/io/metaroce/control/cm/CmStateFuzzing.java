@@ -11,8 +11,8 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.EventLoop;
 import io.netty.channel.embedded.EmbeddedChannel;
-import java.util.ArrayList;
 import java.lang.reflect.Field;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterAll;
@@ -53,8 +53,8 @@ class CmStateFuzzing {
             int q = remote.peerQpn() & 0xffffff;
             return switch (Integer.remainderUnsigned(q, 3)) {
                 case 0 -> {
-                    CmMessage.Endpoint ours = new CmMessage.Endpoint(q, remote.qpn(), 1024, 64, q * 7, 0x5eed0000 | (q & 0xffff),
-                            new int[] {1, 2, 3});
+                    CmMessage.Endpoint ours = new CmMessage.Endpoint(
+                            q, remote.qpn(), 1024, 64, q * 7, 0x5eed0000 | (q & 0xffff), new int[] {1, 2, 3});
                     accepted.add(ours);
                     yield new ConnectionManager.Decision.Accept(ours);
                 }
@@ -80,8 +80,7 @@ class CmStateFuzzing {
         }
 
         @Override
-        public void onServiceCancel(int peerIp, int requestId, int reason) {
-        }
+        public void onServiceCancel(int peerIp, int requestId, int reason) {}
     }
 
     /** Collects what the manager logs about exceptions that are not protocol errors. */
@@ -92,11 +91,15 @@ class CmStateFuzzing {
         protected synchronized void append(ILoggingEvent e) {
             // exceptionCaught logs a protocol error at WARN, anything else at DEBUG as "peer daemon {}: {}"
             String m = e.getFormattedMessage();
-            boolean handlerCaught = "peer daemon {}: {}".equals(e.getMessage()) && !m.contains("IOException")
+            boolean handlerCaught = "peer daemon {}: {}".equals(e.getMessage())
+                    && !m.contains("IOException")
                     && !m.contains("Connection reset");
             if (e.getThrowableProxy() != null || handlerCaught) {
-                seen.add(e.getLevel() + " " + m + (e.getThrowableProxy() != null
-                        ? " " + e.getThrowableProxy().getClassName() + ": " + e.getThrowableProxy().getMessage() : ""));
+                seen.add(e.getLevel() + " " + m
+                        + (e.getThrowableProxy() != null
+                                ? " " + e.getThrowableProxy().getClassName() + ": "
+                                        + e.getThrowableProxy().getMessage()
+                                : ""));
             }
         }
     }
@@ -137,20 +140,21 @@ class CmStateFuzzing {
         long seq = pingSeq;
         // everything the manager does happens on its event loop, as with a socket
         loop.submit(() -> {
-            if (channel == null) {
-                connect();
-            }
-            channel.writeInbound(out);
-            drain();
-            if (!channel.isOpen()) { // a protocol error, or a HELLO it refused
-                closedByCm++;
-                channel.finishAndReleaseAll();
-                channel = null;
-            } else if (lastPong != seq) {
-                throw new AssertionError("the connection manager did not answer PING " + seq);
-            }
-            return null;
-        }).get();
+                    if (channel == null) {
+                        connect();
+                    }
+                    channel.writeInbound(out);
+                    drain();
+                    if (!channel.isOpen()) { // a protocol error, or a HELLO it refused
+                        closedByCm++;
+                        channel.finishAndReleaseAll();
+                        channel = null;
+                    } else if (lastPong != seq) {
+                        throw new AssertionError("the connection manager did not answer PING " + seq);
+                    }
+                    return null;
+                })
+                .get();
         synchronized (unexpected) {
             if (!unexpected.seen.isEmpty()) {
                 String what = String.join("; ", unexpected.seen);
@@ -169,28 +173,49 @@ class CmStateFuzzing {
             type = 5;
         }
         return switch (type) {
-            case 0 -> new CmMessage.Hello(d.consumeBoolean() ? CmCodec.VERSION : d.consumeInt(), d.consumeInt(),
-                    d.consumeBoolean() ? bootId : ++bootId, d.consumeInt(0, 65535), d.consumeInt(0, 65535),
-                    d.consumeBoolean() ? PEER_IP : d.consumeInt());
+            case 0 ->
+                new CmMessage.Hello(
+                        d.consumeBoolean() ? CmCodec.VERSION : d.consumeInt(),
+                        d.consumeInt(),
+                        d.consumeBoolean() ? bootId : ++bootId,
+                        d.consumeInt(0, 65535),
+                        d.consumeInt(0, 65535),
+                        d.consumeBoolean() ? PEER_IP : d.consumeInt());
             case 1 -> new CmMessage.Connect(d.consumeInt(), endpoint(d, qpn, peerQpn));
             case 2 -> new CmMessage.Accept(d.consumeInt(0, 7), endpoint(d, qpn, peerQpn));
             case 3 -> new CmMessage.Reject(d.consumeInt(0, 7), qpn, peerQpn, d.consumeInt(0, 8));
-            case 4 -> new CmMessage.Disconnect(qpn, peerQpn, d.consumeInt(0, 8), d.consumeInt(),
-                    d.consumeInt(0, 1), d.consumeInt());
+            case 4 ->
+                new CmMessage.Disconnect(
+                        qpn, peerQpn, d.consumeInt(0, 8), d.consumeInt(), d.consumeInt(0, 1), d.consumeInt());
             case 5 -> new CmMessage.Ping(d.consumeLong());
             case 6 -> new CmMessage.Pong(d.consumeLong());
-            case 7 -> new CmMessage.SvcRequest(d.consumeInt(0, 7), d.consumeInt(0, 3), qpn, d.consumeInt(),
-                    new byte[16],
-                    d.consumeBytes(d.consumeInt(0, CmMessage.SVC_PRIVATE_DATA_MAX)));
-            case 8 -> new CmMessage.SvcReply(d.consumeInt(0, 7), qpn, d.consumeInt(), new byte[16],
-                    d.consumeBytes(d.consumeInt(0, CmMessage.SVC_PRIVATE_DATA_MAX)));
-            case 9 -> new CmMessage.SvcReject(d.consumeInt(0, 7), d.consumeInt(0, 5),
-                    d.consumeBytes(d.consumeInt(0, CmMessage.SVC_PRIVATE_DATA_MAX)));
+            case 7 ->
+                new CmMessage.SvcRequest(
+                        d.consumeInt(0, 7),
+                        d.consumeInt(0, 3),
+                        qpn,
+                        d.consumeInt(),
+                        new byte[16],
+                        d.consumeBytes(d.consumeInt(0, CmMessage.SVC_PRIVATE_DATA_MAX)));
+            case 8 ->
+                new CmMessage.SvcReply(
+                        d.consumeInt(0, 7),
+                        qpn,
+                        d.consumeInt(),
+                        new byte[16],
+                        d.consumeBytes(d.consumeInt(0, CmMessage.SVC_PRIVATE_DATA_MAX)));
+            case 9 ->
+                new CmMessage.SvcReject(
+                        d.consumeInt(0, 7),
+                        d.consumeInt(0, 5),
+                        d.consumeBytes(d.consumeInt(0, CmMessage.SVC_PRIVATE_DATA_MAX)));
             case 10 -> new CmMessage.SvcReady(d.consumeInt(0, 7));
             case 11 -> new CmMessage.SvcCancel(d.consumeInt(0, 7), d.consumeInt(0, 5));
             // authentication messages to a manager without a cluster secret: refused, connection closed
-            default -> d.consumeBoolean() ? new CmMessage.AuthChallenge(fixed(d, CmMessage.AuthChallenge.NONCE_BYTES))
-                    : new CmMessage.AuthProof(fixed(d, CmMessage.AuthProof.MAC_BYTES));
+            default ->
+                d.consumeBoolean()
+                        ? new CmMessage.AuthChallenge(fixed(d, CmMessage.AuthChallenge.NONCE_BYTES))
+                        : new CmMessage.AuthProof(fixed(d, CmMessage.AuthProof.MAC_BYTES));
         };
     }
 
@@ -203,8 +228,15 @@ class CmStateFuzzing {
         for (int i = 0; i < entropies.length; i++) {
             entropies[i] = d.consumeInt(0, 65535);
         }
-        return new CmMessage.Endpoint(qpn, peerQpn, d.pickValue(new int[] {256, 512, 1024, 2048, 4096}),
-                d.consumeInt(1, 1024), d.consumeInt(0, 0xffffff), d.consumeInt(), entropies, d.consumeInt(0, 9000));
+        return new CmMessage.Endpoint(
+                qpn,
+                peerQpn,
+                d.pickValue(new int[] {256, 512, 1024, 2048, 4096}),
+                d.consumeInt(1, 1024),
+                d.consumeInt(0, 0xffffff),
+                d.consumeInt(),
+                entropies,
+                d.consumeInt(0, 9000));
     }
 
     private static int type(CmMessage m) {
@@ -263,7 +295,8 @@ class CmStateFuzzing {
         // any free port: the inputs reach the manager's pipeline on an EmbeddedChannel, never its
         // listener, and a fixed port collided with another build's fuzzer on the same machine
         int port;
-        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.77.0.1"))) {
+        try (java.net.ServerSocket probe =
+                new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.77.0.1"))) {
             port = probe.getLocalPort();
         }
         cm = ConnectionManager.start(CM_IP, new ConnectionManager.Config(port, 60_000, 120_000, 1000), daemon);
@@ -300,21 +333,35 @@ class CmStateFuzzing {
         }
         try {
             loop.submit(() -> {
-                if (channel != null) {
-                    channel.finishAndReleaseAll();
-                }
-                if (decoder != null) {
-                    decoder.finishAndReleaseAll();
-                }
-            }).get();
+                        if (channel != null) {
+                            channel.finishAndReleaseAll();
+                        }
+                        if (decoder != null) {
+                            decoder.finishAndReleaseAll();
+                        }
+                    })
+                    .get();
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
         cm.close();
         cm = null;
         StringBuilder b = new StringBuilder();
-        String[] names = {"HELLO", "CONNECT", "ACCEPT", "REJECT", "DISCONNECT", "PING", "PONG", "SVC_REQUEST",
-            "SVC_REPLY", "SVC_REJECT", "SVC_READY", "SVC_CANCEL", "AUTH_*"};
+        String[] names = {
+            "HELLO",
+            "CONNECT",
+            "ACCEPT",
+            "REJECT",
+            "DISCONNECT",
+            "PING",
+            "PONG",
+            "SVC_REQUEST",
+            "SVC_REPLY",
+            "SVC_REJECT",
+            "SVC_READY",
+            "SVC_CANCEL",
+            "AUTH_*"
+        };
         for (int i = 0; i < names.length; i++) {
             b.append(i == 0 ? "" : ", ").append(names[i]).append(' ').append(perType[i]);
         }
@@ -324,6 +371,5 @@ class CmStateFuzzing {
                 + daemon.disconnects + " DISCONNECTs, " + daemon.lost + " peer losses, " + daemon.serviceRequests
                 + " service requests");
         System.out.println("CmStateFuzzing: messages per type: " + b);
-
     }
 }

@@ -63,7 +63,8 @@ class ConnectionManagerAuthTest {
                 .isEqualTo(ConnectionManagerTest.ep(20, 10, 0xbbbb1234));
         assertThat(db.learned.get(20)).isEqualTo(ConnectionManagerTest.ep(10, 20, 0xaaaa5678));
         a.disconnect(B, new CmMessage.Disconnect(10, 20, CmMessage.REASON_DESTROYED, 0xaaaa5678));
-        assertThat(db.events.poll(5, TimeUnit.SECONDS)).isEqualTo("disconnect 20 10 " + CmMessage.REASON_DESTROYED + " aaaa5678");
+        assertThat(db.events.poll(5, TimeUnit.SECONDS))
+                .isEqualTo("disconnect 20 10 " + CmMessage.REASON_DESTROYED + " aaaa5678");
         assertThat(a.authRefusals() + b.authRefusals()).isZero();
     }
 
@@ -98,8 +99,11 @@ class ConnectionManagerAuthTest {
         b = ConnectionManager.start(B, config(port, 600), db, OTHER);
         db.exists.put(20, true);
         db.rtr.put(20, ConnectionManagerTest.ep(20, 10, 2));
-        assertThatThrownBy(() -> a.connect(B, ConnectionManagerTest.ep(10, 20, 1)).get(5, TimeUnit.SECONDS))
-                .isInstanceOf(ExecutionException.class).cause().isInstanceOf(CmRejectedException.class)
+        assertThatThrownBy(
+                        () -> a.connect(B, ConnectionManagerTest.ep(10, 20, 1)).get(5, TimeUnit.SECONDS))
+                .isInstanceOf(ExecutionException.class)
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
                 .hasMessageContaining("refused: wrong proof");
         assertThat(a.authRefusals()).isPositive();
         assertThat(b.authRefusals()).isPositive();
@@ -116,10 +120,16 @@ class ConnectionManagerAuthTest {
         db.rtr.put(20, ConnectionManagerTest.ep(20, 10, 2));
         da.exists.put(11, true);
         da.rtr.put(11, ConnectionManagerTest.ep(11, 21, 3));
-        assertThatThrownBy(() -> a.connect(B, ConnectionManagerTest.ep(10, 20, 1)).get(5, TimeUnit.SECONDS))
-                .cause().isInstanceOf(CmRejectedException.class).hasMessageContaining("refused");
-        assertThatThrownBy(() -> b.connect(A, ConnectionManagerTest.ep(21, 11, 4)).get(5, TimeUnit.SECONDS))
-                .cause().isInstanceOf(CmRejectedException.class).hasMessageContaining("refused");
+        assertThatThrownBy(
+                        () -> a.connect(B, ConnectionManagerTest.ep(10, 20, 1)).get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
+                .hasMessageContaining("refused");
+        assertThatThrownBy(
+                        () -> b.connect(A, ConnectionManagerTest.ep(21, 11, 4)).get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
+                .hasMessageContaining("refused");
         assertThat(a.authRefusals()).isPositive();
         assertThat(b.authRefusals()).isPositive();
         assertThat(db.learned).isEmpty();
@@ -197,8 +207,12 @@ class ConnectionManagerAuthTest {
         byte[] bNonce = peer.nonce();
         CmMessage.Hello hello = new CmMessage.Hello(CmCodec.VERSION, CmMessage.CAP_AUTH, 0xb001, 0, 50, B);
         // A genuine daemon at B: its proof covers A's nonce of this connection.
-        Attempt genuine = attempt(port, hello, aNonce -> frames(new CmMessage.AuthChallenge(bNonce),
-                new CmMessage.AuthProof(peer.proof(true, hello, bNonce, aNonce))));
+        Attempt genuine = attempt(
+                port,
+                hello,
+                aNonce -> frames(
+                        new CmMessage.AuthChallenge(bNonce),
+                        new CmMessage.AuthProof(peer.proof(true, hello, bNonce, aNonce))));
         assertThat(genuine.ponged()).as("A took the genuine handshake").isTrue();
         assertThat(a.authRefusals()).isZero();
 
@@ -208,20 +222,24 @@ class ConnectionManagerAuthTest {
         assertThat(a.authRefusals()).isEqualTo(1);
 
         // A new boot id with the recorded proof: no restart is faked.
-        byte[] recordedProof = java.util.Arrays.copyOfRange(genuine.sent(), genuine.sent().length
-                - CmMessage.AuthProof.MAC_BYTES, genuine.sent().length);
+        byte[] recordedProof = java.util.Arrays.copyOfRange(
+                genuine.sent(), genuine.sent().length - CmMessage.AuthProof.MAC_BYTES, genuine.sent().length);
         CmMessage.Hello restarted = new CmMessage.Hello(CmCodec.VERSION, CmMessage.CAP_AUTH, 0xb002, 0, 50, B);
-        Attempt fake = attempt(port, restarted, aNonce -> frames(new CmMessage.AuthChallenge(bNonce),
-                new CmMessage.AuthProof(recordedProof)));
+        Attempt fake = attempt(
+                port,
+                restarted,
+                aNonce -> frames(new CmMessage.AuthChallenge(bNonce), new CmMessage.AuthProof(recordedProof)));
         assertThat(fake.ponged()).isFalse();
         assertThat(a.authRefusals()).isEqualTo(2);
         assertThat(da.events.poll()).as("no peer loss, no restart").isNull();
 
         // A message before the proof, and a HELLO without the capability: refused too.
         assertThat(attempt(port, hello, aNonce -> frames(new CmMessage.AuthChallenge(bNonce), new CmMessage.Ping(1)))
-                .ponged()).isFalse();
+                        .ponged())
+                .isFalse();
         assertThat(attempt(port, new CmMessage.Hello(CmCodec.VERSION, 0, 0xb001, 0, 50, B), aNonce -> new byte[0])
-                .ponged()).isFalse();
+                        .ponged())
+                .isFalse();
         assertThat(a.authRefusals()).isEqualTo(4);
         assertThat(da.events.poll()).isNull();
     }
@@ -238,7 +256,9 @@ class ConnectionManagerAuthTest {
         for (int i = 0; i < 500 && a.peerConnected(B); i++) {
             Thread.sleep(10);
         }
-        assertThat(a.peerConnected(B)).as("A saw the old instance's connection close").isFalse();
+        assertThat(a.peerConnected(B))
+                .as("A saw the old instance's connection close")
+                .isFalse();
         FakeDaemon db2 = new FakeDaemon();
         db2.exists.put(21, true);
         db2.rtr.put(21, ConnectionManagerTest.ep(21, 11, 3));
@@ -258,12 +278,15 @@ class ConnectionManagerAuthTest {
         assertThat(CmAuth.loadSecret(f)).isEqualTo(SECRET);
 
         Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-r-----"));
-        assertThatThrownBy(() -> CmAuth.loadSecret(f)).isInstanceOf(IOException.class)
-                .hasMessageContaining("accessible to group or others").hasMessageContaining("chmod 600");
+        assertThatThrownBy(() -> CmAuth.loadSecret(f))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("accessible to group or others")
+                .hasMessageContaining("chmod 600");
         Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-------"));
 
         Files.setAttribute(f, "unix:uid", 65534);
-        assertThatThrownBy(() -> CmAuth.loadSecret(f)).hasMessageContaining("owned by uid 65534")
+        assertThatThrownBy(() -> CmAuth.loadSecret(f))
+                .hasMessageContaining("owned by uid 65534")
                 .hasMessageContaining("must be owned by root");
         Files.setAttribute(f, "unix:uid", 0);
 

@@ -105,7 +105,9 @@ class ConnectionManagerExtensionTest {
             assertThat(first[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
             CmMessage.Hello h = (CmMessage.Hello) CmCodec.decode(Unpooled.wrappedBuffer(first), first.length);
             assertThat(h.version()).as("A announces the version it speaks").isEqualTo(3);
-            assertThat(h.capabilities()).as("no capability is defined in version 3").isZero();
+            assertThat(h.capabilities())
+                    .as("no capability is defined in version 3")
+                    .isZero();
             // The connection lives on: A answers the PING (a heartbeat PING of A may come first).
             for (int i = 0; i < 4; i++) {
                 byte[] f = readFrame(s.getInputStream());
@@ -148,7 +150,7 @@ class ConnectionManagerExtensionTest {
 
     /** The next PING A sends on {@code s} (other frames are skipped). */
     private static CmMessage.Ping nextPing(Socket s) throws IOException {
-        for (;;) {
+        for (; ; ) {
             byte[] f = readFrame(s.getInputStream());
             if (CmCodec.decode(Unpooled.wrappedBuffer(f), f.length) instanceof CmMessage.Ping p) {
                 return p;
@@ -163,7 +165,8 @@ class ConnectionManagerExtensionTest {
         // redial instead, and a CONNECT queued meanwhile timed out; found by the conformance suite).
         int port = portFreeOnBoth();
         a = ConnectionManager.start(A, new ConnectionManager.Config(port, 100, 30_000, 2000), new Quiet());
-        try (Socket older = raw(port); Socket newer = raw(port)) {
+        try (Socket older = raw(port);
+                Socket newer = raw(port)) {
             older.getOutputStream().write(hello(CmCodec.VERSION, 0));
             assertThat(readFrame(older.getInputStream())[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
             newer.getOutputStream().write(hello(CmCodec.VERSION, 0));

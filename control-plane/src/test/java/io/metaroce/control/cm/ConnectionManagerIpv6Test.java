@@ -81,7 +81,9 @@ class ConnectionManagerIpv6Test {
             InputStream in = s.getInputStream();
             byte[] hello = in.readNBytes(CmCodec.HELLO_SIZE);
             assertThat(hello[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
-            assertThat(ByteBuffer.wrap(hello, 28, 4).getInt()).as("served address over IPv6").isZero();
+            assertThat(ByteBuffer.wrap(hello, 28, 4).getInt())
+                    .as("served address over IPv6")
+                    .isZero();
             // Frames until the PONG of our PING (the manager's own PINGs may come first): it read
             // our PING, so it took our HELLO.
             while (true) {
@@ -103,7 +105,9 @@ class ConnectionManagerIpv6Test {
         try (Socket s = dial()) {
             s.getOutputStream().write(frame(new CmMessage.Hello(CmCodec.VERSION, 0, 42, 0, 50, 0x7f000001)));
             byte[] got = s.getInputStream().readNBytes(64);
-            assertThat(got.length).as("bytes before the manager closed the connection").isEqualTo(CmCodec.HELLO_SIZE);
+            assertThat(got.length)
+                    .as("bytes before the manager closed the connection")
+                    .isEqualTo(CmCodec.HELLO_SIZE);
             assertThat(got[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
         }
     }

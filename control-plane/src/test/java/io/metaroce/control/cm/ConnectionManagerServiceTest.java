@@ -20,6 +20,7 @@ class ConnectionManagerServiceTest {
     static final ConnectionManager.Config FAST = new ConnectionManager.Config(24793, 50, 300, 2000);
     /** Everything else: no peer is lost in the middle of a test when the machine stalls a JVM. */
     static final ConnectionManager.Config STEADY = new ConnectionManager.Config(24793, 50, 30_000, 2000);
+
     static final byte[] GID_A = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, 127, 0, 0, 1};
     static final byte[] GID_B = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, 127, 0, 0, 2};
 
@@ -92,8 +93,11 @@ class ConnectionManagerServiceTest {
         assertThat(new String(reply.privateData(), StandardCharsets.US_ASCII)).isEqualTo("from B");
         accepted.get(5, TimeUnit.SECONDS); // the requester's SVC_READY arrived
         // answered: a second accept of the same request fails
-        assertThatThrownBy(() -> b.acceptService(A, r.requestId(), 1, 1, GID_B, new byte[0]).get(5, TimeUnit.SECONDS))
-                .cause().isInstanceOf(CmRejectedException.class).hasMessageContaining("is gone");
+        assertThatThrownBy(() -> b.acceptService(A, r.requestId(), 1, 1, GID_B, new byte[0])
+                        .get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
+                .hasMessageContaining("is gone");
     }
 
     @Test
@@ -106,7 +110,8 @@ class ConnectionManagerServiceTest {
         assertThat(rej.reason()).isEqualTo(CmMessage.SVC_REJECTED);
         assertThat(new String(rej.privateData(), StandardCharsets.US_ASCII)).isEqualTo("not today");
 
-        CmMessage none = a.requestService(B, 8, 1, 2, GID_A, new byte[0], 60_000).get(5, TimeUnit.SECONDS);
+        CmMessage none =
+                a.requestService(B, 8, 1, 2, GID_A, new byte[0], 60_000).get(5, TimeUnit.SECONDS);
         assertThat(none).isEqualTo(new CmMessage.SvcReject(2, CmMessage.SVC_NO_LISTENER, new byte[0]));
     }
 
@@ -115,11 +120,15 @@ class ConnectionManagerServiceTest {
         both(STEADY, STEADY);
         CompletableFuture<CmMessage> call = a.requestService(B, 7, 1, 2, GID_A, new byte[0], 300);
         CmMessage.SvcRequest r = sb.requests.poll(5, TimeUnit.SECONDS);
-        assertThatThrownBy(() -> call.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(CmRejectedException.class)
+        assertThatThrownBy(() -> call.get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
                 .hasMessageContaining("within 300 ms");
         assertThat(sb.cancels.poll(5, TimeUnit.SECONDS)).isEqualTo(r.requestId() + " " + CmMessage.SVC_TIMEOUT);
-        assertThatThrownBy(() -> b.acceptService(A, r.requestId(), 1, 1, GID_B, new byte[0]).get(5, TimeUnit.SECONDS))
-                .cause().isInstanceOf(CmRejectedException.class)
+        assertThatThrownBy(() -> b.acceptService(A, r.requestId(), 1, 1, GID_B, new byte[0])
+                        .get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
                 .satisfies(e -> assertThat(((CmRejectedException) e).reason()).isEqualTo(CmMessage.REASON_DESTROYED));
 
         CompletableFuture<CmMessage> call2 = a.requestService(B, 7, 1, 2, GID_A, new byte[0], 60_000);
@@ -135,8 +144,11 @@ class ConnectionManagerServiceTest {
         CmMessage.SvcRequest r = sb.requests.poll(5, TimeUnit.SECONDS);
         call.cancel(false);
         assertThat(sb.cancels.poll(5, TimeUnit.SECONDS)).isNotNull();
-        assertThatThrownBy(() -> b.acceptService(A, r.requestId(), 1, 1, GID_B, new byte[0]).get(5, TimeUnit.SECONDS))
-                .cause().isInstanceOf(CmRejectedException.class).hasMessageContaining("is gone");
+        assertThatThrownBy(() -> b.acceptService(A, r.requestId(), 1, 1, GID_B, new byte[0])
+                        .get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
+                .hasMessageContaining("is gone");
     }
 
     @Test
@@ -149,15 +161,20 @@ class ConnectionManagerServiceTest {
         a = null;
         // B loses A within its peer timeout: the kept request is cancelled
         assertThat(sb.cancels.poll(5, TimeUnit.SECONDS)).isEqualTo(r.requestId() + " " + CmMessage.SVC_CANCELLED);
-        assertThatThrownBy(() -> call.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(CmRejectedException.class)
+        assertThatThrownBy(() -> call.get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
                 .hasMessageContaining("closed");
     }
 
     @Test
     void noPeerDaemonTimesOut() throws Exception {
         a = ConnectionManager.start(A, STEADY, new ConnectionManagerTest.FakeDaemon());
-        assertThatThrownBy(() -> a.requestService(B, 7, 1, 2, GID_A, new byte[0], 400).get(5, TimeUnit.SECONDS))
-                .isInstanceOf(ExecutionException.class).cause().isInstanceOf(CmRejectedException.class)
+        assertThatThrownBy(() ->
+                        a.requestService(B, 7, 1, 2, GID_A, new byte[0], 400).get(5, TimeUnit.SECONDS))
+                .isInstanceOf(ExecutionException.class)
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
                 .hasMessageContaining("no answer from 127.0.0.2 for service 7");
     }
 

@@ -53,7 +53,8 @@ class ConnectionManagerSourceAddressTest {
         public ConnectionManager.Decision onConnect(int peerIp, CmMessage.Endpoint remote) {
             askedBy.put(remote.peerQpn(), peerIp);
             CmMessage.Endpoint local = qps.get(remote.peerQpn());
-            return local == null ? new ConnectionManager.Decision.Reject(CmMessage.REASON_NO_QP)
+            return local == null
+                    ? new ConnectionManager.Decision.Reject(CmMessage.REASON_NO_QP)
                     : new ConnectionManager.Decision.Accept(local);
         }
 
@@ -115,7 +116,9 @@ class ConnectionManagerSourceAddressTest {
             byte[] got = s.getInputStream().readNBytes(64);
             assertThat(got.length).as("bytes before A closed the connection").isEqualTo(CmCodec.HELLO_SIZE);
             assertThat(got[2]).isEqualTo((byte) CmMessage.TYPE_HELLO);
-            assertThat(ByteBuffer.wrap(got, 28, 4).getInt()).as("A announces its served address").isEqualTo(A);
+            assertThat(ByteBuffer.wrap(got, 28, 4).getInt())
+                    .as("A announces its served address")
+                    .isEqualTo(A);
         }
     }
 }

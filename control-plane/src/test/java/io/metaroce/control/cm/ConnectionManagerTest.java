@@ -51,8 +51,8 @@ class ConnectionManagerTest {
 
         @Override
         public void onDisconnect(int peerIp, CmMessage.Disconnect d) {
-            events.add("disconnect " + d.peerQpn() + " " + d.qpn() + " " + d.reason() + " " + Integer.toHexString(d.token())
-                    + (d.placedKnown() ? " placed " + d.placedRsn() : ""));
+            events.add("disconnect " + d.peerQpn() + " " + d.qpn() + " " + d.reason() + " "
+                    + Integer.toHexString(d.token()) + (d.placedKnown() ? " placed " + d.placedRsn() : ""));
         }
 
         @Override
@@ -120,19 +120,24 @@ class ConnectionManagerTest {
     void unknownOrMismatchedQpsAreRejected() throws Exception {
         both();
         assertThatThrownBy(() -> a.connect(B, ep(10, 99, 1)).get(5, TimeUnit.SECONDS))
-                .isInstanceOf(ExecutionException.class).cause().isInstanceOf(CmRejectedException.class)
+                .isInstanceOf(ExecutionException.class)
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
                 .hasMessageContaining("reason " + CmMessage.REASON_NO_QP);
         db.exists.put(20, true);
         db.rtr.put(20, ep(20, 11, 5));
         assertThatThrownBy(() -> a.connect(B, ep(10, 20, 1)).get(5, TimeUnit.SECONDS))
-                .cause().hasMessageContaining("reason " + CmMessage.REASON_MISMATCH);
+                .cause()
+                .hasMessageContaining("reason " + CmMessage.REASON_MISMATCH);
     }
 
     @Test
     void noPeerDaemonTimesOut() throws Exception {
         a = ConnectionManager.start(A, new ConnectionManager.Config(PORT, 50, 300, 400), da);
         assertThatThrownBy(() -> a.connect(B, ep(10, 20, 1)).get(5, TimeUnit.SECONDS))
-                .cause().isInstanceOf(CmRejectedException.class).hasMessageContaining("no answer");
+                .cause()
+                .isInstanceOf(CmRejectedException.class)
+                .hasMessageContaining("no answer");
     }
 
     @Test
@@ -141,8 +146,10 @@ class ConnectionManagerTest {
         db.exists.put(20, true);
         db.rtr.put(20, ep(20, 10, 2));
         a.connect(B, ep(10, 20, 1)).get(5, TimeUnit.SECONDS);
-        a.disconnect(B, new CmMessage.Disconnect(10, 20, CmMessage.REASON_DESTROYED, 0xaaaa,
-                CmMessage.Disconnect.FLAG_PLACED, 0x1234));
+        a.disconnect(
+                B,
+                new CmMessage.Disconnect(
+                        10, 20, CmMessage.REASON_DESTROYED, 0xaaaa, CmMessage.Disconnect.FLAG_PLACED, 0x1234));
         assertThat(db.events.poll(5, TimeUnit.SECONDS))
                 .isEqualTo("disconnect 20 10 " + CmMessage.REASON_DESTROYED + " aaaa placed " + 0x1234);
     }
@@ -178,7 +185,9 @@ class ConnectionManagerTest {
         b.close();
         // Until A sees the old connection closed, a CONNECT goes to the old instance and fails
         // with it when the new one says HELLO (spec 5): wait for that, the restart is what is tested.
-        assertThat(waitFor(() -> !a.peerConnected(B))).as("A saw the old instance's connection close").isTrue();
+        assertThat(waitFor(() -> !a.peerConnected(B)))
+                .as("A saw the old instance's connection close")
+                .isTrue();
         FakeDaemon db2 = new FakeDaemon();
         db2.exists.put(21, true);
         db2.rtr.put(21, ep(21, 11, 3));

@@ -33,6 +33,7 @@ class ServiceTableTest {
     static final int B = ConnectionManagerTest.B;
     /** No peer is lost in the middle of a test when the machine stalls a JVM (30 s peer timeout). */
     static final ConnectionManager.Config STEADY = new ConnectionManager.Config(24794, 50, 30_000, 2000);
+
     static final byte[] GID_A = ConnectionManagerServiceTest.GID_A;
     static final byte[] GID_B = ConnectionManagerServiceTest.GID_B;
     private static final AtomicLong IDS = new AtomicLong(1);
@@ -80,7 +81,9 @@ class ServiceTableTest {
             ByteBuffer copy = ByteBuffer.allocate(payload.remaining()).order(ByteOrder.LITTLE_ENDIAN);
             copy.put(payload.duplicate()).flip();
             if (status != 0) {
-                assertThat(copy.remaining()).as("an error response has no payload").isZero();
+                assertThat(copy.remaining())
+                        .as("an error response has no payload")
+                        .isZero();
             } else {
                 assertThat(copy.remaining()).isEqualTo(ControlProtocol.responseSize(op));
             }
@@ -141,7 +144,11 @@ class ServiceTableTest {
 
     static int bind(ServiceTable t, Session s, int service) {
         int seq = s.next();
-        t.onRequest(s, ControlProtocol.OP_CM_BIND, seq, buf(CmListenReqDescriptor.SIZE).putInt(0, service));
+        t.onRequest(
+                s,
+                ControlProtocol.OP_CM_BIND,
+                seq,
+                buf(CmListenReqDescriptor.SIZE).putInt(0, service));
         return seq;
     }
 
@@ -153,11 +160,16 @@ class ServiceTableTest {
 
     static int connect(ServiceTable t, Session s, int peer, int service, int qpn, int psn, String pd, int timeoutMs) {
         ByteBuffer p = buf(CmConnectReqDescriptor.SIZE);
-        p.order(ByteOrder.BIG_ENDIAN).putInt(CmConnectReqDescriptor.OFF_PEER_IPV4, peer).order(ByteOrder.LITTLE_ENDIAN);
-        p.putInt(CmConnectReqDescriptor.OFF_SERVICE_ID, service).putInt(CmConnectReqDescriptor.OFF_QPN, qpn)
-                .putInt(CmConnectReqDescriptor.OFF_PSN, psn).put(CmConnectReqDescriptor.OFF_GID, GID_A)
+        p.order(ByteOrder.BIG_ENDIAN)
+                .putInt(CmConnectReqDescriptor.OFF_PEER_IPV4, peer)
+                .order(ByteOrder.LITTLE_ENDIAN);
+        p.putInt(CmConnectReqDescriptor.OFF_SERVICE_ID, service)
+                .putInt(CmConnectReqDescriptor.OFF_QPN, qpn)
+                .putInt(CmConnectReqDescriptor.OFF_PSN, psn)
+                .put(CmConnectReqDescriptor.OFF_GID, GID_A)
                 .putInt(CmConnectReqDescriptor.OFF_TIMEOUT_MS, timeoutMs)
-                .putInt(CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length()).put(CmConnectReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
+                .putInt(CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length())
+                .put(CmConnectReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_CONNECT, seq, p);
         return seq;
@@ -170,17 +182,23 @@ class ServiceTableTest {
     }
 
     static int accept(ServiceTable t, Session s, int handle, int qpn, int psn, String pd) {
-        ByteBuffer p = buf(CmAcceptReqDescriptor.SIZE).putInt(CmAcceptReqDescriptor.OFF_REQUEST, handle).putInt(CmAcceptReqDescriptor.OFF_QPN, qpn)
-                .putInt(CmAcceptReqDescriptor.OFF_PSN, psn).put(CmAcceptReqDescriptor.OFF_GID, GID_B)
-                .putInt(CmAcceptReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length()).put(CmAcceptReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
+        ByteBuffer p = buf(CmAcceptReqDescriptor.SIZE)
+                .putInt(CmAcceptReqDescriptor.OFF_REQUEST, handle)
+                .putInt(CmAcceptReqDescriptor.OFF_QPN, qpn)
+                .putInt(CmAcceptReqDescriptor.OFF_PSN, psn)
+                .put(CmAcceptReqDescriptor.OFF_GID, GID_B)
+                .putInt(CmAcceptReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length())
+                .put(CmAcceptReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_ACCEPT, seq, p);
         return seq;
     }
 
     static int reject(ServiceTable t, Session s, int handle, String pd) {
-        ByteBuffer p = buf(CmRejectReqDescriptor.SIZE).putInt(CmRejectReqDescriptor.OFF_REQUEST, handle)
-                .putInt(CmRejectReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length()).put(CmRejectReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
+        ByteBuffer p = buf(CmRejectReqDescriptor.SIZE)
+                .putInt(CmRejectReqDescriptor.OFF_REQUEST, handle)
+                .putInt(CmRejectReqDescriptor.OFF_PRIVATE_DATA_LEN, pd.length())
+                .put(CmRejectReqDescriptor.OFF_PRIVATE_DATA, ascii(pd));
         int seq = s.next();
         t.onRequest(s, ControlProtocol.OP_CM_REJECT, seq, p);
         return seq;
@@ -206,17 +224,24 @@ class ServiceTableTest {
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 18516, 0), 0);
         int get = getRequest(b, server, 5000);
         ByteBuffer p = buf(CmConnectReqDescriptor.SIZE);
-        p.put(CmConnectReqDescriptor.OFF_PEER_IPV6, IpAddr.gid(B)).putInt(CmConnectReqDescriptor.OFF_SERVICE_ID, 18516)
-                .putInt(CmConnectReqDescriptor.OFF_QPN, 0x11).put(CmConnectReqDescriptor.OFF_GID, GID_A);
+        p.put(CmConnectReqDescriptor.OFF_PEER_IPV6, IpAddr.gid(B))
+                .putInt(CmConnectReqDescriptor.OFF_SERVICE_ID, 18516)
+                .putInt(CmConnectReqDescriptor.OFF_QPN, 0x11)
+                .put(CmConnectReqDescriptor.OFF_GID, GID_A);
         int conn = client.next();
         a.onRequest(client, ControlProtocol.OP_CM_CONNECT, conn, p);
         Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, get, 0);
         byte[] peer = new byte[16];
         req.payload().get(CmRequestDescriptor.OFF_PEER_IPV6, peer);
         assertThat(peer).isEqualTo(IpAddr.gid(A));
-        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequestDescriptor.OFF_PEER_IPV4)).isEqualTo(A);
+        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequestDescriptor.OFF_PEER_IPV4))
+                .isEqualTo(A);
         req.payload().order(ByteOrder.LITTLE_ENDIAN);
-        expect(server, ControlProtocol.OP_CM_REJECT, reject(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), "no"), 0);
+        expect(
+                server,
+                ControlProtocol.OP_CM_REJECT,
+                reject(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), "no"),
+                0);
         Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
         assertThat(r.i(CmConnectRespDescriptor.OFF_RESULT)).isEqualTo(ControlProtocol.CM_REJECTED);
         // neither address: EINVAL
@@ -234,12 +259,14 @@ class ServiceTableTest {
         assertThat(req.i(CmRequestDescriptor.OFF_SERVICE_ID)).isEqualTo(18515);
         assertThat(req.i(CmRequestDescriptor.OFF_QPN)).isEqualTo(0x11);
         assertThat(req.i(CmRequestDescriptor.OFF_PSN)).isEqualTo(0x222);
-        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequestDescriptor.OFF_PEER_IPV4)).isEqualTo(A);
+        assertThat(req.payload().order(ByteOrder.BIG_ENDIAN).getInt(CmRequestDescriptor.OFF_PEER_IPV4))
+                .isEqualTo(A);
         req.payload().order(ByteOrder.LITTLE_ENDIAN);
         byte[] gid = new byte[16];
         req.payload().get(CmRequestDescriptor.OFF_GID, gid);
         assertThat(gid).isEqualTo(GID_A);
-        assertThat(req.privateData(CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA)).isEqualTo("hello from A");
+        assertThat(req.privateData(CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA))
+                .isEqualTo("hello from A");
         assertThat(client.responses).isEmpty();
         int acc = accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 0x33, 0x444, "welcome, from B");
         Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
@@ -248,7 +275,8 @@ class ServiceTableTest {
         assertThat(r.i(CmConnectRespDescriptor.OFF_PSN)).isEqualTo(0x444);
         r.payload().get(CmConnectRespDescriptor.OFF_GID, gid);
         assertThat(gid).isEqualTo(GID_B);
-        assertThat(r.privateData(CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA))
+        assertThat(r.privateData(
+                        CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA))
                 .isEqualTo("welcome, from B");
         expect(server, ControlProtocol.OP_CM_ACCEPT, acc, 0); // after the requester's SVC_READY
         assertThat(b.kept()).isZero();
@@ -262,13 +290,21 @@ class ServiceTableTest {
         expect(server, ControlProtocol.OP_CM_LISTEN, listen(b, server, 7, 0), 0);
         int conn = connect(a, client, B, 7, 1, 2, "", 0);
         Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
-        expect(server, ControlProtocol.OP_CM_REJECT, reject(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), "full, sorry"), 0);
+        expect(
+                server,
+                ControlProtocol.OP_CM_REJECT,
+                reject(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), "full, sorry"),
+                0);
         Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
         assertThat(r.i(CmConnectRespDescriptor.OFF_RESULT)).isEqualTo(ControlProtocol.CM_REJECTED);
-        assertThat(r.privateData(CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA))
+        assertThat(r.privateData(
+                        CmConnectRespDescriptor.OFF_PRIVATE_DATA_LEN, CmConnectRespDescriptor.OFF_PRIVATE_DATA))
                 .isEqualTo("full, sorry");
         // answered: the handle is gone
-        expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 1, 1, ""),
+        expect(
+                server,
+                ControlProtocol.OP_CM_ACCEPT,
+                accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 1, 1, ""),
                 Errno.ENOENT);
     }
 
@@ -296,7 +332,10 @@ class ServiceTableTest {
         expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, 0, 5, 1, 2, "", 0), Errno.EINVAL);
         expect(s2, ControlProtocol.OP_CM_CONNECT, connect(a, s2, B, 0, 1, 2, "", 0), Errno.EINVAL);
         ByteBuffer big = buf(CmConnectReqDescriptor.SIZE);
-        big.order(ByteOrder.BIG_ENDIAN).putInt(0, B).order(ByteOrder.LITTLE_ENDIAN).putInt(4, 5)
+        big.order(ByteOrder.BIG_ENDIAN)
+                .putInt(0, B)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putInt(4, 5)
                 .putInt(CmConnectReqDescriptor.OFF_PRIVATE_DATA_LEN, 193);
         a.onRequest(s2, ControlProtocol.OP_CM_CONNECT, 77, big);
         expect(s2, ControlProtocol.OP_CM_CONNECT, 77, Errno.EINVAL);
@@ -351,7 +390,10 @@ class ServiceTableTest {
         assertThat(a.connecting()).isZero();
         waitFor(() -> b.kept() == 0); // the cancel reached B
         assertThat(b.kept()).isZero();
-        Response acc = expect(server, ControlProtocol.OP_CM_ACCEPT, accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 3, 3, ""),
+        Response acc = expect(
+                server,
+                ControlProtocol.OP_CM_ACCEPT,
+                accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 3, 3, ""),
                 Errno.ECONNABORTED);
         assertThat(acc.payload().remaining()).isZero();
     }
@@ -425,7 +467,8 @@ class ServiceTableTest {
         assertThat(b.held()).isZero();
         Response req = expect(server, ControlProtocol.OP_CM_GET_REQUEST, getRequest(b, server, 5000), 0);
         assertThat(req.i(CmRequestDescriptor.OFF_QPN)).isEqualTo(0x15);
-        assertThat(req.privateData(CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA)).isEqualTo("early");
+        assertThat(req.privateData(CmRequestDescriptor.OFF_PRIVATE_DATA_LEN, CmRequestDescriptor.OFF_PRIVATE_DATA))
+                .isEqualTo("early");
         int acc = accept(b, server, req.i(CmRequestDescriptor.OFF_REQUEST), 0x35, 0x45, "late welcome");
         Response r = expect(client, ControlProtocol.OP_CM_CONNECT, conn, 0);
         assertThat(r.i(CmConnectRespDescriptor.OFF_RESULT)).isEqualTo(ControlProtocol.CM_ACCEPTED);
@@ -456,7 +499,11 @@ class ServiceTableTest {
             Session server = new Session();
             Session client = new Session();
             expect(server, ControlProtocol.OP_CM_BIND, bind(shortHold, server, 25), 0);
-            expect(client, ControlProtocol.OP_CM_CONNECT, connect(a, client, B, 25, 1, 1, "", 60_000), Errno.ECONNREFUSED);
+            expect(
+                    client,
+                    ControlProtocol.OP_CM_CONNECT,
+                    connect(a, client, B, 25, 1, 1, "", 60_000),
+                    Errno.ECONNREFUSED);
             assertThat(shortHold.kept()).isZero();
             assertThat(shortHold.bound()).as("the bind stays").isEqualTo(1);
         } finally {

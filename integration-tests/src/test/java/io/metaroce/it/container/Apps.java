@@ -21,12 +21,12 @@ import java.util.regex.Pattern;
  */
 final class Apps {
 
-    static final Pattern PINGPONG_BYTES = Pattern.compile(
-            "(?m)^(\\d+) bytes in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) Mbit/sec$");
-    static final Pattern PINGPONG_ITERS = Pattern.compile(
-            "(?m)^(\\d+) iters in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) usec/iter$");
-    static final Pattern INTEGRITY_OK = Pattern.compile(
-            "(?m)^mrce_integrity: OK messages=(\\d+) bytes=(\\d+) checksum=(0x[0-9a-fA-F]+)\\s*$");
+    static final Pattern PINGPONG_BYTES =
+            Pattern.compile("(?m)^(\\d+) bytes in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) Mbit/sec$");
+    static final Pattern PINGPONG_ITERS =
+            Pattern.compile("(?m)^(\\d+) iters in (\\d+\\.\\d+) seconds = (\\d+\\.\\d+) usec/iter$");
+    static final Pattern INTEGRITY_OK =
+            Pattern.compile("(?m)^mrce_integrity: OK messages=(\\d+) bytes=(\\d+) checksum=(0x[0-9a-fA-F]+)\\s*$");
 
     private Apps() {}
 
@@ -59,8 +59,10 @@ final class Apps {
             try {
                 return p.waitFor(timeout);
             } catch (AssertionError e) {
-                throw new AssertionError(e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output()
-                        + "\n" + fabric.diagnostics(), e);
+                throw new AssertionError(
+                        e.getMessage() + "\n--- " + other.name() + " output:\n" + other.output() + "\n"
+                                + fabric.diagnostics(),
+                        e);
             }
         }
 
@@ -83,8 +85,8 @@ final class Apps {
      * starts {@code clientCmd} + the server's management address in {@code client}; both with the
      * provider preloaded.
      */
-    static Pair start(ContainerFabric f, Node server, Node client, int port, List<String> serverCmd,
-            List<String> clientCmd) {
+    static Pair start(
+            ContainerFabric f, Node server, Node client, int port, List<String> serverCmd, List<String> clientCmd) {
         NodeProc s = server.startApp(serverCmd.getFirst() + "-server", serverCmd);
         try {
             boolean up = Wait.until(Duration.ofSeconds(20), () -> server.tcpListening(port) || !s.isAlive());
@@ -104,8 +106,8 @@ final class Apps {
     // --- ibv_rc_pingpong ---
 
     static List<String> pingPongCmd(int port, String... options) {
-        List<String> cmd = new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0", "-p",
-                Integer.toString(port)));
+        List<String> cmd =
+                new ArrayList<>(List.of("ibv_rc_pingpong", "-d", "mrce0", "-g", "0", "-p", Integer.toString(port)));
         cmd.addAll(List.of(options));
         return cmd;
     }
@@ -129,8 +131,11 @@ final class Apps {
         assertThat(out).as("%s output", role).doesNotContain("invalid data");
         Matcher b = PINGPONG_BYTES.matcher(out);
         Matcher i = PINGPONG_ITERS.matcher(out);
-        assertThat(b.find() && i.find()).as("%s printed its result lines: %s", role, context).isTrue();
-        assertThat(Long.parseLong(b.group(1))).as("%s bytes = size * iters * 2", role)
+        assertThat(b.find() && i.find())
+                .as("%s printed its result lines: %s", role, context)
+                .isTrue();
+        assertThat(Long.parseLong(b.group(1)))
+                .as("%s bytes = size * iters * 2", role)
                 .isEqualTo((long) size * iters * 2);
         assertThat(Long.parseLong(i.group(1))).as("%s iters", role).isEqualTo(iters);
         assertThat(Double.parseDouble(i.group(3))).as("%s usec/iter", role).isPositive();
@@ -141,15 +146,27 @@ final class Apps {
     /** What one side of mrce_integrity reported: messages, bytes, checksum of every byte. */
     record Integrity(long messages, long bytes, String checksum) {}
 
-    static Pair startIntegrity(ContainerFabric f, Node server, Node client, int port, int messages, long seed,
-            Duration timeout) {
+    static Pair startIntegrity(
+            ContainerFabric f, Node server, Node client, int port, int messages, long seed, Duration timeout) {
         List<String> cmd = integrityCmd(port, messages, seed, timeout);
         return start(f, server, client, port, cmd, cmd);
     }
 
     private static List<String> integrityCmd(int port, int messages, long seed, Duration timeout) {
-        return List.of("mrce_integrity", "-d", "mrce0", "-g", "0", "-p", Integer.toString(port), "-n",
-                Integer.toString(messages), "-S", Long.toString(seed), "-t", Long.toString(timeout.toSeconds()));
+        return List.of(
+                "mrce_integrity",
+                "-d",
+                "mrce0",
+                "-g",
+                "0",
+                "-p",
+                Integer.toString(port),
+                "-n",
+                Integer.toString(messages),
+                "-S",
+                Long.toString(seed),
+                "-t",
+                Long.toString(timeout.toSeconds()));
     }
 
     /** mrce_integrity's line when a client started with {@code -P N:FILE} waits for FILE. */
@@ -164,11 +181,15 @@ final class Apps {
 
         /** Waits until the client says it paused; fails with both outputs if it died instead. */
         void awaitPaused(Duration timeout) {
-            boolean paused = Wait.until(timeout,
-                    () -> INTEGRITY_PAUSED.matcher(pair.client().output()).find() || !pair.client().isAlive());
+            boolean paused = Wait.until(
+                    timeout,
+                    () -> INTEGRITY_PAUSED.matcher(pair.client().output()).find()
+                            || !pair.client().isAlive());
             if (!paused || !pair.client().isAlive()) {
-                throw new AssertionError("mrce_integrity's client did not pause (alive=" + pair.client().isAlive()
-                        + ")\n--- client:\n" + pair.client().output() + "\n--- server:\n" + pair.server().output()
+                throw new AssertionError("mrce_integrity's client did not pause (alive="
+                        + pair.client().isAlive()
+                        + ")\n--- client:\n" + pair.client().output() + "\n--- server:\n"
+                        + pair.server().output()
                         + "\n" + pair.fabric().diagnostics());
             }
         }
@@ -183,8 +204,15 @@ final class Apps {
         }
     }
 
-    static PausedRun startIntegrityPaused(ContainerFabric f, Node server, Node client, int port, int messages,
-            int pauseAt, long seed, Duration timeout) {
+    static PausedRun startIntegrityPaused(
+            ContainerFabric f,
+            Node server,
+            Node client,
+            int port,
+            int messages,
+            int pauseAt,
+            long seed,
+            Duration timeout) {
         String goFile = "/tmp/mrce-integrity-go-" + port;
         List<String> serverCmd = integrityCmd(port, messages, seed, timeout);
         List<String> clientCmd = new ArrayList<>(serverCmd);
@@ -201,8 +229,13 @@ final class Apps {
         Integrity client = parseIntegrity("client", e.clientExit(), e.clientOutput(), what + e.context());
         assertThat(server.messages()).as("server messages (%s)", what).isEqualTo(messages);
         assertThat(client.messages()).as("client messages (%s)", what).isEqualTo(messages);
-        assertThat(server.bytes()).as("server bytes = client bytes (%s)", what).isEqualTo(client.bytes()).isPositive();
-        assertThat(server.checksum()).as("server checksum = client checksum (%s)", what).isEqualTo(client.checksum());
+        assertThat(server.bytes())
+                .as("server bytes = client bytes (%s)", what)
+                .isEqualTo(client.bytes())
+                .isPositive();
+        assertThat(server.checksum())
+                .as("server checksum = client checksum (%s)", what)
+                .isEqualTo(client.checksum());
         return server;
     }
 
@@ -210,6 +243,9 @@ final class Apps {
         Matcher m = INTEGRITY_OK.matcher(out);
         assertThat(m.find()).as("%s reports OK: %s", role, context).isTrue();
         assertThat(exit).as("%s exit: %s", role, context).isZero();
-        return new Integrity(Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), m.group(3).toLowerCase());
+        return new Integrity(
+                Long.parseLong(m.group(1)),
+                Long.parseLong(m.group(2)),
+                m.group(3).toLowerCase());
     }
 }

@@ -24,6 +24,7 @@ final class ContainerEnv {
     static final String OWNER_LABEL = "io.metaroce.it.owner";
     /** Leaf and management namespaces: {@code mrcect-<jvm pid>-<random>-<role>}. */
     static final String NS_PREFIX = "mrcect-";
+
     private static final Duration IMAGE_BUILD_TIMEOUT = Duration.ofMinutes(10);
     private static String image;
     private static boolean reaped;
@@ -61,7 +62,8 @@ final class ContainerEnv {
     /** The node image, built (or found in the cache) once per JVM by docker/build-image. */
     static synchronized String image() {
         if (image == null) {
-            Proc.Result r = Sh.runOrKill(IMAGE_BUILD_TIMEOUT,
+            Proc.Result r = Sh.runOrKill(
+                    IMAGE_BUILD_TIMEOUT,
                     List.of(Env.root().resolve("docker/build-image").toString(), "--quiet"));
             List<String> lines = r.output().strip().lines().toList();
             if (!r.ok() || lines.isEmpty() || !lines.getLast().startsWith("metaroce/node:")) {
@@ -88,13 +90,18 @@ final class ContainerEnv {
     /** {@link #reapLeftovers()} without the once-per-JVM guard. */
     static void reapNow() {
         DockerClient docker = client();
-        List<Container> ours = docker.listContainersCmd().withShowAll(true)
-                .withLabelFilter(List.of(OWNER_LABEL)).exec();
+        List<Container> ours = docker.listContainersCmd()
+                .withShowAll(true)
+                .withLabelFilter(List.of(OWNER_LABEL))
+                .exec();
         for (Container c : ours) {
             Map<String, String> labels = c.getLabels();
             if (!ownerAlive(labels == null ? null : labels.get(OWNER_LABEL))) {
                 try {
-                    docker.removeContainerCmd(c.getId()).withForce(true).withRemoveVolumes(true).exec();
+                    docker.removeContainerCmd(c.getId())
+                            .withForce(true)
+                            .withRemoveVolumes(true)
+                            .exec();
                 } catch (RuntimeException e) {
                     System.err.println("container fabric: cannot remove leftover container " + c.getId() + ": " + e);
                 }
@@ -103,7 +110,8 @@ final class ContainerEnv {
         Proc.Result list = Sh.runOrKill("ip", "netns", "list");
         for (String line : list.output().lines().toList()) {
             String ns = line.strip().split("\\s+")[0];
-            if (ns.startsWith(NS_PREFIX) && !ownerAlive(ns.substring(NS_PREFIX.length()).split("-")[0])) {
+            if (ns.startsWith(NS_PREFIX)
+                    && !ownerAlive(ns.substring(NS_PREFIX.length()).split("-")[0])) {
                 Sh.runOrKill("ip", "netns", "del", ns);
             }
         }
@@ -112,7 +120,9 @@ final class ContainerEnv {
     private static boolean ownerAlive(String pid) {
         try {
             long owner = Long.parseLong(pid);
-            return owner != ProcessHandle.current().pid() ? ProcessHandle.of(owner).isPresent() : true;
+            return owner != ProcessHandle.current().pid()
+                    ? ProcessHandle.of(owner).isPresent()
+                    : true;
         } catch (NumberFormatException | NullPointerException e) {
             return false;
         }

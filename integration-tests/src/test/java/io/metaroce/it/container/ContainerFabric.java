@@ -165,12 +165,26 @@ final class ContainerFabric implements AutoCloseable {
         var logDir = Env.logDir(testName + "/" + id);
         int k = 1;
         for (String name : leafAHosts) {
-            hosts.put(name, new Node(name, "198.18." + (64 + leafAHosts.indexOf(name)) + ".1", "198.19.0." + k++,
-                    image, id, logDir));
+            hosts.put(
+                    name,
+                    new Node(
+                            name,
+                            "198.18." + (64 + leafAHosts.indexOf(name)) + ".1",
+                            "198.19.0." + k++,
+                            image,
+                            id,
+                            logDir));
         }
         for (String name : leafBHosts) {
-            hosts.put(name, new Node(name, "198.18." + (96 + leafBHosts.indexOf(name)) + ".1", "198.19.0." + k++,
-                    image, id, logDir));
+            hosts.put(
+                    name,
+                    new Node(
+                            name,
+                            "198.18." + (96 + leafBHosts.indexOf(name)) + ".1",
+                            "198.19.0." + k++,
+                            image,
+                            id,
+                            logDir));
         }
         for (Node n : hosts.values()) {
             n.startContainer();
@@ -179,14 +193,23 @@ final class ContainerFabric implements AutoCloseable {
             NetnsFabric.addNamespace(ns, namespaces);
         }
         for (String leaf : List.of(leafA, leafB)) {
-            Sh.check("ip", "netns", "exec", leaf, "sysctl", "-qw", "net.ipv4.ip_forward=1",
-                    "net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
+            Sh.check(
+                    "ip",
+                    "netns",
+                    "exec",
+                    leaf,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv4.ip_forward=1",
+                    "net.ipv4.fib_multipath_hash_policy=1",
+                    "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
                     "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
         }
         Sh.check("ip", "-n", mgmt, "link", "add", "br0", "type", "bridge");
         Sh.check("ip", "-n", mgmt, "link", "set", "br0", "up");
         for (Node n : hosts.values()) {
-            plumbHost(n, leafAHosts.contains(n.name()) ? leafA : leafB, leafAHosts.contains(n.name()) ? "la-h" : "lb-h");
+            plumbHost(
+                    n, leafAHosts.contains(n.name()) ? leafA : leafB, leafAHosts.contains(n.name()) ? "la-h" : "lb-h");
         }
         List<String> towardB = new ArrayList<>(List.of("ip", "-n", leafA, "route", "add", "198.18.96.0/19"));
         List<String> towardA = new ArrayList<>(List.of("ip", "-n", leafB, "route", "add", "198.18.64.0/19"));
@@ -208,15 +231,18 @@ final class ContainerFabric implements AutoCloseable {
     private void plumbHost(Node n, String leaf, String leafIfPrefix) {
         String pid = Long.toString(n.pid());
         Link.End host = new Link.End("host " + n.name(), n.inNetns(), Node.FABRIC_IF);
-        Link.End leafEnd = new Link.End(leaf.equals(leafA) ? "leaf A" : "leaf B", List.of("ip", "netns", "exec", leaf),
+        Link.End leafEnd = new Link.End(
+                leaf.equals(leafA) ? "leaf A" : "leaf B",
+                List.of("ip", "netns", "exec", leaf),
                 leafIfPrefix + n.name());
-        Sh.check(n.inNetns("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1").toArray(String[]::new));
+        Sh.check(n.inNetns("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+                .toArray(String[]::new));
         veth(leaf, leafEnd.ifname(), pid, Node.FABRIC_IF);
         String subnet = n.addr().substring(0, n.addr().lastIndexOf('.'));
         address(host, n.addr() + "/24");
         address(leafEnd, subnet + ".254/24");
-        Sh.check(n.inNetns("ip", "route", "add", "198.18.0.0/15", "via", subnet + ".254").toArray(String[]::new));
+        Sh.check(n.inNetns("ip", "route", "add", "198.18.0.0/15", "via", subnet + ".254")
+                .toArray(String[]::new));
         hostLinks.put(n.name(), new Link("host link " + n.name(), host, leafEnd));
         String bridgePort = "mg-" + n.name();
         veth(mgmt, bridgePort, pid, Node.MGMT_IF);
@@ -226,9 +252,32 @@ final class ContainerFabric implements AutoCloseable {
 
     /** A veth pair, each end created straight in its namespace (a name in /run/netns, or a pid). */
     private void veth(String ns1, String if1, String ns2, String if2) {
-        Sh.check("ip", "link", "add", if1, "netns", ns1, "mtu", Integer.toString(mtu), "numtxqueues", "1",
-                "numrxqueues", "1", "type", "veth", "peer", "name", if2, "netns", ns2, "mtu", Integer.toString(mtu),
-                "numtxqueues", "1", "numrxqueues", "1");
+        Sh.check(
+                "ip",
+                "link",
+                "add",
+                if1,
+                "netns",
+                ns1,
+                "mtu",
+                Integer.toString(mtu),
+                "numtxqueues",
+                "1",
+                "numrxqueues",
+                "1",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                if2,
+                "netns",
+                ns2,
+                "mtu",
+                Integer.toString(mtu),
+                "numtxqueues",
+                "1",
+                "numrxqueues",
+                "1");
     }
 
     private static void address(Link.End e, String cidr) {
@@ -332,7 +381,8 @@ final class ContainerFabric implements AutoCloseable {
     }
 
     private static boolean usable(String leaf, String prefix, String dev) {
-        for (String line : Sh.check("ip", "-n", leaf, "route", "show", prefix).lines().toList()) {
+        for (String line :
+                Sh.check("ip", "-n", leaf, "route", "show", prefix).lines().toList()) {
             if (line.contains(" dev " + dev + " ")) {
                 return !line.contains(" dead") && !line.contains(" linkdown");
             }
@@ -344,7 +394,11 @@ final class ContainerFabric implements AutoCloseable {
     String diagnostics() {
         StringBuilder sb = new StringBuilder();
         for (Node n : hosts.values()) {
-            sb.append("--- mrce-nicd in ").append(n.name()).append(":\n").append(n.daemonLogTail(20)).append('\n');
+            sb.append("--- mrce-nicd in ")
+                    .append(n.name())
+                    .append(":\n")
+                    .append(n.daemonLogTail(20))
+                    .append('\n');
         }
         return sb.toString();
     }

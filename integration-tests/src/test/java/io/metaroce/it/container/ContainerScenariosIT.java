@@ -35,10 +35,13 @@ class ContainerScenariosIT {
     static final String[] DAEMON_ARGS = {"--paths", "32", "--entropy-ports", "1024"};
 
     /** ib_write_bw's result row: #bytes #iterations BW peak BW average MsgRate. */
-    private static final Pattern WRITE_BW_ROW = Pattern.compile("(?m)^\\s*65536\\s+2000\\s+([\\d.]+)\\s+([\\d.]+)\\s+([\\d.]+)");
+    private static final Pattern WRITE_BW_ROW =
+            Pattern.compile("(?m)^\\s*65536\\s+2000\\s+([\\d.]+)\\s+([\\d.]+)\\s+([\\d.]+)");
+
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
     /** Messages of a faulted mrce_integrity run, and after how many of them the fault comes. */
     private static final int MESSAGES = 2000;
+
     private static final int PAUSE_AT = 500;
     private static final AtomicInteger PORT = new AtomicInteger(19100);
     private static ContainerFabric fabric;
@@ -49,7 +52,10 @@ class ContainerScenariosIT {
     @BeforeAll
     static void fabric() {
         ContainerEnv.assumeDocker();
-        fabric = ContainerFabric.builder("ContainerScenariosIT").leafA("A", "C").leafB("B").build();
+        fabric = ContainerFabric.builder("ContainerScenariosIT")
+                .leafA("A", "C")
+                .leafB("B")
+                .build();
         a = fabric.host("A");
         b = fabric.host("B");
         c = fabric.host("C");
@@ -67,7 +73,8 @@ class ContainerScenariosIT {
     void rcPingPongChecksDataAcrossContainers() {
         Counters before = fabric.spineCounters();
         int port = PORT.getAndIncrement();
-        Apps.Exits e = Apps.startPingPong(fabric, b, a, port, "-c", "-n", "1000").finish(RUN_TIMEOUT);
+        Apps.Exits e =
+                Apps.startPingPong(fabric, b, a, port, "-c", "-n", "1000").finish(RUN_TIMEOUT);
         Apps.assertPingPong(e, 4096, 1000, "ibv_rc_pingpong -c -n 1000, A to B");
         Counters carried = fabric.spineCounters().minus(before);
         System.out.printf("ContainerScenariosIT: rc_pingpong: packets per spine link %s%n", carried);
@@ -78,7 +85,18 @@ class ContainerScenariosIT {
     @Test
     void perftestWriteBwAcrossContainers() {
         int port = PORT.getAndIncrement();
-        List<String> cmd = List.of("ib_write_bw", "-d", "mrce0", "-x", "0", "-F", "-s", "65536", "-n", "2000", "-p",
+        List<String> cmd = List.of(
+                "ib_write_bw",
+                "-d",
+                "mrce0",
+                "-x",
+                "0",
+                "-F",
+                "-s",
+                "65536",
+                "-n",
+                "2000",
+                "-p",
                 Integer.toString(port));
         Counters before = fabric.spineCounters();
         Apps.Exits e = Apps.start(fabric, b, a, port, cmd, cmd).finish(RUN_TIMEOUT);
@@ -88,12 +106,15 @@ class ContainerScenariosIT {
         assertThat(row.find()).as("the 65536-byte result row" + e.context()).isTrue();
         assertThat(Double.parseDouble(row.group(2))).as("average MB/s").isPositive();
         Counters carried = fabric.spineCounters().minus(before);
-        System.out.printf("ContainerScenariosIT: ib_write_bw 64 KiB x 2000: %s MB/s average; packets per spine %s%n",
+        System.out.printf(
+                "ContainerScenariosIT: ib_write_bw 64 KiB x 2000: %s MB/s average; packets per spine %s%n",
                 row.group(2), carried);
         // 2000 x 64 KiB in 1 KiB packets: about 131k packets A -> B, sprayed over every spine
         // (health-weighted: not evenly).
         for (int l = 0; l < fabric.spineCount(); l++) {
-            assertThat(carried.aToB()[l]).as("A->B packets on spine %d (%s)", l, carried).isPositive();
+            assertThat(carried.aToB()[l])
+                    .as("A->B packets on spine %d (%s)", l, carried)
+                    .isPositive();
         }
     }
 
@@ -102,9 +123,24 @@ class ContainerScenariosIT {
         int port = PORT.getAndIncrement();
         NodeProc server = b.startApp("rc_pingpong-server", Apps.pingPongCmd(port, "-c", "-n", "500"));
         boolean up = Wait.until(Duration.ofSeconds(20), () -> b.tcpListening(port) || !server.isAlive());
-        assertThat(up && server.isAlive()).as("server listening: " + server.output()).isTrue();
-        NodeProc client = a.start("jverbs-client", List.of("jverbs", "rc-pingpong", "-d", "mrce0", "-g", "0", "-p",
-                Integer.toString(port), "-c", "-n", "500", b.mgmtAddr()));
+        assertThat(up && server.isAlive())
+                .as("server listening: " + server.output())
+                .isTrue();
+        NodeProc client = a.start(
+                "jverbs-client",
+                List.of(
+                        "jverbs",
+                        "rc-pingpong",
+                        "-d",
+                        "mrce0",
+                        "-g",
+                        "0",
+                        "-p",
+                        Integer.toString(port),
+                        "-c",
+                        "-n",
+                        "500",
+                        b.mgmtAddr()));
         Apps.Exits e = new Apps.Pair(fabric, server, client).finish(RUN_TIMEOUT);
         Apps.assertPingPong(e, 4096, 500, "Java rc-pingpong (A) against C ibv_rc_pingpong (B), -c -n 500");
     }
@@ -118,17 +154,28 @@ class ContainerScenariosIT {
         Apps.assertIntegrity(r.exits(), MESSAGES, "1 % loss on spine link " + r.link());
         Counters carried = r.whole();
         DaemonStats stats = a.freshStats();
-        System.out.printf("ContainerScenariosIT: 1 %% loss on spine %d: packets per link %s; the run's paths in A: %s%n",
+        System.out.printf(
+                "ContainerScenariosIT: 1 %% loss on spine %d: packets per link %s; the run's paths in A: %s%n",
                 r.link(), carried, stats.lastClosedQpPaths());
         for (int l = 0; l < fabric.spineCount(); l++) {
-            assertThat(carried.aToB()[l]).as("A->B packets on spine link %d (%s)", l, carried).isPositive();
+            assertThat(carried.aToB()[l])
+                    .as("A->B packets on spine link %d (%s)", l, carried)
+                    .isPositive();
         }
-        assertThat(r.after().aToB()[r.link()]).as("A->B packets on the lossy link after the fault").isPositive();
+        assertThat(r.after().aToB()[r.link()])
+                .as("A->B packets on the lossy link after the fault")
+                .isPositive();
         // The sender saw the loss on its paths and repaired it: per-path losses, retransmissions.
-        assertThat(stats.delta(statsBefore, "pathLosses")).as("A's path losses (%s)", stats.counters()).isPositive();
-        assertThat(stats.lastClosedQpPaths()).as("the run's paths in A").isNotEmpty()
+        assertThat(stats.delta(statsBefore, "pathLosses"))
+                .as("A's path losses (%s)", stats.counters())
+                .isPositive();
+        assertThat(stats.lastClosedQpPaths())
+                .as("the run's paths in A")
+                .isNotEmpty()
                 .anySatisfy(p -> assertThat(p.losses()).isPositive());
-        assertThat(stats.delta(statsBefore, "dataRetransmits")).as("A's retransmissions").isPositive();
+        assertThat(stats.delta(statsBefore, "dataRetransmits"))
+                .as("A's retransmissions")
+                .isPositive();
     }
 
     @Test
@@ -139,23 +186,37 @@ class ContainerScenariosIT {
         Apps.assertIntegrity(r.exits(), MESSAGES, "spine link " + dead + " black-holed mid-transfer");
         Counters after = r.after();
         DaemonStats stats = a.freshStats();
-        System.out.printf("ContainerScenariosIT: after black-holing spine %d: %s; A's counters %s; the run's paths %s%n",
+        System.out.printf(
+                "ContainerScenariosIT: after black-holing spine %d: %s; A's counters %s; the run's paths %s%n",
                 dead, after, stats.counters(), stats.lastClosedQpPaths());
-        assertThat(r.before().aToB()[dead]).as("A->B packets on the link before it was black-holed").isPositive();
+        assertThat(r.before().aToB()[dead])
+                .as("A->B packets on the link before it was black-holed")
+                .isPositive();
         // Drops happen before the count, the apps' TCP is on the management bridge: only ARP and the
         // daemons' connection-manager TCP (heartbeats; the blackhole drops MetaRoCE's UDP only) may cross.
-        assertThat(after.aToB()[dead]).as("A->B packets across the black-holed link (A's CM segments %d)",
-                r.cmSegmentsAtoB()).isLessThanOrEqualTo(20 + r.cmSegmentsAtoB());
-        assertThat(after.bToA()[dead]).as("B->A packets across the black-holed link (B's CM segments %d)",
-                r.cmSegmentsBtoA()).isLessThanOrEqualTo(20 + r.cmSegmentsBtoA());
-        assertThat(after.totalAtoB() - after.aToB()[dead]).as("A->B packets on the live links").isPositive();
+        assertThat(after.aToB()[dead])
+                .as("A->B packets across the black-holed link (A's CM segments %d)", r.cmSegmentsAtoB())
+                .isLessThanOrEqualTo(20 + r.cmSegmentsAtoB());
+        assertThat(after.bToA()[dead])
+                .as("B->A packets across the black-holed link (B's CM segments %d)", r.cmSegmentsBtoA())
+                .isLessThanOrEqualTo(20 + r.cmSegmentsBtoA());
+        assertThat(after.totalAtoB() - after.aToB()[dead])
+                .as("A->B packets on the live links")
+                .isPositive();
         // The transport noticed: the dead link's paths lost packets or timed out, and the data went around.
         assertThat(stats.delta(statsBefore, "pathLosses") + stats.delta(statsBefore, "pathTimeouts"))
-                .as("A's path losses + path timeouts (%s)", stats.counters()).isPositive();
-        assertThat(stats.delta(statsBefore, "dataRetransmits")).as("A's retransmissions").isPositive();
+                .as("A's path losses + path timeouts (%s)", stats.counters())
+                .isPositive();
+        assertThat(stats.delta(statsBefore, "dataRetransmits"))
+                .as("A's retransmissions")
+                .isPositive();
         // Paths whose source port hashed onto the dead link were retired and replaced by new ports.
-        assertThat(stats.delta(statsBefore, "pathRetirements")).as("A's path retirements").isPositive();
-        assertThat(stats.lastClosedQpPaths()).as("the run's paths in A: some were replaced").isNotEmpty()
+        assertThat(stats.delta(statsBefore, "pathRetirements"))
+                .as("A's path retirements")
+                .isPositive();
+        assertThat(stats.lastClosedQpPaths())
+                .as("the run's paths in A: some were replaced")
+                .isNotEmpty()
                 .anySatisfy(p -> assertThat(p.get("replacements")).isPositive());
     }
 
@@ -166,23 +227,31 @@ class ContainerScenariosIT {
         Apps.assertIntegrity(r.exits(), MESSAGES, "spine link " + slow + " limited to 5 Mbit/s");
         Counters before = r.before();
         Counters after = r.after();
-        System.out.printf("ContainerScenariosIT: spine %d at 5 Mbit/s: packets per link before %s, after %s; the run's"
-                + " paths in A %s%n", slow, before, after, a.freshStats().lastClosedQpPaths());
+        System.out.printf(
+                "ContainerScenariosIT: spine %d at 5 Mbit/s: packets per link before %s, after %s; the run's"
+                        + " paths in A %s%n",
+                slow, before, after, a.freshStats().lastClosedQpPaths());
         long others = after.totalAtoB() - after.aToB()[slow];
         long othersAverage = others / (fabric.spineCount() - 1);
-        assertThat(before.aToB()[slow]).as("A->B packets on the busiest link before it was slowed").isPositive();
-        assertThat(othersAverage).as("A->B packets per healthy link after the slowdown (%s)", after).isPositive();
+        assertThat(before.aToB()[slow])
+                .as("A->B packets on the busiest link before it was slowed")
+                .isPositive();
+        assertThat(othersAverage)
+                .as("A->B packets per healthy link after the slowdown (%s)", after)
+                .isPositive();
         // The sender weighs paths by health: the slow link gets less than half of a healthy link's share.
-        assertThat(after.aToB()[slow] * 2).as("A->B packets on the slow link vs the others' average (%s)", after)
+        assertThat(after.aToB()[slow] * 2)
+                .as("A->B packets on the slow link vs the others' average (%s)", after)
                 .isLessThan(othersAverage);
     }
 
     @Test
     void daemonRestartedMidRun() {
-        Apps.Pair run = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 100_000, 0xc0_1004L,
-                Duration.ofSeconds(60));
+        Apps.Pair run =
+                Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 100_000, 0xc0_1004L, Duration.ofSeconds(60));
         Counters start = fabric.spineCounters();
-        boolean flowing = Wait.until(Duration.ofSeconds(60),
+        boolean flowing = Wait.until(
+                Duration.ofSeconds(60),
                 () -> fabric.spineCounters().minus(start).totalAtoB() >= 500 || !run.clientAlive());
         assertThat(flowing && run.clientAlive()).as("the transfer is under way").isTrue();
         b.killDaemon();
@@ -190,7 +259,8 @@ class ContainerScenariosIT {
         Integer serverExit = run.server().tryWait(Duration.ofSeconds(30));
         String serverOut = run.server().output();
         run.close();
-        assertThat(serverExit).as("the server in B ends within 30 s of its daemon's crash; its output:%n%s", serverOut)
+        assertThat(serverExit)
+                .as("the server in B ends within 30 s of its daemon's crash; its output:%n%s", serverOut)
                 .isNotNull();
         assertThat(serverExit).as("the server's exit status").isNotZero();
         assertThat(serverOut).as("the server reports a failure").contains("mrce_integrity: FAIL");
@@ -200,8 +270,12 @@ class ContainerScenariosIT {
         Apps.Exits e = Apps.startIntegrity(fabric, b, a, PORT.getAndIncrement(), 500, 0xc0_1005L, RUN_TIMEOUT)
                 .finish(RUN_TIMEOUT);
         Apps.assertIntegrity(e, 500, "after B's daemon was restarted");
-        Apps.assertPingPong(Apps.startPingPong(fabric, b, a, PORT.getAndIncrement(), "-c", "-n", "200")
-                .finish(RUN_TIMEOUT), 4096, 200, "rc_pingpong after B's daemon was restarted");
+        Apps.assertPingPong(
+                Apps.startPingPong(fabric, b, a, PORT.getAndIncrement(), "-c", "-n", "200")
+                        .finish(RUN_TIMEOUT),
+                4096,
+                200,
+                "rc_pingpong after B's daemon was restarted");
     }
 
     @Test
@@ -229,14 +303,22 @@ class ContainerScenariosIT {
         System.out.printf("ContainerScenariosIT: incast: B's counters %s%n", bAfter.counters());
         // Both transfers landed in B at once: B received at least both payloads' packets.
         long minPackets = (ra.bytes() + rc.bytes()) / 1500;
-        assertThat(bAfter.delta(bBefore, "dataRx")).as("data packets B received").isGreaterThanOrEqualTo(minPackets);
+        assertThat(bAfter.delta(bBefore, "dataRx"))
+                .as("data packets B received")
+                .isGreaterThanOrEqualTo(minPackets);
     }
 
     // --- helpers ---
 
     /** A faulted run: which link, the spine counters at its start, at the fault and at its end; the apps' exits. */
-    private record FaultedRun(int link, Counters start, Counters atFault, Counters end, Apps.Exits exits,
-            long cmSegmentsAtoB, long cmSegmentsBtoA) {
+    private record FaultedRun(
+            int link,
+            Counters start,
+            Counters atFault,
+            Counters end,
+            Apps.Exits exits,
+            long cmSegmentsAtoB,
+            long cmSegmentsBtoA) {
         Counters before() {
             return atFault.minus(start);
         }
@@ -259,8 +341,8 @@ class ContainerScenariosIT {
      */
     private static FaultedRun integrityWithFault(long seed, String what, Consumer<Link> fault) {
         Counters start = fabric.spineCounters();
-        Apps.PausedRun run = Apps.startIntegrityPaused(fabric, b, a, PORT.getAndIncrement(), MESSAGES, PAUSE_AT, seed,
-                RUN_TIMEOUT);
+        Apps.PausedRun run =
+                Apps.startIntegrityPaused(fabric, b, a, PORT.getAndIncrement(), MESSAGES, PAUSE_AT, seed, RUN_TIMEOUT);
         Link faulted = null;
         try {
             run.awaitPaused(RUN_TIMEOUT);
@@ -276,13 +358,14 @@ class ContainerScenariosIT {
             }
             faulted = fabric.spine(busiest);
             fault.accept(faulted);
-            System.out.printf("ContainerScenariosIT: %s spine link %d after %d of %d messages (%s)%n", what, busiest,
-                    PAUSE_AT, MESSAGES, so);
+            System.out.printf(
+                    "ContainerScenariosIT: %s spine link %d after %d of %d messages (%s)%n",
+                    what, busiest, PAUSE_AT, MESSAGES, so);
             run.resume();
             Apps.Exits exits = run.pair().finish(RUN_TIMEOUT);
             Counters end = fabric.spineCounters();
-            return new FaultedRun(busiest, start, atFault, end, exits, a.cmSegmentsOut() - cmA,
-                    b.cmSegmentsOut() - cmB);
+            return new FaultedRun(
+                    busiest, start, atFault, end, exits, a.cmSegmentsOut() - cmA, b.cmSegmentsOut() - cmB);
         } finally {
             run.pair().close();
             if (faulted != null) {

@@ -18,6 +18,7 @@ record DaemonStats(long timeNs, Map<String, Long> counters, List<PathStat> paths
     private static final Pattern COUNTERS = Pattern.compile("\"counters\":\\{([^{}]*)\\}");
     /** A path object: {"id":..,"entropy":..,"state":"..",...}, no nested objects. */
     private static final Pattern PATH = Pattern.compile("\\{\"id\":[^{}]*\\}");
+
     private static final Pattern FIELD = Pattern.compile("\"(\\w+)\":(\"\\w*\"|-?\\d+)");
 
     /** One path of one QP: its UDP source port (entropy), state and what it carried. */
@@ -67,7 +68,10 @@ record DaemonStats(long timeNs, Map<String, Long> counters, List<PathStat> paths
         }
         int closed = json.indexOf("\"closedQps\":[");
         int lastClosed = closed < 0 ? -1 : json.lastIndexOf("{\"qpn\":");
-        return new DaemonStats(Long.parseLong(t.group(1)), Map.copyOf(counters), paths(json),
+        return new DaemonStats(
+                Long.parseLong(t.group(1)),
+                Map.copyOf(counters),
+                paths(json),
                 lastClosed > closed && closed >= 0 ? paths(json.substring(lastClosed)) : List.of());
     }
 

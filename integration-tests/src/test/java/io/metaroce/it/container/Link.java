@@ -67,8 +67,23 @@ final class Link {
         }
         for (End e : List.of(a, b)) {
             Sh.check(e.cmd("tc", "qdisc", "replace", "dev", e.ifname(), "clsact"));
-            Sh.check(e.cmd("tc", "filter", "replace", "dev", e.ifname(), "egress", "pref", "1", "handle", "1",
-                    "bpf", "da", "obj", obj.toString(), "sec", "tc"));
+            Sh.check(e.cmd(
+                    "tc",
+                    "filter",
+                    "replace",
+                    "dev",
+                    e.ifname(),
+                    "egress",
+                    "pref",
+                    "1",
+                    "handle",
+                    "1",
+                    "bpf",
+                    "da",
+                    "obj",
+                    obj.toString(),
+                    "sec",
+                    "tc"));
         }
     }
 
@@ -90,8 +105,20 @@ final class Link {
      */
     void rate(String rate, int latencyMs) {
         for (End e : List.of(a, b)) {
-            Sh.check(e.cmd("tc", "qdisc", "replace", "dev", e.ifname(), "root", "tbf", "rate", rate, "burst",
-                    "32kb", "latency", latencyMs + "ms"));
+            Sh.check(e.cmd(
+                    "tc",
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    e.ifname(),
+                    "root",
+                    "tbf",
+                    "rate",
+                    rate,
+                    "burst",
+                    "32kb",
+                    "latency",
+                    latencyMs + "ms"));
         }
     }
 
@@ -141,7 +168,8 @@ final class Link {
             int colon = line.indexOf(':');
             if (colon > 0 && line.substring(0, colon).strip().equals(ifname)) {
                 String[] f = line.substring(colon + 1).strip().split("\\s+");
-                return Long.parseLong(f[9]); // rx: bytes packets errs drop fifo frame compressed multicast; tx: bytes packets
+                return Long.parseLong(
+                        f[9]); // rx: bytes packets errs drop fifo frame compressed multicast; tx: bytes packets
             }
         }
         throw new IllegalStateException("no " + ifname + " in /proc/net/dev:\n" + procNetDev);

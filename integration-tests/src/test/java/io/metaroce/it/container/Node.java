@@ -30,6 +30,7 @@ final class Node {
     static final String MGMT_IF = "mgmt0";
     /** Where the daemon writes its stats in the container (readable from the host, see {@link #file}). */
     static final String STATS_FILE = "/tmp/nicd-stats.json";
+
     private static final String READY = "mrce-nicd ready:";
     private static final Pattern SEGS_OUT = Pattern.compile("segs_out:(\\d+)");
     private static final Duration DAEMON_READY_TIMEOUT = Duration.ofSeconds(60);
@@ -55,13 +56,17 @@ final class Node {
         this.container = new GenericContainer<>(DockerImageName.parse(image))
                 .withImagePullPolicy(img -> false) // built locally; no registry is reachable
                 .withNetworkMode("none")
-                .withLabel(ContainerEnv.OWNER_LABEL, Long.toString(ProcessHandle.current().pid()))
+                .withLabel(
+                        ContainerEnv.OWNER_LABEL,
+                        Long.toString(ProcessHandle.current().pid()))
                 .withLabel("io.metaroce.it.fabric", fabricId)
                 .withCommand("sleep", "infinity")
                 .withCreateContainerCmdModifier(cmd -> {
                     cmd.withName(fabricId + "-" + name.toLowerCase()).withHostName(name.toLowerCase());
                     // --privileged fails here (CAP_SYS_RESOURCE is not in the bounding set): everything else.
-                    cmd.getHostConfig().withCapAdd(Capability.ALL).withCapDrop(Capability.SYS_RESOURCE)
+                    cmd.getHostConfig()
+                            .withCapAdd(Capability.ALL)
+                            .withCapDrop(Capability.SYS_RESOURCE)
                             .withSecurityOpts(List.of("seccomp=unconfined", "apparmor=unconfined"));
                 });
     }
@@ -109,8 +114,8 @@ final class Node {
 
     /** The container's own binary and environment, in all its namespaces. */
     private List<String> inContainer(List<String> cmd) {
-        List<String> full = new ArrayList<>(List.of("nsenter", "-t", Long.toString(pid), "-a", "-r", "-w", "--",
-                "env", "-i"));
+        List<String> full =
+                new ArrayList<>(List.of("nsenter", "-t", Long.toString(pid), "-a", "-r", "-w", "--", "env", "-i"));
         full.addAll(env);
         full.addAll(cmd);
         return full;
@@ -121,7 +126,8 @@ final class Node {
      * far: they cross the spine too, and no data-path fault drops them.
      */
     long cmSegmentsOut() {
-        Proc.Result r = Sh.runOrKill(Duration.ofSeconds(10), inNetns("ss", "-tinH", "( sport = :4792 or dport = :4792 )"));
+        Proc.Result r =
+                Sh.runOrKill(Duration.ofSeconds(10), inNetns("ss", "-tinH", "( sport = :4792 or dport = :4792 )"));
         long n = 0;
         Matcher m = SEGS_OUT.matcher(r.output());
         while (m.find()) {
@@ -139,8 +145,8 @@ final class Node {
     String check(String... cmd) {
         Proc.Result r = exec(Sh.DEFAULT_TIMEOUT, cmd);
         if (!r.ok()) {
-            throw new IllegalStateException("in " + name + ": `" + String.join(" ", cmd) + "` exited " + r.exit()
-                    + ": " + r.output().strip());
+            throw new IllegalStateException("in " + name + ": `" + String.join(" ", cmd) + "` exited " + r.exit() + ": "
+                    + r.output().strip());
         }
         return r.output();
     }
@@ -176,8 +182,8 @@ final class Node {
         NodeProc d = daemon;
         boolean ready = Wait.until(DAEMON_READY_TIMEOUT, () -> daemonReady() || !d.isAlive());
         if (!ready || !daemonReady()) {
-            throw new AssertionError("mrce-nicd in " + name + " not serving within " + DAEMON_READY_TIMEOUT
-                    + " (alive=" + d.isAlive() + "); its log:\n" + d.output());
+            throw new AssertionError("mrce-nicd in " + name + " not serving within " + DAEMON_READY_TIMEOUT + " (alive="
+                    + d.isAlive() + "); its log:\n" + d.output());
         }
     }
 

@@ -41,8 +41,11 @@ final class NodeProc extends Proc {
     /** SIGKILL to the program and everything it started, then reap. */
     @Override
     public void kill() {
-        List<ProcessHandle> tree = process().toHandle().descendants()
-                .sorted(Comparator.comparingLong(ProcessHandle::pid).reversed()).toList();
+        List<ProcessHandle> tree = process()
+                .toHandle()
+                .descendants()
+                .sorted(Comparator.comparingLong(ProcessHandle::pid).reversed())
+                .toList();
         for (ProcessHandle p : tree) {
             p.destroyForcibly();
         }

@@ -36,9 +36,15 @@ class JverbsDataPathIT extends JverbsFabricTest {
             bytes += len;
         }
         String expected = String.format("OK messages=%d bytes=%d crc=0x%08x", n, bytes, crc.getValue());
-        JverbsFabric.Outcome o = fabric.runPair(18790,
+        JverbsFabric.Outcome o = fabric.runPair(
+                18790,
                 JverbsFabric.javaApp(SendRecvApp.class, "server", "18790", Integer.toString(n), Integer.toString(max)),
-                JverbsFabric.javaApp(SendRecvApp.class, "client", fabric.b().addr(), "18790", Integer.toString(n),
+                JverbsFabric.javaApp(
+                        SendRecvApp.class,
+                        "client",
+                        fabric.b().addr(),
+                        "18790",
+                        Integer.toString(n),
                         Integer.toString(max)),
                 Duration.ofSeconds(300));
         String ctx = o.both() + "\n" + fabric.diagnostics();
@@ -54,14 +60,24 @@ class JverbsDataPathIT extends JverbsFabricTest {
             int exit = p.waitFor(Duration.ofSeconds(120));
             String out = p.output();
             assertThat(out).as(out).contains("10 passed, 0 failed");
-            for (String name : new String[] {"postSendBeforeRtsNamesTheVerbAndErrno", "postRecvInResetNamesTheVerb",
-                "closedQueuePairIsAClearError", "doubleCloseIsANoOp", "closingAProtectionDomainWithALiveMemoryRegionFails",
-                "closingACompletionQueueUnderAQueuePairFails", "heapMemoryCannotBeRegistered",
-                "badModifyNamesIbvModifyQp", "unknownDeviceIsNamed", "badLkeyCompletesWithAnErrorStatus"}) {
+            for (String name : new String[] {
+                "postSendBeforeRtsNamesTheVerbAndErrno",
+                "postRecvInResetNamesTheVerb",
+                "closedQueuePairIsAClearError",
+                "doubleCloseIsANoOp",
+                "closingAProtectionDomainWithALiveMemoryRegionFails",
+                "closingACompletionQueueUnderAQueuePairFails",
+                "heapMemoryCannotBeRegistered",
+                "badModifyNamesIbvModifyQp",
+                "unknownDeviceIsNamed",
+                "badLkeyCompletesWithAnErrorStatus"
+            }) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
-            assertThat(out).contains("ibv_post_send failed: Invalid argument (errno 22)")
-                    .contains("cannot close ProtectionDomain").contains("completed with status LOC_PROT_ERR");
+            assertThat(out)
+                    .contains("ibv_post_send failed: Invalid argument (errno 22)")
+                    .contains("cannot close ProtectionDomain")
+                    .contains("completed with status LOC_PROT_ERR");
             assertThat(exit).as(out).isZero();
         }
     }
@@ -81,7 +97,8 @@ class JverbsDataPathIT extends JverbsFabricTest {
             int exit = p.waitFor(Duration.ofSeconds(300));
             String out = p.output();
             assertThat(exit).as(out).isZero();
-            Matcher m = Pattern.compile("rss warm=(\\d+) end=(\\d+) malloc warm=(\\d+) end=(\\d+) cycles=(\\d+) checked=(\\d+)")
+            Matcher m = Pattern.compile(
+                            "rss warm=(\\d+) end=(\\d+) malloc warm=(\\d+) end=(\\d+) cycles=(\\d+) checked=(\\d+)")
                     .matcher(out);
             assertThat(m.find()).as(out).isTrue();
             long rssWarm = Long.parseLong(m.group(1));
@@ -89,9 +106,14 @@ class JverbsDataPathIT extends JverbsFabricTest {
             long mallocWarm = Long.parseLong(m.group(3));
             long mallocEnd = Long.parseLong(m.group(4));
             assertThat(Long.parseLong(m.group(5))).isEqualTo(120_000);
-            assertThat(Long.parseLong(m.group(6))).as("every message's payload checked").isEqualTo(120_000);
-            assertThat(rssEnd - rssWarm).as("VmRSS growth in KiB over 10^5 cycles: %s", out).isLessThan(1024);
-            assertThat(mallocEnd - mallocWarm).as("malloc'd bytes growth over 10^5 cycles: %s", out)
+            assertThat(Long.parseLong(m.group(6)))
+                    .as("every message's payload checked")
+                    .isEqualTo(120_000);
+            assertThat(rssEnd - rssWarm)
+                    .as("VmRSS growth in KiB over 10^5 cycles: %s", out)
+                    .isLessThan(1024);
+            assertThat(mallocEnd - mallocWarm)
+                    .as("malloc'd bytes growth over 10^5 cycles: %s", out)
                     .isLessThan(256 * 1024);
         }
     }

@@ -10,8 +10,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
-import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -30,18 +30,24 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void echoWithPrivateDataRemoteBufferAndThePeerGoneEvent() {
-        try (Proc server = fabric.start(fabric.b(), "echo-server",
-                JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7201"))) {
+        try (Proc server = fabric.start(
+                fabric.b(), "echo-server", JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7201"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a(), "echo-client",
-                    JverbsFabric.javaApp(EndpointApp.class, "echo-client", fabric.b().addr(), "7201", "500"))) {
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "echo-client",
+                    JverbsFabric.javaApp(
+                            EndpointApp.class, "echo-client", fabric.b().addr(), "7201", "500"))) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 assertThat(ce).as(ctx(server, client)).isZero();
                 assertThat(se).as(ctx(server, client)).isZero();
-                assertThat(client.output()).contains("OK messages=500").contains("closeFailedPendingReceive=true")
+                assertThat(client.output())
+                        .contains("OK messages=500")
+                        .contains("closeFailedPendingReceive=true")
                         .contains("jfrConnect=1 jfrDisconnect=1");
-                assertThat(server.output()).as(ctx(server, client))
+                assertThat(server.output())
+                        .as(ctx(server, client))
                         .contains("ACCEPTED private=hello from the endpoint client remote=65536")
                         .contains("EXPOSED holds the client's RDMA WRITE")
                         .contains("OK echoed=500 DISCONNECTED local=false");
@@ -51,11 +57,14 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void closingAnEndpointUnder64BusyVirtualThreadsEndsThemWithExceptionsNeverACrash() {
-        try (Proc server = fabric.start(fabric.b(), "echo-server-2",
-                JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7206"))) {
+        try (Proc server = fabric.start(
+                fabric.b(), "echo-server-2", JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7206"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a(), "close-during-use",
-                    JverbsFabric.javaApp(EndpointApp.class, "close-during-use", fabric.b().addr(), "7206"))) {
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "close-during-use",
+                    JverbsFabric.javaApp(
+                            EndpointApp.class, "close-during-use", fabric.b().addr(), "7206"))) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 assertThat(ce).as(ctx(server, client)).isZero();
@@ -69,11 +78,14 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void aKilledPeerFailsThePendingFutures() {
-        try (Proc server = fabric.start(fabric.b(), "hold-server",
-                JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7202"))) {
+        try (Proc server = fabric.start(
+                fabric.b(), "hold-server", JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7202"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a(), "dead-peer-client",
-                    JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b().addr(), "7202"))) {
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "dead-peer-client",
+                    JverbsFabric.javaApp(
+                            EndpointApp.class, "dead-peer-client", fabric.b().addr(), "7202"))) {
                 awaitLine(client, "READY");
                 server.close(); // SIGKILL: its daemon announces the QP's end to ours
                 int ce = client.waitFor(Duration.ofSeconds(120));
@@ -81,7 +93,8 @@ class JverbsEndpointIT extends JverbsFabricTest {
                 Matcher m = Pattern.compile("DEAD ms=(\\d+) local=false").matcher(client.output());
                 assertThat(m.find()).as(ctx(server, client)).isTrue();
                 long ms = Long.parseLong(m.group(1));
-                System.out.println("JverbsEndpointIT: the futures failed " + ms + " ms after READY: " + client.output());
+                System.out.println(
+                        "JverbsEndpointIT: the futures failed " + ms + " ms after READY: " + client.output());
                 // the daemon's disconnect grace (1 s) plus the QP's retry budget, with margin for 2 busy cores
                 assertThat(ms).as(client.output()).isLessThan(10_000);
             }
@@ -90,6 +103,7 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     /** The client's RC attributes in the blackhole case: ack timeout 17 (4.096 us * 2^17 = 537 ms), retry_cnt 1. */
     static final int BLACKHOLE_TIMEOUT = 17;
+
     static final int BLACKHOLE_RETRY = 1;
     /**
      * The daemon's own QP timer: its QP RTO never exceeds twice the largest path RTO, and path
@@ -117,17 +131,26 @@ class JverbsEndpointIT extends JverbsFabricTest {
     @Order(Integer.MAX_VALUE)
     void aBlackholedPeerFailsThePendingFuturesWithinTheQpsTimeout() throws Exception {
         long ackBoundMs = localAckTimeoutMs(BLACKHOLE_TIMEOUT, BLACKHOLE_RETRY);
-        assertThat((BLACKHOLE_RETRY + 1) * DAEMON_QP_RTO_MAX_MS).as("the daemon's timers run out before the ACK bound")
+        assertThat((BLACKHOLE_RETRY + 1) * DAEMON_QP_RTO_MAX_MS)
+                .as("the daemon's timers run out before the ACK bound")
                 .isLessThanOrEqualTo(ackBoundMs);
         long limitMs = ackBoundMs + DAEMON_QP_RTO_MAX_MS + SCHEDULING_MARGIN_MS;
         java.nio.file.Path marker = java.nio.file.Files.createTempFile("jverbs-peer-gone", ".marker");
         java.nio.file.Files.delete(marker);
-        try (Proc server = fabric.start(fabric.b(), "hold-server-2",
-                JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7205"))) {
+        try (Proc server = fabric.start(
+                fabric.b(), "hold-server-2", JverbsFabric.javaApp(EndpointApp.class, "hold-server", "7205"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a(), "dead-peer-client-2",
-                    JverbsFabric.javaApp(EndpointApp.class, "dead-peer-client", fabric.b().addr(), "7205",
-                            marker.toString(), Integer.toString(BLACKHOLE_TIMEOUT), Integer.toString(BLACKHOLE_RETRY)))) {
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "dead-peer-client-2",
+                    JverbsFabric.javaApp(
+                            EndpointApp.class,
+                            "dead-peer-client",
+                            fabric.b().addr(),
+                            "7205",
+                            marker.toString(),
+                            Integer.toString(BLACKHOLE_TIMEOUT),
+                            Integer.toString(BLACKHOLE_RETRY)))) {
                 awaitLine(client, "READY");
                 // the endpoint's QP got the attributes the bound is computed from
                 Matcher rc = Pattern.compile("RC timeout=(\\d+) retry=(\\d+)").matcher(client.output());
@@ -141,7 +164,14 @@ class JverbsEndpointIT extends JverbsFabricTest {
                     int ce = client.waitFor(Duration.ofSeconds(120));
                     assertThat(ce).as(ctx(server, client)).isZero();
                 } finally {
-                    Sh.check("ip", "-n", fabric.b().ns(), "link", "set", fabric.b().ifname(), "up");
+                    Sh.check(
+                            "ip",
+                            "-n",
+                            fabric.b().ns(),
+                            "link",
+                            "set",
+                            fabric.b().ifname(),
+                            "up");
                     java.nio.file.Files.deleteIfExists(marker);
                 }
                 Matcher m = Pattern.compile("DEAD ms=(\\d+) local=false").matcher(client.output());
@@ -149,17 +179,20 @@ class JverbsEndpointIT extends JverbsFabricTest {
                 long ms = Long.parseLong(m.group(1));
                 System.out.println("JverbsEndpointIT: blackholed peer: futures failed " + ms + " ms after the send;"
                         + " local ACK timeout " + ackBoundMs + " ms, limit " + limitMs + " ms: " + client.output());
-                assertThat(ms).as("ms from the send to the futures' failure; the QP's local ACK timeout is %d ms"
-                        + " (+ %d ms daemon QP timer + %d ms scheduling)%n%s", ackBoundMs, DAEMON_QP_RTO_MAX_MS,
-                        SCHEDULING_MARGIN_MS, client.output()).isLessThanOrEqualTo(limitMs);
+                assertThat(ms)
+                        .as(
+                                "ms from the send to the futures' failure; the QP's local ACK timeout is %d ms"
+                                        + " (+ %d ms daemon QP timer + %d ms scheduling)%n%s",
+                                ackBoundMs, DAEMON_QP_RTO_MAX_MS, SCHEDULING_MARGIN_MS, client.output())
+                        .isLessThanOrEqualTo(limitMs);
             }
         }
     }
 
     @Test
     void acceptTimesOutAndACloseWakesIt() {
-        try (Proc p = fabric.start(fabric.b(), "accept-timeout",
-                JverbsFabric.javaApp(EndpointApp.class, "accept-timeout", "7203"))) {
+        try (Proc p = fabric.start(
+                fabric.b(), "accept-timeout", JverbsFabric.javaApp(EndpointApp.class, "accept-timeout", "7203"))) {
             int e = p.waitFor(Duration.ofSeconds(60));
             assertThat(e).as(p.output()).isZero();
             assertThat(p.output()).contains("TIMED OUT").contains("OK closeWokeAccept");
@@ -168,19 +201,46 @@ class JverbsEndpointIT extends JverbsFabricTest {
 
     @Test
     void rpcTenThousandVirtualThreadsOverAPoolOfEndpoints() {
-        try (Proc server = fabric.start(fabric.b(), "rpc-server",
-                JverbsFabric.jverbs("rpc-server", "-d", "mrce0", "-p", "7204", "-w", "16", "-s", "512", "-n", "10008"))) {
+        try (Proc server = fabric.start(
+                fabric.b(),
+                "rpc-server",
+                JverbsFabric.jverbs(
+                        "rpc-server", "-d", "mrce0", "-p", "7204", "-w", "16", "-s", "512", "-n", "10008"))) {
             awaitLine(server, "listening on service 7204");
-            try (Proc client = fabric.start(fabric.a(), "rpc-client",
-                    JverbsFabric.jverbs("rpc-client", "-d", "mrce0", "-p", "7204", "-w", "16", "-s", "512", "-t",
-                            "10000", "-c", "1", "-e", "4", "--warmup", "8", "--jfr", fabric.b().addr()))) {
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "rpc-client",
+                    JverbsFabric.jverbs(
+                            "rpc-client",
+                            "-d",
+                            "mrce0",
+                            "-p",
+                            "7204",
+                            "-w",
+                            "16",
+                            "-s",
+                            "512",
+                            "-t",
+                            "10000",
+                            "-c",
+                            "1",
+                            "-e",
+                            "4",
+                            "--warmup",
+                            "8",
+                            "--jfr",
+                            fabric.b().addr()))) {
                 int ce = client.waitFor(Duration.ofSeconds(300));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 System.out.println("JverbsEndpointIT rpc: " + client.output());
                 assertThat(ce).as(ctx(server, client)).isZero();
                 assertThat(se).as(ctx(server, client)).isZero();
-                assertThat(client.output()).as(ctx(server, client)).contains("OK calls=10000 ").contains(" bad=0 ")
-                        .contains("threads=10000 endpoints=4").contains("pinned=0");
+                assertThat(client.output())
+                        .as(ctx(server, client))
+                        .contains("OK calls=10000 ")
+                        .contains(" bad=0 ")
+                        .contains("threads=10000 endpoints=4")
+                        .contains("pinned=0");
                 // the 8 warm-up calls (made before the JFR recording starts) are served too
                 assertThat(server.output()).contains("OK served=10008");
             }

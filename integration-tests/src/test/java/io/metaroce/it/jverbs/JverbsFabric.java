@@ -43,14 +43,28 @@ final class JverbsFabric extends NetnsFabric {
         return f;
     }
 
-
-
     @Override
     protected void build() {
         addNamespace(a.ns());
         addNamespace(b.ns());
-        Sh.check("ip", "link", "add", a.ifname(), "netns", a.ns(), "mtu", str(mtu), "type", "veth", "peer", "name",
-                b.ifname(), "netns", b.ns(), "mtu", str(mtu));
+        Sh.check(
+                "ip",
+                "link",
+                "add",
+                a.ifname(),
+                "netns",
+                a.ns(),
+                "mtu",
+                str(mtu),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                b.ifname(),
+                "netns",
+                b.ns(),
+                "mtu",
+                str(mtu));
         addressUp(a, 24);
         addressUp(b, 24);
     }
@@ -77,8 +91,14 @@ final class JverbsFabric extends NetnsFabric {
         Path r = Env.root();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String cp = r.resolve("java-verbs/target/classes") + ":" + r.resolve("integration-tests/target/test-classes");
-        List<String> cmd = new ArrayList<>(List.of(Env.bin("mrce-run").toString(), java,
-                "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-cp", cp, main.getName()));
+        List<String> cmd = new ArrayList<>(List.of(
+                Env.bin("mrce-run").toString(),
+                java,
+                "--enable-native-access=ALL-UNNAMED",
+                "-XX:+UseSerialGC",
+                "-cp",
+                cp,
+                main.getName()));
         cmd.addAll(List.of(args));
         return cmd;
     }
@@ -86,8 +106,8 @@ final class JverbsFabric extends NetnsFabric {
     /** Exit statuses and outputs of a server/client pair. */
     record Outcome(int serverExit, String serverOutput, int clientExit, String clientOutput) {
         String both() {
-            return "--- server (exit " + serverExit + "):\n" + serverOutput + "\n--- client (exit " + clientExit + "):\n"
-                    + clientOutput;
+            return "--- server (exit " + serverExit + "):\n" + serverOutput + "\n--- client (exit " + clientExit
+                    + "):\n" + clientOutput;
         }
     }
 

@@ -22,8 +22,11 @@ class JverbsOpcodesIT extends JverbsFabricTest {
 
     @Test
     void everyOpcodeBetweenTwoHosts() {
-        JverbsFabric.Outcome o = fabric.runPair(18800, JverbsFabric.javaApp(OpcodesApp.class, "server", "18800"),
-                JverbsFabric.javaApp(OpcodesApp.class, "client", fabric.b().addr(), "18800"), Duration.ofSeconds(180));
+        JverbsFabric.Outcome o = fabric.runPair(
+                18800,
+                JverbsFabric.javaApp(OpcodesApp.class, "server", "18800"),
+                JverbsFabric.javaApp(OpcodesApp.class, "client", fabric.b().addr(), "18800"),
+                Duration.ofSeconds(180));
         String ctx = o.both() + "\n" + fabric.diagnostics();
         assertThat(o.clientOutput()).as(ctx).contains("9 passed, 0 failed");
         assertThat(o.serverOutput()).as(ctx).contains("7 passed, 0 failed");
@@ -35,22 +38,41 @@ class JverbsOpcodesIT extends JverbsFabricTest {
     void sharedReceiveQueue() {
         try (Proc p = fabric.start(fabric.a(), "srq", JverbsFabric.javaApp(OpcodesApp.class, "srq"))) {
             int exit = p.waitFor(Duration.ofSeconds(120));
-            assertThat(p.output()).contains("PASS sharedReceiveQueueFeedsAQueuePair").contains("1 passed, 0 failed");
+            assertThat(p.output())
+                    .contains("PASS sharedReceiveQueueFeedsAQueuePair")
+                    .contains("1 passed, 0 failed");
             assertThat(exit).isZero();
         }
     }
 
     @Test
     void writeBandwidthToolMovesCheckedData() {
-        JverbsFabric.Outcome o = fabric.runPair(18801,
-                JverbsFabric.jverbs("write-bw", "-d", "mrce0", "-g", "0", "-p", "18801", "-s", "65536", "-n", "500", "-c"),
-                JverbsFabric.jverbs("write-bw", "-d", "mrce0", "-g", "0", "-p", "18801", "-s", "65536", "-n", "500", "-c",
+        JverbsFabric.Outcome o = fabric.runPair(
+                18801,
+                JverbsFabric.jverbs(
+                        "write-bw", "-d", "mrce0", "-g", "0", "-p", "18801", "-s", "65536", "-n", "500", "-c"),
+                JverbsFabric.jverbs(
+                        "write-bw",
+                        "-d",
+                        "mrce0",
+                        "-g",
+                        "0",
+                        "-p",
+                        "18801",
+                        "-s",
+                        "65536",
+                        "-n",
+                        "500",
+                        "-c",
                         fabric.b().addr()),
                 Duration.ofSeconds(180));
         String ctx = o.both() + "\n" + fabric.diagnostics();
         assertThat(o.clientExit()).as(ctx).isZero();
         assertThat(o.serverExit()).as(ctx).isZero();
-        assertThat(o.serverOutput()).as(ctx).contains("32768000 bytes in ").contains("500 iters in ")
+        assertThat(o.serverOutput())
+                .as(ctx)
+                .contains("32768000 bytes in ")
+                .contains("500 iters in ")
                 .contains("data OK: 65536 bytes");
         assertThat(o.clientOutput()).as(ctx).contains("32768000 bytes in ");
     }

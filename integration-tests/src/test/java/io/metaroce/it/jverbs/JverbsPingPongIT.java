@@ -21,8 +21,17 @@ class JverbsPingPongIT extends JverbsFabricTest {
     private static final AtomicInteger PORT = new AtomicInteger(18715);
 
     private static List<String> args(int port, int size, int iters, String... extra) {
-        List<String> a = new ArrayList<>(List.of("-d", "mrce0", "-g", "0", "-p", Integer.toString(port), "-s",
-                Integer.toString(size), "-n", Integer.toString(iters)));
+        List<String> a = new ArrayList<>(List.of(
+                "-d",
+                "mrce0",
+                "-g",
+                "0",
+                "-p",
+                Integer.toString(port),
+                "-s",
+                Integer.toString(size),
+                "-n",
+                Integer.toString(iters)));
         a.addAll(List.of(extra));
         return a;
     }
@@ -49,8 +58,11 @@ class JverbsPingPongIT extends JverbsFabricTest {
         int port = PORT.getAndIncrement();
         List<String> a = args(port, size, iters, extra);
         String serverAddr = fabric.b().addr();
-        JverbsFabric.Outcome o = fabric.runPair(port, javaServer ? java(a, null) : c(a, null),
-                javaClient ? java(a, serverAddr) : c(a, serverAddr), RUN);
+        JverbsFabric.Outcome o = fabric.runPair(
+                port,
+                javaServer ? java(a, null) : c(a, null),
+                javaClient ? java(a, serverAddr) : c(a, serverAddr),
+                RUN);
         String ctx = o.both() + "\n" + fabric.diagnostics();
         assertThat(o.clientExit()).as("client exit%n%s", ctx).isZero();
         assertThat(o.serverExit()).as("server exit%n%s", ctx).isZero();

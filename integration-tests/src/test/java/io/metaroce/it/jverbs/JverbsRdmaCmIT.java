@@ -33,18 +33,24 @@ class JverbsRdmaCmIT extends JverbsFabricTest {
 
     @Test
     void javaServerAndJavaClientEchoOverRdmaCm() {
-        try (Proc server = fabric.start(fabric.b(), "cm-echo-server",
-                JverbsFabric.javaApp(EndpointApp.class, "rdmacm:echo-server", "7301"))) {
+        try (Proc server = fabric.start(
+                fabric.b(), "cm-echo-server", JverbsFabric.javaApp(EndpointApp.class, "rdmacm:echo-server", "7301"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a(), "cm-echo-client",
-                    JverbsFabric.javaApp(EndpointApp.class, "rdmacm:echo-client", fabric.b().addr(), "7301", "200"))) {
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "cm-echo-client",
+                    JverbsFabric.javaApp(
+                            EndpointApp.class, "rdmacm:echo-client", fabric.b().addr(), "7301", "200"))) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 assertThat(ce).as(ctx(server, client)).isZero();
                 assertThat(se).as(ctx(server, client)).isZero();
-                assertThat(client.output()).contains("libmetaroce-rdmacm.so").contains("OK messages=200")
+                assertThat(client.output())
+                        .contains("libmetaroce-rdmacm.so")
+                        .contains("OK messages=200")
                         .contains("closeFailedPendingReceive=true");
-                assertThat(server.output()).as(ctx(server, client))
+                assertThat(server.output())
+                        .as(ctx(server, client))
                         .contains("ACCEPTED private=hello from the endpoint client remote=65536")
                         .contains("EXPOSED holds the client's RDMA WRITE")
                         .contains("OK echoed=200 DISCONNECTED local=false");
@@ -54,7 +60,9 @@ class JverbsRdmaCmIT extends JverbsFabricTest {
 
     @Test
     void acceptTimesOutAndACloseWakesItOverRdmaCm() {
-        try (Proc p = fabric.start(fabric.b(), "cm-accept-timeout",
+        try (Proc p = fabric.start(
+                fabric.b(),
+                "cm-accept-timeout",
                 JverbsFabric.javaApp(EndpointApp.class, "rdmacm:accept-timeout", "7302"))) {
             int e = p.waitFor(Duration.ofSeconds(60));
             assertThat(e).as(p.output()).isZero();
@@ -64,18 +72,30 @@ class JverbsRdmaCmIT extends JverbsFabricTest {
 
     @Test
     void nobodyListeningIsRefusedAndAForeignRequestIsRejected() {
-        try (Proc server = fabric.start(fabric.b(), "cm-reject-server",
+        try (Proc server = fabric.start(
+                fabric.b(),
+                "cm-reject-server",
                 JverbsFabric.javaApp(EndpointApp.class, "rdmacm:reject-foreign", "7304"))) {
             awaitLine(server, "LISTENING");
-            try (Proc client = fabric.start(fabric.a(), "cm-reject-client", JverbsFabric.javaApp(RdmaCmClientApp.class,
-                    "refused-and-rejected", fabric.b().addr(), "7399", "7304"))) {
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "cm-reject-client",
+                    JverbsFabric.javaApp(
+                            RdmaCmClientApp.class,
+                            "refused-and-rejected",
+                            fabric.b().addr(),
+                            "7399",
+                            "7304"))) {
                 int ce = client.waitFor(Duration.ofSeconds(60));
                 int se = server.waitFor(Duration.ofSeconds(30));
                 assertThat(ce).as(ctx(server, client)).isZero();
                 assertThat(se).as(ctx(server, client)).isZero();
-                assertThat(client.output()).contains("REFUSED").contains("REJECTED not an endpoint request")
+                assertThat(client.output())
+                        .contains("REFUSED")
+                        .contains("REJECTED not an endpoint request")
                         .contains("OK");
-                assertThat(server.output()).contains("OK rejected a request of " + fabric.a().addr());
+                assertThat(server.output())
+                        .contains("OK rejected a request of " + fabric.a().addr());
             }
         }
     }
@@ -83,11 +103,22 @@ class JverbsRdmaCmIT extends JverbsFabricTest {
     @Test
     void javaClientToTheCRdmaServer() throws IOException {
         Path dbg = Files.createTempFile("jverbs-rdma-server", ".log");
-        try (Proc server = fabric.start(fabric.b(), "rdma_server",
-                List.of("env", "MRCE_RDMACM_DEBUG=" + dbg, JverbsFabric.cProgram().get(0), "rdma_server", "-p", "7303"))) {
-            boolean up = Wait.until(Duration.ofSeconds(30), () -> read(dbg).contains("listen on service") || !server.isAlive());
+        try (Proc server = fabric.start(
+                fabric.b(),
+                "rdma_server",
+                List.of(
+                        "env",
+                        "MRCE_RDMACM_DEBUG=" + dbg,
+                        JverbsFabric.cProgram().get(0),
+                        "rdma_server",
+                        "-p",
+                        "7303"))) {
+            boolean up = Wait.until(
+                    Duration.ofSeconds(30), () -> read(dbg).contains("listen on service") || !server.isAlive());
             assertThat(up && server.isAlive()).as(server.output() + read(dbg)).isTrue();
-            try (Proc client = fabric.start(fabric.a(), "cm-c-client",
+            try (Proc client = fabric.start(
+                    fabric.a(),
+                    "cm-c-client",
                     JverbsFabric.javaApp(RdmaCmClientApp.class, fabric.b().addr(), "7303"))) {
                 int ce = client.waitFor(Duration.ofSeconds(60));
                 int se = server.waitFor(Duration.ofSeconds(30));

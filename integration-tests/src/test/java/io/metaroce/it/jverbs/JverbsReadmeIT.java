@@ -44,19 +44,24 @@ class JverbsReadmeIT extends JverbsFabricTest {
                 import java.time.*;
                 import java.util.concurrent.*;
                 """, "");
-        try (Proc server = fabric.start(fabric.b(), "echo-server",
-                JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7000"))) {
-            boolean listening = Wait.until(Duration.ofSeconds(60),
-                    () -> server.output().contains("LISTENING") || !server.isAlive());
-            assertThat(listening && server.output().contains("LISTENING")).as(server.output()).isTrue();
+        try (Proc server = fabric.start(
+                fabric.b(), "echo-server", JverbsFabric.javaApp(EndpointApp.class, "echo-server", "7000"))) {
+            boolean listening = Wait.until(
+                    Duration.ofSeconds(60), () -> server.output().contains("LISTENING") || !server.isAlive());
+            assertThat(listening && server.output().contains("LISTENING"))
+                    .as(server.output())
+                    .isTrue();
             try (Proc client = fabric.start(fabric.a(), "readme-snippet", cmd)) {
                 int ce = client.waitFor(Duration.ofSeconds(120));
                 int se = server.waitFor(Duration.ofSeconds(60));
                 String ctx = "--- server:\n" + server.output() + "\n--- snippet:\n" + client.output();
                 assertThat(ce).as(ctx).isZero();
                 assertThat(se).as(ctx).isZero();
-                assertThat(client.output()).as(ctx).contains("reply: ping")
-                        .contains("the server exposes RemoteBuffer[0x").contains("65536 bytes");
+                assertThat(client.output())
+                        .as(ctx)
+                        .contains("reply: ping")
+                        .contains("the server exposes RemoteBuffer[0x")
+                        .contains("65536 bytes");
                 assertThat(server.output()).as(ctx).contains("OK echoed=1 DISCONNECTED local=false");
             }
         }
@@ -65,8 +70,12 @@ class JverbsReadmeIT extends JverbsFabricTest {
     @Test
     void theNettyReadmeSnippetRunsAnEchoOverMrce0(@TempDir Path dir) throws Exception {
         // this test's class path holds java-verbs, java-verbs-netty and Netty (through java-verbs-examples)
-        List<String> cmd = compiledSnippet(dir, "netty-snippet", "ReadmeNettySnippet",
-                System.getProperty("java.class.path"), """
+        List<String> cmd = compiledSnippet(
+                dir,
+                "netty-snippet",
+                "ReadmeNettySnippet",
+                System.getProperty("java.class.path"),
+                """
                 import io.metaroce.verbs.endpoint.*;
                 import io.metaroce.verbs.netty.*;
                 import io.netty.bootstrap.*;
@@ -74,7 +83,8 @@ class JverbsReadmeIT extends JverbsFabricTest {
                 import io.netty.channel.*;
                 import java.net.*;
                 import java.nio.charset.*;
-                """, "        System.out.println(\"SNIPPET DONE\");\n");
+                """,
+                "        System.out.println(\"SNIPPET DONE\");\n");
         try (Proc p = fabric.start(fabric.b(), "readme-netty-snippet", cmd)) {
             int e = p.waitFor(Duration.ofSeconds(120));
             assertThat(e).as(p.output()).isZero();
@@ -87,19 +97,36 @@ class JverbsReadmeIT extends JverbsFabricTest {
      * body of {@code main} of class {@code name} (then {@code tail}) against {@code classPath};
      * returns the command that runs it under {@code bin/mrce-run}.
      */
-    private static List<String> compiledSnippet(Path dir, String marker, String name, String classPath,
-            String imports, String tail) throws Exception {
+    private static List<String> compiledSnippet(
+            Path dir, String marker, String name, String classPath, String imports, String tail) throws Exception {
         Matcher m = Pattern.compile("<!-- " + marker + ": run -->\\s*```java\\n(.*?)```", Pattern.DOTALL)
                 .matcher(Files.readString(Env.root().resolve("java-verbs/README.md")));
-        assertThat(m.find()).as("a %s run block in java-verbs/README.md", marker).isTrue();
+        assertThat(m.find())
+                .as("a %s run block in java-verbs/README.md", marker)
+                .isTrue();
         Path src = dir.resolve(name + ".java");
-        Files.writeString(src, imports + "public class " + name + " {\n"
-                + "    public static void main(String[] args) throws Exception {\n" + m.group(1) + tail + "    }\n}\n");
-        int rc = ToolProvider.getSystemJavaCompiler().run(null, new PrintStream(OutputStream.nullOutputStream()),
-                System.err, "-d", dir.toString(), "-cp", classPath, src.toString());
+        Files.writeString(
+                src,
+                imports + "public class " + name + " {\n"
+                        + "    public static void main(String[] args) throws Exception {\n" + m.group(1) + tail
+                        + "    }\n}\n");
+        int rc = ToolProvider.getSystemJavaCompiler()
+                .run(
+                        null,
+                        new PrintStream(OutputStream.nullOutputStream()),
+                        System.err,
+                        "-d",
+                        dir.toString(),
+                        "-cp",
+                        classPath,
+                        src.toString());
         assertThat(rc).as("javac of the README's %s block", marker).isZero();
-        return new ArrayList<>(List.of(Env.bin("mrce-run").toString(),
+        return new ArrayList<>(List.of(
+                Env.bin("mrce-run").toString(),
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", dir + ":" + classPath, name));
+                "--enable-native-access=ALL-UNNAMED",
+                "-cp",
+                dir + ":" + classPath,
+                name));
     }
 }

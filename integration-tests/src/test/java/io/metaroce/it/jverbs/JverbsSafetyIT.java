@@ -21,17 +21,25 @@ class JverbsSafetyIT extends JverbsFabricTest {
         try (Proc p = fabric.start(fabric.a(), "safety", JverbsFabric.javaApp(SafetyApp.class))) {
             int exit = p.waitFor(Duration.ofSeconds(300));
             String out = p.output();
-            for (String name : new String[] {"closingACqWhileAPollerLoopsEndsThePollerWithAnException",
-                "closingAQpWhileAThreadPostsEndsThePosterWithAnException", "closingTheArenaFirstDeregistersATiedRegion",
-                "aPostOverAnUntiedRegionWhoseArenaClosedThrows", "aRegisteredBufferOwnsItsMemory",
+            for (String name : new String[] {
+                "closingACqWhileAPollerLoopsEndsThePollerWithAnException",
+                "closingAQpWhileAThreadPostsEndsThePosterWithAnException",
+                "closingTheArenaFirstDeregistersATiedRegion",
+                "aPostOverAnUntiedRegionWhoseArenaClosedThrows",
+                "aRegisteredBufferOwnsItsMemory",
                 "immediatesArriveInHostOrderAndSnapshotsSurviveTheNextPoll",
-                "pollWithATimeoutReturnsNothingWhenNothingCompletes", "aChannelAwaitTimesOutThenReturnsTheCqOfACompletion",
-                "closingAChannelWakesAVirtualThreadWaitingOnIt", "futuresCompleteFromAPollerPerCq",
-                "rcParametersComeFromConnectOptions", "closingAConnectionDisconnectsAndClosesWhatItOwns",
-                "aDaemonListenerTimesOutAndItsCloseWakesItsAccept", "guardedPostsAndPollsAllocateNothing",
+                "pollWithATimeoutReturnsNothingWhenNothingCompletes",
+                "aChannelAwaitTimesOutThenReturnsTheCqOfACompletion",
+                "closingAChannelWakesAVirtualThreadWaitingOnIt",
+                "futuresCompleteFromAPollerPerCq",
+                "rcParametersComeFromConnectOptions",
+                "closingAConnectionDisconnectsAndClosesWhatItOwns",
+                "aDaemonListenerTimesOutAndItsCloseWakesItsAccept",
+                "guardedPostsAndPollsAllocateNothing",
                 "anSrqBelowItsLimitRaisesAnAsyncEventToAVirtualThread",
                 "closingAContextWakesAVirtualThreadAwaitingAsyncEvents",
-                "aPoolOfRegisteredBuffersCarriesDataAndAllocatesNothing"}) {
+                "aPoolOfRegisteredBuffersCarriesDataAndAllocatesNothing"
+            }) {
                 assertThat(out).as(out).contains("PASS " + name);
             }
             assertThat(out).as(out).contains("17 passed, 0 failed");

@@ -29,19 +29,35 @@ class PidReuseIT {
         Path probe = Env.nativeDir().resolve("mrce_pid_reuse");
         assertThat(probe).as("built by provider-c's make").isExecutable();
         Path script = Env.root().resolve("integration-tests/scripts/pid-reuse.sh");
-        Proc.Result r = Sh.runOrKill(Duration.ofSeconds(180), List.of("unshare", "--pid", "--fork",
-                "--kill-child", "--mount-proc", "--net", "env", "PROBE=" + probe,
-                "PRELOAD=" + Env.nativeDir().resolve("libmetaroce.so"), "bash", script.toString(),
-                dir.toString()));
+        Proc.Result r = Sh.runOrKill(
+                Duration.ofSeconds(180),
+                List.of(
+                        "unshare",
+                        "--pid",
+                        "--fork",
+                        "--kill-child",
+                        "--mount-proc",
+                        "--net",
+                        "env",
+                        "PROBE=" + probe,
+                        "PRELOAD=" + Env.nativeDir().resolve("libmetaroce.so"),
+                        "bash",
+                        script.toString(),
+                        dir.toString()));
         String out = r.output();
-        assertThat(out).as("the attack was staged: same PID").contains("victim pid ")
+        assertThat(out)
+                .as("the attack was staged: same PID")
+                .contains("victim pid ")
                 .doesNotContain("FAIL:");
         String attacker = out.replaceAll("(?s).*attacker pid (\\d+) exited.*", "$1");
         assertThat(out).contains("victim pid " + attacker + "\n");
-        assertThat(out).as("victim's memory").contains("victim " + attacker + ": untouched")
+        assertThat(out)
+                .as("victim's memory")
+                .contains("victim " + attacker + ": untouched")
                 .doesNotContain("CHANGED");
         assertThat(out).as("the child's WRITE of the dead registration").doesNotContain("completion status 0\n");
-        assertThat(out).as("the daemon ended the session at the client's exit")
+        assertThat(out)
+                .as("the daemon ended the session at the client's exit")
                 .contains("exited: its registrations are revoked");
         assertThat(r.exit()).as(out).isZero();
     }

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
  * its ptracer.
  */
 class SocketSquatIT {
-    private static final String SQUATTER = String.join("\n",
+    private static final String SQUATTER = String.join(
+            "\n",
             "import os, socket, sys",
             "s = socket.socket(socket.AF_UNIX)",
             "s.bind(sys.argv[1])",
@@ -39,14 +40,26 @@ class SocketSquatIT {
     @Test
     void theProviderRefusesASocketBoundByAnotherUser(@TempDir Path dir) throws Exception {
         assumeTrue(Env.isRoot(), "needs root to run the squatter as nobody; skipped");
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/python3")) && Files.isExecutable(Path.of("/usr/bin/setpriv")),
+        assumeTrue(
+                Files.isExecutable(Path.of("/usr/bin/python3")) && Files.isExecutable(Path.of("/usr/bin/setpriv")),
                 "needs /usr/bin/python3 and setpriv; skipped");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxrwx"));
         Path sock = dir.resolve("nicd-squat.sock");
         Path received = dir.resolve("received");
-        try (Proc squatter = Proc.start("squatter", dir.resolve("squatter.log"), Map.of(), List.of(
-                "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
-                SQUATTER, sock.toString(), received.toString()))) {
+        try (Proc squatter = Proc.start(
+                "squatter",
+                dir.resolve("squatter.log"),
+                Map.of(),
+                List.of(
+                        "setpriv",
+                        "--reuid=65534",
+                        "--regid=65534",
+                        "--clear-groups",
+                        "/usr/bin/python3",
+                        "-c",
+                        SQUATTER,
+                        sock.toString(),
+                        received.toString()))) {
             long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
             while (!Files.exists(sock) && squatter.isAlive() && System.nanoTime() < deadline) {
                 Thread.onSpinWait();
@@ -54,12 +67,20 @@ class SocketSquatIT {
             assertThat(sock).as(squatter.output()).exists();
             assertThat(Files.getOwner(sock).getName()).isEqualTo("nobody");
 
-            Proc.Result app = Sh.run(Duration.ofSeconds(30), List.of("env", "METAROCE_SOCK=" + sock,
-                    "LD_PRELOAD=" + Env.nativeDir().resolve("libmetaroce.so"), "ibv_devices"));
-            assertThat(app.output()).as("a clear error")
+            Proc.Result app = Sh.run(
+                    Duration.ofSeconds(30),
+                    List.of(
+                            "env",
+                            "METAROCE_SOCK=" + sock,
+                            "LD_PRELOAD=" + Env.nativeDir().resolve("libmetaroce.so"),
+                            "ibv_devices"));
+            assertThat(app.output())
+                    .as("a clear error")
                     .contains("metaroce: refusing " + sock + ": its server runs as uid 65534")
                     .doesNotContain("mrce0");
-            assertThat(squatter.waitFor(Duration.ofSeconds(20))).as(squatter.output()).isZero();
+            assertThat(squatter.waitFor(Duration.ofSeconds(20)))
+                    .as(squatter.output())
+                    .isZero();
             assertThat(Files.readString(received)).as("bytes the squatter got").isEqualTo("0");
         }
     }

@@ -46,11 +46,15 @@ public final class Main {
         System.err.println("usage: jverbs EXAMPLE [options] [server]");
         System.err.println("  rc-pingpong   ibv_rc_pingpong in Java (same options and output; interoperates with it)");
         System.err.println("  write-bw      RDMA WRITE bandwidth between two jverbs");
-        System.err.println("  rpc-server    request/response over endpoints: -d dev -p service [-n requests, then exit]");
-        System.err.println("  rpc-client    -d dev -p service -t threads -c calls-per-thread -e endpoints -w window [--jfr] server");
-        System.err.println("  netty-echo-server  a Netty echo over RDMA channels (--tcp: over TCP epoll): -d dev -p service");
+        System.err.println(
+                "  rpc-server    request/response over endpoints: -d dev -p service [-n requests, then exit]");
+        System.err.println(
+                "  rpc-client    -d dev -p service -t threads -c calls-per-thread -e endpoints -w window [--jfr] server");
+        System.err.println(
+                "  netty-echo-server  a Netty echo over RDMA channels (--tcp: over TCP epoll): -d dev -p service");
         System.err.println("  netty-echo-client  -d dev -p service -n messages -s size -b burst [--tcp] server");
-        System.err.println("  netty-flow-server  a slow reader (auto-read off) over an RDMA channel: -d dev -p service -t bytes -r burst");
+        System.err.println(
+                "  netty-flow-server  a slow reader (auto-read off) over an RDMA channel: -d dev -p service -t bytes -r burst");
         System.err.println("  netty-flow-client  pushes -t bytes while writable: -d dev -p service -t bytes server");
         System.err.println("  devices       the devices, their first port, and where the verbs bind");
     }
@@ -66,14 +70,19 @@ public final class Main {
     }
 
     private static int devices() {
-        System.out.println("ibv_open_device binds to " + Verbs.definingObject("ibv_open_device").orElse("?"));
+        System.out.println("ibv_open_device binds to "
+                + Verbs.definingObject("ibv_open_device").orElse("?"));
         for (Device d : Device.list()) {
             System.out.printf("%-16s node GUID %s%n", d.name(), d.guidString());
             try (Context ctx = d.open()) {
                 PortAttributes p = ctx.queryPort(1);
-                System.out.printf("    port 1: %s, %s, active MTU %s, LID 0x%04x, GID[0] %s%n",
-                        p.isActive() ? "ACTIVE" : "state " + p.state(), p.isEthernet() ? "Ethernet" : "InfiniBand",
-                        p.activeMtu() == null ? "?" : p.activeMtu().bytes(), p.lid(), ctx.queryGid(1, 0));
+                System.out.printf(
+                        "    port 1: %s, %s, active MTU %s, LID 0x%04x, GID[0] %s%n",
+                        p.isActive() ? "ACTIVE" : "state " + p.state(),
+                        p.isEthernet() ? "Ethernet" : "InfiniBand",
+                        p.activeMtu() == null ? "?" : p.activeMtu().bytes(),
+                        p.lid(),
+                        ctx.queryGid(1, 0));
             } catch (RuntimeException e) {
                 System.out.println("    " + e.getMessage());
             }

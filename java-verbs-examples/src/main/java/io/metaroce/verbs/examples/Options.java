@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * A small getopt: short options ({@code -s 4096}, {@code -s4096}, {@code -e}), their long names
@@ -115,5 +114,4 @@ final class Options {
         }
         return m;
     }
-
 }

@@ -85,9 +85,35 @@ public final class RcPingPong {
     int run(String[] args) {
         Options o;
         try {
-            o = new Options(args, "pdismrnlgC", "ec", Options.longs("port", 'p', "ib-dev", 'd', "ib-port", 'i',
-                    "size", 's', "mtu", 'm', "rx-depth", 'r', "iters", 'n', "sl", 'l', "events", 'e', "gid-idx", 'g',
-                    "chk", 'c', "cm", 'C'));
+            o = new Options(
+                    args,
+                    "pdismrnlgC",
+                    "ec",
+                    Options.longs(
+                            "port",
+                            'p',
+                            "ib-dev",
+                            'd',
+                            "ib-port",
+                            'i',
+                            "size",
+                            's',
+                            "mtu",
+                            'm',
+                            "rx-depth",
+                            'r',
+                            "iters",
+                            'n',
+                            "sl",
+                            'l',
+                            "events",
+                            'e',
+                            "gid-idx",
+                            'g',
+                            "chk",
+                            'c',
+                            "cm",
+                            'C'));
         } catch (IllegalArgumentException e) {
             err.println("rc-pingpong: " + e.getMessage());
             usage(err);
@@ -137,16 +163,41 @@ public final class RcPingPong {
             return 1;
         }
         try {
-            return pingPong(o.get('d', null), server, port, ibPort, size, mtu, rxDepth, iters, sl, gidx, events,
-                    validate, cm.equals("daemon"));
+            return pingPong(
+                    o.get('d', null),
+                    server,
+                    port,
+                    ibPort,
+                    size,
+                    mtu,
+                    rxDepth,
+                    iters,
+                    sl,
+                    gidx,
+                    events,
+                    validate,
+                    cm.equals("daemon"));
         } catch (VerbsException | IllegalStateException | IOException e) {
             err.println("rc-pingpong: " + e.getMessage());
             return 1;
         }
     }
 
-    private int pingPong(String dev, String server, int port, int ibPort, int size, Mtu mtu, int rxDepth, int iters,
-            int sl, int gidx, boolean events, boolean validate, boolean daemonCm) throws IOException {
+    private int pingPong(
+            String dev,
+            String server,
+            int port,
+            int ibPort,
+            int size,
+            Mtu mtu,
+            int rxDepth,
+            int iters,
+            int sl,
+            int gidx,
+            boolean events,
+            boolean validate,
+            boolean daemonCm)
+            throws IOException {
         ConnectOptions opts = new ConnectOptions(ibPort, gidx, mtu, sl, ConnectOptions.randomPsn());
         try (Arena arena = Arena.ofShared();
                 Context ctx = Device.open(dev);
@@ -156,10 +207,17 @@ public final class RcPingPong {
             buf.fill((byte) 0x7b);
             try (MemoryRegion mr = pd.register(buf, io.metaroce.verbs.Access.LOCAL_WRITE);
                     CompletionQueue cq = ctx.createCompletionQueue(rxDepth + 1, channel, 0);
-                    QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(1).maxRecvWr(rxDepth)
-                            .maxSendSge(1).maxRecvSge(1));
-                    RecvWorkRequest recv = new RecvWorkRequest(1).wrId(RECV_WRID).sge(mr, 0, size);
-                    SendWorkRequest send = new SendWorkRequest(1).wrId(SEND_WRID).send().sge(mr, 0, size)
+                    QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq)
+                            .maxSendWr(1)
+                            .maxRecvWr(rxDepth)
+                            .maxSendSge(1)
+                            .maxRecvSge(1));
+                    RecvWorkRequest recv =
+                            new RecvWorkRequest(1).wrId(RECV_WRID).sge(mr, 0, size);
+                    SendWorkRequest send = new SendWorkRequest(1)
+                            .wrId(SEND_WRID)
+                            .send()
+                            .sge(mr, 0, size)
                             .signaled(true);
                     WorkCompletions wcs = new WorkCompletions(2)) {
                 if (qp.queryCapabilities().maxInlineData() >= size) {
@@ -183,7 +241,8 @@ public final class RcPingPong {
                     // The daemons carry the endpoints; both sides leave this in RTS.
                     ConnectionService svc = new DaemonConnectionService();
                     if (server != null) {
-                        remote = svc.connect(new InetSocketAddress(InetAddress.getByName(server), port), qp, opts).remote();
+                        remote = svc.connect(new InetSocketAddress(InetAddress.getByName(server), port), qp, opts)
+                                .remote();
                     } else {
                         try (ConnectionService.Listener l = svc.listen(port)) {
                             out.println("  listening on service " + port + " of the local daemon");
@@ -238,8 +297,9 @@ public final class RcPingPong {
                     for (int i = 0; i < ne; i++) {
                         WorkCompletion wc = wcs.get(i);
                         if (!wc.isSuccess()) {
-                            err.printf("Failed status %s (%d) for wr_id %d%n", WorkCompletion.statusString(wc.status()),
-                                    wc.status(), (int) wc.wrId());
+                            err.printf(
+                                    "Failed status %s (%d) for wr_id %d%n",
+                                    WorkCompletion.statusString(wc.status()), wc.status(), (int) wc.wrId());
                             return 1;
                         }
                         switch ((int) wc.wrId()) {
@@ -269,10 +329,18 @@ public final class RcPingPong {
                 long end = System.nanoTime();
                 double usec = (end - start) / 1000.0;
                 long bytes = (long) size * iters * 2;
-                out.println(String.format(Locale.ROOT, "%d bytes in %.2f seconds = %.2f Mbit/sec", bytes,
-                        usec / 1_000_000.0, bytes * 8.0 / usec));
-                out.println(String.format(Locale.ROOT, "%d iters in %.2f seconds = %.2f usec/iter", iters,
-                        usec / 1_000_000.0, usec / iters));
+                out.println(String.format(
+                        Locale.ROOT,
+                        "%d bytes in %.2f seconds = %.2f Mbit/sec",
+                        bytes,
+                        usec / 1_000_000.0,
+                        bytes * 8.0 / usec));
+                out.println(String.format(
+                        Locale.ROOT,
+                        "%d iters in %.2f seconds = %.2f usec/iter",
+                        iters,
+                        usec / 1_000_000.0,
+                        usec / iters));
                 if (server == null && validate) {
                     int bad = 0;
                     for (int i = 0; i < size; i++) {

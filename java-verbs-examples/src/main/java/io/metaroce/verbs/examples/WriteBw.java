@@ -77,8 +77,29 @@ public final class WriteBw {
 
     int run(String[] args) {
         try {
-            Options o = new Options(args, "pdigmsnt", "c", Options.longs("port", 'p', "ib-dev", 'd', "ib-port", 'i',
-                    "gid-idx", 'g', "mtu", 'm', "size", 's', "iters", 'n', "tx-depth", 't', "chk", 'c'));
+            Options o = new Options(
+                    args,
+                    "pdigmsnt",
+                    "c",
+                    Options.longs(
+                            "port",
+                            'p',
+                            "ib-dev",
+                            'd',
+                            "ib-port",
+                            'i',
+                            "gid-idx",
+                            'g',
+                            "mtu",
+                            'm',
+                            "size",
+                            's',
+                            "iters",
+                            'n',
+                            "tx-depth",
+                            't',
+                            "chk",
+                            'c'));
             List<String> pos = o.positional();
             if (pos.size() > 1) {
                 usage(err);
@@ -90,10 +111,21 @@ public final class WriteBw {
             if (size < 1 || iters < 1 || depth < 1) {
                 throw new IllegalArgumentException("size, iters and tx depth must be positive");
             }
-            ConnectOptions opts = new ConnectOptions(o.integer('i', 1), o.integer('g', -1),
-                    Mtu.ofBytes(o.integer('m', 1024)), 0, ConnectOptions.randomPsn());
-            return bandwidth(o.get('d', null), pos.isEmpty() ? null : pos.getFirst(), o.integer('p', 18516), opts, size,
-                    iters, depth, o.has('c'));
+            ConnectOptions opts = new ConnectOptions(
+                    o.integer('i', 1),
+                    o.integer('g', -1),
+                    Mtu.ofBytes(o.integer('m', 1024)),
+                    0,
+                    ConnectOptions.randomPsn());
+            return bandwidth(
+                    o.get('d', null),
+                    pos.isEmpty() ? null : pos.getFirst(),
+                    o.integer('p', 18516),
+                    opts,
+                    size,
+                    iters,
+                    depth,
+                    o.has('c'));
         } catch (IllegalArgumentException | ArithmeticException e) {
             err.println("write-bw: " + e.getMessage());
             usage(err);
@@ -108,8 +140,9 @@ public final class WriteBw {
         return (byte) (i * 31 + 7);
     }
 
-    private int bandwidth(String dev, String server, int port, ConnectOptions opts, int size, int iters, int depth,
-            boolean check) throws IOException {
+    private int bandwidth(
+            String dev, String server, int port, ConnectOptions opts, int size, int iters, int depth, boolean check)
+            throws IOException {
         try (Arena arena = Arena.ofShared();
                 Context ctx = Device.open(dev);
                 ProtectionDomain pd = ctx.allocateProtectionDomain()) {
@@ -122,9 +155,13 @@ public final class WriteBw {
             int access = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
             try (MemoryRegion mr = pd.register(buf, access);
                     CompletionQueue cq = ctx.createCompletionQueue(depth + 2);
-                    QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(depth + 1).maxRecvWr(2));
-                    SendWorkRequest write = new SendWorkRequest(1).sge(mr, 0, size).signaled(true);
-                    SendWorkRequest done = new SendWorkRequest(0).wrId(SEND_DONE_WRID).sendWithImm(iters)
+                    QueuePair qp = pd.createQueuePair(
+                            QueuePair.rc(cq, cq).maxSendWr(depth + 1).maxRecvWr(2));
+                    SendWorkRequest write =
+                            new SendWorkRequest(1).sge(mr, 0, size).signaled(true);
+                    SendWorkRequest done = new SendWorkRequest(0)
+                            .wrId(SEND_DONE_WRID)
+                            .sendWithImm(iters)
                             .signaled(true);
                     RecvWorkRequest recv = new RecvWorkRequest(0).wrId(1);
                     WorkCompletions wcs = new WorkCompletions(32)) {
@@ -146,16 +183,19 @@ public final class WriteBw {
                     });
                 }
                 QpEndpoint remote = QpEndpoint.fromWire(Arrays.copyOf(theirs, QpEndpoint.WIRE_SIZE));
-                String[] extra = new String(theirs, QpEndpoint.WIRE_SIZE, 34, StandardCharsets.US_ASCII).trim().split(":");
+                String[] extra = new String(theirs, QpEndpoint.WIRE_SIZE, 34, StandardCharsets.US_ASCII)
+                        .trim()
+                        .split(":");
                 remoteAddr = Long.parseUnsignedLong(extra[0], 16);
                 rkey = (int) Long.parseLong(extra[1], 16);
                 remoteSize = Integer.parseInt(extra[2], 16);
-                out.println("  remote address: " + remote.describe() + String.format(", buffer 0x%x rkey 0x%x", remoteAddr,
-                        rkey));
+                out.println("  remote address: " + remote.describe()
+                        + String.format(", buffer 0x%x rkey 0x%x", remoteAddr, rkey));
                 long start = System.nanoTime();
                 if (server != null) {
                     if (remoteSize < size) {
-                        throw new IllegalStateException("the server's buffer has " + remoteSize + " bytes, fewer than -s " + size);
+                        throw new IllegalStateException(
+                                "the server's buffer has " + remoteSize + " bytes, fewer than -s " + size);
                     }
                     RcConnector.connect(qp, opts, remote);
                     write.rdmaWrite(remoteAddr, rkey);
@@ -185,10 +225,18 @@ public final class WriteBw {
                 long end = System.nanoTime();
                 double usec = (end - start) / 1000.0;
                 long bytes = (long) size * iters;
-                out.println(String.format(Locale.ROOT, "%d bytes in %.2f seconds = %.2f Mbit/sec", bytes,
-                        usec / 1_000_000.0, bytes * 8.0 / usec));
-                out.println(String.format(Locale.ROOT, "%d iters in %.2f seconds = %.2f usec/iter", iters,
-                        usec / 1_000_000.0, usec / iters));
+                out.println(String.format(
+                        Locale.ROOT,
+                        "%d bytes in %.2f seconds = %.2f Mbit/sec",
+                        bytes,
+                        usec / 1_000_000.0,
+                        bytes * 8.0 / usec));
+                out.println(String.format(
+                        Locale.ROOT,
+                        "%d iters in %.2f seconds = %.2f usec/iter",
+                        iters,
+                        usec / 1_000_000.0,
+                        usec / iters));
                 if (server == null && check) {
                     long bad = 0;
                     for (int i = 0; i < size; i++) {
@@ -196,7 +244,10 @@ public final class WriteBw {
                             bad++;
                         }
                     }
-                    out.println(bad == 0 ? "data OK: " + size + " bytes" : "invalid data: " + bad + " of " + size + " bytes");
+                    out.println(
+                            bad == 0
+                                    ? "data OK: " + size + " bytes"
+                                    : "invalid data: " + bad + " of " + size + " bytes");
                     if (bad != 0) {
                         return 1;
                     }

@@ -114,8 +114,8 @@ final class CreditFlow {
      */
     boolean received(byte[] message) {
         if (message.length < HEADER) {
-            throw new IllegalStateException("a message of " + message.length + " bytes, shorter than the "
-                    + HEADER + "-byte header: is the peer an RdmaChannel?");
+            throw new IllegalStateException("a message of " + message.length + " bytes, shorter than the " + HEADER
+                    + "-byte header: is the peer an RdmaChannel?");
         }
         int returned = (message[0] & 0xff) << 8 | (message[1] & 0xff);
         int seen = (message[2] & 0xff) << 8 | (message[3] & 0xff);

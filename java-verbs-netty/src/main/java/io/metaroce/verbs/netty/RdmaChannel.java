@@ -60,6 +60,7 @@ public class RdmaChannel extends AbstractChannel {
     private final MemorySegment headerSegment = MemorySegment.ofArray(header);
     /** Data received and not yet read by the pipeline. */
     private final ArrayDeque<ByteBuf> received = new ArrayDeque<>();
+
     private volatile RdmaLink link;
     private volatile boolean open = true;
     private CreditFlow credits;
@@ -178,7 +179,7 @@ public class RdmaChannel extends AbstractChannel {
         if (l != null) {
             l.close();
         }
-        for (ByteBuf b; (b = received.poll()) != null;) {
+        for (ByteBuf b; (b = received.poll()) != null; ) {
             b.release();
         }
     }
@@ -346,7 +347,8 @@ public class RdmaChannel extends AbstractChannel {
         if (msg instanceof ByteBuf) {
             return msg;
         }
-        throw new UnsupportedOperationException("an RDMA channel writes ByteBufs, not " + msg.getClass().getName());
+        throw new UnsupportedOperationException(
+                "an RDMA channel writes ByteBufs, not " + msg.getClass().getName());
     }
 
     @Override
@@ -370,8 +372,8 @@ public class RdmaChannel extends AbstractChannel {
                 return;
             }
             if (!(remote instanceof InetSocketAddress server)) {
-                promise.setFailure(new IllegalArgumentException("connect to an InetSocketAddress (daemon address,"
-                        + " service): " + remote));
+                promise.setFailure(new IllegalArgumentException(
+                        "connect to an InetSocketAddress (daemon address," + " service): " + remote));
                 return;
             }
             // the set-up blocks (daemon round trips): a virtual thread does it, the loop stays free

@@ -112,7 +112,8 @@ public class RdmaServerChannel extends AbstractServerChannel {
     @Override
     protected void doBind(SocketAddress localAddress) throws Exception {
         if (!(localAddress instanceof InetSocketAddress a) || a.getPort() == 0) {
-            throw new IllegalArgumentException("bind to new InetSocketAddress(service), service nonzero: " + localAddress);
+            throw new IllegalArgumentException(
+                    "bind to new InetSocketAddress(service), service nonzero: " + localAddress);
         }
         listener = binder.bind(a.getPort());
         local = a;

@@ -99,8 +99,9 @@ class RdmaChannelFlowControlTest {
 
         private void writeMore(ChannelHandlerContext ctx) {
             ChannelOutboundBuffer out = ctx.channel().unsafe().outboundBuffer();
-            for (; ctx.channel().isWritable() && source.isReadable(); mostPending.accumulateAndGet(
-                    out.totalPendingWriteBytes(), Math::max)) {
+            for (;
+                    ctx.channel().isWritable() && source.isReadable();
+                    mostPending.accumulateAndGet(out.totalPendingWriteBytes(), Math::max)) {
                 ctx.write(source.readRetainedSlice(Math.min(CHUNK, source.readableBytes())));
             }
             ctx.flush();
@@ -169,16 +170,21 @@ class RdmaChannelFlowControlTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         int bursts = 0;
         while (!writer.allWritten.get()) {
-            assertThat(System.nanoTime()).as("the writer wrote %d of %d bytes", writer.source.readerIndex(), total)
+            assertThat(System.nanoTime())
+                    .as("the writer wrote %d of %d bytes", writer.source.readerIndex(), total)
                     .isLessThan(deadline);
-            boolean heldBack = w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get();
+            boolean heldBack = w.eventLoop()
+                    .submit(() -> !w.isWritable() && w.sendCredits() == 0)
+                    .get();
             if (heldBack) {
                 r.eventLoop().execute(() -> reader.grant(readerCtx, 64));
                 bursts++;
                 // bounded wait until the burst let the writer go on, or until the reader used up its
                 // grant (the burst may free the writer and see it held back again before this thread
                 // looks: a new hold, which the outer loop answers with a new grant)
-                while (w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get()
+                while (w.eventLoop()
+                                .submit(() -> !w.isWritable() && w.sendCredits() == 0)
+                                .get()
                         && r.eventLoop().submit(() -> reader.budget > 0).get()
                         && !writer.allWritten.get()) {
                     assertThat(System.nanoTime()).isLessThan(deadline);
@@ -195,16 +201,22 @@ class RdmaChannelFlowControlTest {
         assertThat(reader.crc.getValue()).isEqualTo(sent.getValue());
         assertThat(pair.rnr.get()).as("messages that found no posted receive").isZero();
         assertThat(pair.b.mostUntaken()).isLessThanOrEqualTo(recvDepth);
-        assertThat(r.mostWaiting()).as("unread messages at the reader: exactly the writer's credits")
+        assertThat(r.mostWaiting())
+                .as("unread messages at the reader: exactly the writer's credits")
                 .isEqualTo(recvDepth - 1);
         assertThat(bursts).as("times the writer was held back by credits").isGreaterThanOrEqualTo(100);
         assertThat(writer.mostPending.get()).as("the writer's pending bytes").isLessThanOrEqualTo(HIGH_WATER + CHUNK);
-        assertThat(writer.unwritable.get()).as("times the writer turned unwritable").isGreaterThanOrEqualTo(2);
-        assertThat(writer.writableAgain.get()).as("times it turned writable again").isGreaterThanOrEqualTo(2);
+        assertThat(writer.unwritable.get())
+                .as("times the writer turned unwritable")
+                .isGreaterThanOrEqualTo(2);
+        assertThat(writer.writableAgain.get())
+                .as("times it turned writable again")
+                .isGreaterThanOrEqualTo(2);
         assertThat(w.isActive()).isTrue();
-        System.out.printf("flow control: %d MiB, held back %d times, unwritable %d times, most pending %d bytes,"
-                + " most unread %d%n", total >> 20, bursts, writer.unwritable.get(), writer.mostPending.get(),
-                r.mostWaiting());
+        System.out.printf(
+                "flow control: %d MiB, held back %d times, unwritable %d times, most pending %d bytes,"
+                        + " most unread %d%n",
+                total >> 20, bursts, writer.unwritable.get(), writer.mostPending.get(), r.mostWaiting());
     }
 
     /** Echoes each message it reads (auto-read on). */
@@ -243,23 +255,30 @@ class RdmaChannelFlowControlTest {
         RdmaChannel w = open(pair.a, true, writer);
         writer.start(w);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!w.eventLoop().submit(() -> !w.isWritable() && w.sendCredits() == 0).get()) {
+        while (!w.eventLoop()
+                .submit(() -> !w.isWritable() && w.sendCredits() == 0)
+                .get()) {
             assertThat(System.nanoTime()).as("the writer is held back").isLessThan(deadline);
             java.util.concurrent.locks.LockSupport.parkNanos(50_000);
         }
-        io.netty.channel.ChannelFuture pending = w.eventLoop().submit(() -> w.write(Unpooled.wrappedBuffer(new byte[10])))
+        io.netty.channel.ChannelFuture pending = w.eventLoop()
+                .submit(() -> w.write(Unpooled.wrappedBuffer(new byte[10])))
                 .get();
 
         r.close().sync(); // the link ends at both sides, as when the peer's daemon announces it
 
-        assertThat(w.closeFuture().await(30, TimeUnit.SECONDS)).as("the writer closed").isTrue();
+        assertThat(w.closeFuture().await(30, TimeUnit.SECONDS))
+                .as("the writer closed")
+                .isTrue();
         assertThat(pending.await(30, TimeUnit.SECONDS)).isTrue();
-        assertThat(pending.cause()).as("a write pending at the close").isInstanceOf(
-                java.nio.channels.ClosedChannelException.class);
+        assertThat(pending.cause())
+                .as("a write pending at the close")
+                .isInstanceOf(java.nio.channels.ClosedChannelException.class);
         io.netty.channel.ChannelFuture late = w.writeAndFlush(Unpooled.wrappedBuffer(new byte[10]));
         assertThat(late.await(30, TimeUnit.SECONDS)).isTrue();
-        assertThat(late.cause()).as("a write after the close").isInstanceOf(
-                java.nio.channels.ClosedChannelException.class);
+        assertThat(late.cause())
+                .as("a write after the close")
+                .isInstanceOf(java.nio.channels.ClosedChannelException.class);
         assertThat(pair.rnr.get()).isZero();
     }
 
@@ -268,9 +287,11 @@ class RdmaChannelFlowControlTest {
         CreditFlow f = new CreditFlow(4, 4);
         byte[] tooMany = {0, 4, 0, 0, 1};
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> f.received(tooMany))
-                .isInstanceOf(IllegalStateException.class).hasMessageContaining("window is 3");
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("window is 3");
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> new CreditFlow(1, 16))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("kept for credit messages");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("kept for credit messages");
     }
 
     @Test
@@ -296,7 +317,9 @@ class RdmaChannelFlowControlTest {
             f.delivered();
         }
         assertThat(f.creditMessageDue()).as("one credit message outstanding").isFalse();
-        assertThat(f.received(new byte[] {0, 8, 0, 1})).as("a credit message seeing ours").isFalse();
+        assertThat(f.received(new byte[] {0, 8, 0, 1}))
+                .as("a credit message seeing ours")
+                .isFalse();
         assertThat(f.sendCredits()).isEqualTo(8);
         assertThat(f.creditMessageDue()).isTrue();
         f.writeHeader(h);

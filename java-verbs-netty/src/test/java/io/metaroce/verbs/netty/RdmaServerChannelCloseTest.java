@@ -67,7 +67,9 @@ class RdmaServerChannelCloseTest {
             assertThat(boundService.get()).as("the port is the service id").isEqualTo(7320);
             assertThat(ch.isActive()).isTrue();
 
-            assertThat(fake.entered.await(30, TimeUnit.SECONDS)).as("the accept thread entered accept()").isTrue();
+            assertThat(fake.entered.await(30, TimeUnit.SECONDS))
+                    .as("the accept thread entered accept()")
+                    .isTrue();
             Thread acceptThread = fake.acceptor.get();
             assertThat(acceptThread.isVirtual()).isTrue();
             assertThat(acceptThread.getName()).isEqualTo("rdma-accept-7320");
@@ -77,7 +79,9 @@ class RdmaServerChannelCloseTest {
 
             assertThat(ch.isOpen()).isFalse();
             assertThat(fake.closes.get()).as("the listener was closed once").isEqualTo(1);
-            assertThat(acceptThread.join(java.time.Duration.ofSeconds(30))).as("the accept thread ended").isTrue();
+            assertThat(acceptThread.join(java.time.Duration.ofSeconds(30)))
+                    .as("the accept thread ended")
+                    .isTrue();
             assertThat(fake.accepts.get()).as("no accept after the close").isEqualTo(1);
         } finally {
             fake.closed.countDown();

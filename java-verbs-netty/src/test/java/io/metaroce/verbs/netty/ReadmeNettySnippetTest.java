@@ -22,8 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ReadmeNettySnippetTest {
 
-    static final Pattern SNIPPET = Pattern.compile("<!-- netty-snippet: run -->\\s*```java\\n(.*?)```",
-            Pattern.DOTALL);
+    static final Pattern SNIPPET = Pattern.compile("<!-- netty-snippet: run -->\\s*```java\\n(.*?)```", Pattern.DOTALL);
 
     static final String IMPORTS = """
             import io.metaroce.verbs.endpoint.*;
@@ -40,8 +39,11 @@ class ReadmeNettySnippetTest {
         Matcher m = SNIPPET.matcher(Files.readString(Path.of("../java-verbs/README.md")));
         assertThat(m.find()).as("a netty-snippet block in java-verbs/README.md").isTrue();
         Path src = dir.resolve("ReadmeNettySnippet.java");
-        Files.writeString(src, IMPORTS + "public class ReadmeNettySnippet {\n"
-                + "    public static void main(String[] args) throws Exception {\n" + m.group(1) + "    }\n}\n");
+        Files.writeString(
+                src,
+                IMPORTS + "public class ReadmeNettySnippet {\n"
+                        + "    public static void main(String[] args) throws Exception {\n" + m.group(1)
+                        + "    }\n}\n");
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         StringWriter err = new StringWriter();
         PrintStream errors = new PrintStream(new OutputStream() {
@@ -50,9 +52,18 @@ class ReadmeNettySnippetTest {
                 err.write(b);
             }
         });
-        int rc = javac.run(null, new PrintStream(OutputStream.nullOutputStream()), errors, List.of("-d",
-                dir.toString(), "-cp", System.getProperty("java.class.path"), "-Xlint:none", src.toString())
-                .toArray(String[]::new));
+        int rc = javac.run(
+                null,
+                new PrintStream(OutputStream.nullOutputStream()),
+                errors,
+                List.of(
+                                "-d",
+                                dir.toString(),
+                                "-cp",
+                                System.getProperty("java.class.path"),
+                                "-Xlint:none",
+                                src.toString())
+                        .toArray(String[]::new));
         assertThat(rc).as("javac on the README's Netty snippet:%n%s", err).isZero();
         assertThat(dir.resolve("ReadmeNettySnippet.class")).exists();
     }

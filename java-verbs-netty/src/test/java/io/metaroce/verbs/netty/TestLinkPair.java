@@ -22,6 +22,7 @@ final class TestLinkPair implements AutoCloseable {
     final End b;
     /** Messages that arrived with no receive posted. */
     final AtomicInteger rnr = new AtomicInteger();
+
     private final ExecutorService wire = Executors.newSingleThreadExecutor(r -> new Thread(r, "test-wire"));
     private final int messageSize;
 

@@ -21,8 +21,8 @@ public record ConnectOptions(int port, int gidIndex, Mtu mtu, int sl, int psn, b
      * 0: infinite), {@code retry_cnt} and {@code rnr_retry} (7: infinite). Checked against the
      * fields' ranges in verbs.h.
      */
-    public record RcParameters(int maxRdAtomic, int maxDestRdAtomic, int timeout, int retryCount, int rnrRetry,
-            int minRnrTimer) {
+    public record RcParameters(
+            int maxRdAtomic, int maxDestRdAtomic, int timeout, int retryCount, int rnrRetry, int minRnrTimer) {
 
         /** ibv_rc_pingpong's: one READ/atomic each way, timeout 14 (about 67 ms), 7 retries, 7 RNR retries, RNR timer 12. */
         public static final RcParameters DEFAULTS = new RcParameters(1, 1, 14, 7, 7, 12);
@@ -124,20 +124,30 @@ public record ConnectOptions(int port, int gidIndex, Mtu mtu, int sl, int psn, b
             return new byte[0];
         }
         if (data.length > MAX_PRIVATE_DATA) {
-            throw new IllegalArgumentException("private data of " + data.length + " bytes; at most " + MAX_PRIVATE_DATA);
+            throw new IllegalArgumentException(
+                    "private data of " + data.length + " bytes; at most " + MAX_PRIVATE_DATA);
         }
         return data.clone();
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof ConnectOptions c && port == c.port && gidIndex == c.gidIndex && mtu == c.mtu && sl == c.sl
-                && psn == c.psn && Arrays.equals(privateData, c.privateData) && rc.equals(c.rc);
+        return o instanceof ConnectOptions c
+                && port == c.port
+                && gidIndex == c.gidIndex
+                && mtu == c.mtu
+                && sl == c.sl
+                && psn == c.psn
+                && Arrays.equals(privateData, c.privateData)
+                && rc.equals(c.rc);
     }
 
     @Override
     public int hashCode() {
-        return ((port * 31 + gidIndex) * 31 + mtu.hashCode()) * 31 + sl * 7 + psn + Arrays.hashCode(privateData)
+        return ((port * 31 + gidIndex) * 31 + mtu.hashCode()) * 31
+                + sl * 7
+                + psn
+                + Arrays.hashCode(privateData)
                 + 31 * rc.hashCode();
     }
 

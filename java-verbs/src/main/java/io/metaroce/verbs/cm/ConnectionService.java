@@ -46,8 +46,7 @@ public interface ConnectionService {
          * limit) with {@link java.net.SocketTimeoutException}; the same as
          * {@code next(timeout).accept(qp, options)} where the service shows requests.
          */
-        default Connection accept(QueuePair qp, ConnectOptions options, java.time.Duration timeout)
-                throws IOException {
+        default Connection accept(QueuePair qp, ConnectOptions options, java.time.Duration timeout) throws IOException {
             if (timeout.isZero()) {
                 return accept(qp, options);
             }
@@ -113,8 +112,8 @@ public interface ConnectionService {
      * hands it (its CQs, memory regions, protection domain, ...): {@link #close()} disconnects
      * and frees them all. Immutable; close it from one thread.
      */
-    record Connection(QueuePair qp, QpEndpoint local, QpEndpoint remote, byte[] privateData,
-            List<AutoCloseable> owned) implements AutoCloseable {
+    record Connection(QueuePair qp, QpEndpoint local, QpEndpoint remote, byte[] privateData, List<AutoCloseable> owned)
+            implements AutoCloseable {
         public Connection {
             privateData = privateData == null ? new byte[0] : privateData.clone();
             owned = owned == null ? List.of() : List.copyOf(owned);

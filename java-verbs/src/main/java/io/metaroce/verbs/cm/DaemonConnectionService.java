@@ -65,7 +65,9 @@ public final class DaemonConnectionService implements ConnectionService {
      * (whole milliseconds, at least 1) for the peer application's answer; the default backlog.
      */
     public DaemonConnectionService(Duration connectTimeout) throws IOException {
-        this(DaemonControl.defaultSocketPath(), (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeout.toMillis())),
+        this(
+                DaemonControl.defaultSocketPath(),
+                (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeout.toMillis())),
                 0);
     }
 
@@ -91,7 +93,8 @@ public final class DaemonConnectionService implements ConnectionService {
         }
         DaemonControl c = DaemonControl.open(socket);
         try {
-            ByteBuffer p = le(DaemonControl.LISTEN_SIZE).putInt(DaemonControl.LISTEN_SERVICE, port)
+            ByteBuffer p = le(DaemonControl.LISTEN_SIZE)
+                    .putInt(DaemonControl.LISTEN_SERVICE, port)
                     .putInt(DaemonControl.LISTEN_BACKLOG, backlog);
             Response r = c.call(DaemonControl.OP_CM_LISTEN, p);
             if (r.status() == Errnos.EADDRINUSE) {
@@ -142,25 +145,34 @@ public final class DaemonConnectionService implements ConnectionService {
             p.putInt(DaemonControl.CONNECT_TIMEOUT, timeoutMs);
             Response r = c.call(DaemonControl.OP_CM_CONNECT, p);
             switch (r.status()) {
-                case 0 -> { }
-                case Errnos.ECONNREFUSED -> throw new ConnectException("connection refused: nobody listens on " + what
-                        + " (ECONNREFUSED)");
-                case Errnos.ENOBUFS -> throw new ConnectException("connection refused: the listener of " + what
-                        + " has its backlog full (ENOBUFS)");
-                case Errnos.ETIMEDOUT -> throw new SocketTimeoutException("no answer from " + what + " within "
-                        + (timeoutMs == 0 ? "the daemon's connect timeout" : timeoutMs + " ms") + " (ETIMEDOUT)");
-                case Errnos.ECONNRESET -> throw new SocketException("connection to " + what + " reset: its listener or"
-                        + " its daemon went away before answering (ECONNRESET)");
+                case 0 -> {}
+                case Errnos.ECONNREFUSED ->
+                    throw new ConnectException("connection refused: nobody listens on " + what + " (ECONNREFUSED)");
+                case Errnos.ENOBUFS ->
+                    throw new ConnectException(
+                            "connection refused: the listener of " + what + " has its backlog full (ENOBUFS)");
+                case Errnos.ETIMEDOUT ->
+                    throw new SocketTimeoutException("no answer from " + what + " within "
+                            + (timeoutMs == 0 ? "the daemon's connect timeout" : timeoutMs + " ms") + " (ETIMEDOUT)");
+                case Errnos.ECONNRESET ->
+                    throw new SocketException("connection to " + what + " reset: its listener or"
+                            + " its daemon went away before answering (ECONNRESET)");
                 default -> check(r, "CM_CONNECT to " + what);
             }
             ByteBuffer a = r.payload();
             byte[] pd = readPrivateData(a, DaemonControl.PD_LEN, DaemonControl.PD);
             if (a.getInt(DaemonControl.RESP_RESULT) == DaemonControl.CM_REJECTED) {
-                throw new ConnectionRejectedException("connection to " + what + " rejected by its listener ("
-                        + pd.length + " bytes of private data)", pd);
+                throw new ConnectionRejectedException(
+                        "connection to " + what + " rejected by its listener (" + pd.length + " bytes of private data)",
+                        pd);
             }
-            return new Answer(new QpEndpoint(0, a.getInt(DaemonControl.QPN), a.getInt(DaemonControl.PSN),
-                    gidOr(a, DaemonControl.GID, addr.getAddress())), pd);
+            return new Answer(
+                    new QpEndpoint(
+                            0,
+                            a.getInt(DaemonControl.QPN),
+                            a.getInt(DaemonControl.PSN),
+                            gidOr(a, DaemonControl.GID, addr.getAddress())),
+                    pd);
         }
     }
 
@@ -168,6 +180,7 @@ public final class DaemonConnectionService implements ConnectionService {
     private static final class DaemonListener implements Listener {
         /** Each long poll waits this long before it is renewed. */
         private static final int POLL_MS = 60_000;
+
         private final DaemonControl c;
         private final int service;
         private volatile boolean closed;
@@ -188,7 +201,8 @@ public final class DaemonConnectionService implements ConnectionService {
             long deadline = System.nanoTime() + (timeout.isZero() ? 0 : timeout.toNanos());
             while (true) {
                 if (closed) {
-                    throw new SocketException("listener of service " + Integer.toUnsignedString(service) + " is closed");
+                    throw new SocketException(
+                            "listener of service " + Integer.toUnsignedString(service) + " is closed");
                 }
                 int pollMs = POLL_MS;
                 if (!timeout.isZero()) {
@@ -198,11 +212,13 @@ public final class DaemonConnectionService implements ConnectionService {
                 }
                 Response r;
                 try {
-                    r = c.call(DaemonControl.OP_CM_GET_REQUEST,
+                    r = c.call(
+                            DaemonControl.OP_CM_GET_REQUEST,
                             le(DaemonControl.GET_REQUEST_SIZE).putInt(DaemonControl.GET_REQUEST_TIMEOUT, pollMs));
                 } catch (IOException e) {
                     if (closed) {
-                        throw new SocketException("listener of service " + Integer.toUnsignedString(service) + " is closed");
+                        throw new SocketException(
+                                "listener of service " + Integer.toUnsignedString(service) + " is closed");
                     }
                     throw e;
                 }
@@ -249,8 +265,13 @@ public final class DaemonConnectionService implements ConnectionService {
             } catch (UnknownHostException e) {
                 throw new IllegalStateException(e); // 4 or 16 bytes are always an address
             }
-            super(new QpEndpoint(0, r.getInt(DaemonControl.QPN), r.getInt(DaemonControl.PSN),
-                    gidOr(r, DaemonControl.GID, ip)), readPrivateData(r, DaemonControl.PD_LEN, DaemonControl.PD),
+            super(
+                    new QpEndpoint(
+                            0,
+                            r.getInt(DaemonControl.QPN),
+                            r.getInt(DaemonControl.PSN),
+                            gidOr(r, DaemonControl.GID, ip)),
+                    readPrivateData(r, DaemonControl.PD_LEN, DaemonControl.PD),
                     new InetSocketAddress(a, 0));
             this.c = c;
             this.handle = r.getInt(DaemonControl.REQUEST_HANDLE);
@@ -271,20 +292,24 @@ public final class DaemonConnectionService implements ConnectionService {
                 RcConnector.connect(qp, options, remote()); // RTR and RTS before the answer, as the IB CM does
             } catch (RuntimeException e) {
                 // Do not leave the requester waiting for its timeout: refuse, then report.
-                c.send(DaemonControl.OP_CM_REJECT, le(DaemonControl.REJECT_SIZE).putInt(DaemonControl.REJECT_HANDLE, handle));
+                c.send(
+                        DaemonControl.OP_CM_REJECT,
+                        le(DaemonControl.REJECT_SIZE).putInt(DaemonControl.REJECT_HANDLE, handle));
                 throw e;
             }
             ByteBuffer p = le(DaemonControl.CM_STRUCT).putInt(DaemonControl.ACCEPT_HANDLE, handle);
             endpoint(p, local, options.privateData());
             Response r = c.call(DaemonControl.OP_CM_ACCEPT, p);
             switch (r.status()) {
-                case 0 -> { }
-                case Errnos.ECONNABORTED -> throw new SocketException(what() + ": the requester gave up or went away"
-                        + " before the accept (ECONNABORTED)");
-                case Errnos.ETIMEDOUT -> throw new SocketTimeoutException(what() + ": the requester did not take the"
-                        + " answer (ETIMEDOUT)");
-                case Errnos.ECONNRESET -> throw new SocketException(what() + ": the requester's daemon went away"
-                        + " (ECONNRESET)");
+                case 0 -> {}
+                case Errnos.ECONNABORTED ->
+                    throw new SocketException(
+                            what() + ": the requester gave up or went away" + " before the accept (ECONNABORTED)");
+                case Errnos.ETIMEDOUT ->
+                    throw new SocketTimeoutException(
+                            what() + ": the requester did not take the" + " answer (ETIMEDOUT)");
+                case Errnos.ECONNRESET ->
+                    throw new SocketException(what() + ": the requester's daemon went away" + " (ECONNRESET)");
                 default -> check(r, "CM_ACCEPT of " + what());
             }
             return new Connection(qp, local, remote(), receivedPrivateData());
@@ -294,11 +319,14 @@ public final class DaemonConnectionService implements ConnectionService {
         public synchronized void reject(byte[] data) throws IOException {
             byte[] pd = ConnectOptions.checkPrivateData(data);
             once();
-            ByteBuffer p = le(DaemonControl.REJECT_SIZE).putInt(DaemonControl.REJECT_HANDLE, handle).putInt(DaemonControl.REJECT_PD_LEN, pd.length)
+            ByteBuffer p = le(DaemonControl.REJECT_SIZE)
+                    .putInt(DaemonControl.REJECT_HANDLE, handle)
+                    .putInt(DaemonControl.REJECT_PD_LEN, pd.length)
                     .put(DaemonControl.REJECT_PD, pd);
             Response r = c.call(DaemonControl.OP_CM_REJECT, p);
             if (r.status() == Errnos.ECONNABORTED) {
-                throw new SocketException(what() + ": the requester gave up or went away before the reject (ECONNABORTED)");
+                throw new SocketException(
+                        what() + ": the requester gave up or went away before the reject (ECONNABORTED)");
             }
             check(r, "CM_REJECT of " + what());
         }

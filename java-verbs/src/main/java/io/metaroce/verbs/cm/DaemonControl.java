@@ -57,6 +57,7 @@ final class DaemonControl implements AutoCloseable {
     static final int CONNECT_TIMEOUT = 32;
     /** connect_req's and request's IPv6 peer, used when their IPv4 peer (offset 0, 32) is 0. */
     static final int PEER_IPV6 = 232;
+
     static final int RESP_RESULT = 0;
     static final int REQUEST_HANDLE = 0;
     static final int REQUEST_SERVICE = 4;
@@ -105,11 +106,15 @@ final class DaemonControl implements AutoCloseable {
             ch.connect(UnixDomainSocketAddress.of(path));
         } catch (IOException e) {
             ch.close();
-            throw new IOException("no MetaRoCE daemon answers on " + path + " (" + e.getMessage()
-                    + "); is mrce-nicd running in this network namespace? ($METAROCE_SOCK names another socket)", e);
+            throw new IOException(
+                    "no MetaRoCE daemon answers on " + path + " (" + e.getMessage()
+                            + "); is mrce-nicd running in this network namespace? ($METAROCE_SOCK names another socket)",
+                    e);
         }
         try {
-            ByteBuffer hello = ByteBuffer.allocate(HELLO_REQ_SIZE).order(ByteOrder.LITTLE_ENDIAN).putInt(0, ABI_VERSION);
+            ByteBuffer hello = ByteBuffer.allocate(HELLO_REQ_SIZE)
+                    .order(ByteOrder.LITTLE_ENDIAN)
+                    .putInt(0, ABI_VERSION);
             write(ch, OP_HELLO, 0, hello);
             Response r = readFrame(ch);
             if (r.op() != OP_HELLO || r.status() != 0) {
@@ -198,7 +203,8 @@ final class DaemonControl implements AutoCloseable {
         } catch (IOException e) {
             end = e;
         }
-        IOException closed = new IOException("the connection to the daemon on " + path + " ended: " + end.getMessage(), end);
+        IOException closed =
+                new IOException("the connection to the daemon on " + path + " ended: " + end.getMessage(), end);
         failure = closed;
         for (Integer s : calls.keySet()) {
             CompletableFuture<Response> f = calls.remove(s);
@@ -211,7 +217,12 @@ final class DaemonControl implements AutoCloseable {
     private static void write(SocketChannel ch, int op, int seq, ByteBuffer payload) throws IOException {
         int n = payload.remaining();
         ByteBuffer b = ByteBuffer.allocate(HEADER + n).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(HEADER + n).putShort((short) op).putShort((short) 0).putInt(seq).putShort((short) 0).putShort((short) 0);
+        b.putInt(HEADER + n)
+                .putShort((short) op)
+                .putShort((short) 0)
+                .putInt(seq)
+                .putShort((short) 0)
+                .putShort((short) 0);
         b.put(payload.duplicate()).flip();
         while (b.hasRemaining()) {
             ch.write(b);

@@ -45,8 +45,11 @@ public record QpEndpoint(int lid, int qpn, int psn, Gid gid) {
             throw new IllegalArgumentException("not an LID:QPN:PSN:GID message: \"" + text + "\"");
         }
         try {
-            return new QpEndpoint(Integer.parseUnsignedInt(f[0], 16), Integer.parseUnsignedInt(f[1], 16),
-                    Integer.parseUnsignedInt(f[2], 16), Gid.fromWire(f[3]));
+            return new QpEndpoint(
+                    Integer.parseUnsignedInt(f[0], 16),
+                    Integer.parseUnsignedInt(f[1], 16),
+                    Integer.parseUnsignedInt(f[2], 16),
+                    Gid.fromWire(f[3]));
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("bad LID:QPN:PSN:GID message \"" + text + "\": " + e.getMessage(), e);
         }

@@ -32,8 +32,8 @@ public final class RcConnector {
      * with the options' {@link ConnectOptions.RcParameters}.
      */
     public static void connect(QueuePair qp, ConnectOptions o, QpEndpoint remote) {
-        AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(remote.gid(), remote.lid(), o.sl(),
-                Math.max(o.gidIndex(), 0), o.port());
+        AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(
+                remote.gid(), remote.lid(), o.sl(), Math.max(o.gidIndex(), 0), o.port());
         ConnectOptions.RcParameters rc = o.rc();
         qp.toRtr(o.mtu(), remote.qpn(), remote.psn(), path, rc.maxDestRdAtomic(), rc.minRnrTimer());
         qp.toRts(o.psn(), rc.timeout(), rc.retryCount(), rc.rnrRetry(), rc.maxRdAtomic());

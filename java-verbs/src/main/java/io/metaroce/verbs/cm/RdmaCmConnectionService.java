@@ -68,8 +68,10 @@ public final class RdmaCmConnectionService implements ConnectionService {
             step(id.resolveRoute(ms), "rdma_resolve_route", what);
             expect(ch.next(timeoutNs, what), RdmaCm.ROUTE_RESOLVED, what);
             ConnectOptions.RcParameters rc = options.rc();
-            step(id.connect(pd, qp.qpNum(), rc.maxDestRdAtomic(), rc.maxRdAtomic(), rc.retryCount(), rc.rnrRetry()),
-                    "rdma_connect", what);
+            step(
+                    id.connect(pd, qp.qpNum(), rc.maxDestRdAtomic(), rc.maxRdAtomic(), rc.retryCount(), rc.rnrRetry()),
+                    "rdma_connect",
+                    what);
             RdmaCm.Event e = ch.next(timeoutNs, what);
             if (e.type() != RdmaCm.CONNECT_RESPONSE && e.type() != RdmaCm.ESTABLISHED) {
                 throw failed(e, what);
@@ -137,13 +139,17 @@ public final class RdmaCmConnectionService implements ConnectionService {
     /** The exception an unexpected event means. */
     private static IOException failed(RdmaCm.Event e, String what) {
         return switch (e.type()) {
-            case RdmaCm.REJECTED -> e.status() == 8
-                    ? new ConnectException(what + ": connection refused: nobody listens there (REJECTED, status 8)")
-                    : new ConnectionRejectedException(what + ": rejected by its listener (" + e.privateData().length
-                            + " bytes of private data)", e.privateData());
-            case RdmaCm.UNREACHABLE -> e.status() == -110
-                    ? new SocketTimeoutException(what + ": no answer (UNREACHABLE, ETIMEDOUT)")
-                    : new ConnectException(what + ": unreachable (status " + e.status() + ")");
+            case RdmaCm.REJECTED ->
+                e.status() == 8
+                        ? new ConnectException(what + ": connection refused: nobody listens there (REJECTED, status 8)")
+                        : new ConnectionRejectedException(
+                                what + ": rejected by its listener (" + e.privateData().length
+                                        + " bytes of private data)",
+                                e.privateData());
+            case RdmaCm.UNREACHABLE ->
+                e.status() == -110
+                        ? new SocketTimeoutException(what + ": no answer (UNREACHABLE, ETIMEDOUT)")
+                        : new ConnectException(what + ": unreachable (status " + e.status() + ")");
             case RdmaCm.ADDR_ERROR, RdmaCm.ROUTE_ERROR -> new java.net.NoRouteToHostException(what + ": " + e);
             default -> new SocketException(what + ": unexpected " + e);
         };
@@ -161,11 +167,12 @@ public final class RdmaCmConnectionService implements ConnectionService {
             this.ch = ch;
             this.id = id;
             this.qp = qp;
-            this.watcher = Thread.ofVirtual().name("jverbs-rdmacm-" + qp.qpNum()).start(this::watch);
+            this.watcher =
+                    Thread.ofVirtual().name("jverbs-rdmacm-" + qp.qpNum()).start(this::watch);
         }
 
         private void watch() {
-            for (;;) {
+            for (; ; ) {
                 RdmaCm.Event e;
                 try {
                     e = ch.next(-1, "rdma_cm watch");
@@ -232,7 +239,7 @@ public final class RdmaCmConnectionService implements ConnectionService {
         public ConnectionRequest next(Duration timeout) throws IOException {
             long deadline = timeout.isZero() ? Long.MAX_VALUE : System.nanoTime() + timeout.toNanos();
             String what = "rdma_cm listener on port " + port;
-            for (;;) {
+            for (; ; ) {
                 long left = timeout.isZero() ? -1 : deadline - System.nanoTime();
                 if (!timeout.isZero() && left <= 0) {
                     throw new SocketTimeoutException(what + ": no request within " + timeout.toMillis() + " ms");
@@ -288,14 +295,26 @@ public final class RdmaCmConnectionService implements ConnectionService {
                 ConnectOptions.RcParameters rc = options.rc();
                 try {
                     // RTR toward the requester before the answer; RTS once the library chose our PSN
-                    AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(remote().gid(), remote().lid(),
-                            options.sl(), Math.max(options.gidIndex(), 0), options.port());
-                    qp.toRtr(options.mtu(), remote().qpn(), remote().psn(), path, rc.maxDestRdAtomic(), rc.minRnrTimer());
+                    AddressHandle.Attributes path = AddressHandle.Attributes.forPeer(
+                            remote().gid(),
+                            remote().lid(),
+                            options.sl(),
+                            Math.max(options.gidIndex(), 0),
+                            options.port());
+                    qp.toRtr(
+                            options.mtu(),
+                            remote().qpn(),
+                            remote().psn(),
+                            path,
+                            rc.maxDestRdAtomic(),
+                            rc.minRnrTimer());
                 } catch (RuntimeException ex) {
                     id.reject(new byte[0]);
                     throw ex;
                 }
-                step(id.accept(pd, qp.qpNum(), rc.maxDestRdAtomic(), rc.maxRdAtomic(), rc.rnrRetry()), "rdma_accept",
+                step(
+                        id.accept(pd, qp.qpNum(), rc.maxDestRdAtomic(), rc.maxRdAtomic(), rc.rnrRetry()),
+                        "rdma_accept",
                         what);
                 int psn = id.qpAttributes().sqPsn();
                 qp.toRts(psn, rc.timeout(), rc.retryCount(), rc.rnrRetry(), rc.maxRdAtomic());
@@ -317,7 +336,10 @@ public final class RdmaCmConnectionService implements ConnectionService {
             once();
             byte[] pd = ConnectOptions.checkPrivateData(data);
             try {
-                step(id.reject(pd), "rdma_reject", "rdma_cm reject of " + peer().getAddress().getHostAddress());
+                step(
+                        id.reject(pd),
+                        "rdma_reject",
+                        "rdma_cm reject of " + peer().getAddress().getHostAddress());
             } finally {
                 id.destroy();
             }

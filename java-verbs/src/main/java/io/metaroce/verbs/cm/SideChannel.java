@@ -105,8 +105,8 @@ public final class SideChannel {
                 out.flush();
                 byte[] done = readFully(s.getInputStream(), DONE.length, "the client's \"done\"");
                 if (!new String(done, StandardCharsets.US_ASCII).startsWith("done")) {
-                    throw new IOException("expected \"done\" from the client, got "
-                            + new String(done, StandardCharsets.US_ASCII));
+                    throw new IOException(
+                            "expected \"done\" from the client, got " + new String(done, StandardCharsets.US_ASCII));
                 }
                 return remote;
             }
@@ -121,7 +121,8 @@ public final class SideChannel {
         while (got < n) {
             int r = in.read(b, got, n - got);
             if (r < 0) {
-                throw new EOFException("Couldn't read " + what + ": " + got + "/" + n + " bytes before the peer closed");
+                throw new EOFException(
+                        "Couldn't read " + what + ": " + got + "/" + n + " bytes before the peer closed");
             }
             got += r;
         }

@@ -79,11 +79,13 @@ public final class Endpoint implements AutoCloseable {
     private final Semaphore sendSlots;
     /** The poller futures of the requests in flight, by wr_id. */
     private final Map<Long, CompletableFuture<WorkCompletion.Snapshot>> inflight = new ConcurrentHashMap<>();
+
     private final ReentrantLock lock = new ReentrantLock();
     /** Messages not yet taken (guarded by lock). */
     private final ArrayDeque<byte[]> inbox = new ArrayDeque<>();
     /** receive() futures waiting for a message (guarded by lock). */
     private final ArrayDeque<CompletableFuture<byte[]>> receivers = new ArrayDeque<>();
+
     private final CompletableFuture<Disconnect> disconnected = new CompletableFuture<>();
     private final AtomicReference<EndpointClosedException> ended = new AtomicReference<>();
     private final AtomicBoolean closing = new AtomicBoolean();
@@ -117,15 +119,15 @@ public final class Endpoint implements AutoCloseable {
         SendWorkRequest[] swr = new SendWorkRequest[o.sendDepth()];
         RecvWorkRequest[] rwr = new RecvWorkRequest[o.recvDepth()];
         try {
-            q = group.pd.createQueuePair(QueuePair.rc(group.cq, group.cq).maxSendWr(o.sendDepth())
-                    .maxRecvWr(o.recvDepth()));
+            q = group.pd.createQueuePair(
+                    QueuePair.rc(group.cq, group.cq).maxSendWr(o.sendDepth()).maxRecvWr(o.recvDepth()));
             EnumSet<AccessFlag> qpAccess = EnumSet.of(AccessFlag.LOCAL_WRITE);
             qpAccess.addAll(o.exposedAccess());
             q.toInit(o.connect().port(), qpAccess);
-            sp = RegisteredBufferPool.create(group.pd, o.sendDepth(), o.messageSize(),
-                    AccessFlag.toBits(Set.of(AccessFlag.LOCAL_WRITE)));
-            rp = RegisteredBufferPool.create(group.pd, o.recvDepth(), o.messageSize(),
-                    AccessFlag.toBits(Set.of(AccessFlag.LOCAL_WRITE)));
+            sp = RegisteredBufferPool.create(
+                    group.pd, o.sendDepth(), o.messageSize(), AccessFlag.toBits(Set.of(AccessFlag.LOCAL_WRITE)));
+            rp = RegisteredBufferPool.create(
+                    group.pd, o.recvDepth(), o.messageSize(), AccessFlag.toBits(Set.of(AccessFlag.LOCAL_WRITE)));
             if (o.exposedSize() > 0) {
                 ex = group.pd.allocateRegistered(o.exposedSize(), qpAccess);
             }
@@ -259,13 +261,25 @@ public final class Endpoint implements AutoCloseable {
      * The endpoint's counters: messages and bytes sent (acknowledged) and received, RDMA WRITEs
      * and READs completed, requests that completed with an error. Immutable, thread-safe.
      */
-    public record Stats(long sentMessages, long sentBytes, long receivedMessages, long receivedBytes, long writes,
-            long reads, long failedRequests) {}
+    public record Stats(
+            long sentMessages,
+            long sentBytes,
+            long receivedMessages,
+            long receivedBytes,
+            long writes,
+            long reads,
+            long failedRequests) {}
 
     /** A snapshot of the counters (each read on its own: not one atomic cut across them). */
     public Stats stats() {
-        return new Stats(sentMessages.sum(), sentBytes.sum(), receivedMessages.sum(), receivedBytes.sum(), writes.sum(),
-                reads.sum(), failed.sum());
+        return new Stats(
+                sentMessages.sum(),
+                sentBytes.sum(),
+                receivedMessages.sum(),
+                receivedBytes.sum(),
+                writes.sum(),
+                reads.sum(),
+                failed.sum());
     }
 
     /** Requests in flight (sends, WRITEs, READs and the posted receives). */
@@ -336,8 +350,11 @@ public final class Endpoint implements AutoCloseable {
         try {
             MemorySegment.copy(head, 0, b.segment(), 0, headLen);
             MemorySegment.copy(body, 0, b.segment(), headLen, len - headLen);
-            SendWorkRequest wr = sendWrs[b.index()].wrId(group.nextWrId()).send()
-                    .sge(sendPool.region(), b.offset(), len).signaled(true);
+            SendWorkRequest wr = sendWrs[b.index()]
+                    .wrId(group.nextWrId())
+                    .send()
+                    .sge(sendPool.region(), b.offset(), len)
+                    .signaled(true);
             return post(wr, b, wc -> {
                 sentMessages.increment();
                 sentBytes.add(len);
@@ -400,8 +417,11 @@ public final class Endpoint implements AutoCloseable {
         try {
             MemorySegment.copy(data, 0, b.segment(), 0, len);
             RemoteBuffer rb = remoteBuffer;
-            SendWorkRequest wr = sendWrs[b.index()].wrId(group.nextWrId()).rdmaWrite(rb.address() + offset, rb.rkey())
-                    .sge(sendPool.region(), b.offset(), len).signaled(true);
+            SendWorkRequest wr = sendWrs[b.index()]
+                    .wrId(group.nextWrId())
+                    .rdmaWrite(rb.address() + offset, rb.rkey())
+                    .sge(sendPool.region(), b.offset(), len)
+                    .signaled(true);
             return post(wr, b, wc -> {
                 writes.increment();
                 return null;
@@ -420,8 +440,11 @@ public final class Endpoint implements AutoCloseable {
         RegisteredBufferPool.Buffer b = takeBuffer();
         try {
             RemoteBuffer rb = remoteBuffer;
-            SendWorkRequest wr = sendWrs[b.index()].wrId(group.nextWrId()).rdmaRead(rb.address() + offset, rb.rkey())
-                    .sge(sendPool.region(), b.offset(), length).signaled(true);
+            SendWorkRequest wr = sendWrs[b.index()]
+                    .wrId(group.nextWrId())
+                    .rdmaRead(rb.address() + offset, rb.rkey())
+                    .sge(sendPool.region(), b.offset(), length)
+                    .signaled(true);
             return post(wr, b, wc -> {
                 reads.increment();
                 byte[] out = new byte[length];
@@ -438,8 +461,8 @@ public final class Endpoint implements AutoCloseable {
 
     private void checkLength(long len) {
         if (len < 0 || len > options.messageSize()) {
-            throw new IllegalArgumentException(len + " bytes; this endpoint's messages take at most "
-                    + options.messageSize());
+            throw new IllegalArgumentException(
+                    len + " bytes; this endpoint's messages take at most " + options.messageSize());
         }
     }
 
@@ -495,8 +518,8 @@ public final class Endpoint implements AutoCloseable {
         return e;
     }
 
-    private <T> CompletableFuture<T> post(SendWorkRequest wr, RegisteredBufferPool.Buffer b,
-            Function<WorkCompletion.Snapshot, T> onSuccess) {
+    private <T> CompletableFuture<T> post(
+            SendWorkRequest wr, RegisteredBufferPool.Buffer b, Function<WorkCompletion.Snapshot, T> onSuccess) {
         long id = wr.wrId();
         CompletableFuture<WorkCompletion.Snapshot> f = poller.expect(id);
         inflight.put(id, f);
@@ -600,15 +623,16 @@ public final class Endpoint implements AutoCloseable {
 
     /** The connection broke (a failed request, a QP error event): end with a non-local EndpointClosedException. */
     void broke(String reason, Throwable cause) {
-        end(new EndpointClosedException("the connection to " + describePeer() + " broke: " + reason, false, cause),
+        end(
+                new EndpointClosedException("the connection to " + describePeer() + " broke: " + reason, false, cause),
                 new Disconnect(false, reason, cause));
     }
 
     private String describePeer() {
         InetSocketAddress p = peer;
         QpEndpoint r = remote;
-        return (p == null ? "?" : p.getAddress().getHostAddress()) + (r == null ? "" : String.format(" (QPN 0x%06x)",
-                r.qpn()));
+        return (p == null ? "?" : p.getAddress().getHostAddress())
+                + (r == null ? "" : String.format(" (QPN 0x%06x)", r.qpn()));
     }
 
     private void end(EndpointClosedException e, Disconnect d) {
@@ -651,7 +675,8 @@ public final class Endpoint implements AutoCloseable {
         if (!closing.compareAndSet(false, true)) {
             return;
         }
-        end(new EndpointClosedException("endpoint to " + describePeer() + " is closed", true, null),
+        end(
+                new EndpointClosedException("endpoint to " + describePeer() + " is closed", true, null),
                 new Disconnect(true, "closed by this side", null));
         RuntimeException failure = null;
         try {

@@ -19,14 +19,19 @@ final class EndpointEvents {
     static final class Connect extends jdk.jfr.Event {
         @Label("Peer")
         String peer;
+
         @Label("Service")
         long service;
+
         @Label("Passive")
         boolean passive;
+
         @Label("Local QPN")
         int localQpn;
+
         @Label("Remote QPN")
         int remoteQpn;
+
         @Label("Error")
         String error;
     }
@@ -40,10 +45,13 @@ final class EndpointEvents {
     static final class Disconnect extends jdk.jfr.Event {
         @Label("Peer")
         String peer;
+
         @Label("Local QPN")
         int localQpn;
+
         @Label("Local close")
         boolean local;
+
         @Label("Reason")
         String reason;
     }

@@ -56,7 +56,11 @@ public final class EndpointGroup implements AutoCloseable {
     private final Thread events;
     private volatile boolean closed;
 
-    private EndpointGroup(Context context, ProtectionDomain pd, CompletionChannel channel, CompletionQueue cq,
+    private EndpointGroup(
+            Context context,
+            ProtectionDomain pd,
+            CompletionChannel channel,
+            CompletionQueue cq,
             CompletionPoller poller) {
         this.context = context;
         this.pd = pd;
@@ -64,7 +68,9 @@ public final class EndpointGroup implements AutoCloseable {
         this.cq = cq;
         this.poller = poller;
         this.cqEntries = cq.capacity();
-        this.events = Thread.ofVirtual().name("jverbs-async-events-" + context.deviceName()).unstarted(this::events);
+        this.events = Thread.ofVirtual()
+                .name("jverbs-async-events-" + context.deviceName())
+                .unstarted(this::events);
     }
 
     /** A group on {@code device} (null: the first device) with a {@value #DEFAULT_CQ_ENTRIES}-entry CQ. */
@@ -153,16 +159,17 @@ public final class EndpointGroup implements AutoCloseable {
         return connect(server, options, ownsGroup, null);
     }
 
-    private Endpoint connect(InetSocketAddress server, EndpointOptions options, boolean ownsGroup,
-            ConnectionService service) throws IOException {
+    private Endpoint connect(
+            InetSocketAddress server, EndpointOptions options, boolean ownsGroup, ConnectionService service)
+            throws IOException {
         checkOpen();
         Endpoint e = new Endpoint(this, options, ownsGroup);
         EndpointEvents.Connect ev = new EndpointEvents.Connect();
         ev.begin();
         try {
             ConnectionService svc = service != null ? service : new DaemonConnectionService(options.timeout());
-            ConnectionService.Connection c = svc.connect(server, e.qp,
-                    options.connect().withPrivateData(options.wirePrivateData(e.exposedBuffer())));
+            ConnectionService.Connection c = svc.connect(
+                    server, e.qp, options.connect().withPrivateData(options.wirePrivateData(e.exposedBuffer())));
             e.connected(c, server);
             ev.remoteQpn = c.remote().qpn();
             return e;
@@ -186,8 +193,8 @@ public final class EndpointGroup implements AutoCloseable {
      */
     public EndpointListener bind(int service, EndpointOptions options) throws IOException {
         checkOpen();
-        return new EndpointListener(this, new DaemonConnectionService(options.timeout()).listen(service), service,
-                options);
+        return new EndpointListener(
+                this, new DaemonConnectionService(options.timeout()).listen(service), service, options);
     }
 
     /**
@@ -249,7 +256,7 @@ public final class EndpointGroup implements AutoCloseable {
                         }
                     }
                 }
-                default -> { }
+                default -> {}
             }
         }
     }

@@ -52,15 +52,15 @@ public final class EndpointListener implements AutoCloseable {
             EndpointOptions.PeerHeader.parse(r.privateData());
         } catch (IllegalArgumentException e) {
             r.reject("not an endpoint request".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            throw new IOException("rejected a request of " + r.peer().getAddress().getHostAddress() + ": "
-                    + e.getMessage(), e);
+            throw new IOException(
+                    "rejected a request of " + r.peer().getAddress().getHostAddress() + ": " + e.getMessage(), e);
         }
         Endpoint e = new Endpoint(group, options, false);
         EndpointEvents.Connect ev = new EndpointEvents.Connect();
         ev.begin();
         try {
-            ConnectionService.Connection c = r.accept(e.qp,
-                    options.connect().withPrivateData(options.wirePrivateData(e.exposedBuffer())));
+            ConnectionService.Connection c =
+                    r.accept(e.qp, options.connect().withPrivateData(options.wirePrivateData(e.exposedBuffer())));
             e.connected(c, r.peer());
             ev.remoteQpn = c.remote().qpn();
             return e;

@@ -24,8 +24,14 @@ import java.util.Set;
  *     {@code REMOTE_ATOMIC}); {@code LOCAL_WRITE} is always added
  * @param timeout how long a connect waits for the peer's answer (and the default for an accept)
  */
-public record EndpointOptions(ConnectOptions connect, int sendDepth, int recvDepth, int messageSize, long exposedSize,
-        Set<AccessFlag> exposedAccess, Duration timeout) {
+public record EndpointOptions(
+        ConnectOptions connect,
+        int sendDepth,
+        int recvDepth,
+        int messageSize,
+        long exposedSize,
+        Set<AccessFlag> exposedAccess,
+        Duration timeout) {
 
     /** Bytes of the connection's private data the endpoint uses (its {@link RemoteBuffer} and receive depth). */
     public static final int HEADER = RemoteBuffer.WIRE_SIZE + 4;
@@ -46,7 +52,8 @@ public record EndpointOptions(ConnectOptions connect, int sendDepth, int recvDep
         if (exposedSize < 0) {
             throw new IllegalArgumentException("negative exposedSize " + exposedSize);
         }
-        exposedAccess = exposedAccess == null || exposedAccess.isEmpty() ? EnumSet.noneOf(AccessFlag.class)
+        exposedAccess = exposedAccess == null || exposedAccess.isEmpty()
+                ? EnumSet.noneOf(AccessFlag.class)
                 : EnumSet.copyOf(exposedAccess);
         exposedAccess = Set.copyOf(exposedAccess);
         if (timeout == null || timeout.isNegative() || timeout.isZero()) {

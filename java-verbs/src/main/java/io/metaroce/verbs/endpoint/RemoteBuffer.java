@@ -51,8 +51,8 @@ public record RemoteBuffer(long address, long length, int rkey) {
     /** Throws IndexOutOfBoundsException unless {@code [offset, offset + len)} lies inside this buffer. */
     public void check(long offset, long len) {
         if (offset < 0 || len < 0 || offset > length - len) {
-            throw new IndexOutOfBoundsException("bytes [" + offset + ", " + offset + " + " + len + ") outside the peer's "
-                    + length + "-byte buffer (rkey 0x" + Integer.toHexString(rkey) + ")");
+            throw new IndexOutOfBoundsException("bytes [" + offset + ", " + offset + " + " + len
+                    + ") outside the peer's " + length + "-byte buffer (rkey 0x" + Integer.toHexString(rkey) + ")");
         }
     }
 
@@ -70,8 +70,8 @@ public record RemoteBuffer(long address, long length, int rkey) {
      */
     public static RemoteBuffer fromBytes(byte[] b, int offset) {
         if (offset < 0 || b.length - offset < WIRE_SIZE) {
-            throw new IllegalArgumentException("a remote buffer takes " + WIRE_SIZE + " bytes; " + Math.max(0,
-                    b.length - offset) + " at offset " + offset);
+            throw new IllegalArgumentException("a remote buffer takes " + WIRE_SIZE + " bytes; "
+                    + Math.max(0, b.length - offset) + " at offset " + offset);
         }
         ByteBuffer w = ByteBuffer.wrap(b, offset, WIRE_SIZE).order(ByteOrder.BIG_ENDIAN);
         long address = w.getLong();

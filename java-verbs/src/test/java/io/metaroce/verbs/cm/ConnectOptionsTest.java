@@ -14,13 +14,15 @@ class ConnectOptionsTest {
         ConnectOptions o = new ConnectOptions(1, 0, Mtu.MTU_1024, 0, 5);
         assertThat(o.rc()).isEqualTo(ConnectOptions.RcParameters.DEFAULTS);
         assertThat(o.rc()).isEqualTo(new ConnectOptions.RcParameters(1, 1, 14, 7, 7, 12));
-        assertThat(new ConnectOptions(1, 0, Mtu.MTU_1024, 0, 5, null, null).rc()).isEqualTo(o.rc());
+        assertThat(new ConnectOptions(1, 0, Mtu.MTU_1024, 0, 5, null, null).rc())
+                .isEqualTo(o.rc());
     }
 
     @Test
     void rcParametersAreCheckedAgainstTheirFieldsRanges() {
         var d = ConnectOptions.RcParameters.DEFAULTS;
-        assertThatThrownBy(() -> d.withTimeout(32)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> d.withTimeout(32))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("timeout 32 outside 0..31");
         assertThatThrownBy(() -> d.withRetries(8, 7)).hasMessage("retryCount 8 outside 0..7");
         assertThatThrownBy(() -> d.withRetries(7, -1)).hasMessage("rnrRetry -1 outside 0..7");
@@ -33,7 +35,11 @@ class ConnectOptionsTest {
     @Test
     void withersKeepTheRcParametersAndEqualityCoversThem() {
         var rc = ConnectOptions.RcParameters.DEFAULTS.withTimeout(18);
-        ConnectOptions o = ConnectOptions.defaults(0).withRc(rc).withMtu(Mtu.MTU_4096).withSl(2).withPort(1)
+        ConnectOptions o = ConnectOptions.defaults(0)
+                .withRc(rc)
+                .withMtu(Mtu.MTU_4096)
+                .withSl(2)
+                .withPort(1)
                 .withPrivateData(new byte[] {1, 2});
         assertThat(o.rc()).isEqualTo(rc);
         assertThat(o).isNotEqualTo(o.withRc(ConnectOptions.RcParameters.DEFAULTS));

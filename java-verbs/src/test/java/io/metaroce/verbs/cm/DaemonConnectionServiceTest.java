@@ -79,8 +79,14 @@ class DaemonConnectionServiceTest {
                 requests.add(new Request(op, seq, p));
                 Answer a = op == DaemonControl.OP_HELLO ? hello() : script.apply(op, p);
                 ByteBuffer out = le(16 + a.payload().remaining());
-                out.putInt(16 + a.payload().remaining()).putShort((short) op).putShort((short) a.status()).putInt(seq)
-                        .putShort((short) 0).putShort((short) 0).put(a.payload().duplicate()).flip();
+                out.putInt(16 + a.payload().remaining())
+                        .putShort((short) op)
+                        .putShort((short) a.status())
+                        .putInt(seq)
+                        .putShort((short) 0)
+                        .putShort((short) 0)
+                        .put(a.payload().duplicate())
+                        .flip();
                 while (out.hasRemaining()) {
                     c.write(out);
                 }
@@ -92,7 +98,10 @@ class DaemonConnectionServiceTest {
 
     private static Answer hello() {
         ByteBuffer r = le(176).putInt(0, 2);
-        r.put(8 + 10, (byte) 0xff).put(8 + 11, (byte) 0xff).put(8 + 12, (byte) 198).put(8 + 13, (byte) 18)
+        r.put(8 + 10, (byte) 0xff)
+                .put(8 + 11, (byte) 0xff)
+                .put(8 + 12, (byte) 198)
+                .put(8 + 13, (byte) 18)
                 .put(8 + 15, (byte) 2);
         return new Answer(0, r);
     }
@@ -129,11 +138,15 @@ class DaemonConnectionServiceTest {
     @Test
     void connectSendsTheEndpointAndPrivateDataAndReturnsTheAcceptorsAnswer() throws Exception {
         script = (op, p) -> {
-            ByteBuffer r = le(232).putInt(0, 0).putInt(8, 0x789).putInt(12, 0xabc).putInt(36, 5).put(40, ascii("howdy"));
+            ByteBuffer r = le(232).putInt(0, 0)
+                    .putInt(8, 0x789)
+                    .putInt(12, 0xabc)
+                    .putInt(36, 5)
+                    .put(40, ascii("howdy"));
             return new Answer(0, r); // GID left zero: the client maps the peer's address
         };
-        DaemonConnectionService.Answer a = service().request(
-                new InetSocketAddress(InetAddress.getByName("198.18.0.2"), 18515), local(), ascii("hi there"));
+        DaemonConnectionService.Answer a = service()
+                .request(new InetSocketAddress(InetAddress.getByName("198.18.0.2"), 18515), local(), ascii("hi there"));
         assertThat(a.remote().qpn()).isEqualTo(0x789);
         assertThat(a.remote().psn()).isEqualTo(0xabc);
         assertThat(a.remote().gid().toString()).contains("198.18.0.2");
@@ -160,22 +173,27 @@ class DaemonConnectionServiceTest {
         InetSocketAddress peer = new InetSocketAddress(InetAddress.getByName("198.18.0.2"), 7);
         script = (op, p) -> new Answer(0, le(232).putInt(0, 1).putInt(36, 4).put(40, ascii("nope")));
         assertThatThrownBy(() -> service().request(peer, local(), new byte[0]))
-                .isInstanceOf(ConnectionRejectedException.class).hasMessageContaining("rejected by its listener")
-                .satisfies(e -> assertThat(new String(((ConnectionRejectedException) e).privateData(),
-                        StandardCharsets.US_ASCII)).isEqualTo("nope"));
+                .isInstanceOf(ConnectionRejectedException.class)
+                .hasMessageContaining("rejected by its listener")
+                .satisfies(e -> assertThat(
+                                new String(((ConnectionRejectedException) e).privateData(), StandardCharsets.US_ASCII))
+                        .isEqualTo("nope"));
         script = (op, p) -> new Answer(111, empty());
-        assertThatThrownBy(() -> service().request(peer, local(), new byte[0])).isInstanceOf(ConnectException.class)
+        assertThatThrownBy(() -> service().request(peer, local(), new byte[0]))
+                .isInstanceOf(ConnectException.class)
                 .isNotInstanceOf(ConnectionRejectedException.class)
                 .hasMessage("connection refused: nobody listens on service 7 at 198.18.0.2 (ECONNREFUSED)");
         script = (op, p) -> new Answer(110, empty());
         assertThatThrownBy(() -> service().request(peer, local(), new byte[0]))
-                .isInstanceOf(SocketTimeoutException.class).hasMessageContaining("within 1500 ms (ETIMEDOUT)");
+                .isInstanceOf(SocketTimeoutException.class)
+                .hasMessageContaining("within 1500 ms (ETIMEDOUT)");
         script = (op, p) -> new Answer(104, empty());
         assertThatThrownBy(() -> service().request(peer, local(), new byte[0])).hasMessageContaining("ECONNRESET");
         script = (op, p) -> new Answer(95, empty());
         assertThatThrownBy(() -> service().request(peer, local(), new byte[0])).hasMessageContaining("--cm-port 0");
         assertThatThrownBy(() -> service().request(peer, local(), new byte[193]))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("193");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("193");
     }
 
     @Test
@@ -183,7 +201,11 @@ class DaemonConnectionServiceTest {
         script = (op, p) -> switch (op) {
             case DaemonControl.OP_CM_LISTEN -> new Answer(p.getInt(0) == 5 ? 98 : 0, empty());
             case DaemonControl.OP_CM_GET_REQUEST -> {
-                ByteBuffer r = le(232).putInt(0, 42).putInt(4, 6).putInt(8, 0x11).putInt(12, 0x22).putInt(36, 3)
+                ByteBuffer r = le(232).putInt(0, 42)
+                        .putInt(4, 6)
+                        .putInt(8, 0x11)
+                        .putInt(12, 0x22)
+                        .putInt(36, 3)
                         .put(40, ascii("abc"));
                 r.put(32, (byte) 198).put(33, (byte) 18).put(34, (byte) 0).put(35, (byte) 1);
                 yield new Answer(0, r);
@@ -191,7 +213,8 @@ class DaemonConnectionServiceTest {
             case DaemonControl.OP_CM_REJECT -> new Answer(0, empty());
             default -> new Answer(22, empty());
         };
-        assertThatThrownBy(() -> service().listen(5)).isInstanceOf(BindException.class)
+        assertThatThrownBy(() -> service().listen(5))
+                .isInstanceOf(BindException.class)
                 .hasMessageContaining("service 5 already has a listener");
         try (ConnectionService.Listener l = service().listen(6)) {
             ByteBuffer listen = requests.get(requests.size() - 1).payload();
@@ -209,7 +232,8 @@ class DaemonConnectionServiceTest {
             assertThat(rej.payload().remaining()).isEqualTo(200);
             assertThat(rej.payload().getInt(0)).isEqualTo(42);
             assertThat(rej.payload().getInt(4)).isEqualTo(5);
-            assertThatThrownBy(() -> r.reject(new byte[0])).isInstanceOf(IllegalStateException.class)
+            assertThatThrownBy(() -> r.reject(new byte[0]))
+                    .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("already answered");
         }
     }
@@ -225,8 +249,10 @@ class DaemonConnectionServiceTest {
             assertThatThrownBy(() -> l.next(java.time.Duration.ofMillis(40)))
                     .isInstanceOf(SocketTimeoutException.class)
                     .hasMessage("no connection request for service 7 within PT0.04S");
-            List<Integer> polls = requests.stream().filter(r -> r.op() == DaemonControl.OP_CM_GET_REQUEST)
-                    .map(r -> r.payload().getInt(0)).toList();
+            List<Integer> polls = requests.stream()
+                    .filter(r -> r.op() == DaemonControl.OP_CM_GET_REQUEST)
+                    .map(r -> r.payload().getInt(0))
+                    .toList();
             assertThat(polls).isNotEmpty().allSatisfy(ms -> assertThat(ms).isBetween(0, 40));
             assertThatThrownBy(() -> l.accept(null, ConnectOptions.defaults(0), java.time.Duration.ofMillis(1)))
                     .isInstanceOf(SocketTimeoutException.class);
@@ -236,7 +262,8 @@ class DaemonConnectionServiceTest {
     @Test
     void noDaemonIsNamed() {
         DaemonConnectionService s = new DaemonConnectionService(dir.resolve("none.sock"), 0, 0);
-        assertThatThrownBy(() -> s.listen(9)).isInstanceOf(IOException.class)
+        assertThatThrownBy(() -> s.listen(9))
+                .isInstanceOf(IOException.class)
                 .hasMessageContaining("no MetaRoCE daemon answers on " + dir.resolve("none.sock"));
     }
 }

@@ -21,8 +21,9 @@ import org.junit.jupiter.api.Test;
  */
 class DaemonControlAbiTest {
 
-    private static final String[] CM_STRUCTS = {"mrce_cm_connect_req", "mrce_cm_connect_resp", "mrce_cm_request",
-        "mrce_cm_accept_req"};
+    private static final String[] CM_STRUCTS = {
+        "mrce_cm_connect_req", "mrce_cm_connect_resp", "mrce_cm_request", "mrce_cm_accept_req"
+    };
 
     /** DaemonControl's constant -> the C values it must equal. */
     private static final Map<String, List<String>> MEANS = new TreeMap<>(Map.ofEntries(
@@ -43,8 +44,13 @@ class DaemonControlAbiTest {
             Map.entry("LISTEN_BACKLOG", List.of("mrce_cm_listen_req.backlog")),
             Map.entry("GET_REQUEST_SIZE", List.of("mrce_cm_get_request_req.__size")),
             Map.entry("GET_REQUEST_TIMEOUT", List.of("mrce_cm_get_request_req.timeout_ms")),
-            Map.entry("CM_STRUCT", List.of("mrce_cm_connect_resp.__size", "mrce_cm_accept_req.__size",
-                    "mrce_cm_connect_req.peer_ipv6", "mrce_cm_request.peer_ipv6")),
+            Map.entry(
+                    "CM_STRUCT",
+                    List.of(
+                            "mrce_cm_connect_resp.__size",
+                            "mrce_cm_accept_req.__size",
+                            "mrce_cm_connect_req.peer_ipv6",
+                            "mrce_cm_request.peer_ipv6")),
             Map.entry("CM_STRUCT_V6", List.of("mrce_cm_connect_req.__size", "mrce_cm_request.__size")),
             Map.entry("QPN", each("qpn")),
             Map.entry("PSN", each("psn")),
@@ -74,7 +80,8 @@ class DaemonControlAbiTest {
     private static Map<String, Long> cOffsets() throws Exception {
         Path program = Path.of(System.getProperty("metaroce.native.dir", "../provider-c/build"), "mrce_abi_offsets");
         assertThat(program).as("built by provider-c's make").isExecutable();
-        Process p = new ProcessBuilder(program.toString()).redirectErrorStream(true).start();
+        Process p =
+                new ProcessBuilder(program.toString()).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
         assertThat(p.waitFor(10, TimeUnit.SECONDS)).isTrue();
         assertThat(p.exitValue()).as(out).isZero();
@@ -98,10 +105,13 @@ class DaemonControlAbiTest {
             }
             f.setAccessible(true);
             List<String> names = MEANS.get(f.getName());
-            assertThat(names).as("DaemonControl." + f.getName() + " has a C name in this test").isNotNull();
+            assertThat(names)
+                    .as("DaemonControl." + f.getName() + " has a C name in this test")
+                    .isNotNull();
             for (String name : names) {
                 assertThat(c).as(name + " printed by mrce_abi_offsets").containsKey(name);
-                assertThat((long) f.getInt(null)).as("DaemonControl." + f.getName() + " = " + name)
+                assertThat((long) f.getInt(null))
+                        .as("DaemonControl." + f.getName() + " = " + name)
                         .isEqualTo(c.get(name));
                 compared++;
             }

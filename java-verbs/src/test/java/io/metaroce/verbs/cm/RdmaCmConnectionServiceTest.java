@@ -20,7 +20,8 @@ class RdmaCmConnectionServiceTest {
         assumeFalse(RdmaCm.available(), "an rdma_cm library is loaded in this JVM");
         assertThat(RdmaCmConnectionService.available()).isFalse();
         assertThat(RdmaCm.library()).isEmpty();
-        assertThatThrownBy(RdmaCm.Channel::new).isInstanceOf(UnsatisfiedLinkError.class)
+        assertThatThrownBy(RdmaCm.Channel::new)
+                .isInstanceOf(UnsatisfiedLinkError.class)
                 .hasMessageMatching("(?s).*(rdma_cm library|libibverbs).*");
         assertThatThrownBy(() -> new RdmaCmConnectionService(Duration.ofSeconds(1)).listen(7000))
                 .isInstanceOf(UnsatisfiedLinkError.class);
@@ -29,7 +30,8 @@ class RdmaCmConnectionServiceTest {
     @Test
     void aPortOutsideOneTo65535IsRefusedBeforeAnyNativeCall() {
         RdmaCmConnectionService svc = new RdmaCmConnectionService(Duration.ZERO);
-        assertThatThrownBy(() -> svc.listen(0)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> svc.listen(0))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("1..65535");
         assertThatThrownBy(() -> svc.listen(70000)).isInstanceOf(IllegalArgumentException.class);
     }

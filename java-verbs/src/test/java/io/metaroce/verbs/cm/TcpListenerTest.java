@@ -30,7 +30,8 @@ class TcpListenerTest {
         int port = freePort();
         try (ConnectionService.Listener l = new TcpConnectionService().listen(port)) {
             assertThatThrownBy(() -> l.accept(null, ConnectOptions.defaults(0), Duration.ofMillis(20)))
-                    .isInstanceOf(SocketTimeoutException.class).hasMessageContaining("port " + port);
+                    .isInstanceOf(SocketTimeoutException.class)
+                    .hasMessageContaining("port " + port);
         }
     }
 

@@ -40,7 +40,8 @@ class WireFormatTest {
         assertThat(e.psn()).isEqualTo(0x123456);
         assertThat(e.gid().toString()).isEqualTo("fe80:0:0:0:202:c9ff:fe31:7c10");
         assertThatThrownBy(() -> QpEndpoint.fromWire("garbage".getBytes(StandardCharsets.US_ASCII)))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("LID:QPN:PSN:GID");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("LID:QPN:PSN:GID");
     }
 
     @Test

@@ -28,7 +28,8 @@ class EndpointOptionsTest {
     void aRemoteBufferSliceStaysInside() {
         RemoteBuffer b = new RemoteBuffer(4096, 100, 7);
         assertThat(b.slice(10, 90)).isEqualTo(new RemoteBuffer(4106, 90, 7));
-        assertThatThrownBy(() -> b.slice(10, 91)).isInstanceOf(IndexOutOfBoundsException.class)
+        assertThatThrownBy(() -> b.slice(10, 91))
+                .isInstanceOf(IndexOutOfBoundsException.class)
                 .hasMessageContaining("outside the peer's 100-byte buffer");
         assertThatThrownBy(() -> b.check(-1, 1)).isInstanceOf(IndexOutOfBoundsException.class);
         assertThatThrownBy(() -> b.check(Long.MAX_VALUE, 2)).isInstanceOf(IndexOutOfBoundsException.class);
@@ -36,7 +37,8 @@ class EndpointOptionsTest {
 
     @Test
     void shortOrNegativeWireFormsAreRefused() {
-        assertThatThrownBy(() -> RemoteBuffer.fromBytes(new byte[19], 0)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> RemoteBuffer.fromBytes(new byte[19], 0))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("takes 20 bytes; 19");
         byte[] neg = new RemoteBuffer(0, 1, 0).toBytes();
         neg[8] = (byte) 0x80;
@@ -64,7 +66,10 @@ class EndpointOptionsTest {
         EndpointOptions d = EndpointOptions.defaults();
         assertThat(d.sendDepth()).isEqualTo(16);
         assertThat(d.connect().rc()).isEqualTo(ConnectOptions.RcParameters.DEFAULTS);
-        assertThat(d.withRc(ConnectOptions.RcParameters.DEFAULTS.withTimeout(10)).connect().rc().timeout())
+        assertThat(d.withRc(ConnectOptions.RcParameters.DEFAULTS.withTimeout(10))
+                        .connect()
+                        .rc()
+                        .timeout())
                 .isEqualTo(10);
         assertThat(d.withExposed(100, EnumSet.of(AccessFlag.REMOTE_READ)).exposedAccess())
                 .containsExactly(AccessFlag.REMOTE_READ);
@@ -72,6 +77,7 @@ class EndpointOptionsTest {
         assertThatThrownBy(() -> d.withMessageSize(0)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> d.withTimeout(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> d.withPrivateData(new byte[EndpointOptions.MAX_PRIVATE_DATA + 1]))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at most 168");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("at most 168");
     }
 }

@@ -16,8 +16,8 @@ public final class CqeFlyweight {
     }
 
     /** Writes a whole CQE (reserved bytes zeroed). */
-    public CqeFlyweight set(long wrId, int status, int opcode, int byteLen, int immData, int qpNum,
-            int srcQp, int wcFlags) {
+    public CqeFlyweight set(
+            long wrId, int status, int opcode, int byteLen, int immData, int qpNum, int srcQp, int wcFlags) {
         segment.set(ValueLayout.JAVA_LONG, base + CqeDescriptor.OFF_WR_ID, wrId);
         segment.set(ValueLayout.JAVA_INT, base + CqeDescriptor.OFF_STATUS, status);
         segment.set(ValueLayout.JAVA_INT, base + CqeDescriptor.OFF_OPCODE, opcode);

@@ -31,8 +31,7 @@ public final class RingFlyweight {
         MemorySegment s = ring.asSlice(0, byteSize(slotSize, slotCount));
         s.asSlice(0, RingHeaderDescriptor.SIZE).fill((byte) 0);
         s.set(ValueLayout.JAVA_INT, RingHeaderDescriptor.OFF_MAGIC, AbiConstants.MRCE_RING_MAGIC);
-        s.set(ValueLayout.JAVA_SHORT, RingHeaderDescriptor.OFF_VERSION,
-                (short) AbiConstants.MRCE_RING_VERSION);
+        s.set(ValueLayout.JAVA_SHORT, RingHeaderDescriptor.OFF_VERSION, (short) AbiConstants.MRCE_RING_VERSION);
         s.set(ValueLayout.JAVA_SHORT, RingHeaderDescriptor.OFF_KIND, (short) kind);
         s.set(ValueLayout.JAVA_INT, RingHeaderDescriptor.OFF_SLOT_SIZE, slotSize);
         s.set(ValueLayout.JAVA_INT, RingHeaderDescriptor.OFF_SLOT_COUNT, slotCount);
@@ -46,11 +45,13 @@ public final class RingFlyweight {
         int version = ring.get(ValueLayout.JAVA_SHORT, RingHeaderDescriptor.OFF_VERSION);
         int size = ring.get(ValueLayout.JAVA_INT, RingHeaderDescriptor.OFF_SLOT_SIZE);
         int count = ring.get(ValueLayout.JAVA_INT, RingHeaderDescriptor.OFF_SLOT_COUNT);
-        if (magic != AbiConstants.MRCE_RING_MAGIC || version != AbiConstants.MRCE_RING_VERSION
-                || Integer.bitCount(count) != 1 || size <= 0
+        if (magic != AbiConstants.MRCE_RING_MAGIC
+                || version != AbiConstants.MRCE_RING_VERSION
+                || Integer.bitCount(count) != 1
+                || size <= 0
                 || ring.byteSize() < byteSize(size, count)) {
-            throw new IllegalArgumentException("not a valid mrce ring: magic 0x"
-                    + Integer.toHexString(magic) + " version " + version);
+            throw new IllegalArgumentException(
+                    "not a valid mrce ring: magic 0x" + Integer.toHexString(magic) + " version " + version);
         }
         this.segment = ring;
         this.slotSize = size;
@@ -95,11 +96,9 @@ public final class RingFlyweight {
         INT.setRelease(segment, RingHeaderDescriptor.OFF_CONSUMER, value);
     }
 
-
     /** Sets NEED_WAKEUP (only the daemon writes flags). */
     public void setNeedWakeup(boolean on) {
-        INT.setVolatile(segment, RingHeaderDescriptor.OFF_FLAGS,
-                on ? AbiConstants.MRCE_RING_NEED_WAKEUP : 0);
+        INT.setVolatile(segment, RingHeaderDescriptor.OFF_FLAGS, on ? AbiConstants.MRCE_RING_NEED_WAKEUP : 0);
     }
 
     /** Atomically takes the CQ arm (the provider writes it, the daemon clears it). */

@@ -1,9 +1,9 @@
 package io.metaroce.nic.admin;
 
+import io.metaroce.abi.IpAddr;
 import io.metaroce.control.AdminHandler;
 import io.metaroce.control.AdminServer;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.engine.Telemetry;
 import io.metaroce.nic.verbs.NetInfo;
 import io.metaroce.nic.verbs.VerbsService;
@@ -30,8 +30,8 @@ public final class DaemonAdmin implements AdminHandler {
     private final String deviceJson;
     private final String ifname;
 
-    public DaemonAdmin(EngineAgent engine, VerbsService verbs, NetInfo net, String portKind,
-            int udpPort, Path controlSocket) {
+    public DaemonAdmin(
+            EngineAgent engine, VerbsService verbs, NetInfo net, String portKind, int udpPort, Path controlSocket) {
         this.engine = engine;
         this.verbs = verbs;
         this.ifname = net.ifname();
@@ -43,7 +43,8 @@ public final class DaemonAdmin implements AdminHandler {
                 + ",\"ifMtu\":" + net.mtu()
                 + ",\"port\":" + AdminServer.jsonString(portKind)
                 + ",\"udpPort\":" + udpPort
-                + ",\"transport\":" + AdminServer.jsonString(engine.datapath().settings.transportName())
+                + ",\"transport\":"
+                + AdminServer.jsonString(engine.datapath().settings.transportName())
                 + ",\"pathsPerQp\":" + engine.datapath().settings.pathsPerQp()
                 + ",\"controlSocket\":" + AdminServer.jsonString(controlSocket.toString())
                 + ",\"pid\":" + ProcessHandle.current().pid();
@@ -55,8 +56,7 @@ public final class DaemonAdmin implements AdminHandler {
             case "device" -> deviceJson + ",\"linkUp\":" + linkUp() + "}";
             case "stats" -> stats();
             case "objects" -> objects();
-            default -> throw new IllegalArgumentException(
-                    "unknown command '" + command + "' (device, stats, objects)");
+            default -> throw new IllegalArgumentException("unknown command '" + command + "' (device, stats, objects)");
         };
     }
 
@@ -78,7 +78,9 @@ public final class DaemonAdmin implements AdminHandler {
 
     private boolean linkUp() {
         try {
-            return "1".equals(Files.readString(Path.of("/sys/class/net", ifname, "carrier")).trim());
+            return "1"
+                    .equals(Files.readString(Path.of("/sys/class/net", ifname, "carrier"))
+                            .trim());
         } catch (IOException e) {
             return false; // reading carrier of a down interface fails with EINVAL
         }

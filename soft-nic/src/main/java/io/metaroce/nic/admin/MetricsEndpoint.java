@@ -51,7 +51,9 @@ public final class MetricsEndpoint implements AutoCloseable {
 
     public MetricsEndpoint(InetSocketAddress bind, Supplier<Telemetry> snapshot) throws IOException {
         this.snapshot = snapshot;
-        Gauge.builder("mrce.qps", this, m -> m.qps).description("active queue pairs").register(registry);
+        Gauge.builder("mrce.qps", this, m -> m.qps)
+                .description("active queue pairs")
+                .register(registry);
         http = HttpServer.create(bind, 8);
         http.createContext("/metrics", this::serve);
         http.setExecutor(Executors.newSingleThreadExecutor(r -> {
@@ -113,8 +115,12 @@ public final class MetricsEndpoint implements AutoCloseable {
             }
         }
         for (Map.Entry<String, List<MultiGauge.Row<?>>> e : rows.entrySet()) {
-            pathGauges.computeIfAbsent(e.getKey(), k -> MultiGauge.builder("mrce.path." + snake(k))
-                    .description("per-path telemetry: " + k).register(registry))
+            pathGauges
+                    .computeIfAbsent(
+                            e.getKey(),
+                            k -> MultiGauge.builder("mrce.path." + snake(k))
+                                    .description("per-path telemetry: " + k)
+                                    .register(registry))
                     .register(e.getValue(), true);
         }
         for (Map.Entry<String, MultiGauge> e : pathGauges.entrySet()) {
@@ -128,7 +134,8 @@ public final class MetricsEndpoint implements AutoCloseable {
         for (int i = 0; i < group.keys().size(); i++) {
             String key = prefix + snake(group.keys().get(i));
             if (counters.put(key, (double) group.values()[i]) == null) {
-                FunctionCounter.builder(key, counters, m -> m.getOrDefault(key, 0.0)).register(registry);
+                FunctionCounter.builder(key, counters, m -> m.getOrDefault(key, 0.0))
+                        .register(registry);
             }
         }
     }

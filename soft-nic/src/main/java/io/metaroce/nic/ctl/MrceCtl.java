@@ -20,21 +20,29 @@ import picocli.CommandLine.Parameters;
  * mrce-ctl: the operator's view into the soft-NIC daemon of this network namespace, over its
  * admin socket. Tables by default, the daemon's JSON with {@code --json}.
  */
-@Command(name = "mrce-ctl", mixinStandardHelpOptions = true,
+@Command(
+        name = "mrce-ctl",
+        mixinStandardHelpOptions = true,
         description = "Shows the MetaRoCE daemon of this network namespace: devices, qps, paths, counters, objects.")
 public final class MrceCtl implements Callable<Integer> {
-    @Parameters(index = "0", defaultValue = "paths",
+    @Parameters(
+            index = "0",
+            defaultValue = "paths",
             description = "devices | qps | paths | counters | objects (default paths)")
     String what;
 
     @Option(names = "--json", description = "print the daemon's JSON instead of a table")
     boolean jsonOut;
 
-    @Option(names = "--sock", description = "the daemon's control socket (default /tmp/metaroce/nicd-<netns inode>.sock);"
-            + " the admin socket is beside it")
+    @Option(
+            names = "--sock",
+            description = "the daemon's control socket (default /tmp/metaroce/nicd-<netns inode>.sock);"
+                    + " the admin socket is beside it")
     Path sock;
 
-    @Option(names = {"-d", "--device"}, paramLabel = "NAME",
+    @Option(
+            names = {"-d", "--device"},
+            paramLabel = "NAME",
             description = "the device to show (default mrce0; the devices view shows every device of this namespace)")
     String device;
 
@@ -67,10 +75,13 @@ public final class MrceCtl implements Callable<Integer> {
         // The devices view with no socket named: every device of this namespace, one row each.
         boolean allDevices = "device".equals(command) && sock == null && device == null;
         do {
-            List<Path> controls = sock != null ? List.of(sock)
-                    : device != null ? List.of(LocalControlPaths.socketPathFor(device))
-                    : allDevices ? LocalControlPaths.deviceSocketPaths()
-                    : List.of(LocalControlPaths.defaultSocketPath());
+            List<Path> controls = sock != null
+                    ? List.of(sock)
+                    : device != null
+                            ? List.of(LocalControlPaths.socketPathFor(device))
+                            : allDevices
+                                    ? LocalControlPaths.deviceSocketPaths()
+                                    : List.of(LocalControlPaths.defaultSocketPath());
             if (controls.isEmpty()) {
                 System.err.println("mrce-ctl: no daemon in this network namespace (no control socket in "
                         + LocalControlPaths.defaultSocketPath().getParent() + ")");
@@ -89,7 +100,8 @@ public final class MrceCtl implements Callable<Integer> {
                 }
                 JsonNode root = mapper.readTree(answer);
                 if (root.has("error")) {
-                    System.err.println("mrce-ctl: daemon says: " + root.get("error").asText());
+                    System.err.println(
+                            "mrce-ctl: daemon says: " + root.get("error").asText());
                     return 1;
                 }
                 if (jsonOut) {
@@ -116,37 +128,72 @@ public final class MrceCtl implements Callable<Integer> {
         switch (what) {
             case "devices", "device" -> {
                 if (header) {
-                    out.printf("%-8s %-12s %-16s %-24s %-6s %-6s %-10s %-5s %s%n", "DEVICE", "IFNAME", "IPV4",
-                            "GID", "MTU", "PORT", "TRANSPORT", "PATHS", "LINK");
+                    out.printf(
+                            "%-8s %-12s %-16s %-24s %-6s %-6s %-10s %-5s %s%n",
+                            "DEVICE", "IFNAME", "IPV4", "GID", "MTU", "PORT", "TRANSPORT", "PATHS", "LINK");
                 }
-                out.printf("%-8s %-12s %-16s %-24s %-6d %-6s %-10s %-5d %s%n", root.path("device").asText(),
-                        root.path("ifname").asText(), root.path("ipv4").asText(), root.path("gid").asText(),
-                        root.path("ifMtu").asInt(), root.path("port").asText(), root.path("transport").asText(),
-                        root.path("pathsPerQp").asInt(), root.path("linkUp").asBoolean() ? "up" : "down");
+                out.printf(
+                        "%-8s %-12s %-16s %-24s %-6d %-6s %-10s %-5d %s%n",
+                        root.path("device").asText(),
+                        root.path("ifname").asText(),
+                        root.path("ipv4").asText(),
+                        root.path("gid").asText(),
+                        root.path("ifMtu").asInt(),
+                        root.path("port").asText(),
+                        root.path("transport").asText(),
+                        root.path("pathsPerQp").asInt(),
+                        root.path("linkUp").asBoolean() ? "up" : "down");
             }
             case "qps" -> {
-                out.printf("%-8s %-8s %-6s %-6s %-10s %-8s %-8s %-8s%n", "QPN", "DESTQPN", "STATE", "PATHS",
-                        "UNACKED", "RWND", "SENDS", "RECVS");
+                out.printf(
+                        "%-8s %-8s %-6s %-6s %-10s %-8s %-8s %-8s%n",
+                        "QPN", "DESTQPN", "STATE", "PATHS", "UNACKED", "RWND", "SENDS", "RECVS");
                 for (JsonNode qp : root.path("qps")) {
-                    out.printf("%-8d %-8d %-6s %-6d %-10d %-8d %-8d %-8d%n", qp.path("qpn").asInt(),
-                            qp.path("destQpn").asInt(), state(qp.path("state").asInt()), qp.path("paths").size(),
-                            qp.path("unackedPackets").asLong(), qp.path("receiveWindow").asLong(),
-                            qp.path("sendsOutstanding").asLong(), qp.path("recvsOutstanding").asLong());
+                    out.printf(
+                            "%-8d %-8d %-6s %-6d %-10d %-8d %-8d %-8d%n",
+                            qp.path("qpn").asInt(),
+                            qp.path("destQpn").asInt(),
+                            state(qp.path("state").asInt()),
+                            qp.path("paths").size(),
+                            qp.path("unackedPackets").asLong(),
+                            qp.path("receiveWindow").asLong(),
+                            qp.path("sendsOutstanding").asLong(),
+                            qp.path("recvsOutstanding").asLong());
                 }
             }
             case "paths" -> {
-                out.printf("%-8s %-4s %-7s %-7s %-9s %-9s %-10s %-10s %-10s %-10s %-7s %-7s %-6s%n", "QPN", "PATH",
-                        "ENTROPY", "STATE", "RTT_US", "MINRTT_US", "INFLIGHT_B", "CWND_B", "RATE_MBPS", "SENT_PKTS",
-                        "RETX", "LOSSES", "ECN");
+                out.printf(
+                        "%-8s %-4s %-7s %-7s %-9s %-9s %-10s %-10s %-10s %-10s %-7s %-7s %-6s%n",
+                        "QPN",
+                        "PATH",
+                        "ENTROPY",
+                        "STATE",
+                        "RTT_US",
+                        "MINRTT_US",
+                        "INFLIGHT_B",
+                        "CWND_B",
+                        "RATE_MBPS",
+                        "SENT_PKTS",
+                        "RETX",
+                        "LOSSES",
+                        "ECN");
                 for (JsonNode qp : root.path("qps")) {
                     for (JsonNode p : qp.path("paths")) {
-                        out.printf("%-8d %-4d %-7d %-7s %-9.1f %-9.1f %-10d %-10d %-10.1f %-10d %-7d %-7d %-6d%n",
-                                qp.path("qpn").asInt(), p.path("id").asInt(), p.path("entropy").asInt(),
-                                p.path("state").asText(), p.path("srttNs").asLong() / 1000.0,
-                                p.path("minRttNs").asLong() / 1000.0, p.path("inflightBytes").asLong(),
-                                p.path("cwndBytes").asLong(), p.path("deliveryRateBps").asDouble() * 8 / 1e6,
-                                p.path("packetsSent").asLong(), p.path("retransmitsSent").asLong(),
-                                p.path("losses").asLong(), p.path("ecnMarks").asLong());
+                        out.printf(
+                                "%-8d %-4d %-7d %-7s %-9.1f %-9.1f %-10d %-10d %-10.1f %-10d %-7d %-7d %-6d%n",
+                                qp.path("qpn").asInt(),
+                                p.path("id").asInt(),
+                                p.path("entropy").asInt(),
+                                p.path("state").asText(),
+                                p.path("srttNs").asLong() / 1000.0,
+                                p.path("minRttNs").asLong() / 1000.0,
+                                p.path("inflightBytes").asLong(),
+                                p.path("cwndBytes").asLong(),
+                                p.path("deliveryRateBps").asDouble() * 8 / 1e6,
+                                p.path("packetsSent").asLong(),
+                                p.path("retransmitsSent").asLong(),
+                                p.path("losses").asLong(),
+                                p.path("ecnMarks").asLong());
                     }
                 }
             }
@@ -156,22 +203,38 @@ public final class MrceCtl implements Callable<Integer> {
             }
             case "objects" -> {
                 JsonNode t = root.path("totals");
-                out.printf("sessions %d  pds %d  mrs %d  cqs %d  qps %d  comp channels %d%n",
-                        root.path("sessions").asInt(), t.path("pds").asInt(), t.path("mrs").asInt(),
-                        t.path("cqs").asInt(), t.path("qps").asInt(), t.path("compChannels").asInt());
+                out.printf(
+                        "sessions %d  pds %d  mrs %d  cqs %d  qps %d  comp channels %d%n",
+                        root.path("sessions").asInt(),
+                        t.path("pds").asInt(),
+                        t.path("mrs").asInt(),
+                        t.path("cqs").asInt(),
+                        t.path("qps").asInt(),
+                        t.path("compChannels").asInt());
                 JsonNode d = root.path("daemon");
-                out.printf("daemon: open fds %d  memory mappings %d%n", d.path("openFds").asLong(),
-                        d.path("mappings").asLong());
+                out.printf(
+                        "daemon: open fds %d  memory mappings %d%n",
+                        d.path("openFds").asLong(), d.path("mappings").asLong());
                 JsonNode cm = root.path("cmService");
                 if (!cm.isMissingNode()) {
-                    out.printf("connection service: listening %d  bound %d  held %d  kept %d  connecting %d%n",
-                            cm.path("listening").asInt(), cm.path("bound").asInt(), cm.path("held").asInt(),
-                            cm.path("kept").asInt(), cm.path("connecting").asInt());
+                    out.printf(
+                            "connection service: listening %d  bound %d  held %d  kept %d  connecting %d%n",
+                            cm.path("listening").asInt(),
+                            cm.path("bound").asInt(),
+                            cm.path("held").asInt(),
+                            cm.path("kept").asInt(),
+                            cm.path("connecting").asInt());
                 }
                 out.printf("%-8s %-8s %-5s %-5s %-5s %-5s%n", "SESSION", "PID", "PDS", "MRS", "CQS", "QPS");
                 for (JsonNode s : root.path("perSession")) {
-                    out.printf("%-8d %-8d %-5d %-5d %-5d %-5d%n", s.path("id").asLong(), s.path("pid").asInt(),
-                            s.path("pds").asInt(), s.path("mrs").asInt(), s.path("cqs").asInt(), s.path("qps").asInt());
+                    out.printf(
+                            "%-8d %-8d %-5d %-5d %-5d %-5d%n",
+                            s.path("id").asLong(),
+                            s.path("pid").asInt(),
+                            s.path("pds").asInt(),
+                            s.path("mrs").asInt(),
+                            s.path("cqs").asInt(),
+                            s.path("qps").asInt());
                 }
             }
             default -> throw new IllegalStateException(what);

@@ -33,6 +33,7 @@ public final class DmaBatch implements AutoCloseable {
     private final boolean[] failed;
     /** Entries that fail without a copy (their region was deregistered). */
     private final boolean[] refused;
+
     private int count;
     private int space;
     private int lastErrno;
@@ -71,7 +72,6 @@ public final class DmaBatch implements AutoCloseable {
     public int count() {
         return count;
     }
-
 
     /**
      * Adds one copy of {@code length} bytes between {@code localAddr} (daemon) and
@@ -121,8 +121,7 @@ public final class DmaBatch implements AutoCloseable {
                 continue;
             }
             int end = start + 1;
-            while (end < count && !refused[end]
-                    && remoteAddrs[end] == remoteAddrs[end - 1] + lengths[end - 1]) {
+            while (end < count && !refused[end] && remoteAddrs[end] == remoteAddrs[end - 1] + lengths[end - 1]) {
                 end++;
             }
             long total = 0;

@@ -27,6 +27,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 public final class ProcessMemory {
     /** Simultaneous address spaces; ids carry a generation above these bits. */
     static final int SLOT_BITS = 12;
+
     private static final int SLOTS = 1 << SLOT_BITS;
     private static final AtomicReferenceArray<ProcessMemory> TABLE = new AtomicReferenceArray<>(SLOTS);
     private static final AtomicInteger NEXT = new AtomicInteger(1);
@@ -58,7 +59,8 @@ public final class ProcessMemory {
         } catch (NativeException e) {
             LibC.close(pidFd);
             throw e.errno() == Errno.ENOENT
-                    ? new NativeException("process " + pid + " exited before its session began", Errno.ESRCH) : e;
+                    ? new NativeException("process " + pid + " exited before its session began", Errno.ESRCH)
+                    : e;
         }
         if (!LibC.pidfdAlive(pidFd)) {
             // Reaped before the open ended: the number may already name someone else.

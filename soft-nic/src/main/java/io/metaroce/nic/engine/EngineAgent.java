@@ -1,18 +1,18 @@
 package io.metaroce.nic.engine;
 
 import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.PortCounters;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import io.metaroce.nic.transport.ConformanceBreak;
 import io.metaroce.nic.transport.Datapath;
+import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.TransportSettings;
 import io.metaroce.nic.transport.UdTransport;
 import io.metaroce.nic.transport.UdWire;
 import io.metaroce.nic.transport.Wire;
-import io.metaroce.nic.model.MrTable;
-import io.metaroce.nic.transport.Qp;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -29,6 +29,7 @@ import java.util.function.LongSupplier;
 public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     /** QPN = generation << 14 | table index (16384 slots, 1023 generations per slot). */
     public static final int QP_INDEX_BITS = 14;
+
     public static final int MAX_QP = 1 << QP_INDEX_BITS;
     /**
      * The frame (UDP payload) a port must carry at least: the largest packet of IBV_MTU_4096, an
@@ -41,12 +42,13 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
      * the socket during a scheduling stall of a few ms, so that timers judge paths on fresh ACKs.
      */
     private static final int RX_BATCHES_PER_CYCLE = 16;
-    private static final MemorySegment WAKE_ONE =
-            Arena.global().allocateFrom(ValueLayout.JAVA_LONG, 1L);
+
+    private static final MemorySegment WAKE_ONE = Arena.global().allocateFrom(ValueLayout.JAVA_LONG, 1L);
 
     private final Port port;
     /** What the transport sends through: the port, but frames to ourselves loop back locally. */
     private final LoopbackPort loop;
+
     private final Datapath dp;
     private final UdTransport ud;
     private final ArrayBlockingQueue<Runnable> commands = new ArrayBlockingQueue<>(4096);
@@ -57,6 +59,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private final int epollFd;
     /** The port's fds (one per receive queue): epoll reports them readable, nothing to reset. */
     private final int[] portFds;
+
     private long nowNs;
     /**
      * Read again before each receive batch: a packet is handled with a time taken after it was
@@ -64,6 +67,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
      * measured from a stale time ended early: ConformanceIT rnr-wait under load).
      */
     private final LongSupplier clock;
+
     private Thread owner;
 
     /** An engine serving {@code port} with the MR table {@code mrs} and the transport {@code settings}. */
@@ -72,8 +76,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     }
 
     /** As {@link #EngineAgent(Port, MrTable, TransportSettings)}, with the clock {@link #doWork} is given. */
-    public EngineAgent(Port port, MrTable mrs, TransportSettings settings, LongSupplier clock)
-            throws NativeException {
+    public EngineAgent(Port port, MrTable mrs, TransportSettings settings, LongSupplier clock) throws NativeException {
         this.clock = clock;
         if (port.maxFrame() < FRAME_BYTES) {
             // a full IBV_MTU_4096 packet, an RDMA WRITE with its RETH included, must fit one frame
@@ -246,8 +249,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     }
 
     @Override
-    public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort,
-            int ecn) {
+    public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort, int ecn) {
         PortCounters c = port.counters();
         if (length < Wire.HEADER_SIZE) {
             c.rxShort++;
@@ -271,7 +273,10 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             ud.onFrame(qp, frame, length, srcIp, port.localIp());
             return;
         }
-        if (qp == null || qp.qpn != qpn || qp.ud != null || qp.state == Ibv.QPS_RESET
+        if (qp == null
+                || qp.qpn != qpn
+                || qp.ud != null
+                || qp.state == Ibv.QPS_RESET
                 || (qp.destQpNum != Wire.u32(frame, Wire.OFF_SRC_QPN) && !ConformanceBreak.IGNORE_SRC_QPN)) {
             c.rxUnknownQp += ConformanceBreak.UNCOUNTED_UNKNOWN_QP ? 0 : 1;
             return;
@@ -286,8 +291,13 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         qp.lastRxNs = nowNs;
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
-            case Wire.OP_SEND, Wire.OP_SEND_IMM, Wire.OP_WRITE, Wire.OP_WRITE_IMM, Wire.OP_READ_REQ,
-                    Wire.OP_ATOMIC_CS, Wire.OP_ATOMIC_FA -> qp.responder.onData(dp, frame, length, ecn);
+            case Wire.OP_SEND,
+                    Wire.OP_SEND_IMM,
+                    Wire.OP_WRITE,
+                    Wire.OP_WRITE_IMM,
+                    Wire.OP_READ_REQ,
+                    Wire.OP_ATOMIC_CS,
+                    Wire.OP_ATOMIC_FA -> qp.responder.onData(dp, frame, length, ecn);
             case Wire.OP_READ_RESP, Wire.OP_ATOMIC_RESP -> qp.requester.onResponse(dp, frame, length, nowNs);
             case Wire.OP_ACK -> qp.requester.onAck(dp, frame, length, nowNs);
             case Wire.OP_NAK -> {
@@ -337,6 +347,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
 
     /** QPs removed lately, as numbers (kept so a snapshot after an application exits still shows them). */
     private final java.util.ArrayDeque<Telemetry.QpRow> closedQps = new java.util.ArrayDeque<>();
+
     private static final int CLOSED_QPS_KEPT = 16;
 
     /**
@@ -373,7 +384,6 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         return n;
     }
-
 
     public Qp qpByQpn(int qpn) {
         Qp qp = byIndex[qpn & (MAX_QP - 1)];

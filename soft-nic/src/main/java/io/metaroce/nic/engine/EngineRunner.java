@@ -28,6 +28,7 @@ public final class EngineRunner implements AutoCloseable {
     private static final int MAX_EVENTS = 64;
     /** epoll_event.data (u64 at offset 4, packed): one layout, not one built per event. */
     private static final ValueLayout.OfLong EVENT_DATA = ValueLayout.JAVA_LONG.withByteAlignment(4);
+
     private static final long REMOVE_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(5);
     private static final int MAX_SLEEP_MS = 100;
 
@@ -87,7 +88,7 @@ public final class EngineRunner implements AutoCloseable {
             slots = Arrays.stream(slots).filter(s -> s.engine() != engine).toArray(Slot[]::new);
         }
         long seen = passes;
-        engine.submit(() -> { }); // wakes the thread if it sleeps (the engine's epoll is still in ours)
+        engine.submit(() -> {}); // wakes the thread if it sleeps (the engine's epoll is still in ours)
         long deadline = System.nanoTime() + REMOVE_TIMEOUT_NS;
         while (passes < seen + 2 && thread.isAlive() && System.nanoTime() < deadline) {
             LockSupport.parkNanos(100_000);
@@ -203,10 +204,20 @@ public final class EngineRunner implements AutoCloseable {
         for (Slot slot : slots) {
             queues.append(queues.isEmpty() ? "" : " ").append(Arrays.toString(slot.queueWakeups()));
         }
-        return String.format("%s: busy cycles %d (%.1f ms), spins %d, yields %d, sleeps %d (woken %d, timed out"
-                + " %d; by frames on queues %s), asleep %.1f %% of %.1f s", thread.getName(), busyCycles,
-                busyNs / 1e6, spinCycles, yieldCycles, sleeps, wakeups, sleepTimeouts, queues,
-                100.0 * sleepNs / 1e9 / Math.max(s, 1e-9), s);
+        return String.format(
+                "%s: busy cycles %d (%.1f ms), spins %d, yields %d, sleeps %d (woken %d, timed out"
+                        + " %d; by frames on queues %s), asleep %.1f %% of %.1f s",
+                thread.getName(),
+                busyCycles,
+                busyNs / 1e6,
+                spinCycles,
+                yieldCycles,
+                sleeps,
+                wakeups,
+                sleepTimeouts,
+                queues,
+                100.0 * sleepNs / 1e9 / Math.max(s, 1e-9),
+                s);
     }
 
     /**
@@ -218,7 +229,7 @@ public final class EngineRunner implements AutoCloseable {
         running = false;
         Slot[] ss = slots;
         for (Slot s : ss) {
-            s.engine().submit(() -> { });
+            s.engine().submit(() -> {});
         }
         try {
             thread.join(5000);

@@ -28,6 +28,7 @@ final class LoopbackPort implements Port {
     private final int[] lengths = new int[SLOTS];
     /** Oldest slot not released; next slot to hand out; next slot to fill. */
     private int head;
+
     private int next;
     private int tail;
     private MemorySegment claimed;
@@ -50,8 +51,7 @@ final class LoopbackPort implements Port {
             int i = next & (SLOTS - 1);
             int len = lengths[i];
             next++;
-            handler.onFrame(slots[i], views[i].clear().limit(len), len, port.localIp(), port.localPort(),
-                    0);
+            handler.onFrame(slots[i], views[i].clear().limit(len), len, port.localIp(), port.localPort(), 0);
             n++;
         }
         return n;

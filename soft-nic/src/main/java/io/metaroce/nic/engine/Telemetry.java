@@ -30,8 +30,14 @@ import java.util.concurrent.TimeoutException;
  * @param qps the active QPs
  * @param closedQps the QPs removed lately (a snapshot after an application exits still shows them)
  */
-public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean ecnReadable, List<Group> groups,
-        List<QpRow> qps, List<QpRow> closedQps) {
+public record Telemetry(
+        long timeNs,
+        String transport,
+        int pathsPerQp,
+        boolean ecnReadable,
+        List<Group> groups,
+        List<QpRow> qps,
+        List<QpRow> closedQps) {
 
     /** The QPs an engine copied: the active ones and those removed lately. */
     public record QpRows(List<QpRow> active, List<QpRow> closed) {}
@@ -40,8 +46,16 @@ public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean e
     public record Group(String name, List<String> keys, long[] values) {}
 
     /** What the engine copies of one QP (and its paths, RC only). */
-    public record QpRow(int qpn, int destQpn, int state, boolean closed, int unackedPackets, int receiveWindow,
-            int sendsOutstanding, int recvsOutstanding, List<PathRow> paths) {}
+    public record QpRow(
+            int qpn,
+            int destQpn,
+            int state,
+            boolean closed,
+            int unackedPackets,
+            int receiveWindow,
+            int sendsOutstanding,
+            int recvsOutstanding,
+            List<PathRow> paths) {}
 
     /**
      * One path of an RC QP: its id, its state ("active", "suspect", "dead") and the numbers of
@@ -50,21 +64,77 @@ public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean e
     public record PathRow(int id, String state, long[] values) {}
 
     /** A path's numbers; {@code entropy} first (the JSON puts the state after it). */
-    public static final List<String> PATH_KEYS = List.of("entropy", "minRttNs", "srttNs", "rttvarNs",
-            "inflightBytes", "cwndBytes", "deliveryRateBps", "packetsSent", "bytesSent", "deliveredBytes",
-            "retransmitsSent", "losses", "timeouts", "tlps", "ecnMarks", "replacements", "probesSent");
+    public static final List<String> PATH_KEYS = List.of(
+            "entropy",
+            "minRttNs",
+            "srttNs",
+            "rttvarNs",
+            "inflightBytes",
+            "cwndBytes",
+            "deliveryRateBps",
+            "packetsSent",
+            "bytesSent",
+            "deliveredBytes",
+            "retransmitsSent",
+            "losses",
+            "timeouts",
+            "tlps",
+            "ecnMarks",
+            "replacements",
+            "probesSent");
 
     // The counter groups: JSON key, and the field read when it differs ("key:field").
-    private static final Reader TRANSPORT = new Reader(TransportCounters.class, "dataTx", "dataRetransmits",
-            "dataRx", "duplicates", "acksTx", "acksRx", "naksTx", "naksRx", "outOfWindow", "rnrDrops", "malformed",
-            "timeouts", "pathLosses", "pathTimeouts", "pathRetirements", "tlps", "probesTx", "probesRx",
-            "gapsDetected", "crossPathLosses", "spuriousLosses", "opportunisticRetransmits", "entropyRedraws",
-            "sequenceNaksTx", "ecnMarksRx");
-    private static final Reader UD = new Reader(UdTransport.class, "packetsTx", "packetsRx", "qkeyDrops",
-            "noRecvDrops", "cqFullDrops", "stateDrops", "malformed", "recvErrors", "sendErrors");
+    private static final Reader TRANSPORT = new Reader(
+            TransportCounters.class,
+            "dataTx",
+            "dataRetransmits",
+            "dataRx",
+            "duplicates",
+            "acksTx",
+            "acksRx",
+            "naksTx",
+            "naksRx",
+            "outOfWindow",
+            "rnrDrops",
+            "malformed",
+            "timeouts",
+            "pathLosses",
+            "pathTimeouts",
+            "pathRetirements",
+            "tlps",
+            "probesTx",
+            "probesRx",
+            "gapsDetected",
+            "crossPathLosses",
+            "spuriousLosses",
+            "opportunisticRetransmits",
+            "entropyRedraws",
+            "sequenceNaksTx",
+            "ecnMarksRx");
+    private static final Reader UD = new Reader(
+            UdTransport.class,
+            "packetsTx",
+            "packetsRx",
+            "qkeyDrops",
+            "noRecvDrops",
+            "cqFullDrops",
+            "stateDrops",
+            "malformed",
+            "recvErrors",
+            "sendErrors");
     private static final Reader LOOPBACK = new Reader(LoopbackPort.class, "frames:looped", "drops");
-    private static final Reader PORT = new Reader(PortCounters.class, "rxFrames", "txFrames", "txErrors",
-            "rxTruncated", "rxShort", "rxBadVersion", "rxBadCrc", "rxUnknownQp", "rxBadOpcode", "rxBadToken",
+    private static final Reader PORT = new Reader(
+            PortCounters.class,
+            "rxFrames",
+            "txFrames",
+            "txErrors",
+            "rxTruncated",
+            "rxShort",
+            "rxBadVersion",
+            "rxBadCrc",
+            "rxUnknownQp",
+            "rxBadOpcode",
+            "rxBadToken",
             "rxBadSource");
 
     /**
@@ -89,10 +159,16 @@ public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean e
     /** The snapshot of {@code engine} with the QP rows it copied; reads the counters on this thread. */
     static Telemetry of(EngineAgent engine, long timeNs, QpRows rows) {
         var settings = engine.datapath().settings;
-        return new Telemetry(timeNs, settings.transportName(), settings.pathsPerQp(), engine.port().readsEcn(),
-                List.of(TRANSPORT.read("counters", engine.datapath().counters), UD.read("ud", engine.ud()),
+        return new Telemetry(
+                timeNs,
+                settings.transportName(),
+                settings.pathsPerQp(),
+                engine.port().readsEcn(),
+                List.of(
+                        TRANSPORT.read("counters", engine.datapath().counters), UD.read("ud", engine.ud()),
                         LOOPBACK.read("loopback", engine.loopback()), PORT.read("port", engine.portCounters())),
-                rows.active(), rows.closed());
+                rows.active(),
+                rows.closed());
     }
 
     /** The transport counters as their group (what "counters" of a snapshot holds). */
@@ -106,13 +182,36 @@ public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean e
         PathRow[] paths = new PathRow[r.pathCount()];
         for (int i = 0; i < paths.length; i++) {
             Path p = r.path(i);
-            paths[i] = new PathRow(p.id, p.stateName(), new long[] {p.entropy, p.hasRtt() ? p.minRttNs : 0, p.srttNs,
-                    p.rttvarNs, p.inflightBytes, p.cwndBytes, p.deliveryRateBps, p.packetsSent, p.bytesSent,
-                    p.deliveredBytes, p.retransmitsSent, p.losses, p.timeouts, p.tlps, p.ecnMarks, p.replacements,
-                    p.probesSent});
+            paths[i] = new PathRow(p.id, p.stateName(), new long[] {
+                p.entropy,
+                p.hasRtt() ? p.minRttNs : 0,
+                p.srttNs,
+                p.rttvarNs,
+                p.inflightBytes,
+                p.cwndBytes,
+                p.deliveryRateBps,
+                p.packetsSent,
+                p.bytesSent,
+                p.deliveredBytes,
+                p.retransmitsSent,
+                p.losses,
+                p.timeouts,
+                p.tlps,
+                p.ecnMarks,
+                p.replacements,
+                p.probesSent
+            });
         }
-        return new QpRow(qp.qpn, qp.destQpNum, qp.state, closed, r.unacknowledged(), r.receiveWindow(),
-                r.outstanding(), qp.responder.outstanding(), List.of(paths));
+        return new QpRow(
+                qp.qpn,
+                qp.destQpNum,
+                qp.state,
+                closed,
+                r.unacknowledged(),
+                r.receiveWindow(),
+                r.outstanding(),
+                qp.responder.outstanding(),
+                List.of(paths));
     }
 
     /** The group named {@code name}, or null. */
@@ -128,8 +227,14 @@ public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean e
     /** The snapshot as the JSON document of mrce-ctl stats and --stats (one line, no newline). */
     public String toJson() {
         StringBuilder b = new StringBuilder(4096);
-        b.append("{\"timeNs\":").append(timeNs).append(",\"transport\":\"").append(transport)
-                .append("\",\"pathsPerQp\":").append(pathsPerQp).append(",\"ecnReadable\":").append(ecnReadable);
+        b.append("{\"timeNs\":")
+                .append(timeNs)
+                .append(",\"transport\":\"")
+                .append(transport)
+                .append("\",\"pathsPerQp\":")
+                .append(pathsPerQp)
+                .append(",\"ecnReadable\":")
+                .append(ecnReadable);
         for (Group g : groups) {
             b.append(",\"").append(g.name()).append("\":");
             appendGroup(b, g);
@@ -144,7 +249,11 @@ public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean e
     static void appendGroup(StringBuilder b, Group g) {
         b.append('{');
         for (int i = 0; i < g.keys().size(); i++) {
-            b.append(i == 0 ? "" : ",").append('"').append(g.keys().get(i)).append("\":").append(g.values()[i]);
+            b.append(i == 0 ? "" : ",")
+                    .append('"')
+                    .append(g.keys().get(i))
+                    .append("\":")
+                    .append(g.values()[i]);
         }
         b.append('}');
     }
@@ -153,17 +262,35 @@ public record Telemetry(long timeNs, String transport, int pathsPerQp, boolean e
         b.append('[');
         for (int q = 0; q < rows.size(); q++) {
             QpRow r = rows.get(q);
-            b.append(q == 0 ? "" : ",").append("{\"qpn\":").append(r.qpn()).append(",\"destQpn\":").append(r.destQpn())
-                    .append(",\"state\":").append(r.state()).append(",\"closed\":").append(r.closed())
-                    .append(",\"unackedPackets\":").append(r.unackedPackets())
-                    .append(",\"receiveWindow\":").append(r.receiveWindow())
-                    .append(",\"sendsOutstanding\":").append(r.sendsOutstanding())
-                    .append(",\"recvsOutstanding\":").append(r.recvsOutstanding()).append(",\"paths\":[");
+            b.append(q == 0 ? "" : ",")
+                    .append("{\"qpn\":")
+                    .append(r.qpn())
+                    .append(",\"destQpn\":")
+                    .append(r.destQpn())
+                    .append(",\"state\":")
+                    .append(r.state())
+                    .append(",\"closed\":")
+                    .append(r.closed())
+                    .append(",\"unackedPackets\":")
+                    .append(r.unackedPackets())
+                    .append(",\"receiveWindow\":")
+                    .append(r.receiveWindow())
+                    .append(",\"sendsOutstanding\":")
+                    .append(r.sendsOutstanding())
+                    .append(",\"recvsOutstanding\":")
+                    .append(r.recvsOutstanding())
+                    .append(",\"paths\":[");
             for (int i = 0; i < r.paths().size(); i++) {
                 PathRow p = r.paths().get(i);
                 long[] v = p.values();
-                b.append(i == 0 ? "" : ",").append("{\"id\":").append(p.id()).append(",\"entropy\":").append(v[0])
-                        .append(",\"state\":\"").append(p.state()).append('"');
+                b.append(i == 0 ? "" : ",")
+                        .append("{\"id\":")
+                        .append(p.id())
+                        .append(",\"entropy\":")
+                        .append(v[0])
+                        .append(",\"state\":\"")
+                        .append(p.state())
+                        .append('"');
                 for (int k = 1; k < v.length; k++) {
                     b.append(",\"").append(PATH_KEYS.get(k)).append("\":").append(v[k]);
                 }

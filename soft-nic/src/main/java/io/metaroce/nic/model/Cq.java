@@ -55,8 +55,16 @@ public final class Cq {
      * (MRCE_CQ_ARM_NEXT: any; MRCE_CQ_ARM_SOLICITED: solicited or error). Check {@link #hasSpace}
      * first.
      */
-    public void post(long wrId, int status, int opcode, int byteLen, int immData, int qpNum,
-            int srcQp, int wcFlags, boolean solicited) {
+    public void post(
+            long wrId,
+            int status,
+            int opcode,
+            int byteLen,
+            int immData,
+            int qpNum,
+            int srcQp,
+            int wcFlags,
+            boolean solicited) {
         cqe.wrap(ring.segment(), ring.slotOffset(producer))
                 .set(wrId, status, opcode, byteLen, immData, qpNum, srcQp, wcFlags);
         producer++;

@@ -10,6 +10,7 @@ public final class Mr {
     public final Pd pd;
     /** The owner's address space: a {@link io.metaroce.nic.dma.ProcessMemory} id, not the OS PID. */
     public final int pid;
+
     public final long addr;
     public final long length;
     public final long iova;
@@ -20,8 +21,7 @@ public final class Mr {
     /** Set by the engine thread when the region is deregistered; read only by that thread. */
     private boolean revoked;
 
-    Mr(int handle, Pd pd, int pid, long addr, long length, long iova, int access, int lkey, int rkey,
-            int tableIndex) {
+    Mr(int handle, Pd pd, int pid, long addr, long length, long iova, int access, int lkey, int rkey, int tableIndex) {
         this.handle = handle;
         this.pd = pd;
         this.pid = pid;
@@ -54,8 +54,7 @@ public final class Mr {
      */
     public boolean contains(long va, long len) {
         long start = va - iova; // wraps below iova to a huge unsigned offset, refused next
-        return len >= 0 && Long.compareUnsigned(start, length) <= 0
-                && Long.compareUnsigned(len, length - start) <= 0;
+        return len >= 0 && Long.compareUnsigned(start, length) <= 0 && Long.compareUnsigned(len, length - start) <= 0;
     }
 
     /** The application address of iova {@code va}. */

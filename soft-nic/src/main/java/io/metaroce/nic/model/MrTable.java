@@ -15,6 +15,7 @@ public final class MrTable {
     private final int indexMask;
     /** Draws the keys' random bits; null: sequential keys (tests that need the old numbering). */
     private final java.util.Random random;
+
     private int nextSlot;
 
     public MrTable(int capacity) {
@@ -33,8 +34,7 @@ public final class MrTable {
     }
 
     /** Allocates keys and publishes a new MR; returns null when the table is full. */
-    public synchronized Mr register(int handle, Pd pd, int pid, long addr, long length, long iova,
-            int access) {
+    public synchronized Mr register(int handle, Pd pd, int pid, long addr, long length, long iova, int access) {
         int n = slots.length();
         int searchFrom = random != null ? random.nextInt(n) : nextSlot;
         for (int k = 0; k < n; k++) {

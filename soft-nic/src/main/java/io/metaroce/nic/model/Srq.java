@@ -1,9 +1,9 @@
 package io.metaroce.nic.model;
 
 import io.metaroce.abi.AbiConstants;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import java.lang.foreign.MemorySegment;
 
@@ -16,6 +16,7 @@ public final class Srq {
     public final int handle;
     /** The owner's address space: a {@link io.metaroce.nic.dma.ProcessMemory} id, not the OS PID. */
     public final int pid;
+
     public final Pd pd;
     public final MemorySegment mapping;
     public final RingFlyweight ring = new RingFlyweight();

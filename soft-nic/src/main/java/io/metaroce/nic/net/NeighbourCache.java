@@ -61,7 +61,6 @@ public final class NeighbourCache implements AutoCloseable {
         return lookup(dstIp, nowNs);
     }
 
-
     /**
      * Looks up again every destination resolved more than the refresh interval ago, and every
      * pending one; returns how many answers changed. Call it from the port's periodic tick.
@@ -126,8 +125,11 @@ public final class NeighbourCache implements AutoCloseable {
 
     private static boolean same(Resolution a, Resolution b) {
         if (a instanceof Resolved x && b instanceof Resolved y) {
-            return x.ifindex == y.ifindex && x.srcIp == y.srcIp && x.nextHopIp == y.nextHopIp
-                    && x.mtu == y.mtu && Arrays.equals(x.srcMac, y.srcMac)
+            return x.ifindex == y.ifindex
+                    && x.srcIp == y.srcIp
+                    && x.nextHopIp == y.nextHopIp
+                    && x.mtu == y.mtu
+                    && Arrays.equals(x.srcMac, y.srcMac)
                     && Arrays.equals(x.dstMac, y.dstMac);
         }
         return a instanceof Pending && b instanceof Pending;

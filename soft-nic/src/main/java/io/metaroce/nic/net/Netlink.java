@@ -58,6 +58,7 @@ public final class Netlink implements AutoCloseable {
 
     /** Neighbour states (ndm_state). */
     public static final int NUD_INCOMPLETE = 0x01;
+
     public static final int NUD_REACHABLE = 0x02;
     public static final int NUD_STALE = 0x04;
     public static final int NUD_DELAY = 0x08;
@@ -66,8 +67,7 @@ public final class Netlink implements AutoCloseable {
     public static final int NUD_NOARP = 0x40;
     public static final int NUD_PERMANENT = 0x80;
     /** States whose link-layer address may be used: the kernel would send to it too. */
-    public static final int NUD_VALID = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE
-            | NUD_NOARP | NUD_PERMANENT;
+    public static final int NUD_VALID = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_NOARP | NUD_PERMANENT;
 
     private static final int NLMSG_HDRLEN = 16;
     private static final int RECV_BYTES = 32 * 1024;
@@ -127,8 +127,7 @@ public final class Netlink implements AutoCloseable {
         int len = attrAddr(off + 12, RTA_DST, dstIp);
         MemorySegment msg = transact(len, "RTM_GETROUTE " + IpAddr.toString(dstIp));
         if (type(msg) != RTM_NEWROUTE) {
-            throw new NativeException("RTM_GETROUTE " + IpAddr.toString(dstIp) + ": reply type "
-                    + type(msg), 0);
+            throw new NativeException("RTM_GETROUTE " + IpAddr.toString(dstIp) + ": reply type " + type(msg), 0);
         }
         int routeType = msg.get(JAVA_BYTE, NLMSG_HDRLEN + 7) & 0xff;
         int ifindex = 0;
@@ -139,12 +138,13 @@ public final class Netlink implements AutoCloseable {
                 case RTA_OIF -> ifindex = msg.get(JAVA_INT, a + 4);
                 case RTA_PREFSRC -> src = addr(msg, a);
                 case RTA_GATEWAY -> gateway = addr(msg, a);
-                default -> { }
+                default -> {}
             }
         }
         if (routeType != RTN_UNICAST || ifindex == 0) {
-            throw new NativeException("RTM_GETROUTE " + IpAddr.toString(dstIp) + ": route type "
-                    + routeType + " is not unicast", 99 /* EADDRNOTAVAIL */);
+            throw new NativeException(
+                    "RTM_GETROUTE " + IpAddr.toString(dstIp) + ": route type " + routeType + " is not unicast",
+                    99 /* EADDRNOTAVAIL */);
         }
         return new Route(ifindex, src, gateway);
     }
@@ -203,9 +203,10 @@ public final class Netlink implements AutoCloseable {
         int mtu = 0;
         for (int a = NLMSG_HDRLEN + 16; a + 4 <= length(msg); a = next(msg, a)) {
             switch (attrType(msg, a)) {
-                case IFLA_ADDRESS -> mac = msg.asSlice(a + 4, attrLength(msg, a) - 4).toArray(JAVA_BYTE);
+                case IFLA_ADDRESS ->
+                    mac = msg.asSlice(a + 4, attrLength(msg, a) - 4).toArray(JAVA_BYTE);
                 case IFLA_MTU -> mtu = msg.get(JAVA_INT, a + 4);
-                default -> { }
+                default -> {}
             }
         }
         return new Link(mac, mtu);
@@ -309,8 +310,8 @@ public final class Netlink implements AutoCloseable {
         return (len + 3) & ~3;
     }
 
-    private static final java.lang.foreign.ValueLayout.OfLong BE_LONG = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
-            .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+    private static final java.lang.foreign.ValueLayout.OfLong BE_LONG =
+            java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
 
     /** The address in the rtattr at {@code a}: 4 bytes IPv4, 16 bytes IPv6 (entered in {@link IpAddr}'s table). */
     private static int addr(MemorySegment msg, int a) {
@@ -321,7 +322,9 @@ public final class Netlink implements AutoCloseable {
     }
 
     private static int ipv4(MemorySegment msg, int off) {
-        return ((msg.get(JAVA_BYTE, off) & 0xff) << 24) | ((msg.get(JAVA_BYTE, off + 1) & 0xff) << 16)
-                | ((msg.get(JAVA_BYTE, off + 2) & 0xff) << 8) | (msg.get(JAVA_BYTE, off + 3) & 0xff);
+        return ((msg.get(JAVA_BYTE, off) & 0xff) << 24)
+                | ((msg.get(JAVA_BYTE, off + 1) & 0xff) << 16)
+                | ((msg.get(JAVA_BYTE, off + 2) & 0xff) << 8)
+                | (msg.get(JAVA_BYTE, off + 3) & 0xff);
     }
 }

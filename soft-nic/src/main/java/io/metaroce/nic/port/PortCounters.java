@@ -11,6 +11,7 @@ public final class PortCounters {
     public long rxBadCrc;
     /** IPv6 frames with UDP checksum 0, which RFC 8200 forbids (the AF_XDP port drops them). */
     public long rxBadChecksum;
+
     public long rxUnknownQp;
     public long rxBadOpcode;
     /** RC packets whose connection token is not the receiving QP's (connection manager, spec 4). */
@@ -32,8 +33,9 @@ public final class PortCounters {
     @Override
     public String toString() {
         return "rx " + rxFrames + " tx " + txFrames + " txErrors " + txErrors + " truncated "
-                + rxTruncated + " short " + rxShort + " badVersion " + rxBadVersion  + " badCrc "
-                + rxBadCrc + " badChecksum " + rxBadChecksum + " unknownQp " + rxUnknownQp + " badOpcode " + rxBadOpcode + " badToken " + rxBadToken
+                + rxTruncated + " short " + rxShort + " badVersion " + rxBadVersion + " badCrc "
+                + rxBadCrc + " badChecksum " + rxBadChecksum + " unknownQp " + rxUnknownQp + " badOpcode " + rxBadOpcode
+                + " badToken " + rxBadToken
                 + " badSource " + rxBadSource
                 + " rxBatches " + rxBatches + " txBatches " + txBatches + " txKicks " + txKicks
                 + " txKicksBusy " + txKicksBusy + " rxKicks " + rxKicks;

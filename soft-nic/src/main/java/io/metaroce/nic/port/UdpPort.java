@@ -33,6 +33,7 @@ public final class UdpPort implements Port {
     private final int localIp;
     /** AF_INET or AF_INET6, the sockaddr size of that family, the control message of the ECN. */
     private final int family;
+
     private final long saSize;
     private final int tosLevel;
     private final int tosType;
@@ -58,6 +59,7 @@ public final class UdpPort implements Port {
     private int claimed = -1;
     /** Send sockets by entropy (entropy mod length); empty: the data socket sends. */
     private final int[] entropyFds;
+
     private final int[] txSock;
 
     public UdpPort(int localIp, int localPort, int maxFrame, int batch) throws NativeException {
@@ -65,8 +67,7 @@ public final class UdpPort implements Port {
     }
 
     /** {@code entropyPorts} send sockets bound to localPort + 1 .. localPort + entropyPorts. */
-    public UdpPort(int localIp, int localPort, int maxFrame, int batch, int entropyPorts)
-            throws NativeException {
+    public UdpPort(int localIp, int localPort, int maxFrame, int batch, int entropyPorts) throws NativeException {
         this.localIp = localIp;
         this.localPort = localPort;
         this.maxFrame = maxFrame;
@@ -137,8 +138,7 @@ public final class UdpPort implements Port {
             long m = LibC.MMSGHDR_SIZE * i;
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOV, rxIovs.address() + 16L * i);
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOVLEN, 1L);
-            txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_NAME,
-                    txAddrs.address() + LibC.SOCKADDR_IN6_SIZE * i);
+            txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_NAME, txAddrs.address() + LibC.SOCKADDR_IN6_SIZE * i);
             txMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) saSize);
             txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOV, txIovs.address() + 16L * i);
             txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOVLEN, 1L);
@@ -149,12 +149,10 @@ public final class UdpPort implements Port {
     public int poll(FrameHandler handler) {
         for (int i = 0; i < batch; i++) {
             long m = LibC.MMSGHDR_SIZE * i;
-            rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_NAME,
-                    rxAddrs.address() + LibC.SOCKADDR_IN6_SIZE * i);
+            rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_NAME, rxAddrs.address() + LibC.SOCKADDR_IN6_SIZE * i);
             rxMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) LibC.SOCKADDR_IN6_SIZE);
             rxMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_FLAGS, 0);
-            rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROL,
-                    rxControl.address() + (long) CONTROL_BYTES * i);
+            rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROL, rxControl.address() + (long) CONTROL_BYTES * i);
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN, CONTROL_BYTES);
         }
         int n = LibC.recvmmsg(fd, rxMsgs, batch, LibC.MSG_DONTWAIT);
@@ -174,7 +172,12 @@ public final class UdpPort implements Port {
             MemorySegment sa = rxAddrs.asSlice(LibC.SOCKADDR_IN6_SIZE * i, LibC.SOCKADDR_IN6_SIZE);
             ByteBuffer view = rxViews[i];
             view.clear().limit(len);
-            handler.onFrame(rxBufs[i], view, len, LibC.sockaddrAddr(sa), LibC.sockaddrInPort(sa),
+            handler.onFrame(
+                    rxBufs[i],
+                    view,
+                    len,
+                    LibC.sockaddrAddr(sa),
+                    LibC.sockaddrInPort(sa),
                     ecn(i, rxMsgs.get(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN)));
         }
         return n;
@@ -235,8 +238,7 @@ public final class UdpPort implements Port {
         int i = claimed;
         txSock[i] = entropyFds.length == 0 ? fd : entropyFds[(entropy & 0xffff) % entropyFds.length];
         txIovs.set(ValueLayout.JAVA_LONG, 16L * i + 8, length);
-        LibC.writeSockaddr(txAddrs.asSlice(LibC.SOCKADDR_IN6_SIZE * i, LibC.SOCKADDR_IN6_SIZE), dstIp,
-                dstPort);
+        LibC.writeSockaddr(txAddrs.asSlice(LibC.SOCKADDR_IN6_SIZE * i, LibC.SOCKADDR_IN6_SIZE), dstIp, dstPort);
         txCount++;
         claimed = -1;
     }

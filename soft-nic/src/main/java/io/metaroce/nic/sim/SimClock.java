@@ -25,5 +25,4 @@ public final class SimClock implements LongSupplier {
         }
         nowNs += deltaNs;
     }
-
 }

@@ -25,6 +25,7 @@ public final class SimFabric implements AutoCloseable {
     public static final int RX_BATCH = 32;
     /** The largest frame a daemon sends (a jumbo RC packet), so that simulated QPs use them too. */
     public static final int DEFAULT_MAX_FRAME = io.metaroce.nic.transport.Wire.MAX_FRAME;
+
     public static final int DEFAULT_POOL_FRAMES = 8192;
     public static final int DEFAULT_MAX_HOSTS = 8;
 
@@ -63,8 +64,7 @@ public final class SimFabric implements AutoCloseable {
         this(seed, links, clock, DEFAULT_MAX_FRAME, DEFAULT_POOL_FRAMES, DEFAULT_MAX_HOSTS);
     }
 
-    public SimFabric(long seed, int linkCount, LongSupplier clock, int maxFrame, int poolFrames,
-            int maxHosts) {
+    public SimFabric(long seed, int linkCount, LongSupplier clock, int maxFrame, int poolFrames, int maxHosts) {
         if (linkCount < 1 || maxFrame < 1 || poolFrames < 1 || maxHosts < 1) {
             throw new IllegalArgumentException("links, frame size, pool and hosts must be positive");
         }
@@ -131,7 +131,6 @@ public final class SimFabric implements AutoCloseable {
         return p;
     }
 
-
     /** Frames in flight (committed, not yet polled). */
     public int inFlight() {
         int n = 0;
@@ -173,8 +172,7 @@ public final class SimFabric implements AutoCloseable {
         return arrivalNs[x] != arrivalNs[y] ? arrivalNs[x] < arrivalNs[y] : order[x] < order[y];
     }
 
-    private void deliverLater(SimPort to, int f, int len, int fromIp, int fromPort, int link, long atNs,
-            int ecnBits) {
+    private void deliverLater(SimPort to, int f, int len, int fromIp, int fromPort, int link, long atNs, int ecnBits) {
         length[f] = len;
         ecn[f] = ecnBits;
         srcIp[f] = fromIp;

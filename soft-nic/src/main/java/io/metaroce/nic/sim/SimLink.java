@@ -30,6 +30,7 @@ public final class SimLink {
     private long ecnThresholdBytes = Long.MAX_VALUE;
     /** Whether the frame {@link #admit} just passed is marked CE. */
     boolean lastCe;
+
     private int overheadBytes;
     private double lossRate;
     private double burstEnter;
@@ -47,9 +48,11 @@ public final class SimLink {
 
     /** Frames offered to the link (after it was selected), and their bytes. */
     public long txFrames;
+
     public long txBytes;
     /** Frames handed to the destination host (duplicates included), and their bytes. */
     public long deliveredFrames;
+
     public long deliveredBytes;
     public long droppedBlackhole;
     public long droppedQueue;

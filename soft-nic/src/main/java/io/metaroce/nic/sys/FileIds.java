@@ -15,9 +15,9 @@ import java.lang.invoke.MethodHandle;
 public final class FileIds {
     /** struct stat of x86_64 / aarch64 glibc: 144 / 128 bytes; st_dev at 0, st_ino at 8. */
     private static final long STAT_SIZE = 256;
+
     private static final MethodHandle FSTAT = LibC.link("fstat", JAVA_INT, JAVA_INT, ADDRESS);
-    private static final MethodHandle PIDFD_GETFD =
-            LibC.link("pidfd_getfd", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle PIDFD_GETFD = LibC.link("pidfd_getfd", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
 
     private FileIds() {}
 

@@ -21,13 +21,11 @@ public final class Inet4 {
     }
 
     public static int fromBytes(byte[] b, int off) {
-        return ((b[off] & 0xff) << 24) | ((b[off + 1] & 0xff) << 16) | ((b[off + 2] & 0xff) << 8)
-                | (b[off + 3] & 0xff);
+        return ((b[off] & 0xff) << 24) | ((b[off + 1] & 0xff) << 16) | ((b[off + 2] & 0xff) << 8) | (b[off + 3] & 0xff);
     }
 
     public static String toString(int ipv4) {
-        return (ipv4 >>> 24) + "." + ((ipv4 >>> 16) & 0xff) + "." + ((ipv4 >>> 8) & 0xff) + "."
-                + (ipv4 & 0xff);
+        return (ipv4 >>> 24) + "." + ((ipv4 >>> 16) & 0xff) + "." + ((ipv4 >>> 8) & 0xff) + "." + (ipv4 & 0xff);
     }
 
     /** The IPv4-mapped IPv6 GID ::ffff:a.b.c.d. */

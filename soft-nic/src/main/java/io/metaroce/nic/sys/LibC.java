@@ -35,6 +35,7 @@ public final class LibC {
     public static final int IPV6_TCLASS = 67;
     /** Asks for an IPV6_TCLASS control message with every datagram received. */
     public static final int IPV6_RECVTCLASS = 66;
+
     public static final int SOCK_DGRAM = 2;
     public static final int SOCK_NONBLOCK = 0x800;
     public static final int SOCK_CLOEXEC = 0x80000;
@@ -46,6 +47,7 @@ public final class LibC {
     public static final int IP_RECVTOS = 13;
     /** struct cmsghdr { size_t len; int level; int type; } then the data, 8-byte aligned. */
     public static final long CMSGHDR_SIZE = 16;
+
     public static final int SO_REUSEADDR = 2;
     public static final int SO_SNDBUF = 7;
     public static final int SO_RCVBUF = 8;
@@ -69,6 +71,7 @@ public final class LibC {
     public static final long SOCKADDR_IN6_SIZE = 28;
     /** struct msghdr (56) + msg_len (u32) padded: struct mmsghdr is 64 bytes. */
     public static final long MMSGHDR_SIZE = 64;
+
     public static final long MSGHDR_NAME = 0;
     public static final long MSGHDR_NAMELEN = 8;
     public static final long MSGHDR_IOV = 16;
@@ -80,8 +83,7 @@ public final class LibC {
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO =
-            CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final ThreadLocal<MemorySegment> CAPTURE =
             ThreadLocal.withInitial(() -> Arena.global().allocate(CAPTURE_LAYOUT));
 
@@ -94,29 +96,24 @@ public final class LibC {
     private static final MethodHandle EVENTFD = link("eventfd", JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle READ = link("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
     private static final MethodHandle WRITE = link("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
-    private static final MethodHandle PROCESS_VM_READV = link("process_vm_readv",
-            JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
-    private static final MethodHandle PROCESS_VM_WRITEV = link("process_vm_writev",
-            JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
+    private static final MethodHandle PROCESS_VM_READV =
+            link("process_vm_readv", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
+    private static final MethodHandle PROCESS_VM_WRITEV =
+            link("process_vm_writev", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
     private static final MethodHandle SOCKET = link("socket", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle BIND = link("bind", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle SETSOCKOPT =
             link("setsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
-    private static final MethodHandle SENDMMSG =
-            link("sendmmsg", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+    private static final MethodHandle SENDMMSG = link("sendmmsg", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
     private static final MethodHandle RECVMMSG =
             link("recvmmsg", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
     private static final MethodHandle EPOLL_CREATE1 = link("epoll_create1", JAVA_INT, JAVA_INT);
-    private static final MethodHandle EPOLL_CTL =
-            link("epoll_ctl", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
-    private static final MethodHandle EPOLL_WAIT =
-            link("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+    private static final MethodHandle EPOLL_CTL = link("epoll_ctl", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
+    private static final MethodHandle EPOLL_WAIT = link("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
     private static final MethodHandle GETPID = link("getpid", JAVA_INT);
     private static final MethodHandle OPEN = link("open", JAVA_INT, ADDRESS, JAVA_INT);
-    private static final MethodHandle PREADV =
-            link("preadv", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
-    private static final MethodHandle PWRITEV =
-            link("pwritev", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
+    private static final MethodHandle PREADV = link("preadv", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
+    private static final MethodHandle PWRITEV = link("pwritev", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
     private static final MethodHandle GETSOCKOPT =
             link("getsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
     private static final MethodHandle PIDFD_OPEN = link("pidfd_open", JAVA_INT, JAVA_INT, JAVA_INT);
@@ -126,12 +123,11 @@ public final class LibC {
     private LibC() {}
 
     /** A libc function, linked once, that captures errno (read it with {@link #errno}). */
-    public static MethodHandle link(String name, java.lang.foreign.MemoryLayout ret,
-            java.lang.foreign.MemoryLayout... args) {
-        MemorySegment symbol = LINKER.defaultLookup().find(name)
-                .orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
-        return LINKER.downcallHandle(symbol, FunctionDescriptor.of(ret, args),
-                Linker.Option.captureCallState("errno"));
+    public static MethodHandle link(
+            String name, java.lang.foreign.MemoryLayout ret, java.lang.foreign.MemoryLayout... args) {
+        MemorySegment symbol =
+                LINKER.defaultLookup().find(name).orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
+        return LINKER.downcallHandle(symbol, FunctionDescriptor.of(ret, args), Linker.Option.captureCallState("errno"));
     }
 
     /** This thread's call-state segment for {@link #link}ed calls. */
@@ -185,15 +181,15 @@ public final class LibC {
     }
 
     /** mmap; the returned segment has {@code length} bytes and the global scope (munmap it). */
-    public static MemorySegment mmap(long length, int prot, int flags, int fd, long offset)
-            throws NativeException {
+    public static MemorySegment mmap(long length, int prot, int flags, int fd, long offset) throws NativeException {
         MemorySegment cs = CAPTURE.get();
         try {
-            MemorySegment p = (MemorySegment) MMAP.invokeExact(cs, MemorySegment.NULL, length, prot,
-                    flags, fd, offset);
+            MemorySegment p = (MemorySegment) MMAP.invokeExact(cs, MemorySegment.NULL, length, prot, flags, fd, offset);
             if (p.address() == -1L) {
-                throw new NativeException("mmap(len " + length + ", prot " + prot + ", flags " + flags
-                        + ", fd " + fd + ", off " + offset + ")", errno(cs));
+                throw new NativeException(
+                        "mmap(len " + length + ", prot " + prot + ", flags " + flags + ", fd " + fd + ", off " + offset
+                                + ")",
+                        errno(cs));
             }
             return p.reinterpret(length);
         } catch (NativeException e) {
@@ -208,8 +204,8 @@ public final class LibC {
         try {
             int rc = (int) MUNMAP.invokeExact(cs, segment, segment.byteSize());
             if (rc < 0) {
-                throw new NativeException("munmap(0x" + Long.toHexString(segment.address()) + ", "
-                        + segment.byteSize() + ")", errno(cs));
+                throw new NativeException(
+                        "munmap(0x" + Long.toHexString(segment.address()) + ", " + segment.byteSize() + ")", errno(cs));
             }
         } catch (NativeException e) {
             throw e;
@@ -267,12 +263,11 @@ public final class LibC {
     }
 
     /** process_vm_readv(2): bytes moved or -errno. */
-    public static long processVmReadv(int pid, MemorySegment localIov, long localCount,
-            MemorySegment remoteIov, long remoteCount) {
+    public static long processVmReadv(
+            int pid, MemorySegment localIov, long localCount, MemorySegment remoteIov, long remoteCount) {
         MemorySegment cs = CAPTURE.get();
         try {
-            long n = (long) PROCESS_VM_READV.invokeExact(cs, pid, localIov, localCount, remoteIov,
-                    remoteCount, 0L);
+            long n = (long) PROCESS_VM_READV.invokeExact(cs, pid, localIov, localCount, remoteIov, remoteCount, 0L);
             return n < 0 ? -errno(cs) : n;
         } catch (Throwable t) {
             throw rethrow(t);
@@ -280,12 +275,11 @@ public final class LibC {
     }
 
     /** process_vm_writev(2): bytes moved or -errno. */
-    public static long processVmWritev(int pid, MemorySegment localIov, long localCount,
-            MemorySegment remoteIov, long remoteCount) {
+    public static long processVmWritev(
+            int pid, MemorySegment localIov, long localCount, MemorySegment remoteIov, long remoteCount) {
         MemorySegment cs = CAPTURE.get();
         try {
-            long n = (long) PROCESS_VM_WRITEV.invokeExact(cs, pid, localIov, localCount, remoteIov,
-                    remoteCount, 0L);
+            long n = (long) PROCESS_VM_WRITEV.invokeExact(cs, pid, localIov, localCount, remoteIov, remoteCount, 0L);
             return n < 0 ? -errno(cs) : n;
         } catch (Throwable t) {
             throw rethrow(t);
@@ -297,8 +291,7 @@ public final class LibC {
         try {
             int fd = (int) SOCKET.invokeExact(cs, domain, type, protocol);
             if (fd < 0) {
-                throw new NativeException("socket(" + domain + ", " + type + ", " + protocol + ")",
-                        errno(cs));
+                throw new NativeException("socket(" + domain + ", " + type + ", " + protocol + ")", errno(cs));
             }
             return fd;
         } catch (NativeException e) {
@@ -320,8 +313,8 @@ public final class LibC {
             writeSockaddr(sa, ipv4, port);
             int rc = (int) BIND.invokeExact(cs, fd, sa, (int) size);
             if (rc < 0) {
-                throw new NativeException("bind(" + fd + ", " + io.metaroce.abi.IpAddr.toString(ipv4) + ":" + port + ")",
-                        errno(cs));
+                throw new NativeException(
+                        "bind(" + fd + ", " + io.metaroce.abi.IpAddr.toString(ipv4) + ":" + port + ")", errno(cs));
             }
         } catch (NativeException e) {
             throw e;
@@ -336,8 +329,8 @@ public final class LibC {
             MemorySegment v = arena.allocateFrom(JAVA_INT, value);
             int rc = (int) SETSOCKOPT.invokeExact(cs, fd, level, name, v, 4);
             if (rc < 0) {
-                throw new NativeException("setsockopt(" + fd + ", " + level + ", " + name + ", " + value
-                        + ")", errno(cs));
+                throw new NativeException(
+                        "setsockopt(" + fd + ", " + level + ", " + name + ", " + value + ")", errno(cs));
             }
         } catch (NativeException e) {
             throw e;

@@ -12,14 +12,38 @@ public final class ConformanceBreak {
     public static final String PROPERTY = "metaroce.conformance.break";
     /** The names a test may set, one at a time. */
     public static final List<String> NAMES = java.util.stream.Stream.concat(
-            java.util.stream.Stream.of("ignore-token", "ignore-crc", "place-duplicate-twice", "gap-unreported",
-                    "retransmit-same-path", "resend-whole-read", "ignore-rwnd", "ignore-rnr-timer", "write-ignores-offset",
-                    "drop-out-of-order", "send-ignores-offset", "write-imm-loses-imm", "report-psn-ahead",
-                    "accept-rsn-window-256", "probe-unanswered", "ignore-version", "uncounted-unknown-qp",
-                    "ignore-src-qpn", "rnr-timer-zero", "nak-once", "length-nak-remote-op", "misaligned-atomic-access-nak",
-                    "read-resp-wrong-rsn", "atomic-no-replay", "rerequest-whole-read", "ignore-qkey", "ce-unreported",
-                    "send-on-dead-path"),
-            io.metaroce.control.cm.CmConformanceBreak.NAMES.stream()).toList();
+                    java.util.stream.Stream.of(
+                            "ignore-token",
+                            "ignore-crc",
+                            "place-duplicate-twice",
+                            "gap-unreported",
+                            "retransmit-same-path",
+                            "resend-whole-read",
+                            "ignore-rwnd",
+                            "ignore-rnr-timer",
+                            "write-ignores-offset",
+                            "drop-out-of-order",
+                            "send-ignores-offset",
+                            "write-imm-loses-imm",
+                            "report-psn-ahead",
+                            "accept-rsn-window-256",
+                            "probe-unanswered",
+                            "ignore-version",
+                            "uncounted-unknown-qp",
+                            "ignore-src-qpn",
+                            "rnr-timer-zero",
+                            "nak-once",
+                            "length-nak-remote-op",
+                            "misaligned-atomic-access-nak",
+                            "read-resp-wrong-rsn",
+                            "atomic-no-replay",
+                            "rerequest-whole-read",
+                            "ignore-qkey",
+                            "ce-unreported",
+                            "send-on-dead-path"),
+                    io.metaroce.control.cm.CmConformanceBreak.NAMES.stream())
+            .toList();
+
     static final String NAME = System.getProperty(PROPERTY, "");
 
     /** §2, connection-manager.md §4: a packet with another QP's token is processed anyway. */

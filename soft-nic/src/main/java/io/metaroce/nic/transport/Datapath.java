@@ -3,8 +3,8 @@ package io.metaroce.nic.transport;
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.nic.dma.DmaBatch;
 import io.metaroce.nic.dma.RemoteAtomic;
-import io.metaroce.nic.port.Port;
 import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.port.Port;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.zip.CRC32C;
@@ -27,6 +27,7 @@ public final class Datapath implements AutoCloseable {
     public final TransportSettings settings;
     /** {@link TransportSettings#rtoInitialNs} and {@link TransportSettings#rtoMaxNs}. */
     public final long rtoInitialNs;
+
     public final long rtoMaxNs;
     /** {@link TransportSettings#rtoMinNs}: the per-path RTO floor. */
     public final long rtoMinNs;
@@ -42,12 +43,14 @@ public final class Datapath implements AutoCloseable {
     public final int entropyPorts;
     /** Probe budget (spec 10): probes a QP, and the whole daemon, may send per epoch. */
     public static final int PROBES_PER_QP = 16;
+
     public static final int PROBES_PER_DAEMON = 64;
     public static final long PROBE_EPOCH_NS = 1_000_000L;
     public final int probesPerQp;
     public final int probesPerDaemon;
     /** The current probe epoch ({@code now / PROBE_EPOCH_NS}), probes sent in it, QPs that wanted to. */
     long probeEpoch = Long.MIN_VALUE;
+
     int probesInEpoch;
     int probersInEpoch;
     int probersLastEpoch;
@@ -69,11 +72,13 @@ public final class Datapath implements AutoCloseable {
 
     /** Responder: the 8-byte read-modify-write of atomics. */
     final RemoteAtomic atomic = new RemoteAtomic();
+
     private final Arena arena = Arena.ofShared();
     /** Requester: an atomic response's original value in host order, one slot per stage index. */
     private final MemorySegment atomicScratch = arena.allocate(8L * STAGE_CAPACITY, 8);
     /** Responder: READ responses are gathered here before they are copied into port frames. */
     static final int RESPONSE_BURST = 32;
+
     final MemorySegment[] responseFrames = new MemorySegment[RESPONSE_BURST];
 
     private static final int STAGE_RECEIVE = 0;
@@ -128,8 +133,10 @@ public final class Datapath implements AutoCloseable {
      * batch belongs to another process or could overflow.
      */
     void prepareStage(int pid) {
-        if (staged > 0 && (scatter.pid() != pid || staged == STAGE_CAPACITY
-                || scatter.count() + AbiConstants.MRCE_MAX_SGE + 1 > DmaBatch.IOV_MAX)) {
+        if (staged > 0
+                && (scatter.pid() != pid
+                        || staged == STAGE_CAPACITY
+                        || scatter.count() + AbiConstants.MRCE_MAX_SGE + 1 > DmaBatch.IOV_MAX)) {
             commitRx();
         }
         if (staged == 0) {

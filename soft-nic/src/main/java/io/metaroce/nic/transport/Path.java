@@ -11,6 +11,7 @@ public final class Path {
     public static final int DEAD = 2;
     /** Transmissions a path may have unresolved (a power of two, at least the QP window). */
     static final int RING = RcRequester.WINDOW;
+
     static final int RING_MASK = RING - 1;
     /** {@link #rateWindowStartNs} before the first report. */
     static final long RATE_NOT_STARTED = Long.MIN_VALUE;
@@ -24,10 +25,12 @@ public final class Path {
     int nextPsn;
     /** Oldest PSN not yet resolved (delivered or lost). */
     int una;
+
     final int[] txRsn = new int[RING];
     final long[] txTimeNs = new long[RING];
     /** The QP's transmission number of each packet (its order on the wire among all paths). */
     final long[] txSeq = new long[RING];
+
     final int[] txBytes = new int[RING];
     /** The transmission was resolved lost by cross-path detection (a later report of it proves it was not). */
     final boolean[] crossLost = new boolean[RING];
@@ -41,6 +44,7 @@ public final class Path {
      * fate and is no evidence for or against another path (spec 8).
      */
     final boolean[] tlpCopy = new boolean[RING];
+
     public long inflightBytes;
     public long cwndBytes;
     public long srttNs;
@@ -52,10 +56,12 @@ public final class Path {
     long lastProgressNs;
     /** When a report last said something sent on this path arrived (a packet or a probe). */
     long lastDeliveryNs = Long.MIN_VALUE;
+
     boolean tlpSent;
     long lastDecreaseNs;
     /** Bytes per second acknowledged over the last smoothed RTT, EWMA. */
     public long deliveryRateBps;
+
     long rateWindowStartNs;
     long rateWindowBytes;
     /** Whether a rate window has closed since the path (re)started ({@link #deliveryRateBps} is measured). */
@@ -64,6 +70,7 @@ public final class Path {
     public long shareBytes = Long.MAX_VALUE;
     /** Bit i: the i-th most recent resolved transmission was lost. */
     int lossHistory;
+
     int cleanRun;
     int probesOk;
     long nextProbeNs;

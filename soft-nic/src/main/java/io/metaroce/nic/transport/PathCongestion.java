@@ -34,8 +34,7 @@ final class PathCongestion {
      * A report with RTT sample {@code rttNs}: delay-based window with multiplicative decrease on
      * loss or ECN and a BDP cap (spec 11). {@code mtu} is a full packet of the QP.
      */
-    static void onReport(Datapath dp, Path p, long mtu, long rttNs, long ackedBytes, boolean lossOrCe,
-            long nowNs) {
+    static void onReport(Datapath dp, Path p, long mtu, long rttNs, long ackedBytes, boolean lossOrCe, long nowNs) {
         long target = p.minRttNs + Math.max(p.minRttNs / 4, dp.ccSlackMinNs);
         boolean mayDecrease = nowNs - p.lastDecreaseNs >= p.srttNs;
         if (lossOrCe) {

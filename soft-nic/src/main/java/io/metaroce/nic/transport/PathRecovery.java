@@ -41,9 +41,11 @@ final class PathRecovery {
      * {@link #REORDER_DECAY_PACKETS} packets delivered without one (spec 8).
      */
     private long reorderSlackNs;
+
     private int reorderCleanPackets;
     /** Probe budget (spec 10): the daemon epoch this QP last probed in, its probes in it, its credit (1/1024 probes). */
     private long probeEpoch;
+
     private int probesInEpoch;
     private int probeCredit;
     /** Where the next scan for due probes starts (so every path gets its turn under the budget). */
@@ -157,8 +159,8 @@ final class PathRecovery {
         PathCongestion.onReport(dp, p, requester.minWindowBytes(), sampleNs, delivered, lost > 0 || ceCount > 0, nowNs);
         if (lost > 0 && lossBurst) {
             demote(dp, p, nowNs);
-        } else if (p.state == Path.SUSPECT && (p.cleanRun >= CLEAN_RUN_TO_ACTIVE
-                || probe && p.probesOk >= RE_ADMIT_PROBES)) {
+        } else if (p.state == Path.SUSPECT
+                && (p.cleanRun >= CLEAN_RUN_TO_ACTIVE || probe && p.probesOk >= RE_ADMIT_PROBES)) {
             p.state = Path.ACTIVE;
         }
     }
@@ -375,7 +377,9 @@ final class PathRecovery {
             boolean silent = nowNs - x.lastProgressNs >= x.ptoNs(dp.rtoInitialNs, dp.tlpMinNs);
             for (int psn = x.una; psn != x.nextPsn; psn++) {
                 int e = psn & Path.RING_MASK;
-                if ((!silent || x.txSeq[e] > seq) && x.txBytes[e] != Path.PROBE_LEN && !x.tlpCopy[e]
+                if ((!silent || x.txSeq[e] > seq)
+                        && x.txBytes[e] != Path.PROBE_LEN
+                        && !x.tlpCopy[e]
                         && !requester.acked(x.txRsn[e])) {
                     return true;
                 }
@@ -499,8 +503,22 @@ final class PathRecovery {
         }
         p.nextPsn++;
         MemorySegment f = dp.port.claim();
-        Wire.header(f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, p.id, psn, 0, qp.destQpNum, qp.qpn, qp.txToken, 0, 0,
-                0, 0, p.entropy, 0);
+        Wire.header(
+                f,
+                Wire.OP_PROBE,
+                Wire.FLAG_ACK_NOW,
+                p.id,
+                psn,
+                0,
+                qp.destQpNum,
+                qp.qpn,
+                qp.txToken,
+                0,
+                0,
+                0,
+                0,
+                p.entropy,
+                0);
         dp.sendClaimed(f, Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, p.entropy);
         int e = psn & Path.RING_MASK;
         p.txRsn[e] = 0;

@@ -11,6 +11,7 @@ final class PathSet {
     final Path[] paths = new Path[RcRequester.MAX_PATHS];
     /** Paths in use (1..{@link RcRequester#MAX_PATHS}). */
     int count;
+
     private int rrCursor;
     /** Rotates re-requests over the live paths' entropies. */
     private int resendRotor;
@@ -26,9 +27,11 @@ final class PathSet {
     private int classes = 65536;
     /** The redraw walk: a permutation of the classes, {@code next, next + stride, ...} mod classes. */
     private int walkNext;
+
     private int walkStride = 1;
     /** Classes retired within {@link #RETIRED_MEMORY_NS} (bit {@code class mod 1024}). */
     private final long[] retired = new long[16];
+
     private long retiredSinceNs;
     private boolean retiredAny;
 

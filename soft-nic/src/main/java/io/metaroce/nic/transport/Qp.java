@@ -1,9 +1,9 @@
 package io.metaroce.nic.transport;
 
 import io.metaroce.abi.AbiConstants;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.model.AsyncEventSink;
 import io.metaroce.nic.model.Cq;
 import io.metaroce.nic.model.Pd;
@@ -22,6 +22,7 @@ public final class Qp {
     public final long sessionId;
     /** The owner's address space: a {@link io.metaroce.nic.dma.ProcessMemory} id, not the OS PID. */
     public final int pid;
+
     public final Pd pd;
     public final Cq sendCq;
     public final Cq recvCq;
@@ -34,6 +35,7 @@ public final class Qp {
     public final int maxInlineData;
     /** The memfd mapping holding the SQ and RQ rings (null for QPs built in tests on plain memory). */
     public final MemorySegment mapping;
+
     public final RingFlyweight sq = new RingFlyweight();
     public final RingFlyweight rq = new RingFlyweight();
     public final int sqOffset;
@@ -66,6 +68,7 @@ public final class Qp {
     public int rnrRetry = 7;
     /** Peer daemon: IPv4 (host order) from dgid, and UDP port. */
     public int peerIp;
+
     public int peerPort;
 
     /**
@@ -74,6 +77,7 @@ public final class Qp {
      * every packet). Engine thread.
      */
     public int rxToken;
+
     public int txToken;
     /** When the engine last accepted a packet for this QP (System.nanoTime; 0: never). */
     public long lastRxNs;
@@ -96,9 +100,25 @@ public final class Qp {
     /** The UD datapath of a UD QP (null for RC: then requester and responder serve it). */
     public final UdQp ud;
 
-    public Qp(int handle, int qpn, long sessionId, int pid, Pd pd, Cq sendCq, Cq recvCq, int qpType,
-            boolean sqSigAll, int sendSlots, int recvSlots, int maxSendSge, int maxRecvSge,
-            int maxInlineData, MemorySegment mapping, int sqOffset, int rqOffset, int ifMtu) {
+    public Qp(
+            int handle,
+            int qpn,
+            long sessionId,
+            int pid,
+            Pd pd,
+            Cq sendCq,
+            Cq recvCq,
+            int qpType,
+            boolean sqSigAll,
+            int sendSlots,
+            int recvSlots,
+            int maxSendSge,
+            int maxRecvSge,
+            int maxInlineData,
+            MemorySegment mapping,
+            int sqOffset,
+            int rqOffset,
+            int ifMtu) {
         this.handle = handle;
         this.qpn = qpn;
         this.sessionId = sessionId;
@@ -117,10 +137,8 @@ public final class Qp {
         this.sqOffset = sqOffset;
         this.rqOffset = rqOffset;
         this.ifMtu = ifMtu;
-        sq.init(mapping.asSlice(sqOffset), AbiConstants.MRCE_RING_KIND_SQ, (int) WqeDescriptor.SIZE,
-                sendSlots);
-        rq.init(mapping.asSlice(rqOffset), AbiConstants.MRCE_RING_KIND_RQ, (int) WqeDescriptor.SIZE,
-                recvSlots);
+        sq.init(mapping.asSlice(sqOffset), AbiConstants.MRCE_RING_KIND_SQ, (int) WqeDescriptor.SIZE, sendSlots);
+        rq.init(mapping.asSlice(rqOffset), AbiConstants.MRCE_RING_KIND_RQ, (int) WqeDescriptor.SIZE, recvSlots);
         this.requester = new RcRequester(this);
         this.responder = new RcResponder(this);
         this.ud = qpType == Ibv.QPT_UD ? new UdQp(this) : null;

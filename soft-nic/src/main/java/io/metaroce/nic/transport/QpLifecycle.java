@@ -1,6 +1,5 @@
 package io.metaroce.nic.transport;
 
-
 /**
  * What the engine tells the connection manager about RC QPs. Engine thread; implementations must
  * not block.

@@ -63,13 +63,16 @@ final class QpWindow {
             }
         }
         srttMinNs = srttMin;
-        window = !anyRate ? RcRequester.WINDOW
+        window = !anyRate
+                ? RcRequester.WINDOW
                 : (int) Math.max(MIN, Math.min(RcRequester.WINDOW, (2 * bdpBytes + packet - 1) / packet));
         long windowBytes = Math.min(window, Math.max(1, rwnd)) * packet;
         for (int i = 0; i < pathCount; i++) {
             Path p = paths[i];
-            p.shareBytes = !p.rateKnown || p.state == Path.DEAD ? Long.MAX_VALUE
-                    : Math.max(SHARE_FLOOR_PACKETS * packet,
+            p.shareBytes = !p.rateKnown || p.state == Path.DEAD
+                    ? Long.MAX_VALUE
+                    : Math.max(
+                            SHARE_FLOOR_PACKETS * packet,
                             rateSum == 0 ? 0 : 2 * windowBytes * p.deliveryRateBps / rateSum);
         }
     }

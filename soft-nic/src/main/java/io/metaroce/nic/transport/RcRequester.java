@@ -30,10 +30,12 @@ public final class RcRequester {
     public static final int WINDOW = 256;
     /** Oldest RSNs examined, and most resent, per duty cycle by opportunistic retransmission. */
     private static final int ORP_SCAN = 32;
+
     private static final int ORP_BURST = 8;
     private static final int MASK = WINDOW - 1;
     /** Packets a QP may send per duty cycle, so one QP cannot starve the others. */
     private static final int BURST = 32;
+
     public static final int MAX_PATHS = 256;
     /** READ and atomic requests outstanding at most (the most max_rd_atomic may ask for). */
     public static final int TRACKERS = ResponseTrackers.CAPACITY;
@@ -57,6 +59,7 @@ public final class RcRequester {
     private final boolean[] slotOrp = new boolean[WINDOW];
     /** The RSN's latest transmission: path and PSN. */
     private final int[] slotPath = new int[WINDOW];
+
     private final int[] slotPsn = new int[WINDOW];
     private final int[] retxQueue = new int[WINDOW];
     private int retxHead;
@@ -69,14 +72,17 @@ public final class RcRequester {
     private final PathSet pathSet = new PathSet();
     /** {@code pathSet}'s array, for brevity. */
     private final Path[] paths = pathSet.paths;
+
     private boolean baseline;
     /** Baseline: the next RSN go-back-N resends, or nextRsn when none. */
     private int gbnCursor;
+
     private int sqConsumer;
     private int wrHead;
     private int wrSent;
     /** Set once flush() met a failed WR: the WRs after it are flushed even if acknowledged. */
     private boolean flushAfterError;
+
     private int wrTail;
     private int sendOffset;
     private int nextMsn;
@@ -87,15 +93,18 @@ public final class RcRequester {
     private final QpWindow qpWindow = new QpWindow();
     /** Loss detection and path states (spec 8, 10). */
     private final PathRecovery recovery;
+
     private long rtoNs;
     private long deadlineNs;
     private boolean timerArmed;
     private int retries;
     /** When {@link #retries} was last reset by progress (its timeouts count from there). */
     private long retriesSinceNs;
+
     private int rnrRetries;
     private boolean rnrWait;
     private long nowNs;
+
     public RcRequester(Qp qp) {
         this.qp = qp;
         this.recovery = new PathRecovery(this, qp, pathSet, qpWindow);
@@ -145,7 +154,8 @@ public final class RcRequester {
         java.util.Arrays.fill(slotOrp, false);
         trackers.clear();
         long initialCwnd = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
-        pathSet.start(qp.qpn, pathCount(dp), dp.entropyPorts, baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
+        pathSet.start(
+                qp.qpn, pathCount(dp), dp.entropyPorts, baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
     }
 
     /** Paths of a QP on this datapath (the baseline has one). */
@@ -246,8 +256,8 @@ public final class RcRequester {
             long slot = qp.sq.slotOffset(sqConsumer);
             wqe.wrap(qp.sq.segment(), slot);
             int index = wrTail & wrMask;
-            wrs[index].read(wqe, qp.sq.segment(), slot, qp, dp.mrs, inlineBuf,
-                    (long) index * AbiConstants.MRCE_MAX_INLINE);
+            wrs[index].read(
+                    wqe, qp.sq.segment(), slot, qp, dp.mrs, inlineBuf, (long) index * AbiConstants.MRCE_MAX_INLINE);
             sqConsumer++;
             wrTail++;
             n++;
@@ -270,8 +280,10 @@ public final class RcRequester {
         }
         int psn = p.nextPsn++;
         MemorySegment f = slot(slot);
-        Wire.putU8(f, Wire.OFF_FLAGS, (Wire.u8(f, Wire.OFF_FLAGS) & Wire.FLAG_SOLICITED) | flags
-                | (baseline ? Wire.FLAG_GBN : 0));
+        Wire.putU8(
+                f,
+                Wire.OFF_FLAGS,
+                (Wire.u8(f, Wire.OFF_FLAGS) & Wire.FLAG_SOLICITED) | flags | (baseline ? Wire.FLAG_GBN : 0));
         Wire.putU8(f, Wire.OFF_PATH, pi);
         Wire.putU32(f, Wire.OFF_PSN, psn);
         Wire.putU16(f, Wire.OFF_REPLY_ENTROPY, p.entropy);
@@ -305,7 +317,8 @@ public final class RcRequester {
                 retxHead++;
                 continue;
             }
-            int pi = ConformanceBreak.RETRANSMIT_SAME_PATH ? slotPath[slot]
+            int pi = ConformanceBreak.RETRANSMIT_SAME_PATH
+                    ? slotPath[slot]
                     : pathSet.pick(slotLen[slot], slotPath[slot]);
             if (pi < 0) {
                 break;
@@ -369,22 +382,27 @@ public final class RcRequester {
     }
 
     private int transmit(Datapath dp, long nowNs) {
-        int window = Math.min(baseline ? WINDOW : qpWindow.window(),
-                Math.max(1, ConformanceBreak.IGNORE_RWND ? WINDOW : rwnd));
+        int window = Math.min(
+                baseline ? WINDOW : qpWindow.window(), Math.max(1, ConformanceBreak.IGNORE_RWND ? WINDOW : rwnd));
         if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
         // what the port's frames carry too (SimFabric's may be smaller than the netdev's)
         int payload = Math.min(qp.payloadPerPacket(), dp.framePayloadMax(Wire.HEADER_SIZE + Wire.RETH_SIZE));
         // WRITE packets carry a RETH: their payload must fit the netdev MTU and the port's frames too
-        int writePayload = Math.min(payload, Math.min(qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE
-                - Wire.RETH_SIZE, dp.framePayloadMax(Wire.HEADER_SIZE + Wire.RETH_SIZE)));
+        int writePayload = Math.min(
+                payload,
+                Math.min(
+                        qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE - Wire.RETH_SIZE,
+                        dp.framePayloadMax(Wire.HEADER_SIZE + Wire.RETH_SIZE)));
         int rdLimit = Math.min(TRACKERS, qp.maxRdAtomic);
         int firstRsn = nextRsn;
         dp.gather.begin(qp.pid);
         int count = 0;
         boolean failedWr = false;
-        while (wrSent != wrTail && nextRsn - una < window && count < BURST
+        while (wrSent != wrTail
+                && nextRsn - una < window
+                && count < BURST
                 && dp.gather.count() + AbiConstants.MRCE_MAX_SGE <= DmaBatch.IOV_MAX) {
             SendWr wr = wrs[wrSent & wrMask];
             if (wr.status >= 0) {
@@ -443,12 +461,15 @@ public final class RcRequester {
             if (pi < 0) {
                 break;
             }
-            boolean consumesReceive = wr.opcode == Ibv.WR_SEND || wr.opcode == Ibv.WR_SEND_WITH_IMM
+            boolean consumesReceive = wr.opcode == Ibv.WR_SEND
+                    || wr.opcode == Ibv.WR_SEND_WITH_IMM
                     || wr.opcode == Ibv.WR_RDMA_WRITE_WITH_IMM;
             if (sendOffset == 0) {
-                int per = wr.kind == SendWr.KIND_WRITE ? writePayload
-                        : wr.kind == SendWr.KIND_READ ? SEGMENT_PACKETS * wr.unit
-                        : wr.kind == SendWr.KIND_ATOMIC ? 8 : payload;
+                int per = wr.kind == SendWr.KIND_WRITE
+                        ? writePayload
+                        : wr.kind == SendWr.KIND_READ
+                                ? SEGMENT_PACKETS * wr.unit
+                                : wr.kind == SendWr.KIND_ATOMIC ? 8 : payload;
                 wr.packets = Math.max(1, (int) (((long) wr.length + per - 1) / per));
                 // MSN counts the messages that consume a receive (spec 3); others carry the next one
                 wr.msn = consumesReceive ? nextMsn++ : nextMsn;
@@ -456,13 +477,27 @@ public final class RcRequester {
             int slot = nextRsn & MASK;
             MemorySegment f = slot(slot);
             boolean last = sendOffset + len >= wr.length;
-            int flags = last && (wr.flags & Ibv.SEND_SOLICITED) != 0 && consumesReceive
-                    ? Wire.FLAG_SOLICITED : 0;
+            int flags = last && (wr.flags & Ibv.SEND_SOLICITED) != 0 && consumesReceive ? Wire.FLAG_SOLICITED : 0;
             int op = wireOpcode(wr.opcode);
-            int imm = op == Wire.OP_SEND_IMM || op == Wire.OP_WRITE_IMM ? Integer.reverseBytes(wr.imm)
+            int imm = op == Wire.OP_SEND_IMM || op == Wire.OP_WRITE_IMM
+                    ? Integer.reverseBytes(wr.imm)
                     : wr.kind == SendWr.KIND_READ ? len : 0;
-            Wire.header(f, op, flags, pi, 0, nextRsn, qp.destQpNum, qp.qpn, qp.txToken, wr.msn, sendOffset,
-                    wr.length, imm, 0, 0);
+            Wire.header(
+                    f,
+                    op,
+                    flags,
+                    pi,
+                    0,
+                    nextRsn,
+                    qp.destQpNum,
+                    qp.qpn,
+                    qp.txToken,
+                    wr.msn,
+                    sendOffset,
+                    wr.length,
+                    imm,
+                    0,
+                    0);
             if (ext > 0) {
                 Wire.putU32(f, Wire.OFF_RKEY, wr.rkey);
                 Wire.putU32(f, Wire.OFF_RESP_UNIT, wr.kind == SendWr.KIND_READ ? wr.unit : 0);
@@ -477,9 +512,12 @@ public final class RcRequester {
             } else if (len > 0) {
                 long dst = f.address() + Wire.HEADER_SIZE + ext;
                 if (wr.inline) {
-                    MemorySegment.copy(inlineBuf,
-                            (long) (wrSent & wrMask) * AbiConstants.MRCE_MAX_INLINE + sendOffset, f,
-                            Wire.HEADER_SIZE + ext, len);
+                    MemorySegment.copy(
+                            inlineBuf,
+                            (long) (wrSent & wrMask) * AbiConstants.MRCE_MAX_INLINE + sendOffset,
+                            f,
+                            Wire.HEADER_SIZE + ext,
+                            len);
                 } else {
                     wr.sges.copy(dp.gather, sendOffset, len, dst, slot);
                 }
@@ -598,8 +636,7 @@ public final class RcRequester {
             }
             long expectNs = x.hasRtt() ? x.srttNs : x.ptoNs(dp.rtoInitialNs, dp.tlpMinNs);
             long sentNs = x.txTimeNs[e];
-            if (sentNs + expectNs - horizon <= 0
-                    && (!windowLimited || nowNs - sentNs <= expectNs + 2 * srttMinNs)) {
+            if (sentNs + expectNs - horizon <= 0 && (!windowLimited || nowNs - sentNs <= expectNs + 2 * srttMinNs)) {
                 continue; // expected about as soon as a copy would land (and, holding the window, not late)
             }
             int pi = pathSet.pick(slotLen[slot], x.id);
@@ -876,9 +913,10 @@ public final class RcRequester {
     }
 
     /** IB's RNR NAK timer field (IBA table 45), in microseconds; code 0 means 655.36 ms. */
-    private static final int[] RNR_TIMER_US = {655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320,
-        480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960,
-        61440, 81920, 122880, 163840, 245760, 327680, 491520};
+    private static final int[] RNR_TIMER_US = {
+        655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240,
+        15360, 20480, 30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520
+    };
 
     static long rnrDelayNs(int code) {
         return RNR_TIMER_US[code & 31] * 1000L;
@@ -945,8 +983,7 @@ public final class RcRequester {
                 if (!qp.sendCq.hasSpace()) {
                     break;
                 }
-                qp.sendCq.post(wr.wrId, Ibv.WC_SUCCESS, wcOpcode(wr.opcode), wr.length, 0, qp.qpn, 0,
-                        0, false);
+                qp.sendCq.post(wr.wrId, Ibv.WC_SUCCESS, wcOpcode(wr.opcode), wr.length, 0, qp.qpn, 0, 0, false);
             }
             wrHead++;
             n++;
@@ -973,8 +1010,16 @@ public final class RcRequester {
                 if (!qp.sendCq.hasSpace()) {
                     break;
                 }
-                qp.sendCq.post(wr.wrId, status, wcOpcode(wr.opcode),
-                        status == Ibv.WC_SUCCESS ? wr.length : 0, 0, qp.qpn, 0, 0, false);
+                qp.sendCq.post(
+                        wr.wrId,
+                        status,
+                        wcOpcode(wr.opcode),
+                        status == Ibv.WC_SUCCESS ? wr.length : 0,
+                        0,
+                        qp.qpn,
+                        0,
+                        0,
+                        false);
             }
             wrHead++;
             n++;

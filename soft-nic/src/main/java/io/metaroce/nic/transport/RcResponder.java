@@ -2,9 +2,9 @@ package io.metaroce.nic.transport;
 
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
-import io.metaroce.nic.port.Port;
 import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.model.Srq;
+import io.metaroce.nic.port.Port;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -39,11 +39,13 @@ public final class RcResponder {
     private static final int M = W - 1;
     /** Every RSN before ePsn was placed; got[r & M]: RSN r (ePsn <= r < ePsn + W) was placed. */
     private int ePsn;
+
     private final boolean[] got = new boolean[W];
     private int msnHead;
     boolean ackQueued;
     /** Per path id: the highest PSN seen (-1: none), news to report, gap losses, CE marks. */
     private final int[] highest = new int[RcRequester.MAX_PATHS];
+
     private final boolean[] news = new boolean[RcRequester.MAX_PATHS];
     private final int[] newsList = new int[RcRequester.MAX_PATHS];
     private int newsCount;
@@ -56,13 +58,16 @@ public final class RcResponder {
     private int ackRotor;
     /** Baseline: the ePsn a SEQUENCE_ERROR NAK was sent for (one per gap). */
     private int seqNakFor;
+
     private boolean seqNakSent;
     /** Paths seen (ids), to spread READ responses over their reply entropies. */
     private final int[] seenPaths = new int[RcRequester.MAX_PATHS];
+
     private int seenCount;
     private int responseRotor;
     /** Requests received (RSN placed) but not executed yet, by RSN slot: opcode, 0 when none. */
     private final int[] reqOp = new int[W];
+
     private final int[] reqRkey = new int[W];
     private final long[] reqVa = new long[W];
     private final long[] reqOffset = new long[W];
@@ -73,12 +78,14 @@ public final class RcResponder {
     private final long[] reqSwap = new long[W];
     /** READ requests (and re-requests) being answered. */
     private final ReadJobs reads = new ReadJobs();
+
     private final int[] atomicRsn = new int[ATOMIC_RESULTS];
     private final long[] atomicValue = new long[ATOMIC_RESULTS];
     private final boolean[] atomicValid = new boolean[ATOMIC_RESULTS];
     private int atomicNext;
     /** A refused packet (access error) waits for every RSN before it to land, then fails the QP. */
     private boolean errPending;
+
     private int errRsn;
     private int errSyndrome;
     /**
@@ -86,6 +93,7 @@ public final class RcResponder {
      * peer with the same NAK (the first one may be lost on a lossy link).
      */
     private boolean nakRepeat;
+
     private int nakRsn;
     private int nakSyndrome;
 
@@ -192,8 +200,12 @@ public final class RcResponder {
             // path's report down with it.
             owe(dp, true);
         }
-        trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
-                Wire.u16(frame, Wire.OFF_REPLY_ENTROPY), ecn);
+        trackPath(
+                dp,
+                Wire.u8(frame, Wire.OFF_PATH),
+                Wire.u32(frame, Wire.OFF_PSN),
+                Wire.u16(frame, Wire.OFF_REPLY_ENTROPY),
+                ecn);
         owe(dp, true);
     }
 
@@ -283,8 +295,12 @@ public final class RcResponder {
         if (gbn) {
             replyEntropy = Wire.u16(frame, Wire.OFF_REPLY_ENTROPY);
         } else {
-            now |= trackPath(dp, Wire.u8(frame, Wire.OFF_PATH), Wire.u32(frame, Wire.OFF_PSN),
-                    Wire.u16(frame, Wire.OFF_REPLY_ENTROPY), ecn);
+            now |= trackPath(
+                    dp,
+                    Wire.u8(frame, Wire.OFF_PATH),
+                    Wire.u32(frame, Wire.OFF_PSN),
+                    Wire.u16(frame, Wire.OFF_REPLY_ENTROPY),
+                    ecn);
         }
         int psn = Wire.u32(frame, Wire.OFF_RSN);
         int d = psn - ePsn;
@@ -324,8 +340,7 @@ public final class RcResponder {
         }
     }
 
-    private void onSend(Datapath dp, MemorySegment frame, int length, int psn, int opcode,
-            boolean now) {
+    private void onSend(Datapath dp, MemorySegment frame, int length, int psn, int opcode, boolean now) {
         long offset = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
         long msgLen = Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL;
         int payloadLen = length - Wire.HEADER_SIZE;
@@ -357,7 +372,9 @@ public final class RcResponder {
         if (msgLen > wr.capacity) {
             wr.status = Ibv.WC_LOC_LEN_ERR;
             wr.failed = true;
-            finalNak(dp, psn,
+            finalNak(
+                    dp,
+                    psn,
                     ConformanceBreak.LENGTH_NAK_REMOTE_OP ? Wire.NAK_REMOTE_OPERATIONAL : Wire.NAK_INVALID_REQUEST);
             qp.toError();
             return;
@@ -365,8 +382,12 @@ public final class RcResponder {
         startMessage(frame, wr, psn, msgLen, opcode == Wire.OP_SEND_IMM, false);
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
-        wr.sges.copy(dp.scatter, ConformanceBreak.SEND_IGNORES_OFFSET ? 0 : offset, payloadLen,
-                frame.address() + Wire.HEADER_SIZE, tag);
+        wr.sges.copy(
+                dp.scatter,
+                ConformanceBreak.SEND_IGNORES_OFFSET ? 0 : offset,
+                payloadLen,
+                frame.address() + Wire.HEADER_SIZE,
+                tag);
         dp.stage(qp, psn, payloadLen, wr);
         if (now) {
             owe(dp, true);
@@ -374,8 +395,8 @@ public final class RcResponder {
     }
 
     /** Notes what a packet tells of its message in the receive it consumes. */
-    private static void startMessage(MemorySegment frame, RecvWr wr, int psn, long msgLen,
-            boolean withImm, boolean writeImm) {
+    private static void startMessage(
+            MemorySegment frame, RecvWr wr, int psn, long msgLen, boolean withImm, boolean writeImm) {
         if (wr.msgLen < 0) {
             wr.endRsn = psn + 1;
         } else if (wr.endRsn - (psn + 1) < 0) {
@@ -419,15 +440,18 @@ public final class RcResponder {
             return null;
         }
         Mr mr = dp.mrs.byRkey(rkey);
-        if (mr == null || mr.pd != qp.pd || mr.pid != qp.pid || !mr.live() || !mr.contains(va, len)
+        if (mr == null
+                || mr.pd != qp.pd
+                || mr.pid != qp.pid
+                || !mr.live()
+                || !mr.contains(va, len)
                 || (mr.access & access) != access) {
             return null;
         }
         return mr;
     }
 
-    private void onWrite(Datapath dp, MemorySegment frame, int length, int psn, int opcode,
-            boolean now) {
+    private void onWrite(Datapath dp, MemorySegment frame, int length, int psn, int opcode, boolean now) {
         long offset = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
         long msgLen = Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL;
         int payloadLen = length - Wire.HEADER_SIZE - Wire.RETH_SIZE;
@@ -467,8 +491,11 @@ public final class RcResponder {
         dp.prepareStage(qp.pid);
         int tag = dp.nextStage();
         if (payloadLen > 0) {
-            dp.scatter.add(frame.address() + Wire.HEADER_SIZE + Wire.RETH_SIZE,
-                    mr.translate(va + (ConformanceBreak.WRITE_IGNORES_OFFSET ? 0 : offset)), payloadLen, tag);
+            dp.scatter.add(
+                    frame.address() + Wire.HEADER_SIZE + Wire.RETH_SIZE,
+                    mr.translate(va + (ConformanceBreak.WRITE_IGNORES_OFFSET ? 0 : offset)),
+                    payloadLen,
+                    tag);
         }
         dp.stage(qp, psn, payloadLen, wr);
         if (now) {
@@ -480,8 +507,7 @@ public final class RcResponder {
      * A READ request or an atomic: noted by its RSN (so it is deduplicated and acknowledged like
      * data) and executed once every RSN before it landed.
      */
-    private void onRequest(Datapath dp, MemorySegment frame, int length, int psn, int opcode,
-            boolean now) {
+    private void onRequest(Datapath dp, MemorySegment frame, int length, int psn, int opcode, boolean now) {
         int need = Wire.HEADER_SIZE + (opcode == Wire.OP_READ_REQ ? Wire.RETH_SIZE : Wire.ATOMIC_EXT_SIZE);
         if (length != need) {
             dp.counters.malformed++;
@@ -538,8 +564,8 @@ public final class RcResponder {
                 fail(dp, rsn, Wire.NAK_INVALID_REQUEST); // more outstanding than max_dest_rd_atomic
                 return false;
             }
-            int syndrome = queueRead(dp, rsn, reqRkey[s], reqVa[s], reqOffset[s], reqLen[s],
-                    reqMsgLen[s], reqUnit[s], true);
+            int syndrome =
+                    queueRead(dp, rsn, reqRkey[s], reqVa[s], reqOffset[s], reqLen[s], reqMsgLen[s], reqUnit[s], true);
             if (syndrome != 0) {
                 fail(dp, rsn, syndrome);
                 return false;
@@ -549,7 +575,10 @@ public final class RcResponder {
         long va = reqVa[s];
         if ((va & 7) != 0) {
             // atomics need an 8-byte aligned address
-            fail(dp, rsn, ConformanceBreak.MISALIGNED_ATOMIC_ACCESS_NAK ? Wire.NAK_REMOTE_ACCESS : Wire.NAK_INVALID_REQUEST);
+            fail(
+                    dp,
+                    rsn,
+                    ConformanceBreak.MISALIGNED_ATOMIC_ACCESS_NAK ? Wire.NAK_REMOTE_ACCESS : Wire.NAK_INVALID_REQUEST);
             return false;
         }
         Mr mr = remoteRegion(dp, reqRkey[s], va, 8, Ibv.ACCESS_REMOTE_ATOMIC);
@@ -578,11 +607,16 @@ public final class RcResponder {
      * Queues a read job for bytes [{@code offset}, {@code offset + len}) of a READ of
      * {@code msgLen} bytes at {@code va}; returns 0 or the NAK syndrome that refuses it.
      */
-    private int queueRead(Datapath dp, int rsn, int rkey, long va, long offset, int len, long msgLen,
-            int unit, boolean original) {
-        if (len < 0 || offset + len > msgLen || (len == 0 && msgLen != 0) || unit <= 0
-                || unit > Math.min(dp.framePayloadMax(Wire.HEADER_SIZE),
-                        qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE)) {
+    private int queueRead(
+            Datapath dp, int rsn, int rkey, long va, long offset, int len, long msgLen, int unit, boolean original) {
+        if (len < 0
+                || offset + len > msgLen
+                || (len == 0 && msgLen != 0)
+                || unit <= 0
+                || unit
+                        > Math.min(
+                                dp.framePayloadMax(Wire.HEADER_SIZE),
+                                qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE)) {
             return Wire.NAK_INVALID_REQUEST;
         }
         Mr mr = null;
@@ -629,9 +663,16 @@ public final class RcResponder {
             return;
         }
         boolean whole = ConformanceBreak.RESEND_WHOLE_READ;
-        int syndrome = queueRead(dp, rsn, Wire.u32(frame, Wire.OFF_RKEY), Wire.u64(frame, Wire.OFF_VA),
-                whole ? 0 : offset, Wire.u32(frame, whole ? Wire.OFF_MSG_LEN : Wire.OFF_IMM),
-                Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL, Wire.u32(frame, Wire.OFF_RESP_UNIT), false);
+        int syndrome = queueRead(
+                dp,
+                rsn,
+                Wire.u32(frame, Wire.OFF_RKEY),
+                Wire.u64(frame, Wire.OFF_VA),
+                whole ? 0 : offset,
+                Wire.u32(frame, whole ? Wire.OFF_MSG_LEN : Wire.OFF_IMM),
+                Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL,
+                Wire.u32(frame, Wire.OFF_RESP_UNIT),
+                false);
         if (syndrome != 0) {
             fail(dp, rsn, syndrome);
         }
@@ -680,8 +721,10 @@ public final class RcResponder {
         if (syndrome == Wire.NAK_REMOTE_ACCESS) {
             dp.counters.accessErrors++;
         }
-        qp.fatal(syndrome == Wire.NAK_REMOTE_ACCESS ? Ibv.EVENT_QP_ACCESS_ERR
-                : syndrome == Wire.NAK_INVALID_REQUEST ? Ibv.EVENT_QP_REQ_ERR : Ibv.EVENT_QP_FATAL);
+        qp.fatal(
+                syndrome == Wire.NAK_REMOTE_ACCESS
+                        ? Ibv.EVENT_QP_ACCESS_ERR
+                        : syndrome == Wire.NAK_INVALID_REQUEST ? Ibv.EVENT_QP_REQ_ERR : Ibv.EVENT_QP_FATAL);
     }
 
     /** The payload of a staged packet landed (or failed to): count it, complete what is whole. */
@@ -727,8 +770,15 @@ public final class RcResponder {
             if (!qp.recvCq.hasSpace()) {
                 break;
             }
-            qp.recvCq.post(wr.wrId, Ibv.WC_SUCCESS, wr.writeImm ? Ibv.WC_RECV_RDMA_WITH_IMM : Ibv.WC_RECV,
-                    (int) wr.msgLen, wr.imm, qp.qpn, wr.srcQp, wr.withImm ? Ibv.WC_WITH_IMM : 0,
+            qp.recvCq.post(
+                    wr.wrId,
+                    Ibv.WC_SUCCESS,
+                    wr.writeImm ? Ibv.WC_RECV_RDMA_WITH_IMM : Ibv.WC_RECV,
+                    (int) wr.msgLen,
+                    wr.imm,
+                    qp.qpn,
+                    wr.srcQp,
+                    wr.withImm ? Ibv.WC_WITH_IMM : 0,
                     wr.solicited);
             wrHead++;
             msnHead++;
@@ -808,9 +858,22 @@ public final class RcResponder {
     private void sendNak(Datapath dp, int rsn, int syndrome) {
         MemorySegment f = dp.port.claim();
         // message-length field: the cumulative RSN (every RSN below it landed)
-        Wire.header(f, Wire.OP_NAK, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, msnHead,
+        Wire.header(
+                f,
+                Wire.OP_NAK,
+                0,
+                0,
+                0,
+                rsn,
+                qp.destQpNum,
+                qp.qpn,
+                qp.txToken,
+                msnHead,
                 ConformanceBreak.RNR_TIMER_ZERO ? 0 : qp.minRnrTimer,
-                ePsn, syndrome, 0, 0);
+                ePsn,
+                syndrome,
+                0,
+                0);
         dp.sendClaimed(f, Wire.HEADER_SIZE, qp.peerIp, qp.peerPort, replyEntropy);
         dp.counters.naksTx++;
     }

@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 final class ReadJobs {
     /** Read jobs queued at most (requests being answered plus re-requests). */
     static final int CAPACITY = 32;
+
     private static final int MASK = CAPACITY - 1;
     private static final int BURST = Datapath.RESPONSE_BURST;
 
@@ -23,6 +24,7 @@ final class ReadJobs {
         Mr mr;
         /** Application address of the READ's byte 0. */
         long base;
+
         long next;
         long end;
         long msgLen;
@@ -38,6 +40,7 @@ final class ReadJobs {
     private int tail;
     /** Original requests among the jobs. */
     private int originals;
+
     private final int[] responseLen = new int[BURST];
     private final int[] responseJob = new int[BURST];
 
@@ -119,9 +122,22 @@ final class ReadJobs {
             while (j.left > 0 && n < BURST) {
                 int len = (int) Math.min(j.unit, j.end - j.next);
                 MemorySegment f = dp.responseFrames[n];
-                Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, j.rsn + (ConformanceBreak.READ_RESP_WRONG_RSN ? 1 : 0),
-                        qp.destQpNum, qp.qpn, qp.txToken, 0,
-                        (int) j.next, (int) j.msgLen, 0, 0, 0);
+                Wire.header(
+                        f,
+                        Wire.OP_READ_RESP,
+                        0,
+                        0,
+                        0,
+                        j.rsn + (ConformanceBreak.READ_RESP_WRONG_RSN ? 1 : 0),
+                        qp.destQpNum,
+                        qp.qpn,
+                        qp.txToken,
+                        0,
+                        (int) j.next,
+                        (int) j.msgLen,
+                        0,
+                        0,
+                        0);
                 if (len > 0) {
                     dp.gather.add(f.address() + Wire.HEADER_SIZE, j.base + j.next, len, n);
                 }

@@ -16,10 +16,12 @@ final class RecvWr {
     boolean failed;
     /** Length of the message landing here, -1 until its first packet. */
     long msgLen;
+
     long placed;
     boolean withImm;
     /** The message is an RDMA WRITE with immediate (its data went to the rkey, not here). */
     boolean writeImm;
+
     int imm;
     boolean solicited;
     int srcQp;

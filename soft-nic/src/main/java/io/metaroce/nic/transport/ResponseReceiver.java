@@ -59,8 +59,11 @@ final class ResponseReceiver {
             off = Wire.u32(frame, Wire.OFF_OFFSET) & 0xffffffffL;
             len = length - Wire.HEADER_SIZE;
             long rel = off - t.start;
-            if (t.atomic || (Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL) != wr.length || rel < 0
-                    || rel >= Math.max(1, t.length) || rel % t.unit != 0
+            if (t.atomic
+                    || (Wire.u32(frame, Wire.OFF_MSG_LEN) & 0xffffffffL) != wr.length
+                    || rel < 0
+                    || rel >= Math.max(1, t.length)
+                    || rel % t.unit != 0
                     || len != Math.min(t.unit, t.length - rel)) {
                 dp.counters.malformed++;
                 return;
@@ -174,8 +177,22 @@ final class ResponseReceiver {
         MemorySegment f = dp.port.claim();
         int op = RcRequester.wireOpcode(wr.opcode);
         int frameLen = Wire.HEADER_SIZE + (t.atomic ? Wire.ATOMIC_EXT_SIZE : Wire.RETH_SIZE);
-        Wire.header(f, op, Wire.FLAG_RESEND, 0, 0, t.rsn, qp.destQpNum, qp.qpn, qp.txToken, wr.msn, (int) from,
-                wr.length, t.atomic ? 0 : len, 0, 0);
+        Wire.header(
+                f,
+                op,
+                Wire.FLAG_RESEND,
+                0,
+                0,
+                t.rsn,
+                qp.destQpNum,
+                qp.qpn,
+                qp.txToken,
+                wr.msn,
+                (int) from,
+                wr.length,
+                t.atomic ? 0 : len,
+                0,
+                0);
         Wire.putU32(f, Wire.OFF_RKEY, wr.rkey);
         Wire.putU32(f, Wire.OFF_RESP_UNIT, t.atomic ? 0 : t.unit);
         Wire.putU64(f, Wire.OFF_VA, wr.remoteAddr);

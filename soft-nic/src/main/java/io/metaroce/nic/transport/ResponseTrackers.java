@@ -22,6 +22,7 @@ final class ResponseTrackers {
         int wr;
         /** Bytes [start, start + length) of the READ, in response packets of {@code unit} bytes. */
         long start;
+
         int length;
         int unit;
         int packets;

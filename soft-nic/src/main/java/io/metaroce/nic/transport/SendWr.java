@@ -19,6 +19,7 @@ final class SendWr {
     int opcode;
     /** One of the KIND_ constants (how it is cut into packets and completed). */
     int kind;
+
     int flags;
     int imm;
     int length;
@@ -26,9 +27,11 @@ final class SendWr {
     boolean inline;
     /** WRITE, READ, atomics: the target. */
     int rkey;
+
     long remoteAddr;
     /** Atomics: compare (CS) or add (FA), and swap (CS). */
     long compareAdd;
+
     long swap;
     /** READ: bytes per response packet (the requester's payload per packet). */
     int unit;
@@ -36,10 +39,12 @@ final class SendWr {
     int status;
     /** The error in status actually happened (a latent validation error only counts once reached). */
     boolean failed;
+
     int packets;
     int packetsAcked;
     /** READ and atomics: requests whose responses all landed. */
     int responsesDone;
+
     int msn;
 
     boolean expectsResponse() {
@@ -56,7 +61,13 @@ final class SendWr {
      * may rewrite the slot afterwards, we never look again. Inline data goes to {@code inlineBuf} at
      * {@code inlineOffset}; a validation error is kept in {@link #status}.
      */
-    void read(WqeFlyweight wqe, MemorySegment ring, long slot, Qp qp, MrTable mrs, MemorySegment inlineBuf,
+    void read(
+            WqeFlyweight wqe,
+            MemorySegment ring,
+            long slot,
+            Qp qp,
+            MrTable mrs,
+            MemorySegment inlineBuf,
             long inlineOffset) {
         wrId = wqe.wrId();
         opcode = wqe.opcode();

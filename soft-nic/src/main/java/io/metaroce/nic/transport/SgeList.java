@@ -39,7 +39,10 @@ final class SgeList {
                 continue;
             }
             Mr mr = mrs.byLkey(wqe.sgeLkey(i));
-            if (mr == null || mr.pd != pd || mr.pid != pid || !mr.contains(addr, len)
+            if (mr == null
+                    || mr.pd != pd
+                    || mr.pid != pid
+                    || !mr.contains(addr, len)
                     || (mr.access & access) != access) {
                 count = 0;
                 return -1;

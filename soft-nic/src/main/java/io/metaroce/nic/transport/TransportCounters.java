@@ -29,15 +29,18 @@ public final class TransportCounters {
     public long opportunisticRetransmits;
     /** Requester: entropies of DEAD paths redrawn after a lost probe (spec 10; retirements draw one too). */
     public long entropyRedraws;
+
     public long sequenceNaksTx;
     /** Data and probe packets received with an ECN CE mark. */
     public long ecnMarksRx;
     /** Requester: READ and atomic responses taken; re-requests sent; response timeouts. */
     public long responsesRx;
+
     public long resendsTx;
     public long responseTimeouts;
     /** Responder: READ response packets and atomic responses sent; atomics executed. */
     public long responsesTx;
+
     public long atomicsExecuted;
     /** Responder: remote access violations refused (NAK REMOTE_ACCESS). */
     public long accessErrors;

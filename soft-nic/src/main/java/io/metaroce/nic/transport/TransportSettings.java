@@ -22,8 +22,17 @@ package io.metaroce.nic.transport;
  * @param probesPerQp probe budget (spec 10): probes one QP may send per epoch
  * @param probesPerDaemon probes the whole engine may send per epoch
  */
-public record TransportSettings(int paths, int entropyPorts, boolean baseline, long rtoInitialNs, long rtoMaxNs,
-        long rtoMinNs, long tlpMinNs, long ccSlackMinNs, int lossDetectVarFactor, int probesPerQp,
+public record TransportSettings(
+        int paths,
+        int entropyPorts,
+        boolean baseline,
+        long rtoInitialNs,
+        long rtoMaxNs,
+        long rtoMinNs,
+        long tlpMinNs,
+        long ccSlackMinNs,
+        int lossDetectVarFactor,
+        int probesPerQp,
         int probesPerDaemon) {
 
     /**
@@ -35,6 +44,7 @@ public record TransportSettings(int paths, int entropyPorts, boolean baseline, l
     public static final int DEFAULT_PATHS = 48;
     /** The RTO before any RTT sample, and the largest RTO. */
     public static final long RTO_INITIAL_NS = 5_000_000L;
+
     public static final long RTO_MAX_NS = 200_000_000L;
 
     /**
@@ -42,15 +52,32 @@ public record TransportSettings(int paths, int entropyPorts, boolean baseline, l
      * only RTT noise): 8 paths, RTO floor 200 us, TLP floor 50 us, delay-target slack 20 us. The
      * daemon's real port needs floors of milliseconds ({@link #forRealPort}).
      */
-    public static final TransportSettings SIMULATION = new TransportSettings(8, 0, false, RTO_INITIAL_NS,
-            RTO_MAX_NS, 200_000L, 50_000L, 20_000L, 4, Datapath.PROBES_PER_QP, Datapath.PROBES_PER_DAEMON);
+    public static final TransportSettings SIMULATION = new TransportSettings(
+            8,
+            0,
+            false,
+            RTO_INITIAL_NS,
+            RTO_MAX_NS,
+            200_000L,
+            50_000L,
+            20_000L,
+            4,
+            Datapath.PROBES_PER_QP,
+            Datapath.PROBES_PER_DAEMON);
 
     public TransportSettings {
         if (paths < 1 || paths > RcRequester.MAX_PATHS) {
             throw new IllegalArgumentException("paths " + paths + ": 1.." + RcRequester.MAX_PATHS);
         }
-        if (entropyPorts < 0 || rtoMinNs < 1 || tlpMinNs < 1 || ccSlackMinNs < 1 || rtoInitialNs < 1
-                || rtoMaxNs < rtoInitialNs || lossDetectVarFactor < 1 || probesPerQp < 0 || probesPerDaemon < 0) {
+        if (entropyPorts < 0
+                || rtoMinNs < 1
+                || tlpMinNs < 1
+                || ccSlackMinNs < 1
+                || rtoInitialNs < 1
+                || rtoMaxNs < rtoInitialNs
+                || lossDetectVarFactor < 1
+                || probesPerQp < 0
+                || probesPerDaemon < 0) {
             throw new IllegalArgumentException("inconsistent transport settings: " + this);
         }
     }
@@ -60,11 +87,20 @@ public record TransportSettings(int paths, int entropyPorts, boolean baseline, l
      * (at least 1: the entropy classes of the send sockets) and timer floors; the initial RTO is
      * at least twice the floor.
      */
-    public static TransportSettings forRealPort(int paths, int entropyPorts, boolean baseline, long rtoMinNs,
-            long tlpMinNs, long ccSlackMinNs) {
-        return new TransportSettings(paths, Math.max(1, entropyPorts), baseline,
-                Math.max(RTO_INITIAL_NS, 2 * rtoMinNs), RTO_MAX_NS, rtoMinNs, tlpMinNs, ccSlackMinNs,
-                SIMULATION.lossDetectVarFactor, SIMULATION.probesPerQp, SIMULATION.probesPerDaemon);
+    public static TransportSettings forRealPort(
+            int paths, int entropyPorts, boolean baseline, long rtoMinNs, long tlpMinNs, long ccSlackMinNs) {
+        return new TransportSettings(
+                paths,
+                Math.max(1, entropyPorts),
+                baseline,
+                Math.max(RTO_INITIAL_NS, 2 * rtoMinNs),
+                RTO_MAX_NS,
+                rtoMinNs,
+                tlpMinNs,
+                ccSlackMinNs,
+                SIMULATION.lossDetectVarFactor,
+                SIMULATION.probesPerQp,
+                SIMULATION.probesPerDaemon);
     }
 
     /** Paths a QP actually uses: "baseline means one path" is said here. */
@@ -78,24 +114,64 @@ public record TransportSettings(int paths, int entropyPorts, boolean baseline, l
     }
 
     public TransportSettings withPaths(int n) {
-        return new TransportSettings(n, entropyPorts, baseline, rtoInitialNs, rtoMaxNs, rtoMinNs, tlpMinNs,
-                ccSlackMinNs, lossDetectVarFactor, probesPerQp, probesPerDaemon);
+        return new TransportSettings(
+                n,
+                entropyPorts,
+                baseline,
+                rtoInitialNs,
+                rtoMaxNs,
+                rtoMinNs,
+                tlpMinNs,
+                ccSlackMinNs,
+                lossDetectVarFactor,
+                probesPerQp,
+                probesPerDaemon);
     }
 
     public TransportSettings withEntropyPorts(int n) {
-        return new TransportSettings(paths, n, baseline, rtoInitialNs, rtoMaxNs, rtoMinNs, tlpMinNs, ccSlackMinNs,
-                lossDetectVarFactor, probesPerQp, probesPerDaemon);
+        return new TransportSettings(
+                paths,
+                n,
+                baseline,
+                rtoInitialNs,
+                rtoMaxNs,
+                rtoMinNs,
+                tlpMinNs,
+                ccSlackMinNs,
+                lossDetectVarFactor,
+                probesPerQp,
+                probesPerDaemon);
     }
 
     public TransportSettings withBaseline(boolean on) {
-        return new TransportSettings(paths, entropyPorts, on, rtoInitialNs, rtoMaxNs, rtoMinNs, tlpMinNs,
-                ccSlackMinNs, lossDetectVarFactor, probesPerQp, probesPerDaemon);
+        return new TransportSettings(
+                paths,
+                entropyPorts,
+                on,
+                rtoInitialNs,
+                rtoMaxNs,
+                rtoMinNs,
+                tlpMinNs,
+                ccSlackMinNs,
+                lossDetectVarFactor,
+                probesPerQp,
+                probesPerDaemon);
     }
 
     /** The timer floors (RTO, TLP) and the delay-target slack; the initial RTO stays as it is. */
     public TransportSettings withFloors(long rtoMin, long tlpMin, long ccSlackMin) {
-        return new TransportSettings(paths, entropyPorts, baseline, rtoInitialNs, rtoMaxNs, rtoMin, tlpMin,
-                ccSlackMin, lossDetectVarFactor, probesPerQp, probesPerDaemon);
+        return new TransportSettings(
+                paths,
+                entropyPorts,
+                baseline,
+                rtoInitialNs,
+                rtoMaxNs,
+                rtoMin,
+                tlpMin,
+                ccSlackMin,
+                lossDetectVarFactor,
+                probesPerQp,
+                probesPerDaemon);
     }
 
     public TransportSettings withCcSlackMinNs(long ns) {
@@ -103,7 +179,17 @@ public record TransportSettings(int paths, int entropyPorts, boolean baseline, l
     }
 
     public TransportSettings withLossDetectVarFactor(int factor) {
-        return new TransportSettings(paths, entropyPorts, baseline, rtoInitialNs, rtoMaxNs, rtoMinNs, tlpMinNs,
-                ccSlackMinNs, factor, probesPerQp, probesPerDaemon);
+        return new TransportSettings(
+                paths,
+                entropyPorts,
+                baseline,
+                rtoInitialNs,
+                rtoMaxNs,
+                rtoMinNs,
+                tlpMinNs,
+                ccSlackMinNs,
+                factor,
+                probesPerQp,
+                probesPerDaemon);
     }
 }

@@ -1,9 +1,9 @@
 package io.metaroce.nic.transport;
 
-import io.metaroce.abi.IpAddr;
 import io.metaroce.abi.AbiConstants;
-import io.metaroce.nic.abi.Ibv;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.abi.WqeDescriptor;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.model.Cq;
 import java.lang.foreign.MemorySegment;
@@ -27,9 +27,11 @@ public final class UdQp {
     private final WqeFlyweight wqe = new WqeFlyweight();
     /** Largest payload of one UD message: the active MTU of the netdev. */
     public final int maxPayload;
+
     private int sqConsumer;
     /** Next RQ slot to take (UdTransport reads receives straight from the ring). */
     int rqConsumer;
+
     private int psn;
     private final long[] burstWrId = new long[UdTransport.BURST];
     private final int[] burstLen = new int[UdTransport.BURST];
@@ -147,8 +149,7 @@ public final class UdQp {
                 status = Ibv.WC_LOC_QP_OP_ERR;
             } else if ((flags & Ibv.SEND_INLINE) != 0) {
                 len = wqe.length();
-                if (len < 0 || len > qp.maxInlineData || len > AbiConstants.MRCE_MAX_INLINE
-                        || len > maxPayload) {
+                if (len < 0 || len > qp.maxInlineData || len > AbiConstants.MRCE_MAX_INLINE || len > maxPayload) {
                     status = Ibv.WC_LOC_LEN_ERR;
                 } else {
                     MemorySegment.copy(ring, wqe.inlineDataOffset(), f, Wire.HEADER_SIZE, len);
@@ -166,11 +167,11 @@ public final class UdQp {
                     sges.copy(dp.gather, 0, len, f.address() + Wire.HEADER_SIZE, count);
                 }
             }
-            int dstIp = Integer.reverseBytes(ring.get(ValueLayout.JAVA_INT,
-                    slot + WqeDescriptor.OFF_UD_DEST_IPV4));
+            int dstIp = Integer.reverseBytes(ring.get(ValueLayout.JAVA_INT, slot + WqeDescriptor.OFF_UD_DEST_IPV4));
             if (dstIp == 0) {
                 // An IPv6 host: the whole dgid (IpAddr: its handle; 0 for the zero GID)
-                dstIp = IpAddr.intern(ring.get(BE_LONG, slot + WqeDescriptor.OFF_UD_DGID),
+                dstIp = IpAddr.intern(
+                        ring.get(BE_LONG, slot + WqeDescriptor.OFF_UD_DGID),
                         ring.get(BE_LONG, slot + WqeDescriptor.OFF_UD_DGID + 8));
             }
             if (status < 0 && (dstIp == 0 || IpAddr.isV6(dstIp) != IpAddr.isV6(dp.port.localIp()))) {
@@ -189,10 +190,22 @@ public final class UdQp {
             int tclass = ring.get(ValueLayout.JAVA_BYTE, slot + WqeDescriptor.OFF_UD_TRAFFIC_CLASS) & 0xff;
             int hop = ring.get(ValueLayout.JAVA_BYTE, slot + WqeDescriptor.OFF_UD_HOP_LIMIT) & 0xff;
             boolean imm = opcode == Ibv.WR_SEND_WITH_IMM;
-            Wire.header(f, imm ? UdWire.OP_UD_SEND_IMM : UdWire.OP_UD_SEND,
-                    (flags & Ibv.SEND_SOLICITED) != 0 ? Wire.FLAG_SOLICITED : 0, 0, psn & 0xffffff, 0,
-                    dstQpn, qp.qpn, qkey, 0, 0, len, imm ? Integer.reverseBytes(wqe.immData()) : 0,
-                    (tclass << 8) | hop, 0);
+            Wire.header(
+                    f,
+                    imm ? UdWire.OP_UD_SEND_IMM : UdWire.OP_UD_SEND,
+                    (flags & Ibv.SEND_SOLICITED) != 0 ? Wire.FLAG_SOLICITED : 0,
+                    0,
+                    psn & 0xffffff,
+                    0,
+                    dstQpn,
+                    qp.qpn,
+                    qkey,
+                    0,
+                    0,
+                    len,
+                    imm ? Integer.reverseBytes(wqe.immData()) : 0,
+                    (tclass << 8) | hop,
+                    0);
             psn++;
             burstWrId[count] = wqe.wrId();
             burstLen[count] = len;

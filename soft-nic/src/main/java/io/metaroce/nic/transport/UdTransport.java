@@ -23,6 +23,7 @@ import java.nio.ByteBuffer;
 public final class UdTransport implements AutoCloseable {
     /** Send WQEs a UD QP turns into packets per duty cycle. */
     static final int BURST = 32;
+
     static final int STAGE_CAPACITY = 64;
 
     final Datapath dp;
@@ -195,7 +196,10 @@ public final class UdTransport implements AutoCloseable {
                 continue;
             }
             Mr mr = dp.mrs.byLkey(wqe.sgeLkey(k));
-            if (mr == null || mr.pd != pd || mr.pid != qp.pid || !mr.contains(addr, len)
+            if (mr == null
+                    || mr.pd != pd
+                    || mr.pid != qp.pid
+                    || !mr.contains(addr, len)
                     || (mr.access & Ibv.ACCESS_LOCAL_WRITE) == 0) {
                 rxCount = 0;
                 return -1;
@@ -232,8 +236,10 @@ public final class UdTransport implements AutoCloseable {
     }
 
     private void prepareStage(int pid) {
-        if (staged > 0 && (scatter.pid() != pid || staged == STAGE_CAPACITY
-                || scatter.count() + 2 * AbiConstants.MRCE_MAX_SGE > DmaBatch.IOV_MAX)) {
+        if (staged > 0
+                && (scatter.pid() != pid
+                        || staged == STAGE_CAPACITY
+                        || scatter.count() + 2 * AbiConstants.MRCE_MAX_SGE > DmaBatch.IOV_MAX)) {
             commitRx();
         }
         if (staged == 0) {
@@ -265,8 +271,16 @@ public final class UdTransport implements AutoCloseable {
                 status = Ibv.WC_LOC_PROT_ERR; // the application's buffer went away
             }
             if (status < 0) {
-                qp.recvCq.post(stagedWrId[i], Ibv.WC_SUCCESS, Ibv.WC_RECV, stagedLen[i], stagedImm[i],
-                        qp.qpn, stagedSrcQp[i], stagedFlags[i], stagedSolicited[i]);
+                qp.recvCq.post(
+                        stagedWrId[i],
+                        Ibv.WC_SUCCESS,
+                        Ibv.WC_RECV,
+                        stagedLen[i],
+                        stagedImm[i],
+                        qp.qpn,
+                        stagedSrcQp[i],
+                        stagedFlags[i],
+                        stagedSolicited[i]);
                 packetsRx++;
             } else {
                 qp.recvCq.post(stagedWrId[i], status, Ibv.WC_RECV, 0, 0, qp.qpn, 0, 0, false);
@@ -284,11 +298,24 @@ public final class UdTransport implements AutoCloseable {
 
     /** The counters as JSON fields (no braces). */
     public void appendJson(StringBuilder b) {
-        b.append("\"packetsTx\":").append(packetsTx).append(",\"packetsRx\":").append(packetsRx)
-                .append(",\"qkeyDrops\":").append(qkeyDrops).append(",\"noRecvDrops\":").append(noRecvDrops)
-                .append(",\"cqFullDrops\":").append(cqFullDrops).append(",\"stateDrops\":").append(stateDrops)
-                .append(",\"malformed\":").append(malformed).append(",\"recvErrors\":").append(recvErrors)
-                .append(",\"sendErrors\":").append(sendErrors);
+        b.append("\"packetsTx\":")
+                .append(packetsTx)
+                .append(",\"packetsRx\":")
+                .append(packetsRx)
+                .append(",\"qkeyDrops\":")
+                .append(qkeyDrops)
+                .append(",\"noRecvDrops\":")
+                .append(noRecvDrops)
+                .append(",\"cqFullDrops\":")
+                .append(cqFullDrops)
+                .append(",\"stateDrops\":")
+                .append(stateDrops)
+                .append(",\"malformed\":")
+                .append(malformed)
+                .append(",\"recvErrors\":")
+                .append(recvErrors)
+                .append(",\"sendErrors\":")
+                .append(sendErrors);
     }
 
     @Override

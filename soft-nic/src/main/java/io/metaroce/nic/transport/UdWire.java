@@ -45,8 +45,8 @@ public final class UdWire {
      * payload length, next header 0x1b, hop limit, sgid and dgid the GIDs of {@code srcIp} and
      * {@code dstIp} ({@link IpAddr}: ::ffff:a.b.c.d for IPv4, the address itself for IPv6).
      */
-    public static void putGrh(MemorySegment g, long off, int trafficClass, int payloadLen, int hopLimit,
-            int srcIp, int dstIp) {
+    public static void putGrh(
+            MemorySegment g, long off, int trafficClass, int payloadLen, int hopLimit, int srcIp, int dstIp) {
         g.set(ValueLayout.JAVA_BYTE, off, (byte) (0x60 | ((trafficClass >>> 4) & 0xf)));
         g.set(ValueLayout.JAVA_BYTE, off + 1, (byte) ((trafficClass & 0xf) << 4));
         g.set(ValueLayout.JAVA_BYTE, off + 2, (byte) 0);

@@ -54,6 +54,7 @@ public final class Wire {
     public static final int OP_ATOMIC_FA = 8;
     /** Atomic response: RSN of its request, the original 8-byte value. */
     public static final int OP_ATOMIC_RESP = 9;
+
     public static final int OP_ACK = 16;
     public static final int OP_NAK = 17;
     public static final int OP_PROBE = 18;
@@ -94,15 +95,18 @@ public final class Wire {
 
     /** RETH: rkey, response payload size (READ_REQ; 0 otherwise), virtual address. */
     public static final int RETH_SIZE = 16;
+
     public static final long OFF_RKEY = HEADER_SIZE;
     public static final long OFF_RESP_UNIT = HEADER_SIZE + 4;
     public static final long OFF_VA = HEADER_SIZE + 8;
     /** Atomic extension: RETH, then compare (CS) or add (FA), then swap (CS; 0 for FA). */
     public static final int ATOMIC_EXT_SIZE = RETH_SIZE + 16;
+
     public static final long OFF_COMPARE_ADD = HEADER_SIZE + RETH_SIZE;
     public static final long OFF_SWAP = HEADER_SIZE + RETH_SIZE + 8;
     /** ATOMIC_RESP payload: the original value at the target. */
     public static final long OFF_ORIGINAL = HEADER_SIZE;
+
     public static final int ATOMIC_RESP_SIZE = HEADER_SIZE + 8;
     /**
      * A responder keeps the results of at least its last this many atomics (to answer duplicates);
@@ -112,13 +116,13 @@ public final class Wire {
 
     /** ACK payload: the SACK bitmap (bit i = RSN cumulative + i), then the path reports. */
     public static final int SACK_BYTES = 32;
+
     public static final int REPORT_SIZE = 8;
     public static final long OFF_REPORTS = HEADER_SIZE + SACK_BYTES;
 
     private static final ValueLayout.OfShort BE_SHORT =
             ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final ValueLayout.OfInt BE_INT =
-            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     private Wire() {}
 
@@ -138,8 +142,7 @@ public final class Wire {
         f.set(BE_INT, off, v);
     }
 
-    private static final ValueLayout.OfLong BE_LONG =
-            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfLong BE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     public static long u64(MemorySegment f, long off) {
         return f.get(BE_LONG, off);
@@ -175,9 +178,22 @@ public final class Wire {
     }
 
     /** Writes a header (CRC excluded: see {@link #seal}). */
-    public static void header(MemorySegment f, int opcode, int flags, int path, int psn, int rsn,
-            int dstQpn, int srcQpn, int token, int msn, int offset, int msgLen, int imm,
-            int replyEntropy, int rwnd) {
+    public static void header(
+            MemorySegment f,
+            int opcode,
+            int flags,
+            int path,
+            int psn,
+            int rsn,
+            int dstQpn,
+            int srcQpn,
+            int token,
+            int msn,
+            int offset,
+            int msgLen,
+            int imm,
+            int replyEntropy,
+            int rwnd) {
         putU8(f, OFF_VERSION, VERSION);
         putU8(f, OFF_OPCODE, opcode);
         putU8(f, OFF_FLAGS, flags);

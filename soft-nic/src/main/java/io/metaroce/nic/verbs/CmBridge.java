@@ -1,11 +1,11 @@
 package io.metaroce.nic.verbs;
 
+import io.metaroce.abi.IpAddr;
 import io.metaroce.control.cm.CmCodec;
 import io.metaroce.control.cm.CmMessage;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 import io.metaroce.nic.transport.RcRequester;
@@ -37,28 +37,33 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
     private final ConnectionManager cm;
     /** How long a QP whose peer QP was destroyed stays as it is before it fails. */
     private final int disconnectGraceMs;
+
     private final SecureRandom random = new SecureRandom();
     /** Every RC QP the engine serves, by QPN. */
     private final ConcurrentHashMap<Integer, Qp> qps = new ConcurrentHashMap<>();
+
     public final AtomicLong handshakes = new AtomicLong();
     public final AtomicLong failures = new AtomicLong();
 
-    private CmBridge(EngineAgent engine, int localIp, ConnectionManager.Config config, int disconnectGraceMs,
-            byte[] secret) throws IOException {
+    private CmBridge(
+            EngineAgent engine, int localIp, ConnectionManager.Config config, int disconnectGraceMs, byte[] secret)
+            throws IOException {
         this.engine = engine;
         this.disconnectGraceMs = disconnectGraceMs;
         this.cm = ConnectionManager.start(localIp, config, this, secret);
     }
 
     /** Starts the manager on {@code localIp} and hooks the engine's QP lifecycle to it. */
-    public static CmBridge start(EngineAgent engine, int localIp, ConnectionManager.Config config,
-            int disconnectGraceMs) throws IOException {
+    public static CmBridge start(
+            EngineAgent engine, int localIp, ConnectionManager.Config config, int disconnectGraceMs)
+            throws IOException {
         return start(engine, localIp, config, disconnectGraceMs, null);
     }
 
     /** As {@link #start(EngineAgent, int, ConnectionManager.Config, int)}, authenticating peers with a cluster secret (null: none). */
-    public static CmBridge start(EngineAgent engine, int localIp, ConnectionManager.Config config,
-            int disconnectGraceMs, byte[] secret) throws IOException {
+    public static CmBridge start(
+            EngineAgent engine, int localIp, ConnectionManager.Config config, int disconnectGraceMs, byte[] secret)
+            throws IOException {
         CmBridge b = new CmBridge(engine, localIp, config, disconnectGraceMs, secret);
         engine.datapath().lifecycle = b;
         return b;
@@ -92,8 +97,15 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             entropies[i] = RcRequester.entropy(qp.qpn, i, paths, 0);
         }
         qp.peerLinkMtu = 0;
-        CmMessage.Endpoint local = new CmMessage.Endpoint(qp.qpn, qp.destQpNum, Ibv.mtuBytes(qp.pathMtu), WINDOW,
-                qp.rqPsn, token, entropies, announcedLinkMtu(qp.ifMtu));
+        CmMessage.Endpoint local = new CmMessage.Endpoint(
+                qp.qpn,
+                qp.destQpNum,
+                Ibv.mtuBytes(qp.pathMtu),
+                WINDOW,
+                qp.rqPsn,
+                token,
+                entropies,
+                announcedLinkMtu(qp.ifMtu));
         qp.cmLocal = local;
         int peer = qp.peerIp;
         cm.connect(peer, local).whenComplete((remote, error) -> {
@@ -115,9 +127,14 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         if (error != null) {
             failures.incrementAndGet();
             Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
-                    ? error.getCause() : error;
-            LOG.warn("QP {} -> {}:{}: connection manager handshake failed: {}", qp.qpn, IpAddr.toString(qp.peerIp),
-                    qp.destQpNum, cause.getMessage());
+                    ? error.getCause()
+                    : error;
+            LOG.warn(
+                    "QP {} -> {}:{}: connection manager handshake failed: {}",
+                    qp.qpn,
+                    IpAddr.toString(qp.peerIp),
+                    qp.destQpNum,
+                    cause.getMessage());
             qp.fatal(Ibv.EVENT_QP_FATAL);
             return;
         }
@@ -126,7 +143,12 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         qp.cmRemoteToken = remote.token();
         qp.txToken = remote.token();
         qp.cmReady = true;
-        LOG.debug("QP {} connected to {}:{} ({} paths)", qp.qpn, IpAddr.toString(qp.peerIp), remote.qpn(), remote.paths());
+        LOG.debug(
+                "QP {} connected to {}:{} ({} paths)",
+                qp.qpn,
+                IpAddr.toString(qp.peerIp),
+                remote.qpn(),
+                remote.paths());
     }
 
     @Override
@@ -151,8 +173,15 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             // How far our responder placed the peer's requests: a last cumulative ACK for them, so
             // a peer whose final ACK was lost completes its work requests instead of waiting for
             // an ACK nobody will send (and failing them after the grace period).
-            cm.disconnect(qp.peerIp, new CmMessage.Disconnect(qp.qpn, local.peerQpn(), CmMessage.REASON_DESTROYED,
-                    local.token(), CmMessage.Disconnect.FLAG_PLACED, qp.responder.expectedPsn()));
+            cm.disconnect(
+                    qp.peerIp,
+                    new CmMessage.Disconnect(
+                            qp.qpn,
+                            local.peerQpn(),
+                            CmMessage.REASON_DESTROYED,
+                            local.token(),
+                            CmMessage.Disconnect.FLAG_PLACED,
+                            qp.responder.expectedPsn()));
         }
     }
 
@@ -187,7 +216,10 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         CmMessage.Endpoint local = qp.cmLocal;
         // The token names the connection: a late DISCONNECT of an earlier connection between the
         // same QP numbers (reused after a restart) carries another one and is ignored.
-        if (local != null && local.peerQpn() == remoteQpn && qp.peerIp == peerIp && d.token() != 0
+        if (local != null
+                && local.peerQpn() == remoteQpn
+                && qp.peerIp == peerIp
+                && d.token() != 0
                 && d.token() == qp.cmRemoteToken) {
             if (d.placedKnown()) {
                 int placed = d.placedRsn();
@@ -201,7 +233,8 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             }
             // After a grace period: a peer that closes right after its last completion must not
             // race its last ACK, and a QP destroyed meanwhile is left alone.
-            String why = "peer QP " + remoteQpn + " on " + IpAddr.toString(peerIp) + " went away (reason " + reason + ")";
+            String why =
+                    "peer QP " + remoteQpn + " on " + IpAddr.toString(peerIp) + " went away (reason " + reason + ")";
             CompletableFuture.delayedExecutor(disconnectGraceMs, TimeUnit.MILLISECONDS)
                     .execute(() -> fail(qp, local, false, why));
         }

@@ -5,14 +5,14 @@ import static io.metaroce.nic.verbs.OpSupport.fail;
 import static io.metaroce.nic.verbs.OpSupport.resp;
 
 import io.metaroce.abi.AsyncEventDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.abi.HelloReqDescriptor;
 import io.metaroce.abi.HelloRespDescriptor;
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.dma.ProcessMemory;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.model.AsyncEventQueue;
-import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import java.nio.ByteBuffer;
@@ -39,8 +39,14 @@ final class ConnectionOps {
     /** The carrier now (see VerbsService#currentLink). */
     private final java.util.function.BooleanSupplier currentLink;
 
-    ConnectionOps(EngineAgent engine, NetInfo net, int udpPort, Limits limits, UserUsage usage,
-            ProcessWatcher watcher, java.util.function.Supplier<String> devName,
+    ConnectionOps(
+            EngineAgent engine,
+            NetInfo net,
+            int udpPort,
+            Limits limits,
+            UserUsage usage,
+            ProcessWatcher watcher,
+            java.util.function.Supplier<String> devName,
             java.util.function.BooleanSupplier currentLink) {
         this.engine = engine;
         this.net = net;
@@ -64,8 +70,11 @@ final class ConnectionOps {
         int pidFd = sock >= 0 ? LibC.getsockoptInt(sock, LibC.SOL_SOCKET, LibC.SO_PEERPIDFD) : -Errno.ENOSYS;
         if (pidFd < 0) {
             if (sock >= 0) {
-                LOG.warn("session {}: no SO_PEERPIDFD (errno {}), binding pid {} by number", s.session.id(),
-                        -pidFd, s.pid);
+                LOG.warn(
+                        "session {}: no SO_PEERPIDFD (errno {}), binding pid {} by number",
+                        s.session.id(),
+                        -pidFd,
+                        s.pid);
             }
             pidFd = LibC.pidfdOpen(s.pid);
             if (pidFd < 0) {

@@ -10,8 +10,8 @@ import static io.metaroce.nic.verbs.OpSupport.unmap;
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.abi.CreateCqReqDescriptor;
 import io.metaroce.abi.CreateCqRespDescriptor;
-import io.metaroce.abi.HandleRespDescriptor;
 import io.metaroce.abi.Errno;
+import io.metaroce.abi.HandleRespDescriptor;
 import io.metaroce.nic.model.CompChannel;
 import io.metaroce.nic.model.Cq;
 import io.metaroce.nic.sys.LibC;
@@ -51,8 +51,8 @@ final class CqOps {
     }
 
     void destroyChannel(SessionObjects s, int seq, ByteBuffer p) {
-        destroyUnused(s, MRCE_OP_DESTROY_COMP_CHANNEL, seq, p, s.channels, ch -> ch.cqUsers,
-                ch -> LibC.close(ch.eventFd));
+        destroyUnused(
+                s, MRCE_OP_DESTROY_COMP_CHANNEL, seq, p, s.channels, ch -> ch.cqUsers, ch -> LibC.close(ch.eventFd));
     }
 
     // ---- CQ ----

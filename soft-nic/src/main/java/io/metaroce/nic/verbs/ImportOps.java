@@ -6,12 +6,12 @@ import static io.metaroce.nic.verbs.OpSupport.fail;
 import static io.metaroce.nic.verbs.OpSupport.resp;
 import static io.metaroce.nic.verbs.PdMrOps.use;
 
-import io.metaroce.abi.HandleReqDescriptor;
 import io.metaroce.abi.ContextTokenDescriptor;
+import io.metaroce.abi.Errno;
+import io.metaroce.abi.HandleReqDescriptor;
 import io.metaroce.abi.ImportContextReqDescriptor;
 import io.metaroce.abi.ImportMrReqDescriptor;
 import io.metaroce.abi.ImportMrRespDescriptor;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
@@ -61,8 +61,13 @@ final class ImportOps {
             token.set(java.lang.foreign.ValueLayout.JAVA_INT, ContextTokenDescriptor.OFF_MAGIC, MRCE_CONTEXT_MAGIC);
             token.set(java.lang.foreign.ValueLayout.JAVA_INT, ContextTokenDescriptor.OFF_ABI_VERSION, MRCE_ABI_VERSION);
             byte[] name = devName.get().getBytes(StandardCharsets.US_ASCII);
-            MemorySegment.copy(name, 0, token, java.lang.foreign.ValueLayout.JAVA_BYTE,
-                    ContextTokenDescriptor.OFF_DEV_NAME, Math.min(name.length, 15));
+            MemorySegment.copy(
+                    name,
+                    0,
+                    token,
+                    java.lang.foreign.ValueLayout.JAVA_BYTE,
+                    ContextTokenDescriptor.OFF_DEV_NAME,
+                    Math.min(name.length, 15));
             long n = LibC.write(fd, token, ContextTokenDescriptor.SIZE);
             if (n != ContextTokenDescriptor.SIZE) {
                 throw new NativeException("write(context memfd)", n < 0 ? (int) -n : Errno.EIO);

@@ -1,8 +1,8 @@
 package io.metaroce.nic.verbs;
 
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.Inet4;
 import java.io.IOException;
-import io.metaroce.abi.IpAddr;
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
@@ -35,9 +35,10 @@ public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int spee
     public static NetInfo of(String ifname, int addrOverride) throws IOException {
         NetworkInterface nif = NetworkInterface.getByName(ifname);
         if (nif == null) {
-            throw new IOException(Files.isDirectory(Path.of("/sys/class/net", ifname))
-                    ? "interface " + ifname + " is down (ip link set " + ifname + " up)"
-                    : "no network interface " + ifname + " in this network namespace");
+            throw new IOException(
+                    Files.isDirectory(Path.of("/sys/class/net", ifname))
+                            ? "interface " + ifname + " is down (ip link set " + ifname + " up)"
+                            : "no network interface " + ifname + " in this network namespace");
         }
         int ip = addrOverride;
         if (ip == 0) {
@@ -52,7 +53,9 @@ public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int spee
             addrs = nif.getInetAddresses();
             while (ip == 0 && addrs.hasMoreElements()) {
                 InetAddress a = addrs.nextElement();
-                if (a instanceof Inet6Address && !a.isLinkLocalAddress() && !a.isLoopbackAddress()
+                if (a instanceof Inet6Address
+                        && !a.isLinkLocalAddress()
+                        && !a.isLoopbackAddress()
                         && !a.isMulticastAddress()) {
                     ip = IpAddr.of(a);
                 }
@@ -64,7 +67,8 @@ public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int spee
         Path sys = Path.of("/sys/class/net", ifname);
         int speed = 0;
         try {
-            speed = Math.max(0, Integer.parseInt(Files.readString(sys.resolve("speed")).trim()));
+            speed = Math.max(
+                    0, Integer.parseInt(Files.readString(sys.resolve("speed")).trim()));
         } catch (IOException | NumberFormatException e) {
             speed = 0; // virtual devices have none
         }
@@ -77,7 +81,9 @@ public record NetInfo(String ifname, int ipv4, int mtu, boolean linkUp, int spee
     /** The netdev's carrier now (/sys/class/net/IF/carrier; unreadable while the link is down). */
     public static boolean carrier(String ifname) {
         try {
-            return Files.readString(Path.of("/sys/class/net", ifname, "carrier")).trim().equals("1");
+            return Files.readString(Path.of("/sys/class/net", ifname, "carrier"))
+                    .trim()
+                    .equals("1");
         } catch (IOException e) {
             return false;
         }

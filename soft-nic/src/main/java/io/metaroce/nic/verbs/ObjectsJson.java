@@ -6,8 +6,7 @@ import java.util.Collection;
 
 /** The admin view of the live objects: what {@link VerbsService#objectsJson()} answers. */
 final class ObjectsJson {
-    private ObjectsJson() {
-    }
+    private ObjectsJson() {}
 
     /**
      * The live objects per provider connection and in all, as JSON (for mrce-ctl objects and the
@@ -42,10 +41,21 @@ final class ObjectsJson {
             if (n++ > 0) {
                 per.append(',');
             }
-            per.append("{\"id\":").append(s.session.id()).append(",\"pid\":").append(s.pid)
-                    .append(",\"pds\":").append(p).append(",\"mrs\":").append(m)
-                    .append(",\"compChannels\":").append(ch).append(",\"cqs\":").append(c)
-                    .append(",\"qps\":").append(q).append('}');
+            per.append("{\"id\":")
+                    .append(s.session.id())
+                    .append(",\"pid\":")
+                    .append(s.pid)
+                    .append(",\"pds\":")
+                    .append(p)
+                    .append(",\"mrs\":")
+                    .append(m)
+                    .append(",\"compChannels\":")
+                    .append(ch)
+                    .append(",\"cqs\":")
+                    .append(c)
+                    .append(",\"qps\":")
+                    .append(q)
+                    .append('}');
         }
         return "{\"sessions\":" + n + ",\"totals\":{\"pds\":" + pds + ",\"mrs\":" + mrs
                 + ",\"compChannels\":" + channels + ",\"cqs\":" + cqs + ",\"qps\":" + qps

@@ -17,8 +17,7 @@ import org.slf4j.LoggerFactory;
 final class OpSupport {
     private static final Logger LOG = LoggerFactory.getLogger(OpSupport.class);
 
-    private OpSupport() {
-    }
+    private OpSupport() {}
 
     static ByteBuffer empty() {
         return ByteBuffer.allocate(0);
@@ -33,8 +32,14 @@ final class OpSupport {
      * EBUSY while it has {@code users}; otherwise removes it from {@code table}, releases it and
      * answers.
      */
-    static <T> void destroyUnused(SessionObjects s, int op, int seq, ByteBuffer p, Map<Integer, T> table,
-            ToIntFunction<T> users, Consumer<T> release) {
+    static <T> void destroyUnused(
+            SessionObjects s,
+            int op,
+            int seq,
+            ByteBuffer p,
+            Map<Integer, T> table,
+            ToIntFunction<T> users,
+            Consumer<T> release) {
         int handle = p.getInt((int) HandleReqDescriptor.OFF_HANDLE);
         T obj = table.get(handle);
         if (obj == null) {

@@ -5,16 +5,16 @@ import static io.metaroce.nic.verbs.OpSupport.empty;
 import static io.metaroce.nic.verbs.OpSupport.fail;
 import static io.metaroce.nic.verbs.OpSupport.resp;
 
-import io.metaroce.control.LocalSession;
+import io.metaroce.abi.Errno;
 import io.metaroce.abi.HandleReqDescriptor;
 import io.metaroce.abi.HandleRespDescriptor;
-import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.RegMrReqDescriptor;
 import io.metaroce.abi.RegMrRespDescriptor;
 import io.metaroce.abi.ReregMrReqDescriptor;
+import io.metaroce.control.LocalSession;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.dma.ProcessMemory;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.model.Pd;
@@ -29,10 +29,14 @@ import java.nio.ByteBuffer;
 final class PdMrOps {
     /** enum ibv_rereg_mr_flags. */
     static final int REREG_MR_CHANGE_TRANSLATION = 1;
+
     static final int REREG_MR_CHANGE_PD = 2;
     static final int REREG_MR_CHANGE_ACCESS = 4;
-    private static final int SUPPORTED_ACCESS = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE
-            | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC | Ibv.ACCESS_RELAXED_ORDERING
+    private static final int SUPPORTED_ACCESS = Ibv.ACCESS_LOCAL_WRITE
+            | Ibv.ACCESS_REMOTE_WRITE
+            | Ibv.ACCESS_REMOTE_READ
+            | Ibv.ACCESS_REMOTE_ATOMIC
+            | Ibv.ACCESS_RELAXED_ORDERING
             | Ibv.ACCESS_ON_DEMAND;
 
     private final EngineAgent engine;
@@ -139,7 +143,8 @@ final class PdMrOps {
         Mr mr;
         synchronized (counts) {
             mr = counts.mrCount < limits.maxMr()
-                    ? mrTable.register(s.newHandle(), pd, s.space, addr, length, iova, access) : null;
+                    ? mrTable.register(s.newHandle(), pd, s.space, addr, length, iova, access)
+                    : null;
             if (mr != null) {
                 counts.mrCount++;
             }
@@ -185,8 +190,9 @@ final class PdMrOps {
             return Errno.ENOENT;
         }
         if ((access & ~SUPPORTED_ACCESS) != 0) {
-            return (access & (Ibv.ACCESS_ZERO_BASED | Ibv.ACCESS_MW_BIND
-                    | Ibv.ACCESS_HUGETLB)) != 0 ? Errno.EOPNOTSUPP : Errno.EINVAL;
+            return (access & (Ibv.ACCESS_ZERO_BASED | Ibv.ACCESS_MW_BIND | Ibv.ACCESS_HUGETLB)) != 0
+                    ? Errno.EOPNOTSUPP
+                    : Errno.EINVAL;
         }
         if ((access & (Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_ATOMIC)) != 0
                 && (access & Ibv.ACCESS_LOCAL_WRITE) == 0) {
@@ -198,8 +204,7 @@ final class PdMrOps {
         if (length <= 0 || Long.compareUnsigned(length, limits.maxMrSize()) > 0) {
             return Errno.EINVAL;
         }
-        if (Long.compareUnsigned(addr + length, addr) < 0
-                || Long.compareUnsigned(iova + length, iova) < 0) {
+        if (Long.compareUnsigned(addr + length, addr) < 0 || Long.compareUnsigned(iova + length, iova) < 0) {
             return Errno.EINVAL;
         }
         return 0;
@@ -283,8 +288,8 @@ final class PdMrOps {
                 return;
             }
         }
-        int access = (flags & REREG_MR_CHANGE_ACCESS) != 0
-                ? p.getInt((int) ReregMrReqDescriptor.OFF_ACCESS) : old.access;
+        int access =
+                (flags & REREG_MR_CHANGE_ACCESS) != 0 ? p.getInt((int) ReregMrReqDescriptor.OFF_ACCESS) : old.access;
         boolean move = (flags & REREG_MR_CHANGE_TRANSLATION) != 0;
         long addr = move ? p.getLong((int) ReregMrReqDescriptor.OFF_ADDR) : old.addr;
         long length = move ? p.getLong((int) ReregMrReqDescriptor.OFF_LENGTH) : old.length;

@@ -1,8 +1,8 @@
 package io.metaroce.nic.verbs;
 
-import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.Errno;
 import io.metaroce.abi.IpAddr;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.transport.Qp;
 import io.metaroce.nic.transport.QpLifecycle;
 
@@ -86,7 +86,9 @@ public final class QpModifier {
      * QPNs' random bits and the PSN the applications exchanged out of band.
      */
     public static int derivedToken(int dstQpn, int srcQpn, int psn) {
-        long x = 0x4d52434554304b4eL ^ ((long) dstQpn << 32) ^ (srcQpn & 0xffffffffL)
+        long x = 0x4d52434554304b4eL
+                ^ ((long) dstQpn << 32)
+                ^ (srcQpn & 0xffffffffL)
                 ^ ((psn & 0xffffffL) * 0x9e3779b97f4a7c15L);
         x = (x ^ (x >>> 30)) * 0xbf58476d1ce4e5b9L;
         x = (x ^ (x >>> 27)) * 0x94d049bb133111ebL;
@@ -111,7 +113,10 @@ public final class QpModifier {
         if ((mask & Ibv.QP_AV) != 0) {
             // RoCE v2 needs a GRH: the GID is the peer's address (IPv4-mapped, or IPv6 unicast),
             // our GID index 0.
-            if (a.isGlobal == 0 || a.sgidIndex != 0 || IpAddr.fromGid(a.dgid) == 0 || a.dgid[0] == (byte) 0xff
+            if (a.isGlobal == 0
+                    || a.sgidIndex != 0
+                    || IpAddr.fromGid(a.dgid) == 0
+                    || a.dgid[0] == (byte) 0xff
                     || (a.ahPortNum != 0 && a.ahPortNum != 1)) {
                 return Errno.EINVAL;
             }
@@ -131,8 +136,13 @@ public final class QpModifier {
         if ((mask & Ibv.QP_DEST_QPN) != 0 && (a.destQpNum & ~0xffffff) != 0) {
             return Errno.EINVAL;
         }
-        if ((mask & Ibv.QP_ACCESS_FLAGS) != 0 && (a.qpAccessFlags & ~(Ibv.ACCESS_LOCAL_WRITE
-                | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC)) != 0) {
+        if ((mask & Ibv.QP_ACCESS_FLAGS) != 0
+                && (a.qpAccessFlags
+                                & ~(Ibv.ACCESS_LOCAL_WRITE
+                                        | Ibv.ACCESS_REMOTE_WRITE
+                                        | Ibv.ACCESS_REMOTE_READ
+                                        | Ibv.ACCESS_REMOTE_ATOMIC))
+                        != 0) {
             return Errno.EINVAL;
         }
         if ((mask & Ibv.QP_MAX_QP_RD_ATOMIC) != 0 && a.maxRdAtomic > 16) {

@@ -8,16 +8,16 @@ import static io.metaroce.nic.verbs.OpSupport.resp;
 import static io.metaroce.nic.verbs.OpSupport.unmap;
 import static io.metaroce.nic.verbs.PdMrOps.use;
 
-import io.metaroce.control.LocalSession;
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.abi.CreateQpReqDescriptor;
 import io.metaroce.abi.CreateQpRespDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.abi.HandleReqDescriptor;
-import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.ModifyQpReqDescriptor;
 import io.metaroce.abi.QpAttrDescriptor;
+import io.metaroce.control.LocalSession;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.model.Cq;
 import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
@@ -80,9 +80,16 @@ final class QpOps {
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.EOPNOTSUPP); // RC and UD only
             return;
         }
-        if (sendWr < 0 || sendWr > limits.maxQpWr() || recvWr < 0 || recvWr > limits.maxQpWr()
-                || sendSge < 0 || sendSge > limits.maxSge() || recvSge < 0
-                || recvSge > limits.maxSge() || inline < 0 || inline > limits.maxInline()) {
+        if (sendWr < 0
+                || sendWr > limits.maxQpWr()
+                || recvWr < 0
+                || recvWr > limits.maxQpWr()
+                || sendSge < 0
+                || sendSge > limits.maxSge()
+                || recvSge < 0
+                || recvSge > limits.maxSge()
+                || inline < 0
+                || inline > limits.maxInline()) {
             fail(s, MRCE_OP_CREATE_QP, seq, Errno.EINVAL);
             return;
         }
@@ -108,8 +115,24 @@ final class QpOps {
         MemorySegment map = shm.map();
         int maxSendSge = Math.max(1, sendSge);
         int maxRecvSge = Math.max(1, recvSge);
-        Qp qp = new Qp(s.newHandle(), qpn, s.session.id(), s.space, pd, sendCq, recvCq, type, sigAll,
-                sendSlots, recvSlots, maxSendSge, maxRecvSge, inline, map, 0, (int) rqOffset,
+        Qp qp = new Qp(
+                s.newHandle(),
+                qpn,
+                s.session.id(),
+                s.space,
+                pd,
+                sendCq,
+                recvCq,
+                type,
+                sigAll,
+                sendSlots,
+                recvSlots,
+                maxSendSge,
+                maxRecvSge,
+                inline,
+                map,
+                0,
+                (int) rqOffset,
                 net.mtu());
         qp.peerPort = udpPort;
         qp.srq = srq;

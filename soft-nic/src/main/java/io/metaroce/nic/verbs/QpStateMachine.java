@@ -78,40 +78,65 @@ public final class QpStateMachine {
         int rtsOptRc = rtsOptUc | QP_MIN_RNR_TIMER;
         int rtsOptUd = QP_CUR_STATE | QP_QKEY;
 
-        allow(QPS_RESET, QPS_INIT,
-                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, 0,
-                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, 0,
-                QP_PKEY_INDEX | QP_PORT | QP_QKEY, 0);
-        allow(QPS_INIT, QPS_INIT,
-                0, QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
-                0, QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
-                0, QP_PKEY_INDEX | QP_PORT | QP_QKEY);
-        allow(QPS_INIT, QPS_RTR,
-                QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN
-                        | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER,
+        allow(
+                QPS_RESET,
+                QPS_INIT,
+                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+                0,
+                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+                0,
+                QP_PKEY_INDEX | QP_PORT | QP_QKEY,
+                0);
+        allow(
+                QPS_INIT,
+                QPS_INIT,
+                0,
+                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+                0,
+                QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+                0,
+                QP_PKEY_INDEX | QP_PORT | QP_QKEY);
+        allow(
+                QPS_INIT,
+                QPS_RTR,
+                QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER,
                 QP_ALT_PATH | QP_ACCESS_FLAGS | QP_PKEY_INDEX,
                 QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN,
                 QP_ALT_PATH | QP_ACCESS_FLAGS | QP_PKEY_INDEX,
-                0, QP_PKEY_INDEX | QP_QKEY);
-        allow(QPS_RTR, QPS_RTS,
-                QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN
-                        | QP_MAX_QP_RD_ATOMIC, rtsOptRc,
-                QP_SQ_PSN, rtsOptUc,
-                QP_SQ_PSN, rtsOptUd);
+                0,
+                QP_PKEY_INDEX | QP_QKEY);
+        allow(
+                QPS_RTR,
+                QPS_RTS,
+                QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN | QP_MAX_QP_RD_ATOMIC,
+                rtsOptRc,
+                QP_SQ_PSN,
+                rtsOptUc,
+                QP_SQ_PSN,
+                rtsOptUd);
         allow(QPS_RTS, QPS_RTS, 0, rtsOptRc, 0, rtsOptUc, 0, rtsOptUd);
-        allow(QPS_RTS, QPS_SQD,
-                0, QP_EN_SQD_ASYNC_NOTIFY,
-                0, QP_EN_SQD_ASYNC_NOTIFY,
-                0, QP_EN_SQD_ASYNC_NOTIFY);
+        allow(QPS_RTS, QPS_SQD, 0, QP_EN_SQD_ASYNC_NOTIFY, 0, QP_EN_SQD_ASYNC_NOTIFY, 0, QP_EN_SQD_ASYNC_NOTIFY);
         allow(QPS_SQD, QPS_RTS, 0, rtsOptRc, 0, rtsOptUc, 0, rtsOptUd);
-        allow(QPS_SQD, QPS_SQD,
-                0, QP_PORT | QP_AV | QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY
-                        | QP_MAX_QP_RD_ATOMIC | QP_MAX_DEST_RD_ATOMIC | QP_ALT_PATH
-                        | QP_ACCESS_FLAGS | QP_PKEY_INDEX | QP_MIN_RNR_TIMER
+        allow(
+                QPS_SQD,
+                QPS_SQD,
+                0,
+                QP_PORT
+                        | QP_AV
+                        | QP_TIMEOUT
+                        | QP_RETRY_CNT
+                        | QP_RNR_RETRY
+                        | QP_MAX_QP_RD_ATOMIC
+                        | QP_MAX_DEST_RD_ATOMIC
+                        | QP_ALT_PATH
+                        | QP_ACCESS_FLAGS
+                        | QP_PKEY_INDEX
+                        | QP_MIN_RNR_TIMER
                         | QP_PATH_MIG_STATE,
-                0, QP_AV | QP_ALT_PATH | QP_ACCESS_FLAGS | QP_PKEY_INDEX
-                        | QP_PATH_MIG_STATE,
-                0, QP_PKEY_INDEX | QP_QKEY);
+                0,
+                QP_AV | QP_ALT_PATH | QP_ACCESS_FLAGS | QP_PKEY_INDEX | QP_PATH_MIG_STATE,
+                0,
+                QP_PKEY_INDEX | QP_QKEY);
         // SQE -> RTS exists for UC and UD; an RC QP never enters SQE (its send errors go to ERR).
         VALID[QPS_SQE * STATES + QPS_RTS] = true;
         set(QPS_SQE, QPS_RTS, TYPE_UC, 0, QP_CUR_STATE | QP_ACCESS_FLAGS);

@@ -10,10 +10,12 @@ import io.metaroce.nic.engine.EngineAgent;
 final class QpnAllocator {
     /** A slot's generations: the 24-bit QPN's bits above the slot index (1..1023). */
     private static final int QP_GENERATIONS = (1 << (24 - EngineAgent.QP_INDEX_BITS)) - 1;
+
     private final short[] qpGeneration = new short[EngineAgent.MAX_QP];
     private final boolean[] qpIndexUsed = new boolean[EngineAgent.MAX_QP];
     /** Draws QPNs' random bits (SecureRandom; a seeded one in tests, see identifierRandom). */
     private java.util.Random random = new java.security.SecureRandom();
+
     private final int maxQp;
     private int qpCount;
 

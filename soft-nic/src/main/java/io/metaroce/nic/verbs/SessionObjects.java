@@ -20,12 +20,14 @@ final class SessionObjects {
     volatile io.metaroce.nic.dma.ProcessMemory memory;
     /** {@link #memory}'s id: what the session's MRs, QPs and SRQs name their memory by. */
     int space;
+
     boolean hello;
     boolean closed;
     int doorbellFd = -1;
     int asyncFd = -1;
     /** The connection's async events (created at HELLO with the async eventfd). */
     AsyncEventQueue events;
+
     private int nextHandle = 1;
     final Map<Integer, Pd> pds = new LinkedHashMap<>();
     final Map<Integer, Mr> mrs = new LinkedHashMap<>();
@@ -37,6 +39,7 @@ final class SessionObjects {
     SharedContext context;
     /** PDs and MRs of other members of the context this connection imported, by handle. */
     final Map<Integer, Pd> importedPds = new LinkedHashMap<>();
+
     final Map<Integer, Mr> importedMrs = new LinkedHashMap<>();
 
     SessionObjects(LocalSession session, int pid) {
@@ -63,7 +66,13 @@ final class SessionObjects {
 
     /** True while the connection has made or imported nothing. */
     boolean noObjects() {
-        return pds.isEmpty() && mrs.isEmpty() && channels.isEmpty() && cqs.isEmpty() && qps.isEmpty()
-                && srqs.isEmpty() && importedPds.isEmpty() && importedMrs.isEmpty();
+        return pds.isEmpty()
+                && mrs.isEmpty()
+                && channels.isEmpty()
+                && cqs.isEmpty()
+                && qps.isEmpty()
+                && srqs.isEmpty()
+                && importedPds.isEmpty()
+                && importedMrs.isEmpty();
     }
 }

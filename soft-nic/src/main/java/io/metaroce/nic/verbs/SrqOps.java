@@ -11,10 +11,10 @@ import static io.metaroce.nic.verbs.PdMrOps.use;
 
 import io.metaroce.abi.CreateSrqReqDescriptor;
 import io.metaroce.abi.CreateSrqRespDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.abi.HandleReqDescriptor;
 import io.metaroce.abi.ModifySrqReqDescriptor;
 import io.metaroce.abi.SrqAttrDescriptor;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.model.AsyncEventSink;
 import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
@@ -30,6 +30,7 @@ import java.nio.ByteBuffer;
 final class SrqOps {
     /** enum ibv_srq_attr_mask. */
     static final int SRQ_MAX_WR = 1;
+
     static final int SRQ_LIMIT = 2;
 
     private final Limits limits;

@@ -6,8 +6,8 @@ package io.metaroce.nic.verbs;
  * limit. Beyond a quota a create (or a connection's HELLO) answers ENOMEM and other users are not
  * affected (the device-wide {@link Limits} still apply to everyone together).
  */
-public record UserQuota(long qps, long mrs, long mrBytes, long cqEntries, long connections, long pds, long cqs,
-        long srqs) {
+public record UserQuota(
+        long qps, long mrs, long mrBytes, long cqEntries, long connections, long pds, long cqs, long srqs) {
     public static final UserQuota NONE = new UserQuota(0, 0, 0, 0, 0, 0, 0, 0);
 
     static final int QPS = 0;

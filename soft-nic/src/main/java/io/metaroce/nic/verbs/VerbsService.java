@@ -4,12 +4,12 @@ import static io.metaroce.abi.AbiConstants.*;
 import static io.metaroce.nic.verbs.OpSupport.empty;
 import static io.metaroce.nic.verbs.PdMrOps.pinned;
 
+import io.metaroce.abi.Errno;
 import io.metaroce.control.LocalControlHandler;
 import io.metaroce.control.LocalSession;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.dma.ProcessMemory;
 import io.metaroce.nic.engine.EngineAgent;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.model.CompChannel;
 import io.metaroce.nic.model.Cq;
 import io.metaroce.nic.model.Mr;
@@ -45,6 +45,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     public static final String DEV_NAME = "mrce0";
     /** The verbs device name HELLO gives (mrce-nicd --device NAME=IF); {@link #DEV_NAME} by default. */
     private volatile String devName = DEV_NAME;
+
     public static final int VENDOR_ID = 0x4d5243;
 
     private final EngineAgent engine;
@@ -58,6 +59,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     private volatile io.metaroce.control.cm.ServiceTable services;
     /** Ends a session the moment its process exits, whoever holds the socket then. */
     private final ProcessWatcher watcher;
+
     private final ConnectionOps connectionOps;
     private final PdMrOps pdMrOps;
     private final CqOps cqOps;
@@ -85,8 +87,8 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
             throw new IllegalStateException("cannot watch client processes: " + e.getMessage(), e);
         }
         this.qpns = new QpnAllocator(limits.maxQp());
-        this.connectionOps = new ConnectionOps(engine, net, udpPort, limits, usage, watcher, this::devName,
-                this::currentLink);
+        this.connectionOps =
+                new ConnectionOps(engine, net, udpPort, limits, usage, watcher, this::devName, this::currentLink);
         this.pdMrOps = new PdMrOps(engine, mrTable, limits, usage, counts);
         this.cqOps = new CqOps(limits, usage, counts);
         this.qpOps = new QpOps(engine, net, udpPort, limits, usage, qpns);
@@ -135,8 +137,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
     @Override
     public void onRequest(LocalSession session, int op, int seq, ByteBuffer payload) {
         ByteBuffer p = payload.slice().order(ByteOrder.LITTLE_ENDIAN);
-        SessionObjects s = sessions.computeIfAbsent(session.id(),
-                id -> new SessionObjects(session, session.pid()));
+        SessionObjects s = sessions.computeIfAbsent(session.id(), id -> new SessionObjects(session, session.pid()));
         try {
             synchronized (s) {
                 if (s.closed) {
@@ -172,8 +173,13 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     case MRCE_OP_UNIMPORT_PD -> importOps.unimportPd(s, seq, p);
                     case MRCE_OP_IMPORT_MR -> importOps.importMr(s, seq, p);
                     case MRCE_OP_UNIMPORT_MR -> ImportOps.unimportMr(s, seq, p);
-                    case MRCE_OP_CM_LISTEN, MRCE_OP_CM_UNLISTEN, MRCE_OP_CM_CONNECT, MRCE_OP_CM_GET_REQUEST,
-                            MRCE_OP_CM_ACCEPT, MRCE_OP_CM_REJECT, MRCE_OP_CM_BIND -> {
+                    case MRCE_OP_CM_LISTEN,
+                            MRCE_OP_CM_UNLISTEN,
+                            MRCE_OP_CM_CONNECT,
+                            MRCE_OP_CM_GET_REQUEST,
+                            MRCE_OP_CM_ACCEPT,
+                            MRCE_OP_CM_REJECT,
+                            MRCE_OP_CM_BIND -> {
                         io.metaroce.control.cm.ServiceTable t = services;
                         if (t == null) {
                             session.respond(op, seq, Errno.EOPNOTSUPP, empty());
@@ -185,8 +191,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 }
             }
         } catch (NativeException e) {
-            LOG.warn("op {} of session {} (pid {}): {}", op, session.id(), session.pid(),
-                    e.getMessage());
+            LOG.warn("op {} of session {} (pid {}): {}", op, session.id(), session.pid(), e.getMessage());
             session.respond(op, seq, e.errno(), empty());
         }
     }

@@ -66,6 +66,7 @@ final class MemorySwitch implements AutoCloseable {
         private final PortCounters counters = new PortCounters();
         /** Next slot the poll hands out; next slot a commit fills. */
         private int head;
+
         private int tail;
         long drops;
 
@@ -154,8 +155,7 @@ final class MemorySwitch implements AutoCloseable {
 
         /** The switch's memory is freed by {@link MemorySwitch#close}. */
         @Override
-        public void close() {
-        }
+        public void close() {}
     }
 
     /** A second class of end (see the class comment). */

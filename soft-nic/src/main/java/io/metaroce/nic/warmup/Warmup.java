@@ -68,9 +68,11 @@ public final class Warmup {
     public static final int MAX_ROUNDS = 20_000;
     /** Bound on the warm-up's wall time: past it the warm-up stops where it is. */
     public static final long DEFAULT_BUDGET_NS = 10_000_000_000L;
+
     private static final int UDP_PORT = 4793;
     /** Paths per QP at most: 48 (the daemon's default) made a round 20 to 80 ms long, 8 about 1 ms. */
     static final int WARM_PATHS = 8;
+
     private static final int BUF = 128 * 1024;
     private static final int[] SEND_SIZES = {64, 4096};
     private static final int WRITE_BIG = 65536;
@@ -128,8 +130,7 @@ public final class Warmup {
      * The transport settings are those of {@code settings} (paths capped at {@link #WARM_PATHS}), or
      * {@link TransportSettings#SIMULATION} when it is null.
      */
-    public static Result run(int minRounds, int maxRounds, long budgetNs, TransportSettings settings)
-            throws Exception {
+    public static Result run(int minRounds, int maxRounds, long budgetNs, TransportSettings settings) throws Exception {
         long start = System.nanoTime();
         long deadline = start + budgetNs;
         int[] ips = {Inet4.parse("198.18.255.1"), Inet4.parse("198.18.255.2"), Inet4.parse("198.18.255.3")};
@@ -145,8 +146,12 @@ public final class Warmup {
             MemorySegment bufB = arena.allocate(BUF, 4096);
             MemorySegment bufC = arena.allocate(BUF, 4096);
             // three hosts, so that the engine's calls into its port see three port classes
-            Pair[] pairs = {connect(a, b, bufA, bufB, Ibv.MTU_1024), connect(b, c, bufB, bufC, Ibv.MTU_4096),
-                connect(c, a, bufC, bufA, Ibv.MTU_1024), connect(a, b, bufA, bufB, Ibv.MTU_4096)};
+            Pair[] pairs = {
+                connect(a, b, bufA, bufB, Ibv.MTU_1024),
+                connect(b, c, bufB, bufC, Ibv.MTU_4096),
+                connect(c, a, bufC, bufA, Ibv.MTU_1024),
+                connect(a, b, bufA, bufB, Ibv.MTU_4096)
+            };
             // a QP that never connects, as a daemon polls while its applications set theirs up
             a.idleQp();
             b.idleQp();
@@ -173,21 +178,31 @@ public final class Warmup {
                     jitMs = ms;
                 }
             }
-            long frames = link.end(0).counters().txFrames + link.end(1).counters().txFrames
+            long frames = link.end(0).counters().txFrames
+                    + link.end(1).counters().txFrames
                     + link.end(2).counters().txFrames;
             return new Result(done, System.nanoTime() - start, frames, stop);
         }
     }
 
     /** Two connected QPs, one per host, with their CQs and MRs. */
-    private record Pair(Host a, Host b, QpRef qa, QpRef qb, int[] mrA, int[] mrB, RingFlyweight cqA,
-            RingFlyweight cqB, long bufA, long bufB) {}
+    private record Pair(
+            Host a,
+            Host b,
+            QpRef qa,
+            QpRef qb,
+            int[] mrA,
+            int[] mrB,
+            RingFlyweight cqA,
+            RingFlyweight cqB,
+            long bufA,
+            long bufB) {}
 
     private record QpRef(int handle, int qpn, RingFlyweight sq, RingFlyweight rq) {}
 
     private static Pair connect(Host a, Host b, MemorySegment bufA, MemorySegment bufB, int mtu) {
-        int access = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ
-                | Ibv.ACCESS_REMOTE_ATOMIC;
+        int access =
+                Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC;
         int[] mrA = a.regMr(a.pd, bufA, access);
         int[] mrB = b.regMr(b.pd, bufB, access);
         RingFlyweight cqA = a.createCq(256);
@@ -224,7 +239,14 @@ public final class Warmup {
         }
         b.post(p.qb().rq(), 8, 0, 0, 0, p.bufB() + 8192, 64, p.mrB()[1]);
         a.rdma(p.qa().sq(), 9, Ibv.WR_RDMA_WRITE_WITH_IMM, p.bufA(), 64, p.mrA()[1], p.bufB() + 16384, p.mrB()[2]);
-        a.rdma(p.qa().sq(), 10, Ibv.WR_ATOMIC_FETCH_AND_ADD, p.bufA() + 32768, 8, p.mrA()[1], p.bufB() + 32768,
+        a.rdma(
+                p.qa().sq(),
+                10,
+                Ibv.WR_ATOMIC_FETCH_AND_ADD,
+                p.bufA() + 32768,
+                8,
+                p.mrA()[1],
+                p.bufB() + 32768,
                 p.mrB()[2]);
         return await(p, 2, 1, deadline);
     }
@@ -286,8 +308,10 @@ public final class Warmup {
             copy.put(payload.duplicate()).flip();
             MemorySegment map = null;
             if (status == 0 && (op == MRCE_OP_CREATE_CQ || op == MRCE_OP_CREATE_QP)) {
-                long size = copy.getLong(op == MRCE_OP_CREATE_CQ ? (int) CreateCqRespDescriptor.OFF_MAP_SIZE
-                        : (int) CreateQpRespDescriptor.OFF_MAP_SIZE);
+                long size = copy.getLong(
+                        op == MRCE_OP_CREATE_CQ
+                                ? (int) CreateCqRespDescriptor.OFF_MAP_SIZE
+                                : (int) CreateQpRespDescriptor.OFF_MAP_SIZE);
                 try {
                     // the provider maps the memfd; the fd the daemon hands over is closed after
                     map = LibC.mmap(size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fds[0], 0);
@@ -328,8 +352,12 @@ public final class Warmup {
             this.engine = new EngineAgent(port, new MrTable(64), t.withPaths(Math.min(t.paths(), WARM_PATHS)));
             VerbsService v;
             try {
-                v = new VerbsService(engine, engine.datapath().mrs, new NetInfo("warmup", ip, 9000, true, 0),
-                        UDP_PORT, Limits.defaults());
+                v = new VerbsService(
+                        engine,
+                        engine.datapath().mrs,
+                        new NetInfo("warmup", ip, 9000, true, 0),
+                        UDP_PORT,
+                        Limits.defaults());
             } catch (RuntimeException e) {
                 engine.close();
                 throw e;
@@ -375,8 +403,11 @@ public final class Warmup {
             b.putLong((int) RegMrReqDescriptor.OFF_LENGTH, mem.byteSize());
             b.putLong((int) RegMrReqDescriptor.OFF_IOVA, mem.address());
             ByteBuffer p = call(MRCE_OP_REG_MR, b).payload();
-            return new int[] {p.getInt((int) RegMrRespDescriptor.OFF_HANDLE),
-                p.getInt((int) RegMrRespDescriptor.OFF_LKEY), p.getInt((int) RegMrRespDescriptor.OFF_RKEY)};
+            return new int[] {
+                p.getInt((int) RegMrRespDescriptor.OFF_HANDLE),
+                p.getInt((int) RegMrRespDescriptor.OFF_LKEY),
+                p.getInt((int) RegMrRespDescriptor.OFF_RKEY)
+            };
         }
 
         RingFlyweight createCq(int entries) {
@@ -403,7 +434,8 @@ public final class Warmup {
             Session.Response r = call(MRCE_OP_CREATE_QP, b);
             ByteBuffer p = r.payload();
             MemorySegment map = r.mapping();
-            return new QpRef(p.getInt((int) CreateQpRespDescriptor.OFF_HANDLE),
+            return new QpRef(
+                    p.getInt((int) CreateQpRespDescriptor.OFF_HANDLE),
                     p.getInt((int) CreateQpRespDescriptor.OFF_QP_NUM),
                     new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_SQ_OFFSET))),
                     new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET))));
@@ -432,7 +464,9 @@ public final class Warmup {
             QpAttrs init = new QpAttrs();
             init.qpState = Ibv.QPS_INIT;
             init.portNum = 1;
-            init.qpAccessFlags = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ
+            init.qpAccessFlags = Ibv.ACCESS_LOCAL_WRITE
+                    | Ibv.ACCESS_REMOTE_WRITE
+                    | Ibv.ACCESS_REMOTE_READ
                     | Ibv.ACCESS_REMOTE_ATOMIC;
             modify(qp, Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS, init);
             QpAttrs rtr = new QpAttrs();
@@ -446,23 +480,44 @@ public final class Warmup {
             rtr.hopLimit = 1;
             rtr.ahPortNum = 1;
             System.arraycopy(Inet4.mappedGid(peerIp), 0, rtr.dgid, 0, 16);
-            modify(qp, Ibv.QP_STATE | Ibv.QP_AV | Ibv.QP_PATH_MTU | Ibv.QP_DEST_QPN | Ibv.QP_RQ_PSN
-                    | Ibv.QP_MAX_DEST_RD_ATOMIC | Ibv.QP_MIN_RNR_TIMER, rtr);
+            modify(
+                    qp,
+                    Ibv.QP_STATE
+                            | Ibv.QP_AV
+                            | Ibv.QP_PATH_MTU
+                            | Ibv.QP_DEST_QPN
+                            | Ibv.QP_RQ_PSN
+                            | Ibv.QP_MAX_DEST_RD_ATOMIC
+                            | Ibv.QP_MIN_RNR_TIMER,
+                    rtr);
             QpAttrs rts = new QpAttrs();
             rts.qpState = Ibv.QPS_RTS;
             rts.timeout = 14;
             rts.retryCnt = 7;
             rts.rnrRetry = 7;
             rts.maxRdAtomic = 4;
-            modify(qp, Ibv.QP_STATE | Ibv.QP_TIMEOUT | Ibv.QP_RETRY_CNT | Ibv.QP_RNR_RETRY | Ibv.QP_SQ_PSN
-                    | Ibv.QP_MAX_QP_RD_ATOMIC, rts);
+            modify(
+                    qp,
+                    Ibv.QP_STATE
+                            | Ibv.QP_TIMEOUT
+                            | Ibv.QP_RETRY_CNT
+                            | Ibv.QP_RNR_RETRY
+                            | Ibv.QP_SQ_PSN
+                            | Ibv.QP_MAX_QP_RD_ATOMIC,
+                    rts);
         }
 
         /** post_send / post_recv of one SGE (the provider's ring write). */
         void post(RingFlyweight ring, long wrId, int opcode, int flags, int imm, long addr, int len, int lkey) {
             int prod = ring.producerAcquire();
             wqe.wrap(ring.segment(), ring.slotOffset(prod));
-            wqe.wrId(wrId).opcode(opcode).sendFlags(flags).immData(imm).numSge(1).sge(0, addr, len, lkey).length(len);
+            wqe.wrId(wrId)
+                    .opcode(opcode)
+                    .sendFlags(flags)
+                    .immData(imm)
+                    .numSge(1)
+                    .sge(0, addr, len, lkey)
+                    .length(len);
             ring.producerRelease(prod + 1);
         }
 
@@ -471,8 +526,13 @@ public final class Warmup {
             int prod = sq.producerAcquire();
             long slot = sq.slotOffset(prod);
             wqe.wrap(sq.segment(), slot);
-            wqe.wrId(wrId).opcode(opcode).sendFlags(Ibv.SEND_SIGNALED).immData(0x5a5a).numSge(1)
-                    .sge(0, addr, len, lkey).length(len);
+            wqe.wrId(wrId)
+                    .opcode(opcode)
+                    .sendFlags(Ibv.SEND_SIGNALED)
+                    .immData(0x5a5a)
+                    .numSge(1)
+                    .sge(0, addr, len, lkey)
+                    .length(len);
             sq.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_REMOTE_ADDR, remote);
             sq.segment().set(ValueLayout.JAVA_INT_UNALIGNED, slot + WqeDescriptor.OFF_RKEY, rkey);
             if (opcode == Ibv.WR_ATOMIC_FETCH_AND_ADD) {

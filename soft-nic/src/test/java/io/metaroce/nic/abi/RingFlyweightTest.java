@@ -53,8 +53,15 @@ class RingFlyweightTest {
     void wqeAndCqeFlyweightsUseTheAbiOffsets() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment m = arena.allocate(512, 64);
-            new WqeFlyweight().wrap(m, 256).wrId(0x1122334455667788L).opcode(3).sendFlags(2)
-                    .numSge(2).immData(0xabcdef01).length(99).sge(1, 0x1000L, 77, 0x4242);
+            new WqeFlyweight()
+                    .wrap(m, 256)
+                    .wrId(0x1122334455667788L)
+                    .opcode(3)
+                    .sendFlags(2)
+                    .numSge(2)
+                    .immData(0xabcdef01)
+                    .length(99)
+                    .sge(1, 0x1000L, 77, 0x4242);
             assertThat(m.get(ValueLayout.JAVA_LONG, 256)).isEqualTo(0x1122334455667788L);
             assertThat(m.get(ValueLayout.JAVA_BYTE, 256 + 8)).isEqualTo((byte) 3);
             assertThat(m.get(ValueLayout.JAVA_BYTE, 256 + 9)).isEqualTo((byte) 2);

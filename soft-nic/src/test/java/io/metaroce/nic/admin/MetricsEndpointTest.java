@@ -26,25 +26,42 @@ class MetricsEndpointTest {
 
     private Telemetry snapshot() {
         List<Telemetry.QpRow> qps = withQp
-                ? List.of(new Telemetry.QpRow(17, 18, 3, false, 0, 0, 0, 0,
+                ? List.of(new Telemetry.QpRow(
+                        17,
+                        18,
+                        3,
+                        false,
+                        0,
+                        0,
+                        0,
+                        0,
                         List.of(path(0, 4, "active", 1500, 11), path(1, 9, "dead", 0, 3))))
                 : List.of();
-        return new Telemetry(1, "metaroce", 2, false,
-                List.of(new Telemetry.Group("counters", List.of("dataTx", "ecnMarksRx"), new long[] {dataTx.get(), 0}),
+        return new Telemetry(
+                1,
+                "metaroce",
+                2,
+                false,
+                List.of(
+                        new Telemetry.Group("counters", List.of("dataTx", "ecnMarksRx"), new long[] {dataTx.get(), 0}),
                         new Telemetry.Group("port", List.of("rxFrames"), new long[] {7})),
-                qps, List.of());
+                qps,
+                List.of());
     }
 
     @Test
     void exposesCountersAndPerPathGaugesOverHttp() throws Exception {
         try (MetricsEndpoint m = new MetricsEndpoint(new InetSocketAddress("127.0.0.1", 0), this::snapshot)) {
             HttpClient client = HttpClient.newHttpClient();
-            HttpRequest get = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + m.port() + "/metrics")).build();
+            HttpRequest get = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + m.port() + "/metrics"))
+                    .build();
             HttpResponse<String> r = client.send(get, HttpResponse.BodyHandlers.ofString());
             assertThat(r.statusCode()).isEqualTo(200);
-            assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("text/plain"));
+            assertThat(r.headers().firstValue("Content-Type"))
+                    .hasValueSatisfying(v -> assertThat(v).startsWith("text/plain"));
             String body = r.body();
-            assertThat(body).contains("mrce_transport_data_tx_total 5.0")
+            assertThat(body)
+                    .contains("mrce_transport_data_tx_total 5.0")
                     .contains("mrce_port_rx_frames_total 7.0")
                     .contains("mrce_qps 1.0")
                     .containsPattern("mrce_path_packets_sent\\{path=\"0\",qpn=\"17\"} 11.0")
@@ -55,7 +72,9 @@ class MetricsEndpointTest {
             dataTx.set(9);
             withQp = false;
             body = client.send(get, HttpResponse.BodyHandlers.ofString()).body();
-            assertThat(body).contains("mrce_transport_data_tx_total 9.0").contains("mrce_qps 0.0")
+            assertThat(body)
+                    .contains("mrce_transport_data_tx_total 9.0")
+                    .contains("mrce_qps 0.0")
                     .doesNotContain("qpn=\"17\"");
         }
     }

@@ -27,13 +27,15 @@ class MrceCtlTest {
         Path control = dir.resolve("nicd-5.sock");
         try (AdminServer server = AdminServer.bind(dir.resolve("nicd-5.admin.sock"), c -> switch (c) {
             case "stats" -> STATS;
-            case "device" -> "{\"device\":\"mrce0\",\"ifname\":\"veth0\",\"ipv4\":\"198.18.0.1\","
-                    + "\"gid\":\"::ffff:198.18.0.1\",\"ifMtu\":9000,\"port\":\"xdp\",\"transport\":\"metaroce\","
-                    + "\"pathsPerQp\":8,\"linkUp\":true}";
-            case "objects" -> "{\"sessions\":1,\"totals\":{\"pds\":1,\"mrs\":2,\"compChannels\":0,\"cqs\":1,\"qps\":1},"
-                    + "\"perSession\":[{\"id\":3,\"pid\":42,\"pds\":1,\"mrs\":2,\"compChannels\":0,\"cqs\":1,\"qps\":1}],"
-                    + "\"cmService\":{\"listening\":1,\"bound\":2,\"held\":3,\"kept\":4,\"connecting\":5},"
-                    + "\"daemon\":{\"openFds\":30,\"mappings\":200}}";
+            case "device" ->
+                "{\"device\":\"mrce0\",\"ifname\":\"veth0\",\"ipv4\":\"198.18.0.1\","
+                        + "\"gid\":\"::ffff:198.18.0.1\",\"ifMtu\":9000,\"port\":\"xdp\",\"transport\":\"metaroce\","
+                        + "\"pathsPerQp\":8,\"linkUp\":true}";
+            case "objects" ->
+                "{\"sessions\":1,\"totals\":{\"pds\":1,\"mrs\":2,\"compChannels\":0,\"cqs\":1,\"qps\":1},"
+                        + "\"perSession\":[{\"id\":3,\"pid\":42,\"pds\":1,\"mrs\":2,\"compChannels\":0,\"cqs\":1,\"qps\":1}],"
+                        + "\"cmService\":{\"listening\":1,\"bound\":2,\"held\":3,\"kept\":4,\"connecting\":5},"
+                        + "\"daemon\":{\"openFds\":30,\"mappings\":200}}";
             default -> throw new IllegalArgumentException("unknown");
         })) {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -56,16 +58,24 @@ class MrceCtlTest {
     void pathsTable() throws Exception {
         String out = run("paths");
         assertThat(out.lines().findFirst().orElseThrow()).startsWith("QPN").contains("RTT_US", "LOSSES");
-        assertThat(out).containsPattern("17\\s+0\\s+4\\s+ACTIVE\\s+1\\.5\\s+0\\.9\\s+4096\\s+65536\\s+1000\\.0\\s+11\\s+1\\s+2");
+        assertThat(out)
+                .containsPattern(
+                        "17\\s+0\\s+4\\s+ACTIVE\\s+1\\.5\\s+0\\.9\\s+4096\\s+65536\\s+1000\\.0\\s+11\\s+1\\s+2");
     }
 
     @Test
     void qpsDevicesCountersObjects() throws Exception {
         assertThat(run("qps")).containsPattern("17\\s+18\\s+RTS\\s+1\\s+2\\s+256\\s+1\\s+4");
         assertThat(run("devices")).contains("mrce0", "veth0", "::ffff:198.18.0.1", "xdp", "up");
-        assertThat(run("counters")).containsPattern("transport\\s+dataTx\\s+5").containsPattern("port\\s+rxFrames\\s+7");
-        assertThat(run("objects")).contains("sessions 1", "qps 1", "open fds 30",
-                "connection service: listening 1  bound 2  held 3  kept 4  connecting 5");
+        assertThat(run("counters"))
+                .containsPattern("transport\\s+dataTx\\s+5")
+                .containsPattern("port\\s+rxFrames\\s+7");
+        assertThat(run("objects"))
+                .contains(
+                        "sessions 1",
+                        "qps 1",
+                        "open fds 30",
+                        "connection service: listening 1  bound 2  held 3  kept 4  connecting 5");
     }
 
     @Test

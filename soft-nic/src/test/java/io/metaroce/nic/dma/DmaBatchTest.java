@@ -27,7 +27,8 @@ class DmaBatchTest {
     @Test
     void gatherAndScatterManyPiecesInOneCall() {
         int pid = self.id();
-        try (Arena arena = Arena.ofConfined(); DmaBatch read = new DmaBatch(false, 64);
+        try (Arena arena = Arena.ofConfined();
+                DmaBatch read = new DmaBatch(false, 64);
                 DmaBatch write = new DmaBatch(true, 64)) {
             MemorySegment app = arena.allocate(64 * 1000, 64);
             MemorySegment daemon = arena.allocate(64 * 1000, 64);
@@ -57,7 +58,8 @@ class DmaBatchTest {
     @Test
     void aBadAddressFailsOnlyItsEntry() {
         int pid = self.id();
-        try (Arena arena = Arena.ofConfined(); DmaBatch write = new DmaBatch(true, 8)) {
+        try (Arena arena = Arena.ofConfined();
+                DmaBatch write = new DmaBatch(true, 8)) {
             MemorySegment src = arena.allocate(300, 64);
             src.fill((byte) 7);
             MemorySegment dst = arena.allocate(300, 64);
@@ -77,7 +79,8 @@ class DmaBatchTest {
 
     @Test
     void aMissingProcessFailsEveryEntry() {
-        try (Arena arena = Arena.ofConfined(); DmaBatch read = new DmaBatch(false, 4)) {
+        try (Arena arena = Arena.ofConfined();
+                DmaBatch read = new DmaBatch(false, 4)) {
             MemorySegment buf = arena.allocate(64, 64);
             read.begin(Integer.MAX_VALUE - 7); // no such address space
             read.add(buf.address(), buf.address(), 8, 0);
@@ -90,7 +93,8 @@ class DmaBatchTest {
     @Test
     void aRefusedEntryFailsWithoutCopyingAndTheOthersLand() {
         int pid = self.id();
-        try (Arena arena = Arena.ofConfined(); DmaBatch write = new DmaBatch(true, 8)) {
+        try (Arena arena = Arena.ofConfined();
+                DmaBatch write = new DmaBatch(true, 8)) {
             MemorySegment src = arena.allocate(300, 64);
             src.fill((byte) 9);
             MemorySegment dst = arena.allocate(300, 64);
@@ -111,7 +115,8 @@ class DmaBatchTest {
 
     @Test
     void followingPiecesGoInOneCall() {
-        try (Arena arena = Arena.ofConfined(); DmaBatch write = new DmaBatch(true, 64)) {
+        try (Arena arena = Arena.ofConfined();
+                DmaBatch write = new DmaBatch(true, 64)) {
             MemorySegment src = arena.allocate(64 * 100, 64);
             src.fill((byte) 3);
             MemorySegment dst = arena.allocate(64 * 100, 64);
@@ -128,7 +133,8 @@ class DmaBatchTest {
     @Test
     void aRevokedSpaceIsNeverReached() throws Exception {
         ProcessMemory m = ProcessMemory.open(LibC.getpid(), LibC.pidfdOpen(LibC.getpid()));
-        try (Arena arena = Arena.ofConfined(); DmaBatch write = new DmaBatch(true, 4)) {
+        try (Arena arena = Arena.ofConfined();
+                DmaBatch write = new DmaBatch(true, 4)) {
             MemorySegment src = arena.allocate(64, 64);
             src.fill((byte) 5);
             MemorySegment dst = arena.allocate(64, 64);

@@ -22,10 +22,14 @@ class EngineRunnerTest {
     @Test
     void oneThreadRunsEveryEngineAndLetsGoOfARemovedOne() throws Exception {
         int udp = 20000 + new Random().nextInt(20000);
-        try (EngineAgent e0 = new EngineAgent(new UdpPort(Inet4.parse("127.0.0.1"), udp, EngineAgent.FRAME_BYTES, 32),
-                        new MrTable(16), TransportSettings.SIMULATION);
-                EngineAgent e1 = new EngineAgent(new UdpPort(Inet4.parse("127.0.0.2"), udp, EngineAgent.FRAME_BYTES,
-                        32), new MrTable(16), TransportSettings.SIMULATION);
+        try (EngineAgent e0 = new EngineAgent(
+                        new UdpPort(Inet4.parse("127.0.0.1"), udp, EngineAgent.FRAME_BYTES, 32),
+                        new MrTable(16),
+                        TransportSettings.SIMULATION);
+                EngineAgent e1 = new EngineAgent(
+                        new UdpPort(Inet4.parse("127.0.0.2"), udp, EngineAgent.FRAME_BYTES, 32),
+                        new MrTable(16),
+                        TransportSettings.SIMULATION);
                 EngineRunner runner = new EngineRunner("mrce-engine-shared", IdleStrategy.backoff(0, 0))) {
             runner.add(e0);
             runner.add(e1);
@@ -52,8 +56,10 @@ class EngineRunnerTest {
     @Test
     void aDedicatedRunnerSleepsOnItsEngineAndEveryCommandWakesIt() throws Exception {
         int udp = 20000 + new Random().nextInt(20000);
-        try (EngineAgent e = new EngineAgent(new UdpPort(Inet4.parse("127.0.0.1"), udp, EngineAgent.FRAME_BYTES, 32),
-                new MrTable(16), TransportSettings.SIMULATION)) {
+        try (EngineAgent e = new EngineAgent(
+                new UdpPort(Inet4.parse("127.0.0.1"), udp, EngineAgent.FRAME_BYTES, 32),
+                new MrTable(16),
+                TransportSettings.SIMULATION)) {
             EngineRunner runner = EngineRunner.dedicated(e, IdleStrategy.backoff(0, 0));
             runner.start();
             try {
@@ -76,9 +82,10 @@ class EngineRunnerTest {
         AtomicReference<Thread> thread = new AtomicReference<>();
         CountDownLatch done = new CountDownLatch(1);
         assertThat(engine.submit(() -> {
-            thread.set(Thread.currentThread());
-            done.countDown();
-        })).isTrue();
+                    thread.set(Thread.currentThread());
+                    done.countDown();
+                }))
+                .isTrue();
         assertThat(done.await(10, TimeUnit.SECONDS)).as("the command ran").isTrue();
         return thread.get();
     }

@@ -10,8 +10,14 @@ class IdleStrategyTest {
     @Test
     void backoffSpinsThenYieldsThenSleepsAndStartsOverAfterWork() {
         IdleStrategy s = IdleStrategy.backoff(3, 2);
-        int[] expected = {IdleStrategy.SPUN, IdleStrategy.SPUN, IdleStrategy.YIELDED, IdleStrategy.YIELDED,
-                IdleStrategy.SLEEP, IdleStrategy.SLEEP};
+        int[] expected = {
+            IdleStrategy.SPUN,
+            IdleStrategy.SPUN,
+            IdleStrategy.YIELDED,
+            IdleStrategy.YIELDED,
+            IdleStrategy.SLEEP,
+            IdleStrategy.SLEEP
+        };
         for (int round = 0; round < 2; round++) {
             for (int e : expected) {
                 assertThat(s.idle()).isEqualTo(e);

@@ -52,12 +52,20 @@ class UdpEndToEndTest {
                 // A -> B, then B echoes it back A; A checks what came back
                 rnd.nextBytes(msg);
                 MemorySegment.copy(MemorySegment.ofArray(msg), 0, bufA, 0, size);
-                assertThat(b.post(qpB.rq(), i, 0, 0, 0, new long[] {bufB.address() + size},
-                        new int[] {size}, mrB[1])).isTrue();
-                assertThat(a.post(qpA.rq(), i, 0, 0, 0, new long[] {bufA.address() + size},
-                        new int[] {size}, mrA[1])).isTrue();
-                assertThat(a.post(qpA.sq(), i, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                        new long[] {bufA.address()}, new int[] {size}, mrA[1])).isTrue();
+                assertThat(b.post(qpB.rq(), i, 0, 0, 0, new long[] {bufB.address() + size}, new int[] {size}, mrB[1]))
+                        .isTrue();
+                assertThat(a.post(qpA.rq(), i, 0, 0, 0, new long[] {bufA.address() + size}, new int[] {size}, mrA[1]))
+                        .isTrue();
+                assertThat(a.post(
+                                qpA.sq(),
+                                i,
+                                Ibv.WR_SEND,
+                                Ibv.SEND_SIGNALED,
+                                0,
+                                new long[] {bufA.address()},
+                                new int[] {size},
+                                mrA[1]))
+                        .isTrue();
                 List<TestNode.Cqe> gotB = new ArrayList<>();
                 while (gotB.isEmpty()) {
                     a.pump();
@@ -70,8 +78,16 @@ class UdpEndToEndTest {
                     assertThat(c.byteLen()).isEqualTo(size);
                 });
                 MemorySegment.copy(bufB, size, bufB, 0, size);
-                assertThat(b.post(qpB.sq(), i, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                        new long[] {bufB.address()}, new int[] {size}, mrB[1])).isTrue();
+                assertThat(b.post(
+                                qpB.sq(),
+                                i,
+                                Ibv.WR_SEND,
+                                Ibv.SEND_SIGNALED,
+                                0,
+                                new long[] {bufB.address()},
+                                new int[] {size},
+                                mrB[1]))
+                        .isTrue();
                 List<TestNode.Cqe> gotA = new ArrayList<>();
                 List<TestNode.Cqe> sentB = new ArrayList<>();
                 while (gotA.size() < 2 || sentB.isEmpty()) {
@@ -81,14 +97,16 @@ class UdpEndToEndTest {
                     sentB.addAll(b.poll(cqB.ring()));
                     assertThat(System.nanoTime()).isLessThan(deadline);
                 }
-                assertThat(gotA).extracting(TestNode.Cqe::opcode)
-                        .containsExactlyInAnyOrder(Ibv.WC_SEND, Ibv.WC_RECV);
+                assertThat(gotA).extracting(TestNode.Cqe::opcode).containsExactlyInAnyOrder(Ibv.WC_SEND, Ibv.WC_RECV);
                 assertThat(gotA).allMatch(c -> c.status() == Ibv.WC_SUCCESS);
-                assertThat(bufA.asSlice(size, size).toArray(ValueLayout.JAVA_BYTE)).isEqualTo(msg);
+                assertThat(bufA.asSlice(size, size).toArray(ValueLayout.JAVA_BYTE))
+                        .isEqualTo(msg);
             }
             assertThat(a.port.counters().rxBadCrc).isZero();
             assertThat(a.port.counters().rxUnknownQp).isZero();
-            assertThat(b.engine.datapath().counters.rnrDrops).as("receives are read before RNR").isZero();
+            assertThat(b.engine.datapath().counters.rnrDrops)
+                    .as("receives are read before RNR")
+                    .isZero();
         }
     }
 }

@@ -7,8 +7,7 @@ import org.junit.jupiter.api.Test;
 
 /** Range checks of the MR table's regions, implicit on-demand-paging ones included. */
 class MrRangeTest {
-    private static final int ODP = Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_LOCAL_WRITE
-            | Ibv.ACCESS_REMOTE_WRITE;
+    private static final int ODP = Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE;
 
     @Test
     void anExplicitRegionHoldsOnlyItsRange() {

@@ -3,10 +3,10 @@ package io.metaroce.nic.net;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.net.NeighbourCache.Pending;
 import io.metaroce.nic.net.NeighbourCache.Resolution;
 import io.metaroce.nic.net.NeighbourCache.Resolved;
-import io.metaroce.abi.IpAddr;
 import io.metaroce.nic.sys.Inet4;
 import java.util.HexFormat;
 import org.junit.jupiter.api.AfterEach;
@@ -112,7 +112,14 @@ class NeighbourCacheTest {
         String a = netns.add("a");
         String b = netns.add("b");
         for (String ns : new String[] {a, b}) {
-            NetNs.sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0",
+            NetNs.sh(
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=0",
                     "net.ipv6.conf.default.disable_ipv6=0");
         }
         NetNs.ip("link", "add", "a0", "netns", a, "type", "veth", "peer", "name", "b0", "netns", b);

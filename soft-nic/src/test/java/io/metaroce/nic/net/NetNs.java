@@ -26,18 +26,16 @@ import java.util.concurrent.atomic.AtomicReference;
 final class NetNs implements AutoCloseable {
     private static final Linker LINKER = Linker.nativeLinker();
     private static final MethodHandle OPEN = LINKER.downcallHandle(
-            LINKER.defaultLookup().find("open").orElseThrow(),
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+            LINKER.defaultLookup().find("open").orElseThrow(), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SETNS = LINKER.downcallHandle(
-            LINKER.defaultLookup().find("setns").orElseThrow(),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+            LINKER.defaultLookup().find("setns").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle CLOSE = LINKER.downcallHandle(
-            LINKER.defaultLookup().find("close").orElseThrow(),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+            LINKER.defaultLookup().find("close").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final int O_RDONLY_CLOEXEC = 0x80000;
     private static final int CLONE_NEWNET = 0x40000000;
 
-    private final String prefix = "mrce-nl-" + Integer.toHexString(ThreadLocalRandom.current().nextInt()) + "-";
+    private final String prefix =
+            "mrce-nl-" + Integer.toHexString(ThreadLocalRandom.current().nextInt()) + "-";
     private final List<String> created = new ArrayList<>();
 
     /** Why these tests cannot run here, or null when they can. */
@@ -45,7 +43,8 @@ final class NetNs implements AutoCloseable {
         if (!"root".equals(System.getProperty("user.name"))) {
             return "needs root to create network namespaces";
         }
-        if (!Files.isExecutable(Path.of("/usr/sbin/ip")) && !Files.isExecutable(Path.of("/sbin/ip"))
+        if (!Files.isExecutable(Path.of("/usr/sbin/ip"))
+                && !Files.isExecutable(Path.of("/sbin/ip"))
                 && !Files.isExecutable(Path.of("/usr/bin/ip"))) {
             return "needs iproute2 (ip)";
         }
@@ -57,17 +56,43 @@ final class NetNs implements AutoCloseable {
         String ns = prefix + shortName;
         ip("netns", "add", ns);
         created.add(ns);
-        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1", "net.ipv4.ip_forward=1");
+        sh(
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+                "net.ipv4.ip_forward=1");
         ip("-n", ns, "link", "set", "lo", "up");
         return ns;
     }
 
     /** A single-queue veth pair {@code nameA}@nsA - {@code nameB}@nsB, both up, with addresses. */
-    void veth(String nsA, String nameA, String cidrA, String nsB, String nameB, String cidrB)
-            throws IOException {
-        ip("link", "add", nameA, "netns", nsA, "numtxqueues", "1", "numrxqueues", "1", "type", "veth",
-                "peer", "name", nameB, "netns", nsB, "numtxqueues", "1", "numrxqueues", "1");
+    void veth(String nsA, String nameA, String cidrA, String nsB, String nameB, String cidrB) throws IOException {
+        ip(
+                "link",
+                "add",
+                nameA,
+                "netns",
+                nsA,
+                "numtxqueues",
+                "1",
+                "numrxqueues",
+                "1",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                nameB,
+                "netns",
+                nsB,
+                "numtxqueues",
+                "1",
+                "numrxqueues",
+                "1");
         ip("-n", nsA, "addr", "add", cidrA, "dev", nameA);
         ip("-n", nsB, "addr", "add", cidrB, "dev", nameB);
         ip("-n", nsA, "link", "set", nameA, "up");
@@ -76,7 +101,8 @@ final class NetNs implements AutoCloseable {
 
     /** The contents of a /sys/class/net file of {@code dev} as seen inside {@code ns}. */
     static String sys(String ns, String dev, String file) throws IOException {
-        return sh("ip", "netns", "exec", ns, "cat", "/sys/class/net/" + dev + "/" + file).strip();
+        return sh("ip", "netns", "exec", ns, "cat", "/sys/class/net/" + dev + "/" + file)
+                .strip();
     }
 
     static void ip(String... args) throws IOException {
@@ -104,22 +130,24 @@ final class NetNs implements AutoCloseable {
     static <T> T call(String ns, Callable<T> body) throws Exception {
         AtomicReference<T> result = new AtomicReference<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try (Arena arena = Arena.ofConfined()) {
-                int fd = (int) OPEN.invokeExact(arena.allocateFrom("/var/run/netns/" + ns), O_RDONLY_CLOEXEC);
-                if (fd < 0) {
-                    throw new IOException("open netns " + ns + " failed");
-                }
-                int rc = (int) SETNS.invokeExact(fd, CLONE_NEWNET);
-                int ignored = (int) CLOSE.invokeExact(fd);
-                if (rc < 0) {
-                    throw new IOException("setns " + ns + " failed");
-                }
-                result.set(body.call());
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        }, "netns-" + ns);
+        Thread t = new Thread(
+                () -> {
+                    try (Arena arena = Arena.ofConfined()) {
+                        int fd = (int) OPEN.invokeExact(arena.allocateFrom("/var/run/netns/" + ns), O_RDONLY_CLOEXEC);
+                        if (fd < 0) {
+                            throw new IOException("open netns " + ns + " failed");
+                        }
+                        int rc = (int) SETNS.invokeExact(fd, CLONE_NEWNET);
+                        int ignored = (int) CLOSE.invokeExact(fd);
+                        if (rc < 0) {
+                            throw new IOException("setns " + ns + " failed");
+                        }
+                        result.set(body.call());
+                    } catch (Throwable e) {
+                        failure.set(e);
+                    }
+                },
+                "netns-" + ns);
         t.start();
         t.join();
         if (failure.get() instanceof Exception e) {

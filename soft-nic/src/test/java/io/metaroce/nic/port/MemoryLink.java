@@ -24,10 +24,12 @@ public final class MemoryLink {
     public long duplicated;
     /** Probability that a delivered frame carries an ECN CE mark (a congested queue on the way). */
     public double ceRate;
+
     public long ceMarked;
 
     /** Per-entropy paths (0: one shared path with the link's own reordering jitter). */
     private int pathCount;
+
     private double[] pathLoss;
     private long[] pathDeadFromNs;
     private long[] pathLastDeliveryNs;
@@ -61,8 +63,7 @@ public final class MemoryLink {
         return 0;
     }
 
-    public MemoryLink(long seed, double lossRate, double dupRate, long baseDelayNs, long jitterNs,
-            LongSupplier clock) {
+    public MemoryLink(long seed, double lossRate, double dupRate, long baseDelayNs, long jitterNs, LongSupplier clock) {
         this.random = new Random(seed);
         this.lossRate = lossRate;
         this.dupRate = dupRate;
@@ -107,8 +108,7 @@ public final class MemoryLink {
     private void transmitOnPath(End from, End to, byte[] bytes, int path) {
         long now = clock.getAsLong();
         pathFrames[path]++;
-        if (now >= pathDeadFromNs[path] || random.nextDouble() < pathLoss[path]
-                || random.nextDouble() < lossRate) {
+        if (now >= pathDeadFromNs[path] || random.nextDouble() < pathLoss[path] || random.nextDouble() < lossRate) {
             dropped++;
             return;
         }
@@ -129,9 +129,9 @@ public final class MemoryLink {
     public final class End implements Port {
         private final int ip;
         private final int port;
-        private final PriorityQueue<Frame> inbox = new PriorityQueue<>(
-                (x, y) -> x.deliverAtNs != y.deliverAtNs ? Long.compare(x.deliverAtNs, y.deliverAtNs)
-                        : Long.compare(x.order, y.order));
+        private final PriorityQueue<Frame> inbox = new PriorityQueue<>((x, y) -> x.deliverAtNs != y.deliverAtNs
+                ? Long.compare(x.deliverAtNs, y.deliverAtNs)
+                : Long.compare(x.order, y.order));
         private final Arena arena = Arena.ofShared();
         private final MemorySegment[] rx = new MemorySegment[32];
         private final ByteBuffer[] rxViews = new ByteBuffer[32];

@@ -34,10 +34,14 @@ class SimFabricTest {
         final List<Rx> frames = new ArrayList<>();
 
         @Override
-        public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort,
-                int ecn) {
+        public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort, int ecn) {
             assertThat(view.remaining()).isEqualTo(length);
-            frames.add(new Rx(frame.get(SEQ, 0), clock.nowNs(), length, srcIp, srcPort,
+            frames.add(new Rx(
+                    frame.get(SEQ, 0),
+                    clock.nowNs(),
+                    length,
+                    srcIp,
+                    srcPort,
                     frame.get(ValueLayout.JAVA_BYTE, length - 1)));
         }
     }
@@ -151,7 +155,9 @@ class SimFabricTest {
         Recorder r = run(b, t0 + 100_000, 100, new Recorder());
         assertThat(r.frames).hasSize(1000);
         assertThat(r.frames).allSatisfy(x -> assertThat(x.atNs() - t0).isBetween(10_000L, 30_000L));
-        assertThat(r.frames).extracting(Rx::seq).isNotEqualTo(r.frames.stream().map(Rx::seq).sorted().toList());
+        assertThat(r.frames)
+                .extracting(Rx::seq)
+                .isNotEqualTo(r.frames.stream().map(Rx::seq).sorted().toList());
     }
 
     @Test
@@ -237,7 +243,9 @@ class SimFabricTest {
             send(a, IP_B, i, 64, i);
         }
         Recorder r = drain(b);
-        assertThat(r.frames).hasSize(500).allSatisfy(x -> assertThat(x.seq() % 2).isZero());
+        assertThat(r.frames)
+                .hasSize(500)
+                .allSatisfy(x -> assertThat(x.seq() % 2).isZero());
         assertThat(fabric.link(1).droppedBlackhole).isEqualTo(500);
         assertThat(fabric.link(1).deliveredFrames).isZero();
         fabric.link(1).blackhole(false);
@@ -309,7 +317,8 @@ class SimFabricTest {
         for (Rx x : r.frames) {
             worst = Math.max(worst, x.atNs() - sentAt[(int) x.seq()]);
         }
-        assertThat(worst).isLessThanOrEqualTo(maxLatencyNs + 1_000) // + the 1 us poll step
+        assertThat(worst)
+                .isLessThanOrEqualTo(maxLatencyNs + 1_000) // + the 1 us poll step
                 .isGreaterThan(maxLatencyNs / 2); // and the queue did fill
     }
 
@@ -317,9 +326,14 @@ class SimFabricTest {
     long fingerprint(long seed) {
         long start = clock.nowNs();
         fabric(seed, 4);
-        fabric.forEachLink(l -> l.delayNs(3_000 + l.index() * 1_000L).jitterNs(l.index() == 3 ? 2_000 : 0)
-                .rateBitsPerSec(10_000_000_000L).queueBytes(16 * 1024).lossRate(0.02).dupRate(0.02)
-                .burstLoss(0.01, 0.3, 0.8).gray(l.index() == 2 ? 0.1 : 0, 5_000));
+        fabric.forEachLink(l -> l.delayNs(3_000 + l.index() * 1_000L)
+                .jitterNs(l.index() == 3 ? 2_000 : 0)
+                .rateBitsPerSec(10_000_000_000L)
+                .queueBytes(16 * 1024)
+                .lossRate(0.02)
+                .dupRate(0.02)
+                .burstLoss(0.01, 0.3, 0.8)
+                .gray(l.index() == 2 ? 0.1 : 0, 5_000));
         long h = 1;
         Recorder r = new Recorder();
         java.util.Random traffic = new java.util.Random(99);
@@ -368,9 +382,13 @@ class SimFabricTest {
 
     @Test
     void theSteadyStateAllocatesNothing() {
-        fabric(13, 8).forEachLink(l -> l.delayNs(2_000).rateBitsPerSec(10_000_000_000L)
-                .lossRate(0.01).dupRate(0.01).burstLoss(0.01, 0.5, 0.5));
-        Port.FrameHandler sink = (frame, view, length, srcIp, srcPort, ecn) -> { };
+        fabric(13, 8)
+                .forEachLink(l -> l.delayNs(2_000)
+                        .rateBitsPerSec(10_000_000_000L)
+                        .lossRate(0.01)
+                        .dupRate(0.01)
+                        .burstLoss(0.01, 0.5, 0.5));
+        Port.FrameHandler sink = (frame, view, length, srcIp, srcPort, ecn) -> {};
         Runnable round = () -> {
             for (int i = 0; i < 100_000; i++) {
                 MemorySegment f = a.claim();
@@ -387,8 +405,7 @@ class SimFabricTest {
         };
         round.run(); // warm up (class loading, first compilations)
         round.run();
-        com.sun.management.ThreadMXBean mx =
-                (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         long before = mx.getCurrentThreadAllocatedBytes();
         round.run();
         long allocated = mx.getCurrentThreadAllocatedBytes() - before;

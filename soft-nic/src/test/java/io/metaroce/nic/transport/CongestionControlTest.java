@@ -91,7 +91,8 @@ class CongestionControlTest {
         // A real host's samples: min RTT 20 us, then up to a millisecond more of scheduling noise.
         // With the SimFabric's 20 us floor every noisy sample reads as a queue and the window
         // ends at a packet or two; with the daemon's 1 ms floor it never shrinks.
-        assertThat(windowAfterNoise(20_000L)).as("20 us slack: pinned near the minimum")
+        assertThat(windowAfterNoise(20_000L))
+                .as("20 us slack: pinned near the minimum")
                 .isLessThanOrEqualTo(2L * PKT);
         try (RequesterHarness h = new RequesterHarness(daemonFloors(1_000_000L))) {
             Path p = h.path(0);

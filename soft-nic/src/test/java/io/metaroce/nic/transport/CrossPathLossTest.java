@@ -46,15 +46,19 @@ class CrossPathLossTest {
                 out.addAll(h.step(step));
             }
             assertThat(p1.state).as("found within 3 srtt of its own").isEqualTo(Path.SUSPECT);
-            assertThat(h.now() - sentAt).as("detection time").isLessThan(3 * srtt)
+            assertThat(h.now() - sentAt)
+                    .as("detection time")
+                    .isLessThan(3 * srtt)
                     .isLessThan(h.dp().rtoMinNs);
             assertThat(p1.timeouts).as("no RTO needed").isZero();
             assertThat(h.dp().counters.crossPathLosses).isEqualTo(lostOnes.size());
             assertThat(p1.losses).isEqualTo(lostOnes.size());
             out.addAll(h.pump());
             List<Pkt> resent = data(out).stream().filter(Pkt::retransmit).toList();
-            assertThat(resent).extracting(Pkt::rsn)
-                    .containsExactlyInAnyOrderElementsOf(lostOnes.stream().map(Pkt::rsn).toList());
+            assertThat(resent)
+                    .extracting(Pkt::rsn)
+                    .containsExactlyInAnyOrderElementsOf(
+                            lostOnes.stream().map(Pkt::rsn).toList());
             assertThat(resent).allMatch(p -> p.path() != 1);
             h.ackPlaced(resent, RcRequester.WINDOW);
             h.pump();
@@ -84,7 +88,9 @@ class CrossPathLossTest {
                 h.pump();
             }
             assertThat(p1.srttNs).isGreaterThanOrEqualTo(3 * RTT);
-            assertThat(h.dp().counters.crossPathLosses).as("reordering across paths is no loss").isZero();
+            assertThat(h.dp().counters.crossPathLosses)
+                    .as("reordering across paths is no loss")
+                    .isZero();
             assertThat(p1.state).isEqualTo(Path.ACTIVE);
             assertThat(p1.losses).isZero();
             // Its packets at the tail are copied to the faster paths (spec 10a rule 4), which is
@@ -116,7 +122,9 @@ class CrossPathLossTest {
                 h.ackPlaced(sent.subList(8, 16), RcRequester.WINDOW);
                 h.pump();
             }
-            assertThat(h.dp().counters.crossPathLosses).as("a later packet acknowledged first is no loss").isZero();
+            assertThat(h.dp().counters.crossPathLosses)
+                    .as("a later packet acknowledged first is no loss")
+                    .isZero();
             assertThat(h.dp().counters.dataRetransmits).isZero();
             for (int i = 0; i < 4; i++) {
                 assertThat(h.path(i).state).as("path %d", i).isEqualTo(Path.ACTIVE);
@@ -157,10 +165,15 @@ class CrossPathLossTest {
                 h.pump();
                 detections[round] = h.dp().counters.crossPathLosses - before;
             }
-            System.out.println("CrossPathLossTest: detections per round " + java.util.Arrays.toString(detections) + ", false " + h.dp().counters.spuriousLosses);
-            assertThat(detections[0]).as("the first round's late packets are taken for lost").isPositive();
+            System.out.println("CrossPathLossTest: detections per round " + java.util.Arrays.toString(detections)
+                    + ", false " + h.dp().counters.spuriousLosses);
+            assertThat(detections[0])
+                    .as("the first round's late packets are taken for lost")
+                    .isPositive();
             assertThat(h.dp().counters.spuriousLosses).as("and proved not lost").isPositive();
-            assertThat(detections[detections.length - 1]).as("the last round: tolerated").isZero();
+            assertThat(detections[detections.length - 1])
+                    .as("the last round: tolerated")
+                    .isZero();
             assertThat(h.path(1).state).isEqualTo(Path.ACTIVE);
             assertThat(h.pending()).isZero();
             assertThat(h.completions).hasSize((6 + detections.length) * 16).allMatch(c -> c.status() == 0);

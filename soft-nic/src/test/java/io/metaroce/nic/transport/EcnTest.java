@@ -13,11 +13,19 @@ class EcnTest {
 
     @Test
     void ceMarksReachThePathCountersAndTheTransferCompletes() throws Exception {
-        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(5, 0, 0, 0, 400,
-                Ibv.MTU_1024, TransportSettings.SIMULATION.withPaths(4), p -> {
+        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(
+                5,
+                0,
+                0,
+                0,
+                400,
+                Ibv.MTU_1024,
+                TransportSettings.SIMULATION.withPaths(4),
+                p -> {
                     p.link.paths(4, new double[4]);
                     p.link.ceRate = 0.05;
-                }, null);
+                },
+                null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 400);
             long rx = o.pair().b.engine.datapath().counters.ecnMarksRx
@@ -29,9 +37,12 @@ class EcnTest {
             }
             assertThat(o.pair().link.ceMarked).isPositive();
             assertThat(rx).isPositive().isLessThanOrEqualTo(o.pair().link.ceMarked);
-            assertThat(reported).as("marks reported to the sender").isPositive()
+            assertThat(reported)
+                    .as("marks reported to the sender")
+                    .isPositive()
                     .isLessThanOrEqualTo(o.pair().b.engine.datapath().counters.ecnMarksRx);
-            assertThat(o.pair().a.engine.telemetry(0).toJson()).contains("\"ecnReadable\":true")
+            assertThat(o.pair().a.engine.telemetry(0).toJson())
+                    .contains("\"ecnReadable\":true")
                     .contains("\"ecnMarksRx\":");
         } finally {
             o.pair().close();

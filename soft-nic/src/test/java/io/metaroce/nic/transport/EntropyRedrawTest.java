@@ -65,11 +65,20 @@ class EntropyRedrawTest {
             }
         };
         SimStream.Result res = SimStream.run(c);
-        System.out.println(String.format(Locale.ROOT,
+        System.out.println(String.format(
+                Locale.ROOT,
                 "entropy-redraw %3d paths, %5s: %3d retirements, %4d redraws, %5d probes; after: %3d of %3d ACTIVE,"
                         + " %d on the dead link; %.2f Gbit/s of the 3 left, %d messages checked",
-                paths, pool == 0 ? "e%4" : pool + " ports", res.retirements(), res.redraws(), res.probes(),
-                active[0], paths, onDead[0], res.gbps(), res.messagesChecked()));
+                paths,
+                pool == 0 ? "e%4" : pool + " ports",
+                res.retirements(),
+                res.redraws(),
+                res.probes(),
+                active[0],
+                paths,
+                onDead[0],
+                res.gbps(),
+                res.messagesChecked()));
         assertThat(res.failed()).as(res.note()).isFalse();
         assertThat(res.messagesChecked()).isPositive();
         assertThat(res.retirements()).as("paths of the dead link retired").isPositive();
@@ -79,7 +88,8 @@ class EntropyRedrawTest {
         // (154 of 256 before a tail-loss probe stopped counting another silent path's probe as
         // evidence, spec 8; 126 since, and 2.67 instead of 2.90 Gbit/s: the price of ping-pongs
         // that no longer crawl when two dead paths carry a message's last packets).
-        assertThat(active[0]).as("paths ACTIVE again, on healthy links")
+        assertThat(active[0])
+                .as("paths ACTIVE again, on healthy links")
                 .isGreaterThanOrEqualTo(paths <= 64 ? paths : paths * 45 / 100);
         assertThat(res.gbps()).as("the three healthy links carry the QP").isGreaterThan(2.0);
     }

@@ -2,9 +2,9 @@ package io.metaroce.nic.transport;
 
 import static io.metaroce.abi.AbiConstants.NO_HANDLE;
 
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
@@ -94,8 +94,10 @@ final class FrameFuzzRig implements AutoCloseable {
         udA = region("A ud", 16 << 10);
         udB = region("B ud", 16 << 10);
         localMr = a.regMr(pdA, local.inner, Ibv.ACCESS_LOCAL_WRITE);
-        remoteMr = b.regMr(pdB, remote.inner, Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE
-                | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC);
+        remoteMr = b.regMr(
+                pdB,
+                remote.inner,
+                Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC);
         recvMr = b.regMr(pdB, recv.inner, Ibv.ACCESS_LOCAL_WRITE);
         udMrA = a.regMr(pdA, udA.inner, Ibv.ACCESS_LOCAL_WRITE);
         udMrB = b.regMr(pdB, udB.inner, Ibv.ACCESS_LOCAL_WRITE);
@@ -124,8 +126,8 @@ final class FrameFuzzRig implements AutoCloseable {
         QpAttrs x = new QpAttrs();
         x.qpState = Ibv.QPS_INIT;
         x.portNum = 1;
-        x.qpAccessFlags = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ
-                | Ibv.ACCESS_REMOTE_ATOMIC;
+        x.qpAccessFlags =
+                Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC;
         check(n.modifyQp(qp, Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS, x));
         x = new QpAttrs();
         x.qpState = Ibv.QPS_RTR;
@@ -138,8 +140,16 @@ final class FrameFuzzRig implements AutoCloseable {
         x.hopLimit = 1;
         x.ahPortNum = 1;
         System.arraycopy(Inet4.mappedGid(peerIp), 0, x.dgid, 0, 16);
-        check(n.modifyQp(qp, Ibv.QP_STATE | Ibv.QP_AV | Ibv.QP_PATH_MTU | Ibv.QP_DEST_QPN
-                | Ibv.QP_RQ_PSN | Ibv.QP_MAX_DEST_RD_ATOMIC | Ibv.QP_MIN_RNR_TIMER, x));
+        check(n.modifyQp(
+                qp,
+                Ibv.QP_STATE
+                        | Ibv.QP_AV
+                        | Ibv.QP_PATH_MTU
+                        | Ibv.QP_DEST_QPN
+                        | Ibv.QP_RQ_PSN
+                        | Ibv.QP_MAX_DEST_RD_ATOMIC
+                        | Ibv.QP_MIN_RNR_TIMER,
+                x));
         x = new QpAttrs();
         x.qpState = Ibv.QPS_RTS;
         x.timeout = 14;
@@ -147,8 +157,15 @@ final class FrameFuzzRig implements AutoCloseable {
         x.rnrRetry = 7;
         x.sqPsn = myPsn;
         x.maxRdAtomic = 16;
-        check(n.modifyQp(qp, Ibv.QP_STATE | Ibv.QP_TIMEOUT | Ibv.QP_RETRY_CNT | Ibv.QP_RNR_RETRY
-                | Ibv.QP_SQ_PSN | Ibv.QP_MAX_QP_RD_ATOMIC, x));
+        check(n.modifyQp(
+                qp,
+                Ibv.QP_STATE
+                        | Ibv.QP_TIMEOUT
+                        | Ibv.QP_RETRY_CNT
+                        | Ibv.QP_RNR_RETRY
+                        | Ibv.QP_SQ_PSN
+                        | Ibv.QP_MAX_QP_RD_ATOMIC,
+                x));
     }
 
     private static void check(int status) {
@@ -162,8 +179,15 @@ final class FrameFuzzRig implements AutoCloseable {
         RingFlyweight rq = qpB.rq();
         while (rq.producerAcquire() - rq.consumerAcquire() < rq.slotCount()) {
             int slot = recvPosted++ & 7;
-            b.post(rq, 1000 + slot, 0, 0, 0, new long[] {recv.inner.address() + 4096L * slot},
-                    new int[] {4096}, recvMr[1]);
+            b.post(
+                    rq,
+                    1000 + slot,
+                    0,
+                    0,
+                    0,
+                    new long[] {recv.inner.address() + 4096L * slot},
+                    new int[] {4096},
+                    recvMr[1]);
         }
         topUpUd(a, udQpA, udA, udMrA);
         topUpUd(b, udQpB, udB, udMrB);
@@ -173,8 +197,7 @@ final class FrameFuzzRig implements AutoCloseable {
         RingFlyweight rq = qp.rq();
         while (rq.producerAcquire() - rq.consumerAcquire() < rq.slotCount()) {
             int slot = udRecvPosted++ & 3;
-            n.post(rq, 2000 + slot, 0, 0, 0, new long[] {r.inner.address() + 4096L * slot},
-                    new int[] {4096}, mr[1]);
+            n.post(rq, 2000 + slot, 0, 0, 0, new long[] {r.inner.address() + 4096L * slot}, new int[] {4096}, mr[1]);
         }
     }
 
@@ -256,10 +279,34 @@ final class FrameFuzzRig implements AutoCloseable {
         switch (kind) {
             case 0 -> post(sq, id, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, base, 2048, lkey, 0, 0, 0, 0);
             case 1 -> post(sq, id, Ibv.WR_RDMA_WRITE, Ibv.SEND_SIGNALED, 0, base, 2048, lkey, rkey, rbase, 0, 0);
-            case 2 -> post(sq, id, Ibv.WR_RDMA_READ, Ibv.SEND_SIGNALED, 0, base + 16384, 2048, lkey, rkey,
-                    rbase + 1024, 0, 0);
-            default -> post(sq, id, Ibv.WR_ATOMIC_FETCH_AND_ADD, Ibv.SEND_SIGNALED, 0, base + 20488, 8, lkey,
-                    rkey, rbase + 12296, 1, 0);
+            case 2 ->
+                post(
+                        sq,
+                        id,
+                        Ibv.WR_RDMA_READ,
+                        Ibv.SEND_SIGNALED,
+                        0,
+                        base + 16384,
+                        2048,
+                        lkey,
+                        rkey,
+                        rbase + 1024,
+                        0,
+                        0);
+            default ->
+                post(
+                        sq,
+                        id,
+                        Ibv.WR_ATOMIC_FETCH_AND_ADD,
+                        Ibv.SEND_SIGNALED,
+                        0,
+                        base + 20488,
+                        8,
+                        lkey,
+                        rkey,
+                        rbase + 12296,
+                        1,
+                        0);
         }
     }
 
@@ -276,22 +323,84 @@ final class FrameFuzzRig implements AutoCloseable {
         int rkey = remoteMr[2];
         // SEND of 4 packets (first, middle, middle, last), SEND_IMM of one (only)
         post(qpA.sq(), 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, base, 4096, lkey, 0, 0, 0, 0);
-        post(qpA.sq(), 2, Ibv.WR_SEND_WITH_IMM, Ibv.SEND_SIGNALED | Ibv.SEND_SOLICITED, 0x1234,
-                base, 100, lkey, 0, 0, 0, 0);
-        post(qpA.sq(), 3, Ibv.WR_RDMA_WRITE, Ibv.SEND_SIGNALED, 0, base, 2048, lkey, rkey,
-                rbase + 1024, 0, 0);
-        post(qpA.sq(), 4, Ibv.WR_RDMA_WRITE_WITH_IMM, Ibv.SEND_SIGNALED, 0x55, base, 64, lkey,
-                rkey, rbase + 8192, 0, 0);
-        post(qpA.sq(), 5, Ibv.WR_RDMA_READ, Ibv.SEND_SIGNALED, 0, base + 16384, 2048, lkey, rkey,
-                rbase + 1024, 0, 0);
-        post(qpA.sq(), 6, Ibv.WR_ATOMIC_CMP_AND_SWP, Ibv.SEND_SIGNALED, 0, base + 20480, 8, lkey,
-                rkey, rbase + 12288, 0xa5a5a5a5a5a5a5a5L, 42);
-        post(qpA.sq(), 7, Ibv.WR_ATOMIC_FETCH_AND_ADD, Ibv.SEND_SIGNALED, 0, base + 20488, 8, lkey,
-                rkey, rbase + 12296, 7, 0);
-        UdTransportTest.postUd(udQpA.sq(), 8, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, udA.inner.address(), 256,
-                udMrA[1], IP_B, udQpB.qpn(), QKEY);
-        UdTransportTest.postUd(udQpB.sq(), 9, Ibv.WR_SEND_WITH_IMM, Ibv.SEND_SIGNALED, 77,
-                udB.inner.address(), 32, udMrB[1], IP_A, udQpA.qpn(), QKEY);
+        post(
+                qpA.sq(),
+                2,
+                Ibv.WR_SEND_WITH_IMM,
+                Ibv.SEND_SIGNALED | Ibv.SEND_SOLICITED,
+                0x1234,
+                base,
+                100,
+                lkey,
+                0,
+                0,
+                0,
+                0);
+        post(qpA.sq(), 3, Ibv.WR_RDMA_WRITE, Ibv.SEND_SIGNALED, 0, base, 2048, lkey, rkey, rbase + 1024, 0, 0);
+        post(
+                qpA.sq(),
+                4,
+                Ibv.WR_RDMA_WRITE_WITH_IMM,
+                Ibv.SEND_SIGNALED,
+                0x55,
+                base,
+                64,
+                lkey,
+                rkey,
+                rbase + 8192,
+                0,
+                0);
+        post(qpA.sq(), 5, Ibv.WR_RDMA_READ, Ibv.SEND_SIGNALED, 0, base + 16384, 2048, lkey, rkey, rbase + 1024, 0, 0);
+        post(
+                qpA.sq(),
+                6,
+                Ibv.WR_ATOMIC_CMP_AND_SWP,
+                Ibv.SEND_SIGNALED,
+                0,
+                base + 20480,
+                8,
+                lkey,
+                rkey,
+                rbase + 12288,
+                0xa5a5a5a5a5a5a5a5L,
+                42);
+        post(
+                qpA.sq(),
+                7,
+                Ibv.WR_ATOMIC_FETCH_AND_ADD,
+                Ibv.SEND_SIGNALED,
+                0,
+                base + 20488,
+                8,
+                lkey,
+                rkey,
+                rbase + 12296,
+                7,
+                0);
+        UdTransportTest.postUd(
+                udQpA.sq(),
+                8,
+                Ibv.WR_SEND,
+                Ibv.SEND_SIGNALED,
+                0,
+                udA.inner.address(),
+                256,
+                udMrA[1],
+                IP_B,
+                udQpB.qpn(),
+                QKEY);
+        UdTransportTest.postUd(
+                udQpB.sq(),
+                9,
+                Ibv.WR_SEND_WITH_IMM,
+                Ibv.SEND_SIGNALED,
+                77,
+                udB.inner.address(),
+                32,
+                udMrB[1],
+                IP_A,
+                udQpA.qpn(),
+                QKEY);
         for (int i = 0; i < 400; i++) {
             step(20_000);
         }
@@ -305,8 +414,13 @@ final class FrameFuzzRig implements AutoCloseable {
             addSeed(s.bytes(), true, seen);
         }
         // NAKs are rare in clean traffic: build them with the encoder, one per syndrome
-        int[] syndromes = {Wire.NAK_RNR, Wire.NAK_INVALID_REQUEST, Wire.NAK_REMOTE_OPERATIONAL,
-            Wire.NAK_SEQUENCE_ERROR, Wire.NAK_REMOTE_ACCESS};
+        int[] syndromes = {
+            Wire.NAK_RNR,
+            Wire.NAK_INVALID_REQUEST,
+            Wire.NAK_REMOTE_OPERATIONAL,
+            Wire.NAK_SEQUENCE_ERROR,
+            Wire.NAK_REMOTE_ACCESS
+        };
         Qp x = rcB();
         for (int syndrome : syndromes) {
             byte[] f = new byte[Wire.HEADER_SIZE];
@@ -317,8 +431,22 @@ final class FrameFuzzRig implements AutoCloseable {
         }
         // a tail-loss probe on path 1, as the requester builds one
         byte[] probe = new byte[Wire.HEADER_SIZE];
-        Wire.header(MemorySegment.ofArray(probe), Wire.OP_PROBE, Wire.FLAG_ACK_NOW, 1, 3, 0, qpB.qpn(),
-                qpA.qpn(), rcA().txToken, 0, 0, 0, 0, 0x1234, 0);
+        Wire.header(
+                MemorySegment.ofArray(probe),
+                Wire.OP_PROBE,
+                Wire.FLAG_ACK_NOW,
+                1,
+                3,
+                0,
+                qpB.qpn(),
+                qpA.qpn(),
+                rcA().txToken,
+                0,
+                0,
+                0,
+                0,
+                0x1234,
+                0);
         seal(probe);
         seeds.add(new Seed("PROBE", probe, false));
         tapA.sent.clear();
@@ -334,8 +462,11 @@ final class FrameFuzzRig implements AutoCloseable {
         int flags = Wire.u8(m, Wire.OFF_FLAGS);
         int off = Wire.u32(m, Wire.OFF_OFFSET);
         int len = Wire.u32(m, Wire.OFF_MSG_LEN);
-        String pos = op == Wire.OP_SEND ? (off == 0 ? (f.length - Wire.HEADER_SIZE >= len ? "only" : "first")
-                : (off + f.length - Wire.HEADER_SIZE >= len ? "last" : "middle")) : "";
+        String pos = op == Wire.OP_SEND
+                ? (off == 0
+                        ? (f.length - Wire.HEADER_SIZE >= len ? "only" : "first")
+                        : (off + f.length - Wire.HEADER_SIZE >= len ? "last" : "middle"))
+                : "";
         // one seed per opcode, flags and (for SEND) position; ACKs also per report count
         String key = op + "/" + flags + "/" + pos + (op == Wire.OP_ACK ? "/" + f.length : "");
         if (seen.add(key)) {
@@ -344,8 +475,19 @@ final class FrameFuzzRig implements AutoCloseable {
     }
 
     /** Posts one RC send-queue WQE of one SGE with its RDMA fields. */
-    private void post(RingFlyweight ring, long wrId, int opcode, int flags, int imm, long addr, int len,
-            int lkey, int rkey, long remoteAddr, long compareAdd, long swap) {
+    private void post(
+            RingFlyweight ring,
+            long wrId,
+            int opcode,
+            int flags,
+            int imm,
+            long addr,
+            int len,
+            int lkey,
+            int rkey,
+            long remoteAddr,
+            long compareAdd,
+            long swap) {
         int prod = ring.producerAcquire();
         long slot = ring.slotOffset(prod);
         wqe.wrap(ring.segment(), slot);

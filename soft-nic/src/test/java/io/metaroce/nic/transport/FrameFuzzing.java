@@ -137,8 +137,8 @@ class FrameFuzzing {
         }
         retire();
         rig = null;
-        System.out.println("FrameFuzzing: " + inputs + " inputs, " + delivered + " frames delivered, "
-                + seeds + " seed frames, " + rebuilds + " reconnects (an RC QP left RTS)");
+        System.out.println("FrameFuzzing: " + inputs + " inputs, " + delivered + " frames delivered, " + seeds
+                + " seed frames, " + rebuilds + " reconnects (an RC QP left RTS)");
         System.out.println("FrameFuzzing: seeds: " + names);
         System.out.println("FrameFuzzing: drops: short " + (dropsA.rxShort + dropsB.rxShort) + " badVersion "
                 + (dropsA.rxBadVersion + dropsB.rxBadVersion) + " badCrc " + (dropsA.rxBadCrc + dropsB.rxBadCrc)

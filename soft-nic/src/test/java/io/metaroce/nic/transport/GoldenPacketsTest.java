@@ -38,35 +38,50 @@ class GoldenPacketsTest {
     static final Map<String, String> GOLDEN = new LinkedHashMap<>();
 
     static {
-        GOLDEN.put("SEND",
+        GOLDEN.put(
+                "SEND",
                 "0201000200000007000003e8000a1b2c0003d4e55eed12340000000500000000000000080000000012c5000012c8f21a4d657461526f4345");
-        GOLDEN.put("SEND_IMM",
+        GOLDEN.put(
+                "SEND_IMM",
                 "0202030300000008000003e9000a1b2c0003d4e55eed1234000000060000000000000004deadbeef12c600003e23da7001020304");
-        GOLDEN.put("WRITE",
+        GOLDEN.put(
+                "WRITE",
                 "0203000200000009000003ea000a1b2c0003d4e55eed12340000000700001000000010080000000012c500002126df1900c0ffee0000000000007f00123450004d657461526f4345");
-        GOLDEN.put("WRITE_IMM",
+        GOLDEN.put(
+                "WRITE_IMM",
                 "020408020000000a000003eb000a1b2c0003d4e55eed12340000000700000000000000000000000112c500005c07757400000000000000000000000000000000");
-        GOLDEN.put("READ_REQ",
+        GOLDEN.put(
+                "READ_REQ",
                 "0205000400000001000003ec000a1b2c0003d4e55eed123400000008000000000000000c0000000c12c70000f21b415600c0ffee0000100000007f0012340000");
-        GOLDEN.put("READ_RESP",
+        GOLDEN.put(
+                "READ_RESP",
                 "0206000000000000000003ec0003d4e5000a1b2c5eed123400000000000000000000000c000000000000000009583ef9a0a1a2a3a4a5a6a7a8a9aaab");
-        GOLDEN.put("ATOMIC_CS",
+        GOLDEN.put(
+                "ATOMIC_CS",
                 "0207000500000002000003ed000a1b2c0003d4e55eed12340000000800000000000000080000000012c80000027f0dae00c0ffee0000000000007f001234600000000000000000010000000000000002");
-        GOLDEN.put("ATOMIC_FA",
+        GOLDEN.put(
+                "ATOMIC_FA",
                 "0208000500000003000003ee000a1b2c0003d4e55eed12340000000800000000000000080000000012c80000e298e6e500c0ffee0000000000007f001234600800000000000000100000000000000000");
-        GOLDEN.put("ATOMIC_RESP",
+        GOLDEN.put(
+                "ATOMIC_RESP",
                 "0209000000000000000003ed0003d4e5000a1b2c5eed123400000000000000000000000800000000000000000c956d6a0000000000000001");
-        GOLDEN.put("ACK",
+        GOLDEN.put(
+                "ACK",
                 "0210000000000000000003e80003d4e5000a1b2c5eed12340000000500000000000000020000000000000100de703c230c0000000000000000000000000000000000000000000000000000000000000002010001000000090500000000000029");
-        GOLDEN.put("NAK",
+        GOLDEN.put(
+                "NAK",
                 "0211000000000000000003e90003d4e5000a1b2c5eed1234000000060000000e000003e900000001000000005e52b577");
-        GOLDEN.put("PROBE",
+        GOLDEN.put(
+                "PROBE",
                 "021208060000000c00000000000a1b2c0003d4e55eed12340000000000000000000000000000000012c90000a40c0147");
-        GOLDEN.put("UD_SEND",
+        GOLDEN.put(
+                "UD_SEND",
                 "022000000000010000000000000a1b2c0003d4e511111111000000000000000000000006000000000040000002cf69db68656c6c6f21");
-        GOLDEN.put("UD_SEND_IMM",
+        GOLDEN.put(
+                "UD_SEND_IMM",
                 "022101000000010100000000000a1b2c0003d4e511111111000000000000000000000000cafef00db840000035fc1713");
-        GOLDEN.put("READ_REQ_RESEND",
+        GOLDEN.put(
+                "READ_REQ_RESEND",
                 "0205100000000000000003ef000a1b2c0003d4e55eed1234000000080000100000010000000010000000000077f8d43a00c0ffee0000100000007f0012350000");
     }
 
@@ -98,8 +113,22 @@ class GoldenPacketsTest {
             }
             case "SEND_IMM" -> {
                 // a 4-byte SEND with immediate 0xdeadbeef, solicited, flagged as a retransmission
-                Wire.header(f, Wire.OP_SEND_IMM, Wire.FLAG_SOLICITED | Wire.FLAG_RETRANSMIT, 3, 8, 1001, DST_QPN,
-                        SRC_QPN, TOKEN, 6, 0, 4, 0xdeadbeef, 0x12c6, 0);
+                Wire.header(
+                        f,
+                        Wire.OP_SEND_IMM,
+                        Wire.FLAG_SOLICITED | Wire.FLAG_RETRANSMIT,
+                        3,
+                        8,
+                        1001,
+                        DST_QPN,
+                        SRC_QPN,
+                        TOKEN,
+                        6,
+                        0,
+                        4,
+                        0xdeadbeef,
+                        0x12c6,
+                        0);
                 for (int i = 0; i < 4; i++) {
                     Wire.putU8(f, 48 + i, i + 1);
                 }
@@ -112,8 +141,22 @@ class GoldenPacketsTest {
             }
             case "WRITE_IMM" -> {
                 // a zero-length WRITE with immediate 1 (a doorbell): no key checked, consumes MSN 7
-                Wire.header(f, Wire.OP_WRITE_IMM, Wire.FLAG_ACK_NOW, 2, 10, 1003, DST_QPN, SRC_QPN, TOKEN, 7, 0, 0,
-                        0x00000001, 0x12c5, 0);
+                Wire.header(
+                        f,
+                        Wire.OP_WRITE_IMM,
+                        Wire.FLAG_ACK_NOW,
+                        2,
+                        10,
+                        1003,
+                        DST_QPN,
+                        SRC_QPN,
+                        TOKEN,
+                        7,
+                        0,
+                        0,
+                        0x00000001,
+                        0x12c5,
+                        0);
                 reth(f, 0, 0, 0);
             }
             case "READ_REQ" -> {
@@ -164,21 +207,51 @@ class GoldenPacketsTest {
                 // cumulative RSN 1001
                 Wire.header(f, Wire.OP_NAK, 0, 0, 0, 1001, SRC_QPN, DST_QPN, TOKEN, 6, 14, 1001, Wire.NAK_RNR, 0, 0);
             }
-            case "PROBE" -> Wire.header(f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, 6, 12, 0, DST_QPN, SRC_QPN, TOKEN, 0, 0,
-                    0, 0, 0x12c9, 0);
+            case "PROBE" ->
+                Wire.header(
+                        f, Wire.OP_PROBE, Wire.FLAG_ACK_NOW, 6, 12, 0, DST_QPN, SRC_QPN, TOKEN, 0, 0, 0, 0, 0x12c9, 0);
             case "UD_SEND" -> {
                 // 6 bytes to Q_Key 0x11111111, traffic class 0, hop limit 64, UD send counter 0x100
                 Wire.header(f, UdWire.OP_UD_SEND, 0, 0, 0x100, 0, DST_QPN, SRC_QPN, QKEY, 0, 0, 6, 0, 0x0040, 0);
                 byte[] hello = "hello!".getBytes(StandardCharsets.US_ASCII);
                 MemorySegment.copy(hello, 0, f, ValueLayout.JAVA_BYTE, 48, 6);
             }
-            case "UD_SEND_IMM" -> Wire.header(f, UdWire.OP_UD_SEND_IMM, Wire.FLAG_SOLICITED, 0, 0x101, 0, DST_QPN,
-                    SRC_QPN, QKEY, 0, 0, 0, 0xcafef00d, 0xb840, 0);
+            case "UD_SEND_IMM" ->
+                Wire.header(
+                        f,
+                        UdWire.OP_UD_SEND_IMM,
+                        Wire.FLAG_SOLICITED,
+                        0,
+                        0x101,
+                        0,
+                        DST_QPN,
+                        SRC_QPN,
+                        QKEY,
+                        0,
+                        0,
+                        0,
+                        0xcafef00d,
+                        0xb840,
+                        0);
             case "READ_REQ_RESEND" -> {
                 // a re-request of bytes [4096, 8192) of a 65536-byte READ whose request RSN 1007 was
                 // acknowledged: no path, no PSN
-                Wire.header(f, Wire.OP_READ_REQ, Wire.FLAG_RESEND, 0, 0, 1007, DST_QPN, SRC_QPN, TOKEN, 8, 4096,
-                        65536, 4096, 0, 0);
+                Wire.header(
+                        f,
+                        Wire.OP_READ_REQ,
+                        Wire.FLAG_RESEND,
+                        0,
+                        0,
+                        1007,
+                        DST_QPN,
+                        SRC_QPN,
+                        TOKEN,
+                        8,
+                        4096,
+                        65536,
+                        4096,
+                        0,
+                        0);
                 reth(f, RKEY, 4096, 0x00007f0012350000L);
             }
             default -> throw new IllegalArgumentException(name);
@@ -200,7 +273,9 @@ class GoldenPacketsTest {
     @Test
     void everyGoldenPacketIsWhatWireBuilds() {
         for (Map.Entry<String, String> g : GOLDEN.entrySet()) {
-            assertThat(HexFormat.of().formatHex(build(g.getKey()))).as(g.getKey()).isEqualTo(g.getValue());
+            assertThat(HexFormat.of().formatHex(build(g.getKey())))
+                    .as(g.getKey())
+                    .isEqualTo(g.getValue());
         }
     }
 
@@ -238,9 +313,22 @@ class GoldenPacketsTest {
         for (String name : GOLDEN.keySet()) {
             opcodes.add(golden(name)[1] & 0xff);
         }
-        assertThat(opcodes).containsExactly(Wire.OP_SEND, Wire.OP_SEND_IMM, Wire.OP_WRITE, Wire.OP_WRITE_IMM,
-                Wire.OP_READ_REQ, Wire.OP_READ_RESP, Wire.OP_ATOMIC_CS, Wire.OP_ATOMIC_FA, Wire.OP_ATOMIC_RESP,
-                Wire.OP_ACK, Wire.OP_NAK, Wire.OP_PROBE, UdWire.OP_UD_SEND, UdWire.OP_UD_SEND_IMM);
+        assertThat(opcodes)
+                .containsExactly(
+                        Wire.OP_SEND,
+                        Wire.OP_SEND_IMM,
+                        Wire.OP_WRITE,
+                        Wire.OP_WRITE_IMM,
+                        Wire.OP_READ_REQ,
+                        Wire.OP_READ_RESP,
+                        Wire.OP_ATOMIC_CS,
+                        Wire.OP_ATOMIC_FA,
+                        Wire.OP_ATOMIC_RESP,
+                        Wire.OP_ACK,
+                        Wire.OP_NAK,
+                        Wire.OP_PROBE,
+                        UdWire.OP_UD_SEND,
+                        UdWire.OP_UD_SEND_IMM);
     }
 
     @Test
@@ -250,12 +338,13 @@ class GoldenPacketsTest {
             MemorySegment f = MemorySegment.ofArray(b);
             assertThat(Wire.u8(f, Wire.OFF_VERSION)).as(name).isEqualTo(Wire.VERSION);
             // the stored CRC is the CRC32C of the packet without its CRC field
-            assertThat(Wire.u32(f, Wire.OFF_CRC)).as(name)
+            assertThat(Wire.u32(f, Wire.OFF_CRC))
+                    .as(name)
                     .isEqualTo(Wire.crc(new CRC32C(), ByteBuffer.wrap(b), b.length))
                     .isEqualTo(referenceCrc32c(b, true));
             int op = Wire.u8(f, Wire.OFF_OPCODE);
-            boolean toRequester = op == Wire.OP_ACK || op == Wire.OP_NAK || op == Wire.OP_READ_RESP
-                    || op == Wire.OP_ATOMIC_RESP;
+            boolean toRequester =
+                    op == Wire.OP_ACK || op == Wire.OP_NAK || op == Wire.OP_READ_RESP || op == Wire.OP_ATOMIC_RESP;
             assertThat(Wire.u32(f, Wire.OFF_DST_QPN)).as(name).isEqualTo(toRequester ? SRC_QPN : DST_QPN);
             assertThat(Wire.u32(f, Wire.OFF_SRC_QPN)).as(name).isEqualTo(toRequester ? DST_QPN : SRC_QPN);
             assertThat(Wire.u32(f, Wire.OFF_TOKEN)).as(name).isEqualTo(name.startsWith("UD") ? QKEY : TOKEN);
@@ -301,7 +390,9 @@ class GoldenPacketsTest {
 
         MemorySegment ud = MemorySegment.ofArray(golden("UD_SEND_IMM"));
         assertThat(Wire.u32(ud, Wire.OFF_IMM)).isEqualTo(0xcafef00d);
-        assertThat(Wire.u16(ud, Wire.OFF_REPLY_ENTROPY) >>> 8).as("traffic class").isEqualTo(0xb8);
+        assertThat(Wire.u16(ud, Wire.OFF_REPLY_ENTROPY) >>> 8)
+                .as("traffic class")
+                .isEqualTo(0xb8);
         assertThat(Wire.u16(ud, Wire.OFF_REPLY_ENTROPY) & 0xff).as("hop limit").isEqualTo(0x40);
 
         MemorySegment resend = MemorySegment.ofArray(golden("READ_REQ_RESEND"));

@@ -29,33 +29,40 @@ class GrayFailurePropertyTest {
     static final int MESSAGES = 420;
     static final long RATE = 1_000_000_000L;
 
-    enum Gray { SLOW, SPIKE, FLAP }
+    enum Gray {
+        SLOW,
+        SPIKE,
+        FLAP
+    }
 
     static Stream<Arguments> cases() {
         Random r = new Random(0x6a7_2026L);
-        return IntStream.range(0, CASES).mapToObj(i -> Arguments.of(
-                1 + r.nextInt(1_000_000), // seed
-                Gray.values()[i % 3],
-                2 + r.nextInt(7), // links
-                1 + r.nextInt(64), // QP paths
-                r.nextInt(3) == 0 ? r.nextDouble() * 0.02 : 0.0, // random loss on every link
-                250_000L + r.nextInt(1_750_000))); // flapping half-period / spike start, ns
+        return IntStream.range(0, CASES)
+                .mapToObj(i -> Arguments.of(
+                        1 + r.nextInt(1_000_000), // seed
+                        Gray.values()[i % 3],
+                        2 + r.nextInt(7), // links
+                        1 + r.nextInt(64), // QP paths
+                        r.nextInt(3) == 0 ? r.nextDouble() * 0.02 : 0.0, // random loss on every link
+                        250_000L + r.nextInt(1_750_000))); // flapping half-period / spike start, ns
     }
 
     static BiConsumer<SimFabric, Long> impairment(Gray gray, int victim, long periodNs) {
         return switch (gray) {
-            case SLOW -> (f, t) -> {
-                if (t == 1_000) {
-                    f.link(victim).rateBitsPerSec(RATE / 100);
-                }
-            };
-            case SPIKE -> (f, t) -> {
-                if (t == periodNs) {
-                    f.link(victim).gray(0, 1_000_000L);
-                } else if (t == periodNs + 2_000_000L) {
-                    f.link(victim).gray(0, 0);
-                }
-            };
+            case SLOW ->
+                (f, t) -> {
+                    if (t == 1_000) {
+                        f.link(victim).rateBitsPerSec(RATE / 100);
+                    }
+                };
+            case SPIKE ->
+                (f, t) -> {
+                    if (t == periodNs) {
+                        f.link(victim).gray(0, 1_000_000L);
+                    } else if (t == periodNs + 2_000_000L) {
+                        f.link(victim).gray(0, 0);
+                    }
+                };
             case FLAP -> (f, t) -> f.link(victim).blackhole((t / periodNs) % 2 == 1);
         };
     }

@@ -42,11 +42,20 @@ class GrayFailureThroughputTest {
     }
 
     static void print(String what, SimStream.Result r, SimStream.Result clean, double offered) {
-        System.out.println(String.format(Locale.ROOT,
+        System.out.println(String.format(
+                Locale.ROOT,
                 "gray-failure %-40s %6.3f Gbit/s %6.3f of clean (offered %5.3f)  retx %5d (opportunistic %4d)"
                         + "  qp-timeouts %2d  retirements %3d  messages %5d %s",
-                what, r.gbps(), r.goodputBps() / clean.goodputBps(), offered, r.retransmits(), r.opportunistic(),
-                r.timeouts(), r.retirements(), r.messagesChecked(), r.note()));
+                what,
+                r.gbps(),
+                r.goodputBps() / clean.goodputBps(),
+                offered,
+                r.retransmits(),
+                r.opportunistic(),
+                r.timeouts(),
+                r.retirements(),
+                r.messagesChecked(),
+                r.note()));
     }
 
     static double check(String what, SimStream.Result r, SimStream.Result clean, double offered) {
@@ -58,8 +67,8 @@ class GrayFailureThroughputTest {
 
     @Test
     void aSlowOrSickLinkDoesNotDragTheQueuePairDown() throws Exception {
-        SimStream.Result clean = SimStream.run(fabric(false, (f, t) -> { }));
-        SimStream.Result cleanDaemon = SimStream.run(fabric(true, (f, t) -> { }));
+        SimStream.Result clean = SimStream.run(fabric(false, (f, t) -> {}));
+        SimStream.Result cleanDaemon = SimStream.run(fabric(true, (f, t) -> {}));
         check("clean, 4 x 1 Gbit/s", clean, clean, 1);
         check("clean, daemon timers", cleanDaemon, cleanDaemon, 1);
         assertThat(clean.gbps()).as("clean: most of 4 Gbit/s").isGreaterThan(3.5);
@@ -68,19 +77,26 @@ class GrayFailureThroughputTest {
         double slow100 = check("link 0 100x slower", SimStream.run(fabric(false, slower(100))), clean, 0.7525);
         SimStream.Result slow20r = SimStream.run(fabric(true, slower(20)));
         double slow20 = check("link 0 20x slower, daemon timers", slow20r, cleanDaemon, 0.7625);
-        assertThat(slow20r.opportunistic()).as("packets stuck on the slow link sent again on fast ones")
+        assertThat(slow20r.opportunistic())
+                .as("packets stuck on the slow link sent again on fast ones")
                 .isPositive();
         double slow4 = check("link 0 4x slower", SimStream.run(fabric(false, slower(4))), clean, 0.8125);
-        double spike = check("link 0 +1 ms delay for 10 ms", SimStream.run(fabric(false, (f, t) -> {
-            if (t == 20_000_000L) {
-                f.link(0).gray(0, 1_000_000L);
-            } else if (t == 30_000_000L) {
-                f.link(0).gray(0, 0);
-            }
-        })), clean, 1);
-        double flap = check("link 0 flapping, down 5 ms in 10",
+        double spike = check(
+                "link 0 +1 ms delay for 10 ms",
+                SimStream.run(fabric(false, (f, t) -> {
+                    if (t == 20_000_000L) {
+                        f.link(0).gray(0, 1_000_000L);
+                    } else if (t == 30_000_000L) {
+                        f.link(0).gray(0, 0);
+                    }
+                })),
+                clean,
+                1);
+        double flap = check(
+                "link 0 flapping, down 5 ms in 10",
                 SimStream.run(fabric(false, (f, t) -> f.link(0).blackhole((t / 5_000_000L) % 2 == 1))),
-                clean, 0.875);
+                clean,
+                0.875);
         // Guards: three quarters of the capacity is left in each case.
         assertThat(slow100).as("one link 100x slower").isGreaterThanOrEqualTo(0.6);
         assertThat(slow20).as("one link 20x slower, daemon timers").isGreaterThanOrEqualTo(0.6);
@@ -110,9 +126,11 @@ class GrayFailureThroughputTest {
      */
     @Test
     void randomLossIsRecoveredNotTakenForCongestion() throws Exception {
-        SimStream.Result clean = SimStream.run(fabric(true, (f, t) -> { }));
-        double one = check("1 % loss on link 0, daemon timers", SimStream.run(fabric(true, loss(0.01, false))), clean, 1);
-        double all = check("1 % loss on every link, daemon timers", SimStream.run(fabric(true, loss(0.01, true))), clean, 1);
+        SimStream.Result clean = SimStream.run(fabric(true, (f, t) -> {}));
+        double one =
+                check("1 % loss on link 0, daemon timers", SimStream.run(fabric(true, loss(0.01, false))), clean, 1);
+        double all =
+                check("1 % loss on every link, daemon timers", SimStream.run(fabric(true, loss(0.01, true))), clean, 1);
         assertThat(one).as("1 % loss on one link").isGreaterThanOrEqualTo(0.85);
         assertThat(all).as("1 % loss on every link").isGreaterThanOrEqualTo(0.75);
     }

@@ -43,14 +43,16 @@ class InjectionTest {
                 r.b.engine.datapath().lifecycle = stub;
             };
         }
-        try (RdmaRig r = new RdmaRig(c); Arena arena = Arena.ofConfined()) {
+        try (RdmaRig r = new RdmaRig(c);
+                Arena arena = Arena.ofConfined()) {
             Qp qa = r.engineQpA(0);
             Qp qb = r.engineQpB(0);
             if (cm) {
                 qa.txToken = qb.rxToken; // what the handshake's endpoints carry
                 qb.txToken = qa.rxToken;
             } else {
-                assertThat(qb.rxToken).as("derived from the QPNs and A's start PSN")
+                assertThat(qb.rxToken)
+                        .as("derived from the QPNs and A's start PSN")
                         .isEqualTo(QpModifier.derivedToken(qb.qpn, qa.qpn, 0x123456))
                         .isEqualTo(qa.txToken);
                 assertThat(qa.rxToken).isEqualTo(qb.txToken).isNotEqualTo(qb.rxToken);
@@ -58,9 +60,20 @@ class InjectionTest {
             assertThat(qb.rxToken).isNotZero();
             byte[] data = RdmaRig.pattern(3, LEN);
             MemorySegment.copy(MemorySegment.ofArray(data), 0, r.local, 0, LEN);
-            assertThat(r.postSend(0, 1, Ibv.WR_RDMA_WRITE, Ibv.SEND_SIGNALED, 0,
-                    new long[] {r.localAddr(0)}, new int[] {LEN}, r.localMr[1], r.remoteMr[2],
-                    r.remoteAddr(0), 0, 0)).isTrue();
+            assertThat(r.postSend(
+                            0,
+                            1,
+                            Ibv.WR_RDMA_WRITE,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {r.localAddr(0)},
+                            new int[] {LEN},
+                            r.localMr[1],
+                            r.remoteMr[2],
+                            r.remoteAddr(0),
+                            0,
+                            0))
+                    .isTrue();
             r.step(20_000);
 
             PortCounters pc = r.b.port.counters();
@@ -77,8 +90,14 @@ class InjectionTest {
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn, qb.rxToken + 1, rkey);
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn, 0, guessedKey);
             // wrong destination QPN (another generation of B's slot), wrong source QPN
-            inject(r, f, RdmaRig.IP_A, qb.qpn ^ (1 << io.metaroce.nic.engine.EngineAgent.QP_INDEX_BITS), qa.qpn,
-                    qb.rxToken, rkey);
+            inject(
+                    r,
+                    f,
+                    RdmaRig.IP_A,
+                    qb.qpn ^ (1 << io.metaroce.nic.engine.EngineAgent.QP_INDEX_BITS),
+                    qa.qpn,
+                    qb.rxToken,
+                    rkey);
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn ^ 1, qb.rxToken, rkey);
             assertThat(pc.rxBadSource - badSource).as("wrong source").isEqualTo(1);
             assertThat(pc.rxBadToken - badToken).as("wrong token").isEqualTo(2);
@@ -94,8 +113,7 @@ class InjectionTest {
     }
 
     /** Feeds B's engine a sealed 1 KiB WRITE packet aimed at FORGED_OFF of B's region. */
-    private static void inject(RdmaRig r, MemorySegment f, int srcIp, int dstQpn, int srcQpn,
-            int token, int rkey) {
+    private static void inject(RdmaRig r, MemorySegment f, int srcIp, int dstQpn, int srcQpn, int token, int rkey) {
         f.fill((byte) 0xee);
         Wire.header(f, Wire.OP_WRITE, 0, 0, 7, 0, dstQpn, srcQpn, token, 0, 0, 1024, 0, 0, 0);
         Wire.putU32(f, Wire.OFF_RKEY, rkey);

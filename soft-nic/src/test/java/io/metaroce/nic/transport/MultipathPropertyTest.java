@@ -26,19 +26,20 @@ class MultipathPropertyTest {
 
     static Stream<Arguments> cases() {
         Random r = new Random(0x3a7b_2026L);
-        return IntStream.range(0, CASES).mapToObj(i -> Arguments.of(
-                1 + r.nextInt(1_000_000), // seed
-                2 + r.nextInt(7), // fabric paths
-                1 + r.nextInt(16), // QP paths
-                r.nextDouble() * 0.08, // loss, scaled per path
-                r.nextDouble() * 0.05, // duplication
-                r.nextInt(4) != 0)); // a path dies mid-transfer
+        return IntStream.range(0, CASES)
+                .mapToObj(i -> Arguments.of(
+                        1 + r.nextInt(1_000_000), // seed
+                        2 + r.nextInt(7), // fabric paths
+                        1 + r.nextInt(16), // QP paths
+                        r.nextDouble() * 0.08, // loss, scaled per path
+                        r.nextDouble() * 0.05, // duplication
+                        r.nextInt(4) != 0)); // a path dies mid-transfer
     }
 
     @ParameterizedTest(name = "seed={0} fabricPaths={1} qpPaths={2} loss={3} dup={4} death={5}")
     @MethodSource("cases")
-    void everyByteLandsOnceInOrder(long seed, int fabricPaths, int qpPaths, double loss, double dup,
-            boolean death) throws Exception {
+    void everyByteLandsOnceInOrder(long seed, int fabricPaths, int qpPaths, double loss, double dup, boolean death)
+            throws Exception {
         Random r = new Random(seed);
         double[] perPath = new double[fabricPaths];
         for (int i = 0; i < fabricPaths; i++) {
@@ -46,14 +47,22 @@ class MultipathPropertyTest {
         }
         int victim = r.nextInt(fabricPaths);
         long[] killAt = {0};
-        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(seed, 0, dup, 30_000,
-                MESSAGES, Ibv.MTU_256 + (int) (seed % 5), TransportSettings.SIMULATION.withPaths(qpPaths), p -> {
+        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(
+                seed,
+                0,
+                dup,
+                30_000,
+                MESSAGES,
+                Ibv.MTU_256 + (int) (seed % 5),
+                TransportSettings.SIMULATION.withPaths(qpPaths),
+                p -> {
                     p.link.paths(fabricPaths, perPath);
                     killAt[0] = p.clock.get() + 2_000_000 + r.nextInt(20_000_000);
                     if (death) {
                         p.link.killPath(victim, killAt[0]);
                     }
-                }, null);
+                },
+                null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, MESSAGES);
             assertNoStateLeft(o.pair());
@@ -68,24 +77,35 @@ class MultipathPropertyTest {
         assertThat(a.requester.outstanding()).as("send WRs left").isZero();
         assertThat(a.requester.unacknowledged()).as("unacknowledged packets").isZero();
         assertThat(b.responder.outstanding()).as("receive WRs left").isZero();
-        assertThat(b.responder.placedAboveCumulative()).as("placement state left").isZero();
+        assertThat(b.responder.placedAboveCumulative())
+                .as("placement state left")
+                .isZero();
     }
 
     @Test
     void aBlackHoledPathIsRetiredAndTheTransferCompletes() throws Exception {
         long[] killAt = {0};
-        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(77, 0, 0, 0, 1000,
-                Ibv.MTU_1024, p -> {
+        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(
+                77,
+                0,
+                0,
+                0,
+                1000,
+                Ibv.MTU_1024,
+                p -> {
                     p.link.paths(8, new double[8]); // the engines' 8 paths (TransportSettings.SIMULATION)
                     killAt[0] = p.clock.get() + 100_000;
                     p.link.killPath(3, killAt[0]);
-                }, null);
+                },
+                null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 1000);
             assertNoStateLeft(o.pair());
             TransportCounters c = o.pair().a.engine.datapath().counters;
             assertThat(c.pathRetirements).as("retired").isPositive();
-            assertThat(c.timeouts).as("no connection timeout: recovery is per path").isZero();
+            assertThat(c.timeouts)
+                    .as("no connection timeout: recovery is per path")
+                    .isZero();
             Qp a = o.pair().a.engine.qpByQpn(o.pair().qpA.qpn());
             int used = 0;
             for (int i = 0; i < a.requester.pathCount(); i++) {
@@ -101,13 +121,14 @@ class MultipathPropertyTest {
     void lossOnOnePathIsRepairedSelectivelyOnAnother() throws Exception {
         double[] loss = new double[8];
         loss[2] = 0.2;
-        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(5, 0, 0, 0, 400,
-                Ibv.MTU_1024, p -> p.link.paths(8, loss), null);
+        TransportOverLossyLinkTest.Outcome o =
+                TransportOverLossyLinkTest.run(5, 0, 0, 0, 400, Ibv.MTU_1024, p -> p.link.paths(8, loss), null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 400);
             TransportCounters c = o.pair().a.engine.datapath().counters;
             assertThat(c.pathLosses).as("losses found by path reports").isPositive();
-            assertThat(c.dataRetransmits).as("only lost packets resent")
+            assertThat(c.dataRetransmits)
+                    .as("only lost packets resent")
                     .isLessThanOrEqualTo(o.pair().link.dropped + c.tlps + 8);
             assertThat(o.pair().b.engine.datapath().counters.gapsDetected).isPositive();
         } finally {
@@ -117,8 +138,8 @@ class MultipathPropertyTest {
 
     @Test
     void baselineGoesBackNAndStillDeliversEverything() throws Exception {
-        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(9, 0.02, 0.01, 0, 200,
-                Ibv.MTU_1024, TransportSettings.SIMULATION.withBaseline(true), null, null);
+        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(
+                9, 0.02, 0.01, 0, 200, Ibv.MTU_1024, TransportSettings.SIMULATION.withBaseline(true), null, null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 200);
             assertNoStateLeft(o.pair());

@@ -29,7 +29,9 @@ class PathCoverageTest {
         assertThat(PathSet.coverage(4, 8)).as("the old default, 4 links").isCloseTo(0.623, within(0.001));
         assertThat(PathSet.coverage(4, n)).as("4 links").isGreaterThan(0.99999);
         assertThat(PathSet.coverage(8, n)).as("8 links").isCloseTo(0.987, within(0.001));
-        assertThat(n).as("fits the default 64 entropy ports with room for redraws").isLessThan(64);
+        assertThat(n)
+                .as("fits the default 64 entropy ports with room for redraws")
+                .isLessThan(64);
     }
 
     @Test

@@ -33,7 +33,9 @@ class PathRepairTest {
     }
 
     static List<Pkt> probes(List<Pkt> pkts, int path) {
-        return pkts.stream().filter(p -> p.opcode() == Wire.OP_PROBE && p.path() == path).toList();
+        return pkts.stream()
+                .filter(p -> p.opcode() == Wire.OP_PROBE && p.path() == path)
+                .toList();
     }
 
     @Test
@@ -71,15 +73,20 @@ class PathRepairTest {
                 }
             }
             assertThat(h.dp().counters.pathRetirements).isEqualTo(1);
-            List<Pkt> newProbes = probes(later, 1).stream().filter(p -> p.replyEntropy() != entropy0).toList();
-            assertThat(newProbes).as("the retired path is probed under its new entropy").isNotEmpty();
+            List<Pkt> newProbes = probes(later, 1).stream()
+                    .filter(p -> p.replyEntropy() != entropy0)
+                    .toList();
+            assertThat(newProbes)
+                    .as("the retired path is probed under its new entropy")
+                    .isNotEmpty();
             // While DEAD: probes only (one per max(srtt, 1 ms)), no data; the peer answers none.
             h.post(40);
             List<Pkt> dead = run(h, 300, p -> p.path() != 1);
             assertThat(data(dead)).as("no data on a DEAD path").noneMatch(p -> p.path() == 1);
             assertThat(h.completions).hasSize(72);
             List<Pkt> deadProbes = probes(dead, 1);
-            assertThat(deadProbes).as("unanswered, still about one probe per ms (no backoff)")
+            assertThat(deadProbes)
+                    .as("unanswered, still about one probe per ms (no backoff)")
                     .hasSizeBetween(2, 4);
             assertThat(p1.state).isEqualTo(Path.DEAD);
             // The path heals: two probes answered, the third lost (the count restarts), then three.
@@ -116,7 +123,8 @@ class PathRepairTest {
                 // after an answered probe the next waits max(srtt, 1 ms); a lost one, its RTO
                 long floor = gaps.get(i - 1).psn() == lostPsn ? h.dp().rtoMinNs : 1_000_000L;
                 assertThat(gaps.get(i).timeNs() - gaps.get(i - 1).timeNs())
-                        .as("one probe per probe interval").isGreaterThanOrEqualTo(floor);
+                        .as("one probe per probe interval")
+                        .isGreaterThanOrEqualTo(floor);
             }
             // Re-admitted: data flows over it again.
             h.post(40);
@@ -158,9 +166,15 @@ class PathRepairTest {
             assertThat(suspectAt - start).isLessThanOrEqualTo(300_000);
             assertThat(deadAt).as("DEAD after a probe timed out").isGreaterThan(suspectAt);
             assertThat(p3.state).isEqualTo(Path.DEAD);
-            assertThat(h.completions).as("every message completed over the other paths").hasSize(80);
+            assertThat(h.completions)
+                    .as("every message completed over the other paths")
+                    .hasSize(80);
             assertThat(h.req().unacknowledged()).isZero();
-            assertThat(all.stream().filter(p -> p.isData() && !p.retransmit()).map(Pkt::rsn).distinct().count())
+            assertThat(all.stream()
+                            .filter(p -> p.isData() && !p.retransmit())
+                            .map(Pkt::rsn)
+                            .distinct()
+                            .count())
                     .isEqualTo(64);
         }
     }

@@ -39,14 +39,23 @@ class PathScaleTest {
             SimStream.Result r = run(n);
             long cpuMs = (bean.getCurrentThreadCpuTime() - cpu0) / 1_000_000;
             double workPerPacket = (double) r.work() / Math.max(1, r.dataTx());
-            System.out.println(String.format(Locale.ROOT,
+            System.out.println(String.format(
+                    Locale.ROOT,
                     "path-scale %3d paths, clean 4 x 1 Gbit/s: %.3f Gbit/s, %.3f work items per data packet"
                             + " (%d packets), %d probes, %d retirements, %d retransmits; simulation CPU %d ms",
-                    n, r.gbps(), workPerPacket, r.dataTx(), r.probes(), r.retirements(), r.retransmits(), cpuMs));
+                    n,
+                    r.gbps(),
+                    workPerPacket,
+                    r.dataTx(),
+                    r.probes(),
+                    r.retirements(),
+                    r.retransmits(),
+                    cpuMs));
             assertThat(r.failed()).as(r.note()).isFalse();
             assertThat(r.messagesChecked()).isPositive();
             // a clean fabric still drops at its queues (256 KiB a link): SUSPECT paths are probed
-            assertThat(r.probes()).as("probes, within the QP's budget")
+            assertThat(r.probes())
+                    .as("probes, within the QP's budget")
                     .isLessThanOrEqualTo((r.elapsedNs() / Datapath.PROBE_EPOCH_NS + 1) * Datapath.PROBES_PER_QP);
             if (base == null) {
                 base = r;

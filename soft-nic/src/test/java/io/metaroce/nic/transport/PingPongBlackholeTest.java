@@ -32,15 +32,15 @@ class PingPongBlackholeTest {
                 worst = Math.max(worst, ticks);
                 total += ticks;
             }
-            System.out.printf("PingPongBlackholeTest: 1-packet messages, 4 of 8 paths black-holed: slowest %d ticks, 200 in %d%n",
+            System.out.printf(
+                    "PingPongBlackholeTest: 1-packet messages, 4 of 8 paths black-holed: slowest %d ticks, 200 in %d%n",
                     worst, total);
             // Clean, a message takes 2 ticks (one to send, one to see its ACK); a loss costs a
             // tail-loss probe timeout (here about 50 us) and at worst a path RTO.
             assertThat(worst).as("the slowest message, in 10 us ticks\n%s", log).isLessThanOrEqualTo(100);
             assertThat(total).as("200 messages, in 10 us ticks\n%s", log).isLessThan(2 * 200 + 400);
             for (int i = 0; i < 8; i++) {
-                assertThat(h.path(i).stateName()).as("path %d\n%s", i, log)
-                        .isEqualTo(dead[i] ? "dead" : "active");
+                assertThat(h.path(i).stateName()).as("path %d\n%s", i, log).isEqualTo(dead[i] ? "dead" : "active");
             }
             assertThat(h.req().unacknowledged()).isZero();
             assertThat(h.completions).hasSize(250).allMatch(c -> c.status() == 0);
@@ -67,12 +67,12 @@ class PingPongBlackholeTest {
             for (int m = 0; m < 200; m++) {
                 worst = Math.max(worst, pingOnce(h, m, 4, dead, log));
             }
-            System.out.printf("PingPongBlackholeTest: 4-packet messages, paths 2, 3, 6, 7 black-holed: slowest %d ticks%n",
+            System.out.printf(
+                    "PingPongBlackholeTest: 4-packet messages, paths 2, 3, 6, 7 black-holed: slowest %d ticks%n",
                     worst);
             assertThat(worst).as("the slowest message, in 10 us ticks\n%s", log).isLessThanOrEqualTo(100);
             for (int i = 0; i < 8; i++) {
-                assertThat(h.path(i).stateName()).as("path %d\n%s", i, log)
-                        .isEqualTo(dead[i] ? "dead" : "active");
+                assertThat(h.path(i).stateName()).as("path %d\n%s", i, log).isEqualTo(dead[i] ? "dead" : "active");
             }
             assertThat(h.req().unacknowledged()).isZero();
             assertThat(h.completions).hasSize(1000).allMatch(c -> c.status() == 0);

@@ -40,8 +40,10 @@ class ProbeBudgetTest {
         try (SimFabric fabric = new SimFabric(7, 4, clock, SimFabric.DEFAULT_MAX_FRAME, 16384, 2);
                 Arena arena = Arena.ofShared()) {
             fabric.selector((s, d, p, e, links) -> LinkSelector.hash(0, 0, 0, e % PATHS, links));
-            fabric.forEachLink(l -> l.delayNs(10_000).rateBitsPerSec(10_000_000_000L).queueBytes(1 << 20));
-            TransportSettings transport = TransportSettings.SIMULATION.withPaths(PATHS).withEntropyPorts(PATHS);
+            fabric.forEachLink(
+                    l -> l.delayNs(10_000).rateBitsPerSec(10_000_000_000L).queueBytes(1 << 20));
+            TransportSettings transport =
+                    TransportSettings.SIMULATION.withPaths(PATHS).withEntropyPorts(PATHS);
             TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock, transport);
             TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock, transport);
             try {
@@ -90,13 +92,15 @@ class ProbeBudgetTest {
                     for (int q = 0; q < QPS; q++) {
                         while (posted[q] - received[q] < RECVS) {
                             addr[0] = dst.address() + ((long) q * RECVS + posted[q] % RECVS) * MSG;
-                            assertThat(b.post(qb[q].rq(), posted[q], 0, 0, 0, addr, len, dstKey)).isTrue();
+                            assertThat(b.post(qb[q].rq(), posted[q], 0, 0, 0, addr, len, dstKey))
+                                    .isTrue();
                             posted[q]++;
                         }
                         while (sent[q] - sendDone[q] < SENDS) {
                             addr[0] = src.address() + (long) q * MSG;
-                            assertThat(a.post(qa[q].sq(), sent[q], Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, addr, len,
-                                    srcKey)).isTrue();
+                            assertThat(a.post(
+                                            qa[q].sq(), sent[q], Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, addr, len, srcKey))
+                                    .isTrue();
                             sent[q]++;
                         }
                     }
@@ -136,8 +140,10 @@ class ProbeBudgetTest {
                             assertThat(e.status()).as("receive of QP " + q).isEqualTo(Ibv.WC_SUCCESS);
                             assertThat(e.byteLen()).isEqualTo(MSG);
                             long off = ((long) q * RECVS + received[q] % RECVS) * MSG;
-                            assertThat(MemorySegment.mismatch(dst, off, off + MSG, src, (long) q * MSG, (long) (q + 1) * MSG))
-                                    .as("message " + received[q] + " of QP " + q).isEqualTo(-1L);
+                            assertThat(MemorySegment.mismatch(
+                                            dst, off, off + MSG, src, (long) q * MSG, (long) (q + 1) * MSG))
+                                    .as("message " + received[q] + " of QP " + q)
+                                    .isEqualTo(-1L);
                             dst.asSlice(off, MSG).fill((byte) 0);
                             received[q]++;
                         }
@@ -149,16 +155,30 @@ class ProbeBudgetTest {
                     minProbes = Math.min(minProbes, qpProbesAtEpoch[q]);
                     minReceived = Math.min(minReceived, received[q]);
                 }
-                System.out.println(String.format(Locale.ROOT,
+                System.out.println(String.format(
+                        Locale.ROOT,
                         "probe-budget %d QPs x %d paths, one of 4 links black-holed: %d probes in %d epochs of 1 ms;"
                                 + " most in one epoch %d (daemon, budget %d), %d (one QP, budget %d); up to %d paths"
                                 + " waiting to be probed; %d retirements, %d redraws; fewest probes of a QP %d,"
                                 + " fewest messages of a QP %d",
-                        QPS, PATHS, tc.probesTx, epochs, maxDaemon, Datapath.PROBES_PER_DAEMON, maxQp,
-                        Datapath.PROBES_PER_QP, maxWanted, tc.pathRetirements, tc.entropyRedraws, minProbes,
+                        QPS,
+                        PATHS,
+                        tc.probesTx,
+                        epochs,
+                        maxDaemon,
+                        Datapath.PROBES_PER_DAEMON,
+                        maxQp,
+                        Datapath.PROBES_PER_QP,
+                        maxWanted,
+                        tc.pathRetirements,
+                        tc.entropyRedraws,
+                        minProbes,
                         minReceived));
-                assertThat(tc.pathRetirements).as("the paths of the dead link retired").isGreaterThan(QPS * PATHS / 8);
-                assertThat(maxWanted).as("far more paths want probes than the budget allows")
+                assertThat(tc.pathRetirements)
+                        .as("the paths of the dead link retired")
+                        .isGreaterThan(QPS * PATHS / 8);
+                assertThat(maxWanted)
+                        .as("far more paths want probes than the budget allows")
                         .isGreaterThan(4L * Datapath.PROBES_PER_DAEMON);
                 assertThat(maxDaemon).as("probes per epoch, daemon").isLessThanOrEqualTo(Datapath.PROBES_PER_DAEMON);
                 assertThat(maxDaemon).as("the budget was used").isEqualTo(Datapath.PROBES_PER_DAEMON);

@@ -3,9 +3,9 @@ package io.metaroce.nic.transport;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.abi.AbiConstants;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
@@ -62,15 +62,16 @@ final class RdmaRig implements AutoCloseable {
         long localBytes = 1 << 20;
         long remoteBytes = 1 << 20;
         long recvBytes = 1 << 16;
-        int remoteAccess = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ
-                | Ibv.ACCESS_REMOTE_ATOMIC;
-        int qpAccess = Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ
-                | Ibv.ACCESS_REMOTE_ATOMIC;
+        int remoteAccess =
+                Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC;
+        int qpAccess =
+                Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_ATOMIC;
         int maxRdAtomic = 16;
         int maxDestRdAtomic = 16;
         int retryCnt = 7;
         /** The local ACK timeout attribute (4.096 us * 2^timeout; 0 is infinite). */
         int timeout = 14;
+
         int rnrRetry = 7;
         int minRnrTimer = 1;
         int wr = 128;
@@ -139,8 +140,17 @@ final class RdmaRig implements AutoCloseable {
         x.hopLimit = 1;
         x.ahPortNum = 1;
         System.arraycopy(Inet4.mappedGid(peerIp), 0, x.dgid, 0, 16);
-        assertThat(n.modifyQp(qp, Ibv.QP_STATE | Ibv.QP_AV | Ibv.QP_PATH_MTU | Ibv.QP_DEST_QPN
-                | Ibv.QP_RQ_PSN | Ibv.QP_MAX_DEST_RD_ATOMIC | Ibv.QP_MIN_RNR_TIMER, x)).isZero();
+        assertThat(n.modifyQp(
+                        qp,
+                        Ibv.QP_STATE
+                                | Ibv.QP_AV
+                                | Ibv.QP_PATH_MTU
+                                | Ibv.QP_DEST_QPN
+                                | Ibv.QP_RQ_PSN
+                                | Ibv.QP_MAX_DEST_RD_ATOMIC
+                                | Ibv.QP_MIN_RNR_TIMER,
+                        x))
+                .isZero();
         x = new QpAttrs();
         x.qpState = Ibv.QPS_RTS;
         x.timeout = cfg.timeout;
@@ -148,8 +158,16 @@ final class RdmaRig implements AutoCloseable {
         x.rnrRetry = cfg.rnrRetry;
         x.sqPsn = myPsn;
         x.maxRdAtomic = cfg.maxRdAtomic;
-        assertThat(n.modifyQp(qp, Ibv.QP_STATE | Ibv.QP_TIMEOUT | Ibv.QP_RETRY_CNT | Ibv.QP_RNR_RETRY
-                | Ibv.QP_SQ_PSN | Ibv.QP_MAX_QP_RD_ATOMIC, x)).isZero();
+        assertThat(n.modifyQp(
+                        qp,
+                        Ibv.QP_STATE
+                                | Ibv.QP_TIMEOUT
+                                | Ibv.QP_RETRY_CNT
+                                | Ibv.QP_RNR_RETRY
+                                | Ibv.QP_SQ_PSN
+                                | Ibv.QP_MAX_QP_RD_ATOMIC,
+                        x))
+                .isZero();
     }
 
     Qp engineQpA(int i) {
@@ -169,8 +187,19 @@ final class RdmaRig implements AutoCloseable {
     }
 
     /** Posts a send-queue WQE with the RDMA fields; false when the SQ is full. */
-    boolean postSend(int qp, long wrId, int opcode, int flags, int imm, long[] addrs, int[] lens,
-            int lkey, int rkey, long remoteAddr, long compareAdd, long swap) {
+    boolean postSend(
+            int qp,
+            long wrId,
+            int opcode,
+            int flags,
+            int imm,
+            long[] addrs,
+            int[] lens,
+            int lkey,
+            int rkey,
+            long remoteAddr,
+            long compareAdd,
+            long swap) {
         RingFlyweight ring = qpA[qp].sq();
         int prod = ring.producerAcquire();
         if (prod - ring.consumerAcquire() >= ring.slotCount()) {
@@ -195,8 +224,7 @@ final class RdmaRig implements AutoCloseable {
     }
 
     /** Posts an inline WQE of {@code data}. */
-    boolean postInline(int qp, long wrId, int opcode, int flags, int imm, byte[] data, int rkey,
-            long remoteAddr) {
+    boolean postInline(int qp, long wrId, int opcode, int flags, int imm, byte[] data, int rkey, long remoteAddr) {
         RingFlyweight ring = qpA[qp].sq();
         int prod = ring.producerAcquire();
         if (prod - ring.consumerAcquire() >= ring.slotCount()) {
@@ -204,10 +232,13 @@ final class RdmaRig implements AutoCloseable {
         }
         long slot = ring.slotOffset(prod);
         wqe.wrap(ring.segment(), slot);
-        wqe.wrId(wrId).opcode(opcode).sendFlags(flags | Ibv.SEND_INLINE).immData(imm).numSge(0)
+        wqe.wrId(wrId)
+                .opcode(opcode)
+                .sendFlags(flags | Ibv.SEND_INLINE)
+                .immData(imm)
+                .numSge(0)
                 .length(data.length);
-        MemorySegment.copy(MemorySegment.ofArray(data), 0, ring.segment(), wqe.inlineDataOffset(),
-                data.length);
+        MemorySegment.copy(MemorySegment.ofArray(data), 0, ring.segment(), wqe.inlineDataOffset(), data.length);
         MemorySegment s = ring.segment();
         s.set(ValueLayout.JAVA_INT_UNALIGNED, slot + WqeDescriptor.OFF_RKEY, rkey);
         s.set(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_REMOTE_ADDR, remoteAddr);
@@ -217,8 +248,7 @@ final class RdmaRig implements AutoCloseable {
 
     /** Posts a receive on B's QP {@code qp} (one SGE in {@link #recvBuf}). */
     boolean postRecv(int qp, long wrId, long off, int len) {
-        return b.post(qpB[qp].rq(), wrId, 0, 0, 0, new long[] {recvBuf.address() + off},
-                new int[] {len}, recvMr[1]);
+        return b.post(qpB[qp].rq(), wrId, 0, 0, 0, new long[] {recvBuf.address() + off}, new int[] {len}, recvMr[1]);
     }
 
     void step(long ns) {

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.transport.RequesterHarness.Pkt;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,8 +46,12 @@ class ReadRecoveryTest {
             for (int i = 0; i < 100 && resent.isEmpty(); i++) {
                 resent.addAll(h.step(1_000_000));
             }
-            assertThat(resent).allMatch(p -> p.opcode() == Wire.OP_READ_REQ && p.rsn() == rsn
-                    && (p.flags() & Wire.FLAG_RESEND) != 0 && p.path() == 0 && p.psn() == 0);
+            assertThat(resent)
+                    .allMatch(p -> p.opcode() == Wire.OP_READ_REQ
+                            && p.rsn() == rsn
+                            && (p.flags() & Wire.FLAG_RESEND) != 0
+                            && p.path() == 0
+                            && p.psn() == 0);
             assertThat(resent).extracting(Pkt::offset).containsExactly(3 * P, 7 * P);
             assertThat(resent).extracting(Pkt::imm).containsExactly(2 * P, 2 * P);
             for (int i : new int[] {8, 3, 7, 4}) {
@@ -98,7 +101,9 @@ class ReadRecoveryTest {
                 }
             }
             assertThat(h.completions).extracting(c -> c.status()).containsExactly(Ibv.WC_RETRY_EXC_ERR);
-            assertThat(resends).as("one re-request per timeout, retry_cnt (7) of them").isEqualTo(8);
+            assertThat(resends)
+                    .as("one re-request per timeout, retry_cnt (7) of them")
+                    .isEqualTo(8);
         }
     }
 }

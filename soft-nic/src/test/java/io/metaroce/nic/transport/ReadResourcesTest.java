@@ -19,13 +19,28 @@ class ReadResourcesTest {
 
     @Test
     void reRequestsLeaveRoomForTheReadsMaxDestRdAtomicAdmits() throws Exception {
-        try (RdmaRig r = new RdmaRig(new RdmaRig.Config()); Arena arena = Arena.ofConfined()) {
+        try (RdmaRig r = new RdmaRig(new RdmaRig.Config());
+                Arena arena = Arena.ofConfined()) {
             Qp qa = r.engineQpA(0);
             Qp qb = r.engineQpB(0);
-            assertThat(r.postSend(0, 1, Ibv.WR_RDMA_READ, Ibv.SEND_SIGNALED, 0, new long[] {r.localAddr(0)},
-                    new int[] {LEN}, r.localMr[1], r.remoteMr[2], r.remoteAddr(0), 0, 0)).isTrue();
+            assertThat(r.postSend(
+                            0,
+                            1,
+                            Ibv.WR_RDMA_READ,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {r.localAddr(0)},
+                            new int[] {LEN},
+                            r.localMr[1],
+                            r.remoteMr[2],
+                            r.remoteAddr(0),
+                            0,
+                            0))
+                    .isTrue();
             r.runUntil(1, 0, 20_000);
-            assertThat(r.sendCqes).singleElement().satisfies(c -> assertThat(c.status()).isZero());
+            assertThat(r.sendCqes)
+                    .singleElement()
+                    .satisfies(c -> assertThat(c.status()).isZero());
             int readRsn = qb.responder.expectedPsn() - 1;
 
             Datapath dp = r.b.engine.datapath();
@@ -46,8 +61,8 @@ class ReadResourcesTest {
     }
 
     /** Feeds B's engine a READ_REQ of bytes [offset, offset + n) of a LEN-byte READ from A. */
-    private static void readRequest(RdmaRig r, MemorySegment f, Qp qa, Qp qb, int flags, int path, int psn, int rsn,
-            int offset, int n) {
+    private static void readRequest(
+            RdmaRig r, MemorySegment f, Qp qa, Qp qb, int flags, int path, int psn, int rsn, int offset, int n) {
         Wire.header(f, Wire.OP_READ_REQ, flags, path, psn, rsn, qb.qpn, qa.qpn, qb.rxToken, 0, offset, LEN, n, 0, 0);
         Wire.putU32(f, Wire.OFF_RKEY, r.remoteMr[2]);
         Wire.putU32(f, Wire.OFF_RESP_UNIT, UNIT);

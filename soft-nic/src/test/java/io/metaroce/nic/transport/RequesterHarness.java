@@ -34,11 +34,23 @@ final class RequesterHarness implements AutoCloseable {
     static final int PKT = Wire.HEADER_SIZE + P;
 
     /** A frame the requester sent. */
-    record Pkt(int opcode, int flags, int path, int psn, int rsn, int msn, int len, int replyEntropy,
-            long timeNs, int offset, int imm) {
+    record Pkt(
+            int opcode,
+            int flags,
+            int path,
+            int psn,
+            int rsn,
+            int msn,
+            int len,
+            int replyEntropy,
+            long timeNs,
+            int offset,
+            int imm) {
         /** A packet of the request stream (SEND, WRITE, READ request, atomic), not a re-request. */
         boolean isData() {
-            return opcode >= Wire.OP_SEND && opcode <= Wire.OP_ATOMIC_FA && opcode != Wire.OP_READ_RESP
+            return opcode >= Wire.OP_SEND
+                    && opcode <= Wire.OP_ATOMIC_FA
+                    && opcode != Wire.OP_READ_RESP
                     && (flags & Wire.FLAG_RESEND) == 0;
         }
 
@@ -57,12 +69,14 @@ final class RequesterHarness implements AutoCloseable {
     final int lkey;
     /** {@link #buf} registered again with LOCAL_WRITE (READ destinations). */
     final int writableLkey;
+
     final TestNode.CqHandles cq;
     final TestNode.QpHandles qpH;
     final Qp qp;
     final List<TestNode.Cqe> completions = new ArrayList<>();
     /** RSNs the peer placed; every RSN below {@link #cum} is among them. */
     final Set<Integer> placed = new HashSet<>();
+
     int cum = SQ_PSN;
     private int posted;
 
@@ -105,8 +119,17 @@ final class RequesterHarness implements AutoCloseable {
     void post(int n) {
         for (int i = 0; i < n; i++) {
             long addr = buf.address() + (long) (posted % 1000) * P;
-            assertThat(a.post(qpH.sq(), posted, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, new long[] {addr},
-                    new int[] {P}, lkey)).as("SQ has room").isTrue();
+            assertThat(a.post(
+                            qpH.sq(),
+                            posted,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {addr},
+                            new int[] {P},
+                            lkey))
+                    .as("SQ has room")
+                    .isTrue();
             posted++;
         }
     }
@@ -116,13 +139,24 @@ final class RequesterHarness implements AutoCloseable {
         io.metaroce.nic.abi.RingFlyweight ring = qpH.sq();
         int prod = ring.producerAcquire();
         long slot = ring.slotOffset(prod);
-        new io.metaroce.nic.abi.WqeFlyweight().wrap(ring.segment(), slot).wrId(wrId)
-                .opcode(Ibv.WR_RDMA_READ).sendFlags(Ibv.SEND_SIGNALED).numSge(1).length(len)
+        new io.metaroce.nic.abi.WqeFlyweight()
+                .wrap(ring.segment(), slot)
+                .wrId(wrId)
+                .opcode(Ibv.WR_RDMA_READ)
+                .sendFlags(Ibv.SEND_SIGNALED)
+                .numSge(1)
+                .length(len)
                 .sge(0, buf.address() + off, len, writableLkey);
-        ring.segment().set(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED,
-                slot + io.metaroce.abi.WqeDescriptor.OFF_RKEY, rkey);
-        ring.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED,
-                slot + io.metaroce.abi.WqeDescriptor.OFF_REMOTE_ADDR, remoteAddr);
+        ring.segment()
+                .set(
+                        java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED,
+                        slot + io.metaroce.abi.WqeDescriptor.OFF_RKEY,
+                        rkey);
+        ring.segment()
+                .set(
+                        java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED,
+                        slot + io.metaroce.abi.WqeDescriptor.OFF_REMOTE_ADDR,
+                        remoteAddr);
         ring.producerRelease(prod + 1);
         posted++;
     }
@@ -135,8 +169,7 @@ final class RequesterHarness implements AutoCloseable {
     /** The peer sends a READ response for request {@code rsn}: {@code payload} at {@code offset}. */
     void readResponse(int rsn, int offset, int msgLen, byte[] payload) {
         MemorySegment f = peer.claim();
-        Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, rsn, qpH.qpn(), PEER_QPN, token(), 0, offset, msgLen, 0, 0,
-                0);
+        Wire.header(f, Wire.OP_READ_RESP, 0, 0, 0, rsn, qpH.qpn(), PEER_QPN, token(), 0, offset, msgLen, 0, 0, 0);
         MemorySegment.copy(MemorySegment.ofArray(payload), 0, f, Wire.HEADER_SIZE, payload.length);
         int len = Wire.HEADER_SIZE + payload.length;
         Wire.seal(new java.util.zip.CRC32C(), f, peer.claimedView(), len);
@@ -160,13 +193,19 @@ final class RequesterHarness implements AutoCloseable {
         List<Pkt> out = new ArrayList<>();
         long t = now();
         peer.poll((f, view, length, srcIp, srcPort, ecn) -> {
-            assertThat(Wire.crc(new java.util.zip.CRC32C(), view, length))
-                    .isEqualTo(Wire.u32(f, Wire.OFF_CRC));
+            assertThat(Wire.crc(new java.util.zip.CRC32C(), view, length)).isEqualTo(Wire.u32(f, Wire.OFF_CRC));
             assertThat(Wire.u32(f, Wire.OFF_DST_QPN)).isEqualTo(PEER_QPN);
-            out.add(new Pkt(Wire.u8(f, Wire.OFF_OPCODE), Wire.u8(f, Wire.OFF_FLAGS),
-                    Wire.u8(f, Wire.OFF_PATH), Wire.u32(f, Wire.OFF_PSN), Wire.u32(f, Wire.OFF_RSN),
-                    Wire.u32(f, Wire.OFF_MSN), length - Wire.HEADER_SIZE,
-                    Wire.u16(f, Wire.OFF_REPLY_ENTROPY), t, Wire.u32(f, Wire.OFF_OFFSET),
+            out.add(new Pkt(
+                    Wire.u8(f, Wire.OFF_OPCODE),
+                    Wire.u8(f, Wire.OFF_FLAGS),
+                    Wire.u8(f, Wire.OFF_PATH),
+                    Wire.u32(f, Wire.OFF_PSN),
+                    Wire.u32(f, Wire.OFF_RSN),
+                    Wire.u32(f, Wire.OFF_MSN),
+                    length - Wire.HEADER_SIZE,
+                    Wire.u16(f, Wire.OFF_REPLY_ENTROPY),
+                    t,
+                    Wire.u32(f, Wire.OFF_OFFSET),
                     Wire.u32(f, Wire.OFF_IMM)));
         });
         completions.addAll(a.poll(cq.ring()));

@@ -38,7 +38,9 @@ class RequesterRecoveryTest {
                 List<Pkt> on = onPath(sent, p);
                 assertThat(on).as("sprayed over every path").hasSize(8);
                 for (int k = 0; k < on.size(); k++) {
-                    assertThat(on.get(k).psn()).as("path %d PSNs count from 0", p).isEqualTo(k);
+                    assertThat(on.get(k).psn())
+                            .as("path %d PSNs count from 0", p)
+                            .isEqualTo(k);
                 }
             }
             // Lose a random set; the last packet of each path always arrives (it reveals the gaps).
@@ -66,7 +68,9 @@ class RequesterRecoveryTest {
             List<Pkt> out = h.pump();
             List<Pkt> resent = data(out);
             assertThat(resent).allMatch(Pkt::retransmit);
-            assertThat(resent).extracting(Pkt::rsn).as("exactly the lost RSNs, once each, never go-back-N")
+            assertThat(resent)
+                    .extracting(Pkt::rsn)
+                    .as("exactly the lost RSNs, once each, never go-back-N")
                     .containsExactlyInAnyOrderElementsOf(lost.keySet());
             assertThat(h.dp().counters.pathLosses - lossesBefore).isEqualTo(lost.size());
             int[] nextPsn = {8, 8, 8, 8};
@@ -74,7 +78,8 @@ class RequesterRecoveryTest {
                 assertThat(r.psn()).as("a fresh PSN of path %d", r.path()).isEqualTo(nextPsn[r.path()]++);
                 if (r.isData()) {
                     Pkt original = lost.get(r.rsn());
-                    assertThat(r.path()).as("RSN %d resent on another path", r.rsn())
+                    assertThat(r.path())
+                            .as("RSN %d resent on another path", r.rsn())
                             .isNotEqualTo(original.path());
                     assertThat(h.path(r.path()).state).as("on a healthy path").isEqualTo(Path.ACTIVE);
                     assertThat(r.msn()).isEqualTo(original.msn());
@@ -94,7 +99,8 @@ class RequesterRecoveryTest {
             for (int p = 0; p < 4; p++) {
                 Path path = h.path(p);
                 assertThat(path.inflightBytes).isZero();
-                assertThat(path.state).as("path %d with %d losses", p, path.losses)
+                assertThat(path.state)
+                        .as("path %d with %d losses", p, path.losses)
                         .isEqualTo(path.losses >= 3 ? Path.SUSPECT : Path.ACTIVE);
             }
         }
@@ -138,7 +144,10 @@ class RequesterRecoveryTest {
             // The retransmission is lost too; a later packet on its path reveals it.
             h.post(4);
             List<Pkt> more = data(h.pump());
-            Pkt later = more.stream().filter(p -> p.path() == retx.path()).findFirst().orElseThrow();
+            Pkt later = more.stream()
+                    .filter(p -> p.path() == retx.path())
+                    .findFirst()
+                    .orElseThrow();
             h.clock.addAndGet(20_000);
             h.ackPlaced(List.of(later), RcRequester.WINDOW);
             List<Pkt> second = h.pump();
@@ -151,8 +160,8 @@ class RequesterRecoveryTest {
     void tailLossProbeFiresAfterThePtoAndRevealsTheLosses() throws Exception {
         // The TLP alone: cross-path loss detection (CrossPathLossTest) would find the same
         // tail lost at srtt + 4 rttvar; push it out of the way.
-        try (RequesterHarness h = new RequesterHarness(
-                TransportSettings.SIMULATION.withPaths(4).withLossDetectVarFactor(1_000))) {
+        try (RequesterHarness h =
+                new RequesterHarness(TransportSettings.SIMULATION.withPaths(4).withLossDetectVarFactor(1_000))) {
             // A clean round gives every path an RTT sample: srtt 20 us, rttvar 10 us, PTO 60 us.
             h.post(8);
             h.cleanRound(20_000);
@@ -171,14 +180,18 @@ class RequesterRecoveryTest {
             arrived.removeAll(tail);
             h.clock.addAndGet(20_000);
             h.ackPlaced(arrived, RcRequester.WINDOW);
-            assertThat(h.pump()).as("no report of path 2 yet, nothing to resend").isEmpty();
+            assertThat(h.pump())
+                    .as("no report of path 2 yet, nothing to resend")
+                    .isEmpty();
             h.clock.set(sentAt + 59_999);
             assertThat(h.pump()).as("before the PTO").isEmpty();
             h.clock.set(sentAt + 60_000);
             List<Pkt> tlp = h.pump();
             assertThat(tlp).hasSize(1);
             Pkt probe = tlp.get(0);
-            assertThat(probe.rsn()).as("the newest unacknowledged RSN").isEqualTo(tail.get(1).rsn());
+            assertThat(probe.rsn())
+                    .as("the newest unacknowledged RSN")
+                    .isEqualTo(tail.get(1).rsn());
             assertThat(probe.path()).as("on the same path").isEqualTo(2);
             assertThat(probe.psn()).isEqualTo(tail.get(1).psn() + 1);
             assertThat(probe.flags() & Wire.FLAG_ACK_NOW).isNotZero();
@@ -207,15 +220,18 @@ class RequesterRecoveryTest {
         TransportSettings s = TransportSettings.SIMULATION.withPaths(4).withLossDetectVarFactor(1_000);
         try (RequesterHarness h = new RequesterHarness(s.withFloors(10_000_000L, 2_000_000L, s.ccSlackMinNs()))) {
             Path p2 = h.path(2);
-            assertThat(p2.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs)).as("before any sample")
+            assertThat(p2.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs))
+                    .as("before any sample")
                     .isEqualTo(h.dp().rtoInitialNs / 2);
-            assertThat(p2.ptoNs(h.dp().rtoInitialNs, 3_000_000L)).as("the floor wins")
+            assertThat(p2.ptoNs(h.dp().rtoInitialNs, 3_000_000L))
+                    .as("the floor wins")
                     .isEqualTo(3_000_000L);
             h.post(8);
             h.cleanRound(20_000);
             h.pump();
             assertThat(p2.ptoNs(h.dp().rtoInitialNs, h.dp().tlpMinNs))
-                    .as("60 us from the estimator, raised to the floor").isEqualTo(2_000_000L);
+                    .as("60 us from the estimator, raised to the floor")
+                    .isEqualTo(2_000_000L);
             h.post(8);
             List<Pkt> sent = data(h.pump());
             long sentAt = h.now();
@@ -228,7 +244,9 @@ class RequesterRecoveryTest {
             h.pump();
             for (long t = 60_000; t < 2_000_000; t += 10_000) {
                 h.clock.set(sentAt + t);
-                assertThat(h.pump()).as("no probe %d us after the tail", t / 1000).isEmpty();
+                assertThat(h.pump())
+                        .as("no probe %d us after the tail", t / 1000)
+                        .isEmpty();
             }
             h.clock.set(sentAt + 2_000_000);
             List<Pkt> tlp = h.pump();
@@ -281,7 +299,8 @@ class RequesterRecoveryTest {
                 }
             }
             assertThat(pto).isLessThan(rto);
-            assertThat(retxTimes).as("timeouts after RTO, then 2x, 4x, 8x (each from the resend)")
+            assertThat(retxTimes)
+                    .as("timeouts after RTO, then 2x, 4x, 8x (each from the resend)")
                     .startsWith(rto, rto + 2 * rto, rto + 6 * rto, rto + 14 * rto);
             assertThat(p.timeouts).isGreaterThanOrEqualTo(4);
             assertThat(p.tlps).as("a TLP in each silence").isGreaterThanOrEqualTo(4);

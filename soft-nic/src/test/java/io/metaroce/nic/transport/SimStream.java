@@ -37,14 +37,17 @@ final class SimStream {
         int entropyPorts;
         /** How the fabric picks a frame's link (default: entropy mod links, no collisions). */
         LinkSelector selector = LinkSelector.ENTROPY_MOD;
+
         int mtu = Ibv.MTU_4096;
         /** Message lengths are uniform in [minBytes, maxBytes]. */
         int minBytes = 64 * 1024;
+
         int maxBytes = 64 * 1024;
         /** Messages in all (the run ends when all completed, or at {@link #limitNs}). */
         int messages = Integer.MAX_VALUE;
         /** The daemon's timer floors (--rto-min-us 10000, --tlp-min-us 5000, --cc-slack-us 1000), as on a real host. */
         boolean daemonTimers;
+
         int sendsOutstanding = 16;
         int recvSlots = 48;
         long stepNs = 1_000;
@@ -53,15 +56,28 @@ final class SimStream {
         /** Simulated time after which a run that has not completed all messages stops. */
         long limitNs = Long.MAX_VALUE;
         /** Called every step with the fabric and the time since the start of the run. */
-        BiConsumer<SimFabric, Long> schedule = (f, t) -> { };
+        BiConsumer<SimFabric, Long> schedule = (f, t) -> {};
         /** Called at the end of the run with the sending QP's requester (its paths' telemetry). */
-        java.util.function.Consumer<RcRequester> inspect = r -> { };
+        java.util.function.Consumer<RcRequester> inspect = r -> {};
     }
 
     /** What a run delivered: goodput over the measured interval, messages checked, counters. */
-    record Result(long measuredBytes, double goodputBps, long messagesChecked, long bytesChecked,
-            long elapsedNs, long retransmits, long opportunistic, long timeouts, long retirements,
-            boolean failed, String note, long dataTx, long probes, long redraws, long work) {
+    record Result(
+            long measuredBytes,
+            double goodputBps,
+            long messagesChecked,
+            long bytesChecked,
+            long elapsedNs,
+            long retransmits,
+            long opportunistic,
+            long timeouts,
+            long retirements,
+            boolean failed,
+            String note,
+            long dataTx,
+            long probes,
+            long redraws,
+            long work) {
         double gbps() {
             return goodputBps / 1e9;
         }
@@ -73,16 +89,38 @@ final class SimStream {
 
     static void dump(RcRequester r, long t, TransportCounters tc, long measured) {
         StringBuilder b = new StringBuilder();
-        b.append("t=").append(t / 1000).append("us window=").append(r.window()).append(" unacked=")
-                .append(r.unacknowledged()).append(" measured=").append(measured).append(" orp=")
-                .append(tc.opportunisticRetransmits).append(" retx=").append(tc.dataRetransmits)
-                .append(" cross=").append(tc.crossPathLosses).append(" spur=").append(tc.spuriousLosses).append('\n');
+        b.append("t=")
+                .append(t / 1000)
+                .append("us window=")
+                .append(r.window())
+                .append(" unacked=")
+                .append(r.unacknowledged())
+                .append(" measured=")
+                .append(measured)
+                .append(" orp=")
+                .append(tc.opportunisticRetransmits)
+                .append(" retx=")
+                .append(tc.dataRetransmits)
+                .append(" cross=")
+                .append(tc.crossPathLosses)
+                .append(" spur=")
+                .append(tc.spuriousLosses)
+                .append('\n');
         for (int i = 0; i < r.pathCount(); i++) {
             Path p = r.path(i);
-            b.append(String.format(java.util.Locale.ROOT,
+            b.append(String.format(
+                    java.util.Locale.ROOT,
                     "  p%-3d e%-5d %-7s srtt %8d min %8d rate %12d cwnd %8d share %20d infl %8d sent %6d%n",
-                    i, p.entropy, p.stateName(), p.srttNs / 1000, p.minRttNs == Long.MAX_VALUE ? -1 : p.minRttNs / 1000,
-                    p.deliveryRateBps, p.cwndBytes, p.shareBytes, p.inflightBytes, p.packetsSent));
+                    i,
+                    p.entropy,
+                    p.stateName(),
+                    p.srttNs / 1000,
+                    p.minRttNs == Long.MAX_VALUE ? -1 : p.minRttNs / 1000,
+                    p.deliveryRateBps,
+                    p.cwndBytes,
+                    p.shareBytes,
+                    p.inflightBytes,
+                    p.packetsSent));
         }
         System.out.print(b);
     }
@@ -93,10 +131,10 @@ final class SimStream {
         try (SimFabric fabric = new SimFabric(c.seed, c.links, clock, SimFabric.DEFAULT_MAX_FRAME, 16384, 2);
                 Arena arena = Arena.ofShared()) {
             fabric.selector(c.selector);
-            fabric.forEachLink(l -> l.delayNs(c.delayNs).rateBitsPerSec(c.rateBitsPerSec)
-                    .queueBytes(c.queueBytes));
-            TransportSettings transport = TransportSettings.SIMULATION.withPaths(c.paths)
-                    .withEntropyPorts(c.entropyPorts);
+            fabric.forEachLink(
+                    l -> l.delayNs(c.delayNs).rateBitsPerSec(c.rateBitsPerSec).queueBytes(c.queueBytes));
+            TransportSettings transport =
+                    TransportSettings.SIMULATION.withPaths(c.paths).withEntropyPorts(c.entropyPorts);
             if (c.daemonTimers) {
                 transport = transport.withFloors(10_000_000L, 5_000_000L, 1_000_000L);
             }
@@ -121,8 +159,8 @@ final class SimStream {
                 TestNode.QpHandles qpB = b.createQp(pdB, cqB.handle(), cqB.handle(), 64, 1, 0);
                 a.connect(qpA.handle(), IP_B, qpB.qpn(), 0x10000, 0x20000, c.mtu);
                 b.connect(qpB.handle(), IP_A, qpA.qpn(), 0x20000, 0x10000, c.mtu);
-                return stream(c, fabric, clock, a, b, qpA, qpB, cqA, cqB, sendBuf, recvBuf, recvStride,
-                        sendMr[1], recvMr[1]);
+                return stream(
+                        c, fabric, clock, a, b, qpA, qpB, cqA, cqB, sendBuf, recvBuf, recvStride, sendMr[1], recvMr[1]);
             } finally {
                 a.close();
                 b.close();
@@ -155,9 +193,21 @@ final class SimStream {
         }
     }
 
-    private static Result stream(Config c, SimFabric fabric, SimClock clock, TestNode a, TestNode b,
-            TestNode.QpHandles qpA, TestNode.QpHandles qpB, TestNode.CqHandles cqA, TestNode.CqHandles cqB,
-            MemorySegment sendBuf, MemorySegment recvBuf, long recvStride, int sendKey, int recvKey) {
+    private static Result stream(
+            Config c,
+            SimFabric fabric,
+            SimClock clock,
+            TestNode a,
+            TestNode b,
+            TestNode.QpHandles qpA,
+            TestNode.QpHandles qpB,
+            TestNode.CqHandles cqA,
+            TestNode.CqHandles cqB,
+            MemorySegment sendBuf,
+            MemorySegment recvBuf,
+            long recvStride,
+            int sendKey,
+            int recvKey) {
         int slot = c.maxBytes;
         MemorySegment expect = Arena.ofAuto().allocate(Math.max(1, slot), 8);
         long start = clock.nowNs();
@@ -258,8 +308,21 @@ final class SimStream {
             failed = true;
             note = "only " + recvsDone + " of " + c.messages + " messages in " + elapsed / 1000 + " us";
         }
-        return new Result(measured, measured * 8e9 / measuredNs, recvsDone, checkedBytes, elapsed,
-                tc.dataRetransmits, tc.opportunisticRetransmits, tc.timeouts, tc.pathRetirements, failed, note,
-                tc.dataTx, tc.probesTx, tc.entropyRedraws, work);
+        return new Result(
+                measured,
+                measured * 8e9 / measuredNs,
+                recvsDone,
+                checkedBytes,
+                elapsed,
+                tc.dataRetransmits,
+                tc.opportunisticRetransmits,
+                tc.timeouts,
+                tc.pathRetirements,
+                failed,
+                note,
+                tc.dataTx,
+                tc.probesTx,
+                tc.entropyRedraws,
+                work);
     }
 }

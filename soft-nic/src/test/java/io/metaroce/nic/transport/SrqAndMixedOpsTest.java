@@ -50,8 +50,15 @@ class SrqAndMixedOpsTest {
         try (RdmaRig r = new RdmaRig(c)) {
             srq[0].arm(3);
             for (int k = 0; k < 2 * perQp; k++) {
-                assertThat(r.b.post(srq[0].ring, 7000 + k, 0, 0, 0,
-                        new long[] {r.recvBuf.address() + (long) k * slot}, new int[] {slot}, r.recvMr[1]))
+                assertThat(r.b.post(
+                                srq[0].ring,
+                                7000 + k,
+                                0,
+                                0,
+                                0,
+                                new long[] {r.recvBuf.address() + (long) k * slot},
+                                new int[] {slot},
+                                r.recvMr[1]))
                         .isTrue();
             }
             for (int i = 0; i < perQp; i++) {
@@ -59,8 +66,19 @@ class SrqAndMixedOpsTest {
                     byte[] m = message(q, i);
                     long off = (long) (q * perQp + i) * slot;
                     MemorySegment.copy(MemorySegment.ofArray(m), 0, r.local, off, m.length);
-                    assertThat(r.postSend(q, i, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                            new long[] {r.localAddr(off)}, new int[] {m.length}, r.localMr[1], 0, 0, 0, 0))
+                    assertThat(r.postSend(
+                                    q,
+                                    i,
+                                    Ibv.WR_SEND,
+                                    Ibv.SEND_SIGNALED,
+                                    0,
+                                    new long[] {r.localAddr(off)},
+                                    new int[] {m.length},
+                                    r.localMr[1],
+                                    0,
+                                    0,
+                                    0,
+                                    0))
                             .isTrue();
                 }
             }
@@ -105,13 +123,26 @@ class SrqAndMixedOpsTest {
             b0.srq = srq[0];
         };
         try (RdmaRig r = new RdmaRig(c)) {
-            assertThat(r.postSend(0, 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, new long[] {r.localAddr(0)},
-                    new int[] {10}, r.localMr[1], 0, 0, 0, 0)).isTrue();
+            assertThat(r.postSend(
+                            0,
+                            1,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {r.localAddr(0)},
+                            new int[] {10},
+                            r.localMr[1],
+                            0,
+                            0,
+                            0,
+                            0))
+                    .isTrue();
             r.idle(500, 20_000);
             assertThat(r.sendCqes).isEmpty();
             assertThat(r.b.engine.datapath().counters.rnrDrops).isPositive();
-            assertThat(r.b.post(srq[0].ring, 55, 0, 0, 0, new long[] {r.recvBuf.address()},
-                    new int[] {64}, r.recvMr[1])).isTrue();
+            assertThat(r.b.post(
+                            srq[0].ring, 55, 0, 0, 0, new long[] {r.recvBuf.address()}, new int[] {64}, r.recvMr[1]))
+                    .isTrue();
             r.runUntil(1, 1, 100_000);
             assertThat(r.recvCqes).extracting(TestNode.Cqe::wrId).containsExactly(55L);
             assertThat(r.sendCqes).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_SUCCESS);
@@ -120,9 +151,14 @@ class SrqAndMixedOpsTest {
 
     static Stream<Arguments> mixes() {
         Random r = new Random(0x0b5e_2026L);
-        return IntStream.range(0, 12).mapToObj(i -> Arguments.of(1 + r.nextInt(1_000_000),
-                2 + r.nextInt(6), 1 + r.nextInt(8), r.nextDouble() * 0.08, r.nextDouble() * 0.05,
-                r.nextInt(3) != 0));
+        return IntStream.range(0, 12)
+                .mapToObj(i -> Arguments.of(
+                        1 + r.nextInt(1_000_000),
+                        2 + r.nextInt(6),
+                        1 + r.nextInt(8),
+                        r.nextDouble() * 0.08,
+                        r.nextDouble() * 0.05,
+                        r.nextInt(3) != 0));
     }
 
     /**
@@ -132,8 +168,8 @@ class SrqAndMixedOpsTest {
      */
     @ParameterizedTest(name = "seed={0} fabricPaths={1} qpPaths={2} loss={3} dup={4} death={5}")
     @MethodSource("mixes")
-    void everyOpcodeMixedOverALossyMultipathFabric(long seed, int fabricPaths, int qpPaths, double loss,
-            double dup, boolean death) throws Exception {
+    void everyOpcodeMixedOverALossyMultipathFabric(
+            long seed, int fabricPaths, int qpPaths, double loss, double dup, boolean death) throws Exception {
         int n = 200;
         int slot = 4096;
         long half = 1L << 20;
@@ -186,17 +222,62 @@ class SrqAndMixedOpsTest {
                     recvs++;
                 }
                 boolean ok = switch (kind[i]) {
-                    case 0 -> r.postSend(0, i, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, new long[] {la, la + lh},
-                            new int[] {lh, len[i] - lh}, r.localMr[1], 0, 0, 0, 0);
-                    case 1, 2 -> r.postSend(0, i, kind[i] == 1 ? Ibv.WR_RDMA_WRITE : Ibv.WR_RDMA_WRITE_WITH_IMM,
-                            Ibv.SEND_SIGNALED, i, new long[] {la, la + lh}, new int[] {lh, len[i] - lh},
-                            r.localMr[1], r.remoteMr[2], r.remoteAddr(l + off[i]), 0, 0);
-                    case 3 -> r.postSend(0, i, Ibv.WR_RDMA_READ, Ibv.SEND_SIGNALED, 0,
-                            new long[] {dst, dst + lh}, new int[] {lh, len[i] - lh}, r.localMr[1],
-                            r.remoteMr[2], r.remoteAddr(half + readOffset(i)), 0, 0);
-                    default -> r.postSend(0, i, Ibv.WR_ATOMIC_FETCH_AND_ADD, Ibv.SEND_SIGNALED, 0,
-                            new long[] {dst}, new int[] {8}, r.localMr[1], r.remoteMr[2],
-                            r.remoteAddr(half - 8), 1, 0);
+                    case 0 ->
+                        r.postSend(
+                                0,
+                                i,
+                                Ibv.WR_SEND,
+                                Ibv.SEND_SIGNALED,
+                                0,
+                                new long[] {la, la + lh},
+                                new int[] {lh, len[i] - lh},
+                                r.localMr[1],
+                                0,
+                                0,
+                                0,
+                                0);
+                    case 1, 2 ->
+                        r.postSend(
+                                0,
+                                i,
+                                kind[i] == 1 ? Ibv.WR_RDMA_WRITE : Ibv.WR_RDMA_WRITE_WITH_IMM,
+                                Ibv.SEND_SIGNALED,
+                                i,
+                                new long[] {la, la + lh},
+                                new int[] {lh, len[i] - lh},
+                                r.localMr[1],
+                                r.remoteMr[2],
+                                r.remoteAddr(l + off[i]),
+                                0,
+                                0);
+                    case 3 ->
+                        r.postSend(
+                                0,
+                                i,
+                                Ibv.WR_RDMA_READ,
+                                Ibv.SEND_SIGNALED,
+                                0,
+                                new long[] {dst, dst + lh},
+                                new int[] {lh, len[i] - lh},
+                                r.localMr[1],
+                                r.remoteMr[2],
+                                r.remoteAddr(half + readOffset(i)),
+                                0,
+                                0);
+                    default ->
+                        r.postSend(
+                                0,
+                                i,
+                                Ibv.WR_ATOMIC_FETCH_AND_ADD,
+                                Ibv.SEND_SIGNALED,
+                                0,
+                                new long[] {dst},
+                                new int[] {8},
+                                r.localMr[1],
+                                r.remoteMr[2],
+                                r.remoteAddr(half - 8),
+                                1,
+                                0);
                 };
                 assertThat(ok).as("SQ room").isTrue();
                 if (kind[i] == 4) {
@@ -213,13 +294,16 @@ class SrqAndMixedOpsTest {
                 long l = (long) i * slot;
                 switch (kind[i]) {
                     case 1, 2 -> {
-                        assertThat(bytes(r.remote, l + off[i], len[i])).as("write %d", i).isEqualTo(data[i]);
+                        assertThat(bytes(r.remote, l + off[i], len[i]))
+                                .as("write %d", i)
+                                .isEqualTo(data[i]);
                         assertCanary(r.remote, l, l + off[i], "before write " + i);
                         assertCanary(r.remote, l + off[i] + len[i], l + slot, "after write " + i);
                     }
                     case 3 -> {
                         int s = readOffset(i);
-                        assertThat(bytes(r.local, half + l, len[i])).as("read %d", i)
+                        assertThat(bytes(r.local, half + l, len[i]))
+                                .as("read %d", i)
                                 .isEqualTo(java.util.Arrays.copyOfRange(src, s, s + len[i]));
                         assertCanary(r.local, half + l + len[i], half + l + slot, "after read " + i);
                     }
@@ -227,7 +311,9 @@ class SrqAndMixedOpsTest {
                     default -> assertCanary(r.remote, l, l + slot, "no WRITE " + i);
                 }
             }
-            assertThat(r.remote.get(ValueLayout.JAVA_LONG, half - 8)).as("adds executed once").isEqualTo(adds);
+            assertThat(r.remote.get(ValueLayout.JAVA_LONG, half - 8))
+                    .as("adds executed once")
+                    .isEqualTo(adds);
             assertThat(originals).hasSize(adds);
             assertThat(r.recvCqes).hasSize(recvs);
             for (int k = 0; k < recvs; k++) {

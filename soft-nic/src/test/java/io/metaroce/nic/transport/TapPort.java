@@ -69,8 +69,8 @@ final class TapPort implements Port {
     @Override
     public void commit(int length, int dstIp, int dstPort, int entropy) {
         if (recording) {
-            sent.add(new Sent(inner.claim().asSlice(0, length).toArray(ValueLayout.JAVA_BYTE), dstIp,
-                    dstPort, entropy));
+            sent.add(
+                    new Sent(inner.claim().asSlice(0, length).toArray(ValueLayout.JAVA_BYTE), dstIp, dstPort, entropy));
         }
         inner.commit(length, dstIp, dstPort, entropy);
     }

@@ -25,44 +25,123 @@ class TelemetryJsonTest {
 
     @Test
     void theSnapshotKeepsItsShapeAndCarriesTheEnginesNumbers() throws Exception {
-        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(3, 0, 0, 0, 50, Ibv.MTU_1024,
-                TransportSettings.SIMULATION.withPaths(4), null, null);
+        TransportOverLossyLinkTest.Outcome o = TransportOverLossyLinkTest.run(
+                3, 0, 0, 0, 50, Ibv.MTU_1024, TransportSettings.SIMULATION.withPaths(4), null, null);
         try {
             TransportOverLossyLinkTest.assertDelivered(o, 50);
             var engine = o.pair().a.engine;
             Telemetry t = engine.telemetry(123);
             JsonNode n = new ObjectMapper().readTree(t.toJson());
-            assertThat(keys(n)).containsExactly("timeNs", "transport", "pathsPerQp", "ecnReadable", "counters", "ud",
-                    "loopback", "port", "qps", "closedQps");
+            assertThat(keys(n))
+                    .containsExactly(
+                            "timeNs",
+                            "transport",
+                            "pathsPerQp",
+                            "ecnReadable",
+                            "counters",
+                            "ud",
+                            "loopback",
+                            "port",
+                            "qps",
+                            "closedQps");
             assertThat(n.path("timeNs").asLong()).isEqualTo(123);
             assertThat(n.path("transport").asText()).isEqualTo("metaroce");
             assertThat(n.path("pathsPerQp").asInt()).isEqualTo(4);
-            assertThat(keys(n.path("counters"))).containsExactly("dataTx", "dataRetransmits", "dataRx", "duplicates",
-                    "acksTx", "acksRx", "naksTx", "naksRx", "outOfWindow", "rnrDrops", "malformed", "timeouts",
-                    "pathLosses", "pathTimeouts", "pathRetirements", "tlps", "probesTx", "probesRx", "gapsDetected",
-                    "crossPathLosses", "spuriousLosses", "opportunisticRetransmits", "entropyRedraws",
-                    "sequenceNaksTx", "ecnMarksRx");
-            assertThat(n.path("counters").path("dataTx").asLong()).isPositive()
+            assertThat(keys(n.path("counters")))
+                    .containsExactly(
+                            "dataTx",
+                            "dataRetransmits",
+                            "dataRx",
+                            "duplicates",
+                            "acksTx",
+                            "acksRx",
+                            "naksTx",
+                            "naksRx",
+                            "outOfWindow",
+                            "rnrDrops",
+                            "malformed",
+                            "timeouts",
+                            "pathLosses",
+                            "pathTimeouts",
+                            "pathRetirements",
+                            "tlps",
+                            "probesTx",
+                            "probesRx",
+                            "gapsDetected",
+                            "crossPathLosses",
+                            "spuriousLosses",
+                            "opportunisticRetransmits",
+                            "entropyRedraws",
+                            "sequenceNaksTx",
+                            "ecnMarksRx");
+            assertThat(n.path("counters").path("dataTx").asLong())
+                    .isPositive()
                     .isEqualTo(engine.datapath().counters.dataTx);
             assertThat(n.path("counters").path("acksRx").asLong()).isEqualTo(engine.datapath().counters.acksRx);
-            assertThat(keys(n.path("ud"))).containsExactly("packetsTx", "packetsRx", "qkeyDrops", "noRecvDrops",
-                    "cqFullDrops", "stateDrops", "malformed", "recvErrors", "sendErrors");
+            assertThat(keys(n.path("ud")))
+                    .containsExactly(
+                            "packetsTx",
+                            "packetsRx",
+                            "qkeyDrops",
+                            "noRecvDrops",
+                            "cqFullDrops",
+                            "stateDrops",
+                            "malformed",
+                            "recvErrors",
+                            "sendErrors");
             assertThat(keys(n.path("loopback"))).containsExactly("frames", "drops");
-            assertThat(keys(n.path("port"))).containsExactly("rxFrames", "txFrames", "txErrors", "rxTruncated",
-                    "rxShort", "rxBadVersion", "rxBadCrc", "rxUnknownQp", "rxBadOpcode", "rxBadToken", "rxBadSource");
-            assertThat(n.path("port").path("txFrames").asLong()).isPositive()
-                    .isEqualTo(engine.portCounters().txFrames);
+            assertThat(keys(n.path("port")))
+                    .containsExactly(
+                            "rxFrames",
+                            "txFrames",
+                            "txErrors",
+                            "rxTruncated",
+                            "rxShort",
+                            "rxBadVersion",
+                            "rxBadCrc",
+                            "rxUnknownQp",
+                            "rxBadOpcode",
+                            "rxBadToken",
+                            "rxBadSource");
+            assertThat(n.path("port").path("txFrames").asLong()).isPositive().isEqualTo(engine.portCounters().txFrames);
             assertThat(n.path("qps")).hasSize(1);
             JsonNode qp = n.path("qps").get(0);
-            assertThat(keys(qp)).containsExactly("qpn", "destQpn", "state", "closed", "unackedPackets",
-                    "receiveWindow", "sendsOutstanding", "recvsOutstanding", "paths");
+            assertThat(keys(qp))
+                    .containsExactly(
+                            "qpn",
+                            "destQpn",
+                            "state",
+                            "closed",
+                            "unackedPackets",
+                            "receiveWindow",
+                            "sendsOutstanding",
+                            "recvsOutstanding",
+                            "paths");
             assertThat(qp.path("qpn").asInt()).isEqualTo(o.pair().qpA.qpn());
             assertThat(qp.path("closed").asBoolean()).isFalse();
             assertThat(qp.path("paths")).hasSize(4);
             JsonNode path = qp.path("paths").get(2);
-            assertThat(keys(path)).containsExactly("id", "entropy", "state", "minRttNs", "srttNs", "rttvarNs",
-                    "inflightBytes", "cwndBytes", "deliveryRateBps", "packetsSent", "bytesSent", "deliveredBytes",
-                    "retransmitsSent", "losses", "timeouts", "tlps", "ecnMarks", "replacements", "probesSent");
+            assertThat(keys(path))
+                    .containsExactly(
+                            "id",
+                            "entropy",
+                            "state",
+                            "minRttNs",
+                            "srttNs",
+                            "rttvarNs",
+                            "inflightBytes",
+                            "cwndBytes",
+                            "deliveryRateBps",
+                            "packetsSent",
+                            "bytesSent",
+                            "deliveredBytes",
+                            "retransmitsSent",
+                            "losses",
+                            "timeouts",
+                            "tlps",
+                            "ecnMarks",
+                            "replacements",
+                            "probesSent");
             Path p2 = engine.qpByQpn(o.pair().qpA.qpn()).requester.path(2);
             assertThat(path.path("id").asInt()).isEqualTo(2);
             assertThat(path.path("state").asText()).isEqualTo(p2.stateName());

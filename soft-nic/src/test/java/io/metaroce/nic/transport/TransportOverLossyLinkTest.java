@@ -14,12 +14,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import java.util.stream.IntStream;
-import java.util.stream.Stream;
 
 /**
  * Two daemons (engine + verbs service each) over a deterministic in-memory link that loses,
@@ -48,20 +48,36 @@ class TransportOverLossyLinkTest {
         final TestNode.QpHandles qpA;
         final TestNode.QpHandles qpB;
 
-        Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot)
-                throws Exception {
+        Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot) throws Exception {
             this(seed, loss, dup, jitterNs, messages, mtu, recvSlot, null);
         }
 
         /** {@code setup} runs before the QPs connect: split the link into paths, set the transport. */
-        Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot,
-                java.util.function.Consumer<Pair> setup) throws Exception {
+        Pair(
+                long seed,
+                double loss,
+                double dup,
+                long jitterNs,
+                int messages,
+                int mtu,
+                int recvSlot,
+                java.util.function.Consumer<Pair> setup)
+                throws Exception {
             this(seed, loss, dup, jitterNs, messages, mtu, recvSlot, TransportSettings.SIMULATION, setup);
         }
 
         /** Both hosts' engines with {@code transport}. */
-        Pair(long seed, double loss, double dup, long jitterNs, int messages, int mtu, int recvSlot,
-                TransportSettings transport, java.util.function.Consumer<Pair> setup) throws Exception {
+        Pair(
+                long seed,
+                double loss,
+                double dup,
+                long jitterNs,
+                int messages,
+                int mtu,
+                int recvSlot,
+                TransportSettings transport,
+                java.util.function.Consumer<Pair> setup)
+                throws Exception {
             link = new MemoryLink(seed, loss, dup, 10_000, jitterNs, clock::get);
             MemoryLink.End ea = link.end(IP_A, 4793);
             MemoryLink.End eb = link.end(IP_B, 4793);
@@ -102,26 +118,39 @@ class TransportOverLossyLinkTest {
         }
     }
 
-    record Outcome(List<TestNode.Cqe> sends, List<TestNode.Cqe> recvs, Pair pair, int[] lengths,
-            byte[][] payloads) {}
+    record Outcome(List<TestNode.Cqe> sends, List<TestNode.Cqe> recvs, Pair pair, int[] lengths, byte[][] payloads) {}
 
     /** Sends {@code n} messages of random length (zero-length and immediate included) from A to B. */
-    static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu)
-            throws Exception {
+    static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu) throws Exception {
         return run(seed, loss, dup, jitterNs, n, mtu, null, null);
     }
 
     /** {@code during} runs every step with the pair (e.g. to kill a path at some point). */
-    static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu,
-            java.util.function.Consumer<Pair> setup, java.util.function.Consumer<Pair> during)
+    static Outcome run(
+            long seed,
+            double loss,
+            double dup,
+            long jitterNs,
+            int n,
+            int mtu,
+            java.util.function.Consumer<Pair> setup,
+            java.util.function.Consumer<Pair> during)
             throws Exception {
         return run(seed, loss, dup, jitterNs, n, mtu, TransportSettings.SIMULATION, setup, during);
     }
 
     /** As above, both engines with {@code transport}. */
-    static Outcome run(long seed, double loss, double dup, long jitterNs, int n, int mtu,
-            TransportSettings transport, java.util.function.Consumer<Pair> setup,
-            java.util.function.Consumer<Pair> during) throws Exception {
+    static Outcome run(
+            long seed,
+            double loss,
+            double dup,
+            long jitterNs,
+            int n,
+            int mtu,
+            TransportSettings transport,
+            java.util.function.Consumer<Pair> setup,
+            java.util.function.Consumer<Pair> during)
+            throws Exception {
         Random rnd = new Random(seed);
         Pair p = new Pair(seed, loss, dup, jitterNs, n, mtu, SLOT, transport, setup);
         int payloadMax = Ibv.mtuBytes(mtu);
@@ -132,8 +161,7 @@ class TransportOverLossyLinkTest {
             lengths[i] = kind == 0 ? 0 : kind == 1 ? payloadMax : rnd.nextInt(Math.min(SLOT, payloadMax * 5 + 3));
             payloads[i] = new byte[lengths[i]];
             rnd.nextBytes(payloads[i]);
-            MemorySegment.copy(MemorySegment.ofArray(payloads[i]), 0, p.sendBuf, (long) i * SLOT,
-                    lengths[i]);
+            MemorySegment.copy(MemorySegment.ofArray(payloads[i]), 0, p.sendBuf, (long) i * SLOT, lengths[i]);
         }
         List<TestNode.Cqe> sends = new ArrayList<>();
         List<TestNode.Cqe> recvs = new ArrayList<>();
@@ -145,8 +173,15 @@ class TransportOverLossyLinkTest {
             while (recvPosted < n && recvPosted - recvs.size() < 60) {
                 // receive buffer in two SGEs split at an odd place, to exercise the scatter
                 long r = rbase + (long) recvPosted * SLOT;
-                boolean ok = p.b.post(p.qpB.rq(), 1000 + recvPosted, 0, 0, 0,
-                        new long[] {r, r + 1001}, new int[] {1001, SLOT - 1001}, p.recvMr[1]);
+                boolean ok = p.b.post(
+                        p.qpB.rq(),
+                        1000 + recvPosted,
+                        0,
+                        0,
+                        0,
+                        new long[] {r, r + 1001},
+                        new int[] {1001, SLOT - 1001},
+                        p.recvMr[1]);
                 if (!ok) {
                     break;
                 }
@@ -157,9 +192,15 @@ class TransportOverLossyLinkTest {
                 int len = lengths[posted];
                 int half = len / 3;
                 boolean imm = posted % 3 == 0;
-                boolean ok = p.a.post(p.qpA.sq(), posted, imm ? Ibv.WR_SEND_WITH_IMM : Ibv.WR_SEND,
-                        Ibv.SEND_SIGNALED, imm ? Integer.reverseBytes(posted) : 0,
-                        new long[] {s, s + half}, new int[] {half, len - half}, p.sendMr[1]);
+                boolean ok = p.a.post(
+                        p.qpA.sq(),
+                        posted,
+                        imm ? Ibv.WR_SEND_WITH_IMM : Ibv.WR_SEND,
+                        Ibv.SEND_SIGNALED,
+                        imm ? Integer.reverseBytes(posted) : 0,
+                        new long[] {s, s + half},
+                        new int[] {half, len - half},
+                        p.sendMr[1]);
                 if (!ok) {
                     break;
                 }
@@ -198,7 +239,8 @@ class TransportOverLossyLinkTest {
             }
             MemorySegment slot = o.pair().recvBuf.asSlice((long) i * SLOT, SLOT);
             assertThat(slot.asSlice(0, o.lengths()[i]).toArray(ValueLayout.JAVA_BYTE))
-                    .as("message %d payload", i).isEqualTo(o.payloads()[i]);
+                    .as("message %d payload", i)
+                    .isEqualTo(o.payloads()[i]);
             for (long k = o.lengths()[i]; k < SLOT; k++) {
                 if (slot.get(ValueLayout.JAVA_BYTE, k) != CANARY) {
                     throw new AssertionError("message " + i + " wrote past its end at " + k);
@@ -212,7 +254,9 @@ class TransportOverLossyLinkTest {
         Outcome o = run(1, 0, 0, 0, 300, Ibv.MTU_1024);
         try {
             assertDelivered(o, 300);
-            assertThat(o.pair().a.engine.datapath().counters.dataRetransmits).as("%s", o.pair().a.engine.datapath().counters).isZero();
+            assertThat(o.pair().a.engine.datapath().counters.dataRetransmits)
+                    .as("%s", o.pair().a.engine.datapath().counters)
+                    .isZero();
         } finally {
             o.pair().close();
         }
@@ -263,8 +307,8 @@ class TransportOverLossyLinkTest {
     /** Random impairments drawn from a fixed master seed, so a failure names a rerunnable case. */
     static Stream<Arguments> randomLinks() {
         java.util.Random r = new java.util.Random(0x5eed_2026L);
-        return IntStream.range(0, 12).mapToObj(i -> Arguments.of(
-                1 + r.nextInt(1_000_000), r.nextDouble() * 0.3, r.nextDouble() * 0.2));
+        return IntStream.range(0, 12)
+                .mapToObj(i -> Arguments.of(1 + r.nextInt(1_000_000), r.nextDouble() * 0.3, r.nextDouble() * 0.2));
     }
 
     @ParameterizedTest(name = "seed={0} loss={1} dup={2}")
@@ -283,24 +327,32 @@ class TransportOverLossyLinkTest {
         try (Pair p = new Pair(7, 1.0, 0, 0, 4, Ibv.MTU_1024, SLOT)) {
             long base = p.sendBuf.address();
             for (int i = 0; i < 3; i++) {
-                assertThat(p.a.post(p.qpA.sq(), i, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                        new long[] {base}, new int[] {100}, p.sendMr[1])).isTrue();
+                assertThat(p.a.post(
+                                p.qpA.sq(),
+                                i,
+                                Ibv.WR_SEND,
+                                Ibv.SEND_SIGNALED,
+                                0,
+                                new long[] {base},
+                                new int[] {100},
+                                p.sendMr[1]))
+                        .isTrue();
             }
             List<TestNode.Cqe> cqes = new ArrayList<>();
             for (int i = 0; i < 100_000 && cqes.size() < 3; i++) {
                 p.step(1_000_000);
                 cqes.addAll(p.a.poll(p.cqA.ring()));
             }
-            assertThat(cqes).extracting(TestNode.Cqe::status).containsExactly(
-                    Ibv.WC_RETRY_EXC_ERR, Ibv.WC_WR_FLUSH_ERR, Ibv.WC_WR_FLUSH_ERR);
+            assertThat(cqes)
+                    .extracting(TestNode.Cqe::status)
+                    .containsExactly(Ibv.WC_RETRY_EXC_ERR, Ibv.WC_WR_FLUSH_ERR, Ibv.WC_WR_FLUSH_ERR);
             assertThat(cqes).extracting(TestNode.Cqe::wrId).containsExactly(0L, 1L, 2L);
             assertThat(p.a.queryQp(p.qpA.handle()).qpState).isEqualTo(Ibv.QPS_ERR);
             // posted after the error: flushed too
-            assertThat(p.a.post(p.qpA.sq(), 9, Ibv.WR_SEND, 0, 0, new long[] {base}, new int[] {1},
-                    p.sendMr[1])).isTrue();
+            assertThat(p.a.post(p.qpA.sq(), 9, Ibv.WR_SEND, 0, 0, new long[] {base}, new int[] {1}, p.sendMr[1]))
+                    .isTrue();
             p.step(1000);
-            assertThat(p.a.poll(p.cqA.ring())).extracting(TestNode.Cqe::status)
-                    .containsExactly(Ibv.WC_WR_FLUSH_ERR);
+            assertThat(p.a.poll(p.cqA.ring())).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_WR_FLUSH_ERR);
         }
     }
 
@@ -308,15 +360,24 @@ class TransportOverLossyLinkTest {
     void noReceivePostedYetMeansRnrThenDelivery() throws Exception {
         try (Pair p = new Pair(3, 0, 0, 0, 2, Ibv.MTU_1024, SLOT)) {
             p.sendBuf.asSlice(0, 3000).fill((byte) 0x3c);
-            assertThat(p.a.post(p.qpA.sq(), 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                    new long[] {p.sendBuf.address()}, new int[] {3000}, p.sendMr[1])).isTrue();
+            assertThat(p.a.post(
+                            p.qpA.sq(),
+                            1,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {p.sendBuf.address()},
+                            new int[] {3000},
+                            p.sendMr[1]))
+                    .isTrue();
             for (int i = 0; i < 200; i++) {
                 p.step(100_000);
             }
             assertThat(p.b.engine.datapath().counters.rnrDrops).isPositive();
             assertThat(p.a.poll(p.cqA.ring())).isEmpty();
-            assertThat(p.b.post(p.qpB.rq(), 77, 0, 0, 0, new long[] {p.recvBuf.address()},
-                    new int[] {SLOT}, p.recvMr[1])).isTrue();
+            assertThat(p.b.post(
+                            p.qpB.rq(), 77, 0, 0, 0, new long[] {p.recvBuf.address()}, new int[] {SLOT}, p.recvMr[1]))
+                    .isTrue();
             List<TestNode.Cqe> r = new ArrayList<>();
             List<TestNode.Cqe> s = new ArrayList<>();
             for (int i = 0; i < 100_000 && (r.isEmpty() || s.isEmpty()); i++) {
@@ -337,12 +398,28 @@ class TransportOverLossyLinkTest {
     @Test
     void aMessageLongerThanTheReceiveBufferFailsBothSides() throws Exception {
         try (Pair p = new Pair(5, 0, 0, 0, 2, Ibv.MTU_1024, SLOT)) {
-            assertThat(p.b.post(p.qpB.rq(), 5, 0, 0, 0, new long[] {p.recvBuf.address()},
-                    new int[] {100}, p.recvMr[1])).isTrue();
-            assertThat(p.b.post(p.qpB.rq(), 6, 0, 0, 0, new long[] {p.recvBuf.address() + 100},
-                    new int[] {100}, p.recvMr[1])).isTrue();
-            assertThat(p.a.post(p.qpA.sq(), 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                    new long[] {p.sendBuf.address()}, new int[] {101}, p.sendMr[1])).isTrue();
+            assertThat(p.b.post(p.qpB.rq(), 5, 0, 0, 0, new long[] {p.recvBuf.address()}, new int[] {100}, p.recvMr[1]))
+                    .isTrue();
+            assertThat(p.b.post(
+                            p.qpB.rq(),
+                            6,
+                            0,
+                            0,
+                            0,
+                            new long[] {p.recvBuf.address() + 100},
+                            new int[] {100},
+                            p.recvMr[1]))
+                    .isTrue();
+            assertThat(p.a.post(
+                            p.qpA.sq(),
+                            1,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {p.sendBuf.address()},
+                            new int[] {101},
+                            p.sendMr[1]))
+                    .isTrue();
             List<TestNode.Cqe> r = new ArrayList<>();
             List<TestNode.Cqe> s = new ArrayList<>();
             for (int i = 0; i < 10_000 && (r.size() < 2 || s.isEmpty()); i++) {
@@ -350,8 +427,7 @@ class TransportOverLossyLinkTest {
                 r.addAll(p.b.poll(p.cqB.ring()));
                 s.addAll(p.a.poll(p.cqA.ring()));
             }
-            assertThat(r).extracting(TestNode.Cqe::status)
-                    .containsExactly(Ibv.WC_LOC_LEN_ERR, Ibv.WC_WR_FLUSH_ERR);
+            assertThat(r).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_LOC_LEN_ERR, Ibv.WC_WR_FLUSH_ERR);
             assertThat(s).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_REM_INV_REQ_ERR);
             assertThat(p.recvBuf.get(ValueLayout.JAVA_BYTE, 0)).isEqualTo(CANARY);
         }
@@ -360,31 +436,54 @@ class TransportOverLossyLinkTest {
     @Test
     void aBadLkeyIsALocalProtectionErrorAndOtherQpsCarryOn() throws Exception {
         try (Pair p = new Pair(9, 0, 0, 0, 2, Ibv.MTU_1024, SLOT)) {
-            assertThat(p.a.post(p.qpA.sq(), 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                    new long[] {p.sendBuf.address()}, new int[] {10}, p.sendMr[1] + 1)).isTrue();
-            assertThat(p.a.post(p.qpA.sq(), 2, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                    new long[] {p.sendBuf.address() + 2L * SLOT - 5}, new int[] {10}, p.sendMr[1]))
+            assertThat(p.a.post(
+                            p.qpA.sq(),
+                            1,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {p.sendBuf.address()},
+                            new int[] {10},
+                            p.sendMr[1] + 1))
+                    .isTrue();
+            assertThat(p.a.post(
+                            p.qpA.sq(),
+                            2,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {p.sendBuf.address() + 2L * SLOT - 5},
+                            new int[] {10},
+                            p.sendMr[1]))
                     .isTrue();
             List<TestNode.Cqe> s = new ArrayList<>();
             for (int i = 0; i < 100 && s.size() < 2; i++) {
                 p.step(10_000);
                 s.addAll(p.a.poll(p.cqA.ring()));
             }
-            assertThat(s).extracting(TestNode.Cqe::status)
-                    .containsExactly(Ibv.WC_LOC_PROT_ERR, Ibv.WC_WR_FLUSH_ERR);
+            assertThat(s).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_LOC_PROT_ERR, Ibv.WC_WR_FLUSH_ERR);
         }
     }
 
     @Test
     void aReceiveBufferDeregisteredAfterPostingIsNeverWritten() throws Exception {
         try (Pair p = new Pair(11, 0, 0, 0, 2, Ibv.MTU_1024, SLOT)) {
-            assertThat(p.b.post(p.qpB.rq(), 7, 0, 0, 0, new long[] {p.recvBuf.address()},
-                    new int[] {100}, p.recvMr[1])).isTrue();
+            assertThat(p.b.post(p.qpB.rq(), 7, 0, 0, 0, new long[] {p.recvBuf.address()}, new int[] {100}, p.recvMr[1]))
+                    .isTrue();
             p.step(10_000); // the daemon has read and validated the receive
-            assertThat(p.b.call(io.metaroce.abi.AbiConstants.MRCE_OP_DEREG_MR,
-                    TestNode.handleReq(p.recvMr[0])).status()).isZero();
-            assertThat(p.a.post(p.qpA.sq(), 1, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0,
-                    new long[] {p.sendBuf.address()}, new int[] {100}, p.sendMr[1])).isTrue();
+            assertThat(p.b.call(io.metaroce.abi.AbiConstants.MRCE_OP_DEREG_MR, TestNode.handleReq(p.recvMr[0]))
+                            .status())
+                    .isZero();
+            assertThat(p.a.post(
+                            p.qpA.sq(),
+                            1,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {p.sendBuf.address()},
+                            new int[] {100},
+                            p.sendMr[1]))
+                    .isTrue();
             List<TestNode.Cqe> r = new ArrayList<>();
             for (int i = 0; i < 10_000 && r.isEmpty(); i++) {
                 p.step(100_000);

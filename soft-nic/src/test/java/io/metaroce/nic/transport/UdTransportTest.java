@@ -4,12 +4,12 @@ import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.abi.AsyncEventDescriptor;
+import io.metaroce.abi.Errno;
+import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
-import io.metaroce.abi.WqeDescriptor;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.verbs.FakeSession;
 import io.metaroce.nic.verbs.QpAttrs;
@@ -44,8 +44,7 @@ class UdTransportTest {
     private Side sb;
 
     /** One application: PD, a buffer and its MR, a CQ, a UD QP. */
-    record Side(TestNode node, int pd, MemorySegment buf, int lkey, TestNode.CqHandles cq,
-            TestNode.QpHandles qp) {}
+    record Side(TestNode node, int pd, MemorySegment buf, int lkey, TestNode.CqHandles cq, TestNode.QpHandles qp) {}
 
     @BeforeEach
     void setUp() throws Exception {
@@ -84,7 +83,8 @@ class UdTransportTest {
         init.qpState = Ibv.QPS_INIT;
         init.portNum = 1;
         init.qkey = qkey;
-        assertThat(n.modifyQp(qp, Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_QKEY, init)).isZero();
+        assertThat(n.modifyQp(qp, Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_QKEY, init))
+                .isZero();
         QpAttrs rtr = new QpAttrs();
         rtr.qpState = Ibv.QPS_RTR;
         assertThat(n.modifyQp(qp, Ibv.QP_STATE, rtr)).isZero();
@@ -95,14 +95,29 @@ class UdTransportTest {
     }
 
     /** post_send on a UD QP: the WQE with its address-handle fields, then the producer index. */
-    static void postUd(RingFlyweight sq, long wrId, int opcode, int flags, int imm, long addr, int len,
-            int lkey, int dstIp, int dstQpn, int qkey) {
+    static void postUd(
+            RingFlyweight sq,
+            long wrId,
+            int opcode,
+            int flags,
+            int imm,
+            long addr,
+            int len,
+            int lkey,
+            int dstIp,
+            int dstQpn,
+            int qkey) {
         int prod = sq.producerAcquire();
         assertThat(prod - sq.consumerAcquire()).isLessThan(sq.slotCount());
         long slot = sq.slotOffset(prod);
         MemorySegment s = sq.segment();
         WqeFlyweight w = new WqeFlyweight().wrap(s, slot);
-        w.wrId(wrId).opcode(opcode).sendFlags(flags).immData(imm).numSge(len == 0 ? 0 : 1).length(len);
+        w.wrId(wrId)
+                .opcode(opcode)
+                .sendFlags(flags)
+                .immData(imm)
+                .numSge(len == 0 ? 0 : 1)
+                .length(len);
         if (len > 0) {
             w.sge(0, addr, len, lkey);
         }
@@ -115,7 +130,8 @@ class UdTransportTest {
     }
 
     static void postRecv(TestNode n, RingFlyweight rq, long wrId, long addr, int len, int lkey) {
-        assertThat(n.post(rq, wrId, 0, 0, 0, new long[] {addr}, new int[] {len}, lkey)).isTrue();
+        assertThat(n.post(rq, wrId, 0, 0, 0, new long[] {addr}, new int[] {len}, lkey))
+                .isTrue();
     }
 
     private List<TestNode.Cqe> run(Side s, int expected) {
@@ -158,9 +174,18 @@ class UdTransportTest {
             rnd.nextBytes(msgs[i]);
             MemorySegment.copy(MemorySegment.ofArray(msgs[i]), 0, sa.buf(), 8192L * i, sizes[i]);
             boolean imm = i % 2 == 1;
-            postUd(sa.qp().sq(), 100 + i, imm ? Ibv.WR_SEND_WITH_IMM : Ibv.WR_SEND,
-                    i == 2 ? 0 : Ibv.SEND_SIGNALED, Integer.reverseBytes(0xabc000 + i),
-                    sa.buf().address() + 8192L * i, sizes[i], sa.lkey(), ipB, sb.qp().qpn(), QKEY);
+            postUd(
+                    sa.qp().sq(),
+                    100 + i,
+                    imm ? Ibv.WR_SEND_WITH_IMM : Ibv.WR_SEND,
+                    i == 2 ? 0 : Ibv.SEND_SIGNALED,
+                    Integer.reverseBytes(0xabc000 + i),
+                    sa.buf().address() + 8192L * i,
+                    sizes[i],
+                    sa.lkey(),
+                    ipB,
+                    sb.qp().qpn(),
+                    QKEY);
         }
         List<TestNode.Cqe> recv = run(sb, sizes.length);
         assertThat(recv).hasSize(sizes.length);
@@ -177,12 +202,15 @@ class UdTransportTest {
             if (imm) {
                 assertThat(c.imm()).isEqualTo(Integer.reverseBytes(0xabc000 + i));
             }
-            assertThat(bytes(sb.buf(), 8192L * i, 40)).as("GRH of message " + i)
+            assertThat(bytes(sb.buf(), 8192L * i, 40))
+                    .as("GRH of message " + i)
                     .isEqualTo(grh(0x28, sizes[i], 7, ipA, ipB));
             assertThat(bytes(sb.buf(), 8192L * i + 40, sizes[i])).isEqualTo(msgs[i]);
         }
         List<TestNode.Cqe> sent = a.poll(sa.cq().ring());
-        assertThat(sent).extracting(TestNode.Cqe::wrId).as("unsignaled 102 has no completion")
+        assertThat(sent)
+                .extracting(TestNode.Cqe::wrId)
+                .as("unsignaled 102 has no completion")
                 .containsExactly(100L, 101L, 103L, 104L);
         assertThat(sent).allMatch(c -> c.status() == Ibv.WC_SUCCESS && c.opcode() == Ibv.WC_SEND);
         assertThat(a.engine.ud().packetsTx).isEqualTo(5);
@@ -194,14 +222,36 @@ class UdTransportTest {
     void aWrongQkeyIsDroppedAndCountedAndTheHighBitMeansTheQpsOwnQkey() {
         postRecv(b, sb.qp().rq(), 1, sb.buf().address(), 1024, sb.lkey());
         sa.buf().set(ValueLayout.JAVA_LONG, 0, 0x0102030405060708L);
-        postUd(sa.qp().sq(), 10, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, sa.buf().address(), 8, sa.lkey(), ipB,
-                sb.qp().qpn(), QKEY + 1);
+        postUd(
+                sa.qp().sq(),
+                10,
+                Ibv.WR_SEND,
+                Ibv.SEND_SIGNALED,
+                0,
+                sa.buf().address(),
+                8,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn(),
+                QKEY + 1);
         assertThat(run(sb, 1)).as("dropped at the receiver").isEmpty();
         assertThat(b.engine.ud().qkeyDrops).isEqualTo(1);
-        assertThat(a.poll(sa.cq().ring())).as("unreliable: the send completed").singleElement()
+        assertThat(a.poll(sa.cq().ring()))
+                .as("unreliable: the send completed")
+                .singleElement()
                 .satisfies(c -> assertThat(c.status()).isEqualTo(Ibv.WC_SUCCESS));
-        postUd(sa.qp().sq(), 11, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, sa.buf().address(), 8, sa.lkey(), ipB,
-                sb.qp().qpn(), 0x80000000);
+        postUd(
+                sa.qp().sq(),
+                11,
+                Ibv.WR_SEND,
+                Ibv.SEND_SIGNALED,
+                0,
+                sa.buf().address(),
+                8,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn(),
+                0x80000000);
         assertThat(run(sb, 1)).singleElement().satisfies(c -> {
             assertThat(c.wrId()).isEqualTo(1);
             assertThat(c.status()).isEqualTo(Ibv.WC_SUCCESS);
@@ -213,10 +263,30 @@ class UdTransportTest {
     @Test
     void aMessageLongerThanTheMtuFailsWithLocLenErrAndTheQpGoesToSqeUntilMovedBackToRts() {
         postRecv(b, sb.qp().rq(), 1, sb.buf().address(), 8192, sb.lkey());
-        postUd(sa.qp().sq(), 20, Ibv.WR_SEND, 0, 0, sa.buf().address(), 4097, sa.lkey(), ipB,
-                sb.qp().qpn(), QKEY);
-        postUd(sa.qp().sq(), 21, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, sa.buf().address(), 16, sa.lkey(), ipB,
-                sb.qp().qpn(), QKEY);
+        postUd(
+                sa.qp().sq(),
+                20,
+                Ibv.WR_SEND,
+                0,
+                0,
+                sa.buf().address(),
+                4097,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn(),
+                QKEY);
+        postUd(
+                sa.qp().sq(),
+                21,
+                Ibv.WR_SEND,
+                Ibv.SEND_SIGNALED,
+                0,
+                sa.buf().address(),
+                16,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn(),
+                QKEY);
         List<TestNode.Cqe> sent = run(sa, 2);
         assertThat(sent).extracting(TestNode.Cqe::wrId).containsExactly(20L, 21L);
         assertThat(sent.get(0).status()).as("unsignaled but failed: reported").isEqualTo(Ibv.WC_LOC_LEN_ERR);
@@ -228,25 +298,60 @@ class UdTransportTest {
         QpAttrs rts = new QpAttrs();
         rts.qpState = Ibv.QPS_RTS;
         assertThat(a.modifyQp(sa.qp().handle(), Ibv.QP_STATE, rts)).isZero();
-        postUd(sa.qp().sq(), 22, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, sa.buf().address(), 4096, sa.lkey(), ipB,
-                sb.qp().qpn(), QKEY);
-        assertThat(run(sb, 1)).singleElement().satisfies(c -> assertThat(c.byteLen()).isEqualTo(40 + 4096));
-        assertThat(a.poll(sa.cq().ring())).singleElement()
+        postUd(
+                sa.qp().sq(),
+                22,
+                Ibv.WR_SEND,
+                Ibv.SEND_SIGNALED,
+                0,
+                sa.buf().address(),
+                4096,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn(),
+                QKEY);
+        assertThat(run(sb, 1))
+                .singleElement()
+                .satisfies(c -> assertThat(c.byteLen()).isEqualTo(40 + 4096));
+        assertThat(a.poll(sa.cq().ring()))
+                .singleElement()
                 .satisfies(c -> assertThat(c.status()).isEqualTo(Ibv.WC_SUCCESS));
     }
 
     @Test
     void aBadLkeyOrOpcodeFailsTheSend() {
-        postUd(sa.qp().sq(), 30, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, sa.buf().address(), 16, sa.lkey() + 256,
-                ipB, sb.qp().qpn(), QKEY);
-        assertThat(run(sa, 1)).singleElement()
+        postUd(
+                sa.qp().sq(),
+                30,
+                Ibv.WR_SEND,
+                Ibv.SEND_SIGNALED,
+                0,
+                sa.buf().address(),
+                16,
+                sa.lkey() + 256,
+                ipB,
+                sb.qp().qpn(),
+                QKEY);
+        assertThat(run(sa, 1))
+                .singleElement()
                 .satisfies(c -> assertThat(c.status()).isEqualTo(Ibv.WC_LOC_PROT_ERR));
         QpAttrs rts = new QpAttrs();
         rts.qpState = Ibv.QPS_RTS;
         assertThat(a.modifyQp(sa.qp().handle(), Ibv.QP_STATE, rts)).isZero();
-        postUd(sa.qp().sq(), 31, Ibv.WR_RDMA_WRITE, Ibv.SEND_SIGNALED, 0, sa.buf().address(), 16, sa.lkey(),
-                ipB, sb.qp().qpn(), QKEY);
-        assertThat(run(sa, 1)).singleElement()
+        postUd(
+                sa.qp().sq(),
+                31,
+                Ibv.WR_RDMA_WRITE,
+                Ibv.SEND_SIGNALED,
+                0,
+                sa.buf().address(),
+                16,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn(),
+                QKEY);
+        assertThat(run(sa, 1))
+                .singleElement()
                 .satisfies(c -> assertThat(c.status()).isEqualTo(Ibv.WC_LOC_QP_OP_ERR));
     }
 
@@ -255,8 +360,18 @@ class UdTransportTest {
         postRecv(b, sb.qp().rq(), 1, sb.buf().address(), 40 + 99, sb.lkey());
         postRecv(b, sb.qp().rq(), 2, sb.buf().address() + 4096, 40 + 100, sb.lkey());
         for (int i = 0; i < 2; i++) {
-            postUd(sa.qp().sq(), 40 + i, Ibv.WR_SEND, 0, 0, sa.buf().address(), 100, sa.lkey(), ipB,
-                    sb.qp().qpn(), QKEY);
+            postUd(
+                    sa.qp().sq(),
+                    40 + i,
+                    Ibv.WR_SEND,
+                    0,
+                    0,
+                    sa.buf().address(),
+                    100,
+                    sa.lkey(),
+                    ipB,
+                    sb.qp().qpn(),
+                    QKEY);
         }
         List<TestNode.Cqe> got = run(sb, 2);
         assertThat(got).extracting(TestNode.Cqe::status).containsExactly(Ibv.WC_LOC_LEN_ERR, Ibv.WC_SUCCESS);
@@ -266,12 +381,32 @@ class UdTransportTest {
 
     @Test
     void withNoReceivePostedThePacketIsLostAndCounted() {
-        postUd(sa.qp().sq(), 50, Ibv.WR_SEND, 0, 0, sa.buf().address(), 10, sa.lkey(), ipB, sb.qp().qpn(),
+        postUd(
+                sa.qp().sq(),
+                50,
+                Ibv.WR_SEND,
+                0,
+                0,
+                sa.buf().address(),
+                10,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn(),
                 QKEY);
         assertThat(run(sb, 1)).isEmpty();
         assertThat(b.engine.ud().noRecvDrops).isEqualTo(1);
-        postUd(sa.qp().sq(), 51, Ibv.WR_SEND, 0, 0, sa.buf().address(), 10, sa.lkey(), ipB,
-                sb.qp().qpn() ^ 0x1000, QKEY);
+        postUd(
+                sa.qp().sq(),
+                51,
+                Ibv.WR_SEND,
+                0,
+                0,
+                sa.buf().address(),
+                10,
+                sa.lkey(),
+                ipB,
+                sb.qp().qpn() ^ 0x1000,
+                QKEY);
         assertThat(run(sb, 1)).isEmpty();
         assertThat(b.port.counters().rxUnknownQp).as("a stale QPN").isEqualTo(1);
     }
@@ -280,8 +415,7 @@ class UdTransportTest {
     void receivesComeFromTheSrqAndTheLimitEventFires() {
         TestNode.SrqHandles srq = b.createSrq(sb.pd(), 8, 1, 0);
         TestNode.CqHandles cq = b.createCq(16, NO_HANDLE);
-        TestNode.QpHandles qp = b.createQp(sb.pd(), cq.handle(), cq.handle(), srq.handle(), Ibv.QPT_UD, 4,
-                1, 0);
+        TestNode.QpHandles qp = b.createQp(sb.pd(), cq.handle(), cq.handle(), srq.handle(), Ibv.QPT_UD, 4, 1, 0);
         toRts(b, qp.handle(), QKEY);
         for (int i = 0; i < 4; i++) {
             postRecv(b, srq.ring(), 900 + i, sb.buf().address() + 1024L * i, 1024, sb.lkey());
@@ -291,8 +425,18 @@ class UdTransportTest {
         assertThat(b.call(MRCE_OP_MODIFY_SRQ, arm).status()).isZero();
         for (int i = 0; i < 2; i++) {
             sa.buf().set(ValueLayout.JAVA_INT, 64L * i, 0x5eed0000 + i);
-            postUd(sa.qp().sq(), 60 + i, Ibv.WR_SEND, 0, 0, sa.buf().address() + 64L * i, 4, sa.lkey(), ipB,
-                    qp.qpn(), QKEY);
+            postUd(
+                    sa.qp().sq(),
+                    60 + i,
+                    Ibv.WR_SEND,
+                    0,
+                    0,
+                    sa.buf().address() + 64L * i,
+                    4,
+                    sa.lkey(),
+                    ipB,
+                    qp.qpn(),
+                    QKEY);
         }
         List<TestNode.Cqe> got = new ArrayList<>();
         for (int i = 0; i < 100 && got.size() < 2; i++) {
@@ -301,8 +445,11 @@ class UdTransportTest {
             got.addAll(b.poll(cq.ring()));
         }
         assertThat(got).extracting(TestNode.Cqe::wrId).containsExactly(900L, 901L);
-        assertThat(got).allMatch(c -> c.status() == Ibv.WC_SUCCESS && c.srcQp() == sa.qp().qpn()
-                && c.qpNum() == qp.qpn() && c.byteLen() == 44);
+        assertThat(got)
+                .allMatch(c -> c.status() == Ibv.WC_SUCCESS
+                        && c.srcQp() == sa.qp().qpn()
+                        && c.qpNum() == qp.qpn()
+                        && c.byteLen() == 44);
         assertThat(sb.buf().get(ValueLayout.JAVA_INT, 40)).isEqualTo(0x5eed0000);
         assertThat(sb.buf().get(ValueLayout.JAVA_INT, 1024 + 40)).isEqualTo(0x5eed0001);
         FakeSession.Response ev = b.call(MRCE_OP_GET_ASYNC_EVENT, TestNode.req(0));
@@ -311,8 +458,11 @@ class UdTransportTest {
                 .isEqualTo(Ibv.EVENT_SRQ_LIMIT_REACHED);
         assertThat(ev.payload().getInt((int) AsyncEventDescriptor.OFF_ELEMENT)).isEqualTo(srq.handle());
         assertThat(b.call(MRCE_OP_GET_ASYNC_EVENT, TestNode.req(0)).status()).isEqualTo(Errno.EAGAIN);
-        assertThat(b.call(MRCE_OP_QUERY_SRQ, TestNode.handleReq(srq.handle())).payload().getInt(8))
-                .as("disarmed").isZero();
+        assertThat(b.call(MRCE_OP_QUERY_SRQ, TestNode.handleReq(srq.handle()))
+                        .payload()
+                        .getInt(8))
+                .as("disarmed")
+                .isZero();
         // the QP going to ERR leaves the SRQ's receives alone
         QpAttrs err = new QpAttrs();
         err.qpState = Ibv.QPS_ERR;
@@ -324,26 +474,36 @@ class UdTransportTest {
     @Test
     void aFullReceiveCqDropsThePacketAndLeavesTheReceivePosted() {
         TestNode.CqHandles small = b.createCq(2, NO_HANDLE);
-        TestNode.QpHandles qp = b.createQp(sb.pd(), small.handle(), small.handle(), NO_HANDLE, Ibv.QPT_UD,
-                4, 1, 0);
+        TestNode.QpHandles qp = b.createQp(sb.pd(), small.handle(), small.handle(), NO_HANDLE, Ibv.QPT_UD, 4, 1, 0);
         toRts(b, qp.handle(), QKEY);
         for (int i = 0; i < 4; i++) {
             postRecv(b, qp.rq(), 80 + i, sb.buf().address() + 128L * i, 128, sb.lkey());
         }
         for (int i = 0; i < 3; i++) {
             sa.buf().set(ValueLayout.JAVA_INT, 16L * i, 0x70 + i);
-            postUd(sa.qp().sq(), 85 + i, Ibv.WR_SEND, 0, 0, sa.buf().address() + 16L * i, 4, sa.lkey(), ipB,
-                    qp.qpn(), QKEY);
+            postUd(
+                    sa.qp().sq(),
+                    85 + i,
+                    Ibv.WR_SEND,
+                    0,
+                    0,
+                    sa.buf().address() + 16L * i,
+                    4,
+                    sa.lkey(),
+                    ipB,
+                    qp.qpn(),
+                    QKEY);
         }
         for (int i = 0; i < 10; i++) {
             a.pump();
             b.pump();
         }
         assertThat(b.engine.ud().cqFullDrops).isEqualTo(1);
-        assertThat(qp.rq().consumerAcquire()).as("the third receive is still posted").isEqualTo(2);
+        assertThat(qp.rq().consumerAcquire())
+                .as("the third receive is still posted")
+                .isEqualTo(2);
         assertThat(b.poll(small.ring())).extracting(TestNode.Cqe::wrId).containsExactly(80L, 81L);
-        postUd(sa.qp().sq(), 88, Ibv.WR_SEND, 0, 0, sa.buf().address() + 32, 4, sa.lkey(), ipB, qp.qpn(),
-                QKEY);
+        postUd(sa.qp().sq(), 88, Ibv.WR_SEND, 0, 0, sa.buf().address() + 32, 4, sa.lkey(), ipB, qp.qpn(), QKEY);
         List<TestNode.Cqe> got = new ArrayList<>();
         for (int i = 0; i < 10; i++) {
             a.pump();
@@ -361,7 +521,18 @@ class UdTransportTest {
         QpAttrs err = new QpAttrs();
         err.qpState = Ibv.QPS_ERR;
         assertThat(b.modifyQp(sb.qp().handle(), Ibv.QP_STATE, err)).isZero();
-        postUd(sb.qp().sq(), 73, Ibv.WR_SEND, 0, 0, sb.buf().address(), 4, sb.lkey(), ipA, sa.qp().qpn(), QKEY);
+        postUd(
+                sb.qp().sq(),
+                73,
+                Ibv.WR_SEND,
+                0,
+                0,
+                sb.buf().address(),
+                4,
+                sb.lkey(),
+                ipA,
+                sa.qp().qpn(),
+                QKEY);
         List<TestNode.Cqe> got = run(sb, 3);
         assertThat(got).extracting(TestNode.Cqe::wrId).containsExactlyInAnyOrder(71L, 72L, 73L);
         assertThat(got).allMatch(c -> c.status() == Ibv.WC_WR_FLUSH_ERR);
@@ -370,15 +541,19 @@ class UdTransportTest {
 
     @Test
     void theUdStateMachineIsTheOneIbvUdPingpongUses() {
-        TestNode.QpHandles qp = a.createQp(sa.pd(), sa.cq().handle(), sa.cq().handle(), NO_HANDLE,
-                Ibv.QPT_UD, 4, 1, 0);
+        TestNode.QpHandles qp = a.createQp(sa.pd(), sa.cq().handle(), sa.cq().handle(), NO_HANDLE, Ibv.QPT_UD, 4, 1, 0);
         QpAttrs init = new QpAttrs();
         init.qpState = Ibv.QPS_INIT;
         init.portNum = 1;
         assertThat(a.modifyQp(qp.handle(), Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT, init))
-                .as("INIT needs the Q_Key").isEqualTo(Errno.EINVAL);
-        assertThat(a.modifyQp(qp.handle(), Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_QKEY
-                | Ibv.QP_ACCESS_FLAGS, init)).as("no access flags on UD").isEqualTo(Errno.EINVAL);
+                .as("INIT needs the Q_Key")
+                .isEqualTo(Errno.EINVAL);
+        assertThat(a.modifyQp(
+                        qp.handle(),
+                        Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_QKEY | Ibv.QP_ACCESS_FLAGS,
+                        init))
+                .as("no access flags on UD")
+                .isEqualTo(Errno.EINVAL);
         toRts(a, qp.handle(), 0x2222);
         QpAttrs q = a.queryQp(qp.handle());
         assertThat(q.qpState).isEqualTo(Ibv.QPS_RTS);

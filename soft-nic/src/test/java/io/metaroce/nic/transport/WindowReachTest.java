@@ -35,9 +35,14 @@ class WindowReachTest {
         SimStream.Result r = SimStream.run(c);
         assertThat(r.failed()).as(r.note()).isFalse();
         double share = r.gbps() / 2;
-        System.out.println(String.format(Locale.ROOT,
+        System.out.println(String.format(
+                Locale.ROOT,
                 "window-reach path MTU %4d, one-way delay %4d us: %.3f Gbit/s, %.2f of 2, QP window %d packets",
-                mtu == Ibv.MTU_1024 ? 1024 : 4096, oneWayUs, r.gbps(), share, window[0]));
+                mtu == Ibv.MTU_1024 ? 1024 : 4096,
+                oneWayUs,
+                r.gbps(),
+                share,
+                window[0]));
         return share;
     }
 

@@ -31,7 +31,9 @@ class WireSizesTest {
         for (int mtu = 1100; mtu <= 10000; mtu += 37) {
             int p = Wire.rcPayloadPerPacket(4096, mtu);
             // a packet with a RETH fits the frame the peer (same MTU) accepts, or it is the IB size
-            assertThat(p + 64 <= Wire.frameBytes(mtu) || p <= mtu - 76).as("mtu %d", mtu).isTrue();
+            assertThat(p + 64 <= Wire.frameBytes(mtu) || p <= mtu - 76)
+                    .as("mtu %d", mtu)
+                    .isTrue();
             assertThat(p).isLessThanOrEqualTo(Wire.frameBytes(mtu) - 48);
         }
     }

@@ -29,8 +29,8 @@ class CmBridgeRestartTest {
     static final class AcceptAll implements ConnectionManager.Listener {
         @Override
         public ConnectionManager.Decision onConnect(int peerIp, CmMessage.Endpoint remote) {
-            return new ConnectionManager.Decision.Accept(new CmMessage.Endpoint(remote.peerQpn(), remote.qpn(), 4096,
-                    256, 1, 0x5eed, new int[] {1, 2}));
+            return new ConnectionManager.Decision.Accept(
+                    new CmMessage.Endpoint(remote.peerQpn(), remote.qpn(), 4096, 256, 1, 0x5eed, new int[] {1, 2}));
         }
 
         @Override
@@ -93,20 +93,27 @@ class CmBridgeRestartTest {
         pumpUntil("the first handshake", () -> bridge.handshakes.get() == 1);
 
         peer.close();
-        pumpUntil("the connection to the stopped peer to close", () -> !bridge.manager().peerConnected(B));
+        pumpUntil(
+                "the connection to the stopped peer to close",
+                () -> !bridge.manager().peerConnected(B));
         // Reaches RTR while the peer daemon is down: its CONNECT waits for the next connection.
         TestNode.QpHandles fresh = node.createQp(pd, cq.handle(), cq.handle(), 8, 1, 0);
         node.connect(fresh.handle(), B, 21, 300, 400, Ibv.MTU_1024);
         peer = ConnectionManager.start(B, CONFIG, new AcceptAll(), secret); // the restarted daemon: a new boot id
 
-        pumpUntil("the second handshake and the old QP's failure",
+        pumpUntil(
+                "the second handshake and the old QP's failure",
                 () -> bridge.handshakes.get() == 2 && bridge.failures.get() == 1);
         for (int i = 0; i < 50; i++) { // any further command (a late failure) has run
             node.pump();
             Thread.sleep(2);
         }
-        assertThat(node.queryQp(old.handle()).qpState).as("connected to the lost incarnation").isEqualTo(Ibv.QPS_ERR);
-        assertThat(node.queryQp(fresh.handle()).qpState).as("connected to the new incarnation").isEqualTo(Ibv.QPS_RTS);
+        assertThat(node.queryQp(old.handle()).qpState)
+                .as("connected to the lost incarnation")
+                .isEqualTo(Ibv.QPS_ERR);
+        assertThat(node.queryQp(fresh.handle()).qpState)
+                .as("connected to the new incarnation")
+                .isEqualTo(Ibv.QPS_RTS);
         assertThat(bridge.failures.get()).isEqualTo(1);
     }
 }

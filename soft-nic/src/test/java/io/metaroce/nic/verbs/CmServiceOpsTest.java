@@ -3,13 +3,13 @@ package io.metaroce.nic.verbs;
 import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.abi.CmGetRequestReqDescriptor;
+import io.metaroce.abi.CmListenReqDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.control.cm.CmMessage;
 import io.metaroce.control.cm.ConnectionManager;
 import io.metaroce.control.cm.ServiceTable;
-import io.metaroce.abi.CmGetRequestReqDescriptor;
-import io.metaroce.abi.CmListenReqDescriptor;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
@@ -53,19 +53,22 @@ class CmServiceOpsTest {
     @Test
     void withoutTheManagerTheOpsAreNotSupported() throws Exception {
         node();
-        assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status()).as("before HELLO").isEqualTo(Errno.EPROTO);
+        assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status())
+                .as("before HELLO")
+                .isEqualTo(Errno.EPROTO);
         node.hello();
         assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status()).isEqualTo(Errno.EOPNOTSUPP);
         assertThat(node.call(MRCE_OP_CM_BIND, listen(5)).status()).isEqualTo(Errno.EOPNOTSUPP);
-        assertThat(node.call(MRCE_OP_CM_GET_REQUEST, TestNode.req(CmGetRequestReqDescriptor.SIZE)).status())
+        assertThat(node.call(MRCE_OP_CM_GET_REQUEST, TestNode.req(CmGetRequestReqDescriptor.SIZE))
+                        .status())
                 .isEqualTo(Errno.EOPNOTSUPP);
     }
 
     @Test
     void listensGoAwayWithTheSession() throws Exception {
         node();
-        cm = ConnectionManager.start(0x7f000001, new ConnectionManager.Config(24795, 50, 300, 1000),
-                new ConnectionManager.Listener() {
+        cm = ConnectionManager.start(
+                0x7f000001, new ConnectionManager.Config(24795, 50, 300, 1000), new ConnectionManager.Listener() {
                     @Override
                     public ConnectionManager.Decision onConnect(int peerIp, CmMessage.Endpoint remote) {
                         return new ConnectionManager.Decision.Reject(CmMessage.REASON_NO_QP);
@@ -82,12 +85,19 @@ class CmServiceOpsTest {
         node.service.services(table);
         node.hello();
         assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status()).isZero();
-        assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status()).as("EADDRINUSE").isEqualTo(98);
-        assertThat(node.call(MRCE_OP_CM_GET_REQUEST, TestNode.req(CmGetRequestReqDescriptor.SIZE)).status())
+        assertThat(node.call(MRCE_OP_CM_LISTEN, listen(5)).status())
+                .as("EADDRINUSE")
+                .isEqualTo(98);
+        assertThat(node.call(MRCE_OP_CM_GET_REQUEST, TestNode.req(CmGetRequestReqDescriptor.SIZE))
+                        .status())
                 .isEqualTo(Errno.EAGAIN);
-        assertThat(node.call(MRCE_OP_CM_BIND, listen(5)).status()).as("bind of a listened id").isEqualTo(98);
+        assertThat(node.call(MRCE_OP_CM_BIND, listen(5)).status())
+                .as("bind of a listened id")
+                .isEqualTo(98);
         assertThat(node.call(MRCE_OP_CM_BIND, listen(6)).status()).isZero();
-        assertThat(node.call(MRCE_OP_CM_BIND, listen(6)).status()).as("second bind").isEqualTo(98);
+        assertThat(node.call(MRCE_OP_CM_BIND, listen(6)).status())
+                .as("second bind")
+                .isEqualTo(98);
         assertThat(table.listening()).isEqualTo(1);
         assertThat(table.bound()).isEqualTo(1);
         assertThat(node.service.objectsJson()).contains("\"cmService\":{\"listening\":1,\"bound\":1,\"held\":0");

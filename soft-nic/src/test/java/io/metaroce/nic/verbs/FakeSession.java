@@ -1,10 +1,10 @@
 package io.metaroce.nic.verbs;
 
-import io.metaroce.control.LocalSession;
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.abi.CreateCqRespDescriptor;
 import io.metaroce.abi.CreateQpRespDescriptor;
 import io.metaroce.abi.CreateSrqRespDescriptor;
+import io.metaroce.control.LocalSession;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -18,8 +18,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * QP memfd when the response arrives (the daemon closes its copy after responding).
  */
 public final class FakeSession implements LocalSession {
-    public record Response(int op, int seq, int status, ByteBuffer payload, int[] fds,
-            MemorySegment mapping) {}
+    public record Response(int op, int seq, int status, ByteBuffer payload, int[] fds, MemorySegment mapping) {}
 
     private final long id;
     private final int pid;
@@ -59,8 +58,10 @@ public final class FakeSession implements LocalSession {
         ByteBuffer copy = ByteBuffer.allocate(payload.remaining()).order(ByteOrder.LITTLE_ENDIAN);
         copy.put(payload.duplicate()).flip();
         MemorySegment map = null;
-        if (status == 0 && (op == AbiConstants.MRCE_OP_CREATE_CQ || op == AbiConstants.MRCE_OP_CREATE_QP
-                || op == AbiConstants.MRCE_OP_CREATE_SRQ)) {
+        if (status == 0
+                && (op == AbiConstants.MRCE_OP_CREATE_CQ
+                        || op == AbiConstants.MRCE_OP_CREATE_QP
+                        || op == AbiConstants.MRCE_OP_CREATE_SRQ)) {
             long size = switch (op) {
                 case AbiConstants.MRCE_OP_CREATE_CQ -> copy.getLong((int) CreateCqRespDescriptor.OFF_MAP_SIZE);
                 case AbiConstants.MRCE_OP_CREATE_QP -> copy.getLong((int) CreateQpRespDescriptor.OFF_MAP_SIZE);

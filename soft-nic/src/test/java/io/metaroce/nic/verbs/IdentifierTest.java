@@ -24,11 +24,15 @@ class IdentifierTest {
             assertThat(t.byRkey(mr.rkey)).isSameAs(mr);
             assertThat(t.byLkey(mr.lkey)).isSameAs(mr);
             assertThat(t.byRkey(mr.rkey ^ 1)).isNull();
-            assertThat(t.byRkey(mr.rkey ^ (1 << 30))).as("the random high bits are checked").isNull();
+            assertThat(t.byRkey(mr.rkey ^ (1 << 30)))
+                    .as("the random high bits are checked")
+                    .isNull();
             highBits.add(mr.rkey >>> 18);
             tags.add(mr.rkey & 0x7f);
             if (prev != null) {
-                assertThat(mr.rkey - prev.rkey).as("not the previous key plus a step").isNotEqualTo(0x100);
+                assertThat(mr.rkey - prev.rkey)
+                        .as("not the previous key plus a step")
+                        .isNotEqualTo(0x100);
             }
             prev = mr;
         }

@@ -94,39 +94,55 @@ class ImportContextTest {
     @Test
     void onlyTheHolderOfALiveContextMemfdJoins() throws Throwable {
         int token = contextFd(exporter);
-        assertThat(status(exporter, MRCE_OP_CONTEXT_FD, TestNode.req(0))).as("second").isEqualTo(Errno.EEXIST);
+        assertThat(status(exporter, MRCE_OP_CONTEXT_FD, TestNode.req(0)))
+                .as("second")
+                .isEqualTo(Errno.EEXIST);
         TestNode importer = exporter.connectionOf(0);
-        assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(token))).as("before HELLO")
+        assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(token)))
+                .as("before HELLO")
                 .isEqualTo(Errno.EPROTO);
         FakeSession.Response hello = importer.hello();
-        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(1))).as("no context")
+        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(1)))
+                .as("no context")
                 .isEqualTo(Errno.EINVAL);
-        assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(-1))).isEqualTo(Errno.EBADF);
-        assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(1 << 20))).as("no such fd")
+        assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(-1)))
+                .isEqualTo(Errno.EBADF);
+        assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(1 << 20)))
+                .as("no such fd")
                 .isEqualTo(Errno.EBADF);
         assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(hello.fds()[0])))
-                .as("an eventfd of the daemon").isEqualTo(Errno.EINVAL);
+                .as("an eventfd of the daemon")
+                .isEqualTo(Errno.EINVAL);
         // A forged token: the right name and contents, another file.
         int forged = LibC.memfdCreate("mrce-context", LibC.MFD_CLOEXEC);
         try {
             MemorySegment copy = arena.allocate(ContextTokenDescriptor.SIZE);
-            MemorySegment.copy(Files.readAllBytes(Path.of("/proc/self/fd/" + token)), 0, copy,
-                    java.lang.foreign.ValueLayout.JAVA_BYTE, 0, ContextTokenDescriptor.SIZE);
+            MemorySegment.copy(
+                    Files.readAllBytes(Path.of("/proc/self/fd/" + token)),
+                    0,
+                    copy,
+                    java.lang.foreign.ValueLayout.JAVA_BYTE,
+                    0,
+                    ContextTokenDescriptor.SIZE);
             assertThat(LibC.write(forged, copy, ContextTokenDescriptor.SIZE)).isEqualTo(ContextTokenDescriptor.SIZE);
-            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(forged))).as("forged")
+            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(forged)))
+                    .as("forged")
                     .isEqualTo(Errno.EINVAL);
         } finally {
             LibC.close(forged);
         }
         int held = dup(token); // the importer's copy, by another number
         try {
-            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(held))).isZero();
-            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(held))).isEqualTo(Errno.EEXIST);
+            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(held)))
+                    .isZero();
+            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(held)))
+                    .isEqualTo(Errno.EEXIST);
             assertThat(status(importer, MRCE_OP_CONTEXT_FD, TestNode.req(0))).isEqualTo(Errno.EEXIST);
             TestNode late = exporter.connectionOf(0);
             late.hello();
             late.allocPd();
-            assertThat(status(late, MRCE_OP_IMPORT_CONTEXT, importContextReq(held))).as("has objects")
+            assertThat(status(late, MRCE_OP_IMPORT_CONTEXT, importContextReq(held)))
+                    .as("has objects")
                     .isEqualTo(Errno.EEXIST);
             assertThat(exporter.service.contextCount()).isEqualTo(1);
 
@@ -140,7 +156,8 @@ class ImportContextTest {
             TestNode after = exporter.connectionOf(0);
             after.hello();
             assertThat(status(after, MRCE_OP_IMPORT_CONTEXT, importContextReq(held)))
-                    .as("a context with no member left").isEqualTo(Errno.EINVAL);
+                    .as("a context with no member left")
+                    .isEqualTo(Errno.EINVAL);
         } finally {
             LibC.close(held);
         }
@@ -157,18 +174,23 @@ class ImportContextTest {
         importer.hello();
         int held = dup(token);
         try {
-            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(held))).isZero();
+            assertThat(status(importer, MRCE_OP_IMPORT_CONTEXT, importContextReq(held)))
+                    .isZero();
         } finally {
             LibC.close(held);
         }
-        assertThat(status(importer, MRCE_OP_IMPORT_MR, importMrReq(pd, mr[0]))).as("PD not imported yet")
+        assertThat(status(importer, MRCE_OP_IMPORT_MR, importMrReq(pd, mr[0])))
+                .as("PD not imported yet")
                 .isEqualTo(Errno.ENOENT);
         assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(pd))).isZero();
         assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(pd))).isEqualTo(Errno.EEXIST);
-        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(4242))).as("unknown handle")
+        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(4242)))
+                .as("unknown handle")
                 .isEqualTo(Errno.ENOENT);
-        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(spare))).isZero();
-        assertThat(status(importer, MRCE_OP_IMPORT_MR, importMrReq(spare, mr[0]))).as("MR on another PD")
+        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(spare)))
+                .isZero();
+        assertThat(status(importer, MRCE_OP_IMPORT_MR, importMrReq(spare, mr[0])))
+                .as("MR on another PD")
                 .isEqualTo(Errno.EINVAL);
         assertThat(status(importer, MRCE_OP_IMPORT_MR, importMrReq(pd, 4242))).isEqualTo(Errno.ENOENT);
         FakeSession.Response imp = importer.call(MRCE_OP_IMPORT_MR, importMrReq(pd, mr[0]));
@@ -196,24 +218,38 @@ class ImportContextTest {
 
         // Destroying is the owner's: the importer unimports.
         assertThat(status(importer, MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd))).isEqualTo(Errno.EPERM);
-        assertThat(status(importer, MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0]))).isEqualTo(Errno.EPERM);
-        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(pd))).as("its QP and MR use it")
+        assertThat(status(importer, MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])))
+                .isEqualTo(Errno.EPERM);
+        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(pd)))
+                .as("its QP and MR use it")
                 .isEqualTo(Errno.EBUSY);
-        assertThat(status(exporter, MRCE_OP_DEALLOC_PD, TestNode.handleReq(spare))).as("imported")
+        assertThat(status(exporter, MRCE_OP_DEALLOC_PD, TestNode.handleReq(spare)))
+                .as("imported")
                 .isEqualTo(Errno.EBUSY);
-        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(spare))).isZero();
-        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(spare))).as("unimported")
+        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(spare)))
+                .isZero();
+        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(spare)))
+                .as("unimported")
                 .isEqualTo(Errno.ENOENT);
-        assertThat(status(importer, MRCE_OP_CREATE_SRQ, srqReq(spare))).as("use after unimport")
+        assertThat(status(importer, MRCE_OP_CREATE_SRQ, srqReq(spare)))
+                .as("use after unimport")
                 .isEqualTo(Errno.ENOENT);
-        assertThat(status(exporter, MRCE_OP_DEALLOC_PD, TestNode.handleReq(spare))).isZero();
-        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(spare))).as("stale handle")
+        assertThat(status(exporter, MRCE_OP_DEALLOC_PD, TestNode.handleReq(spare)))
+                .isZero();
+        assertThat(status(importer, MRCE_OP_IMPORT_PD, TestNode.handleReq(spare)))
+                .as("stale handle")
                 .isEqualTo(Errno.ENOENT);
-        assertThat(status(importer, MRCE_OP_UNIMPORT_MR, TestNode.handleReq(mr[0]))).isZero();
-        assertThat(status(importer, MRCE_OP_UNIMPORT_MR, TestNode.handleReq(mr[0]))).isEqualTo(Errno.ENOENT);
-        assertThat(exporter.engine.datapath().mrs.byRkey(mr[2])).as("unimport leaves the MR").isSameAs(theirs);
-        assertThat(status(exporter, MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0]))).isZero();
-        assertThat(status(importer, MRCE_OP_IMPORT_MR, importMrReq(pd, mr[0]))).as("deregistered")
+        assertThat(status(importer, MRCE_OP_UNIMPORT_MR, TestNode.handleReq(mr[0])))
+                .isZero();
+        assertThat(status(importer, MRCE_OP_UNIMPORT_MR, TestNode.handleReq(mr[0])))
+                .isEqualTo(Errno.ENOENT);
+        assertThat(exporter.engine.datapath().mrs.byRkey(mr[2]))
+                .as("unimport leaves the MR")
+                .isSameAs(theirs);
+        assertThat(status(exporter, MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])))
+                .isZero();
+        assertThat(status(importer, MRCE_OP_IMPORT_MR, importMrReq(pd, mr[0])))
+                .as("deregistered")
                 .isEqualTo(Errno.ENOENT);
 
         // The exporter exits: its objects go, the importer's stay on the PD it still references.
@@ -221,9 +257,12 @@ class ImportContextTest {
         exporter.pump();
         assertThat(exporter.engine.datapath().mrs.byLkey(ownMr[1])).isSameAs(mine);
         assertThat(exporter.engine.activeQps()).isEqualTo(1);
-        assertThat(status(importer, MRCE_OP_DESTROY_QP, TestNode.handleReq(qp.handle()))).isZero();
-        assertThat(status(importer, MRCE_OP_DEREG_MR, TestNode.handleReq(ownMr[0]))).isZero();
-        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(pd))).isZero();
+        assertThat(status(importer, MRCE_OP_DESTROY_QP, TestNode.handleReq(qp.handle())))
+                .isZero();
+        assertThat(status(importer, MRCE_OP_DEREG_MR, TestNode.handleReq(ownMr[0])))
+                .isZero();
+        assertThat(status(importer, MRCE_OP_UNIMPORT_PD, TestNode.handleReq(pd)))
+                .isZero();
         importer.service.onSessionClosed(importer.session);
         importer.pump();
         assertThat(exporter.service.sessionCount()).isZero();

@@ -1,9 +1,9 @@
 package io.metaroce.nic.verbs;
 
+import static io.metaroce.nic.abi.Ibv.*;
 import static io.metaroce.nic.verbs.QpStateMachine.EINVAL;
 import static io.metaroce.nic.verbs.QpStateMachine.OK;
 import static io.metaroce.nic.verbs.QpStateMachine.validate;
-import static io.metaroce.nic.abi.Ibv.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
@@ -12,15 +12,31 @@ class QpStateMachineTest {
 
     // The masks ibv_rc_pingpong (rdma-core libibverbs/examples) uses, i.e. the minimal RC ones.
     private static final int RC_INIT = QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS;
-    private static final int RC_RTR = QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN
-            | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER;
-    private static final int RC_RTS = QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN
-            | QP_MAX_QP_RD_ATOMIC;
+    private static final int RC_RTR =
+            QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER;
+    private static final int RC_RTS = QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN | QP_MAX_QP_RD_ATOMIC;
     private static final int[] ALL_ATTRS = {
-        QP_CUR_STATE, QP_EN_SQD_ASYNC_NOTIFY, QP_ACCESS_FLAGS, QP_PKEY_INDEX, QP_PORT,
-        QP_QKEY, QP_AV, QP_PATH_MTU, QP_TIMEOUT, QP_RETRY_CNT, QP_RNR_RETRY,
-        QP_RQ_PSN, QP_MAX_QP_RD_ATOMIC, QP_ALT_PATH, QP_MIN_RNR_TIMER, QP_SQ_PSN,
-        QP_MAX_DEST_RD_ATOMIC, QP_PATH_MIG_STATE, QP_CAP, QP_DEST_QPN, QP_RATE_LIMIT
+        QP_CUR_STATE,
+        QP_EN_SQD_ASYNC_NOTIFY,
+        QP_ACCESS_FLAGS,
+        QP_PKEY_INDEX,
+        QP_PORT,
+        QP_QKEY,
+        QP_AV,
+        QP_PATH_MTU,
+        QP_TIMEOUT,
+        QP_RETRY_CNT,
+        QP_RNR_RETRY,
+        QP_RQ_PSN,
+        QP_MAX_QP_RD_ATOMIC,
+        QP_ALT_PATH,
+        QP_MIN_RNR_TIMER,
+        QP_SQ_PSN,
+        QP_MAX_DEST_RD_ATOMIC,
+        QP_PATH_MIG_STATE,
+        QP_CAP,
+        QP_DEST_QPN,
+        QP_RATE_LIMIT
     };
 
     private static int to(int qpType, int from, int to, int mask) {
@@ -67,7 +83,8 @@ class QpStateMachineTest {
             for (int bit : ALL_ATTRS) {
                 if ((c[2] & bit) != 0) {
                     assertThat(to(QPT_RC, c[0], c[1], c[2] & ~bit))
-                            .as("%d->%d without 0x%x", c[0], c[1], bit).isEqualTo(EINVAL);
+                            .as("%d->%d without 0x%x", c[0], c[1], bit)
+                            .isEqualTo(EINVAL);
                 }
             }
         }
@@ -91,7 +108,8 @@ class QpStateMachineTest {
                 for (int bit : ALL_ATTRS) {
                     int expect = ((req | opt) & bit) != 0 ? OK : EINVAL;
                     assertThat(to(QPT_RC, from, next, req | bit))
-                            .as("%d->%d with 0x%x", from, next, bit).isEqualTo(expect);
+                            .as("%d->%d with 0x%x", from, next, bit)
+                            .isEqualTo(expect);
                 }
             }
         }
@@ -113,7 +131,9 @@ class QpStateMachineTest {
         };
         for (int[] t : illegal) {
             for (int mask : new int[] {0, RC_INIT, RC_RTR, RC_RTS, RC_INIT | RC_RTR | RC_RTS}) {
-                assertThat(to(QPT_RC, t[0], t[1], mask)).as("%d->%d", t[0], t[1]).isEqualTo(EINVAL);
+                assertThat(to(QPT_RC, t[0], t[1], mask))
+                        .as("%d->%d", t[0], t[1])
+                        .isEqualTo(EINVAL);
             }
         }
         assertThat(to(QPT_RC, QPS_RESET, QPS_UNKNOWN, 0)).isEqualTo(EINVAL);
@@ -145,8 +165,8 @@ class QpStateMachineTest {
         assertThat(validate(QPT_RC, QPS_RTR, QP_STATE | RC_RTS, QPS_RTS, QPS_ERR))
                 .isEqualTo(OK);
         // CUR_STATE is not an attribute of RESET->INIT even when it matches.
-        assertThat(validate(QPT_RC, QPS_RESET, QP_STATE | RC_INIT | QP_CUR_STATE, QPS_INIT,
-                QPS_RESET)).isEqualTo(EINVAL);
+        assertThat(validate(QPT_RC, QPS_RESET, QP_STATE | RC_INIT | QP_CUR_STATE, QPS_INIT, QPS_RESET))
+                .isEqualTo(EINVAL);
     }
 
     @Test

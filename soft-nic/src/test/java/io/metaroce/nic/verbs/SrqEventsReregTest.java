@@ -4,12 +4,13 @@ import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.abi.AsyncEventDescriptor;
+import io.metaroce.abi.Errno;
 import io.metaroce.abi.HelloRespDescriptor;
-import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.ModifySrqReqDescriptor;
 import io.metaroce.abi.ReregMrReqDescriptor;
 import io.metaroce.abi.SrqAttrDescriptor;
 import io.metaroce.abi.WqeDescriptor;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.model.AsyncEventQueue;
 import io.metaroce.nic.model.Mr;
@@ -17,7 +18,6 @@ import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.model.Pd;
 import io.metaroce.nic.model.Srq;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.transport.Qp;
@@ -55,9 +55,24 @@ class SrqEventsReregTest {
 
     private static Limits limits(int maxQp, int maxCq, int maxSrq, int maxMr, int maxPd) {
         Limits d = Limits.defaults();
-        return new Limits(maxQp, d.maxQpWr(), d.maxSge(), maxCq, d.maxCqe(), maxMr, d.maxMrSize(),
-                maxPd, d.maxInline(), d.maxQpRdAtom(), d.maxCompChannel(), maxSrq, 64, 4,
-                d.maxQpInitRdAtom(), d.atomicCap(), d.maxAh());
+        return new Limits(
+                maxQp,
+                d.maxQpWr(),
+                d.maxSge(),
+                maxCq,
+                d.maxCqe(),
+                maxMr,
+                d.maxMrSize(),
+                maxPd,
+                d.maxInline(),
+                d.maxQpRdAtom(),
+                d.maxCompChannel(),
+                maxSrq,
+                64,
+                4,
+                d.maxQpInitRdAtom(),
+                d.atomicCap(),
+                d.maxAh());
     }
 
     private static ByteBuffer modifySrq(int handle, int mask, int maxWr, int limit) {
@@ -72,9 +87,11 @@ class SrqEventsReregTest {
     private int[] querySrq(int handle) {
         FakeSession.Response r = node.call(MRCE_OP_QUERY_SRQ, TestNode.handleReq(handle));
         assertThat(r.status()).isZero();
-        return new int[] {r.payload().getInt((int) SrqAttrDescriptor.OFF_MAX_WR),
+        return new int[] {
+            r.payload().getInt((int) SrqAttrDescriptor.OFF_MAX_WR),
             r.payload().getInt((int) SrqAttrDescriptor.OFF_MAX_SGE),
-            r.payload().getInt((int) SrqAttrDescriptor.OFF_SRQ_LIMIT)};
+            r.payload().getInt((int) SrqAttrDescriptor.OFF_SRQ_LIMIT)
+        };
     }
 
     /** {event_type, element} or null when GET_ASYNC_EVENT says EAGAIN. */
@@ -86,8 +103,10 @@ class SrqEventsReregTest {
         }
         assertThat(r.status()).isZero();
         assertThat(r.payload().remaining()).isEqualTo(AsyncEventDescriptor.SIZE);
-        return new int[] {r.payload().getInt((int) AsyncEventDescriptor.OFF_EVENT_TYPE),
-            r.payload().getInt((int) AsyncEventDescriptor.OFF_ELEMENT)};
+        return new int[] {
+            r.payload().getInt((int) AsyncEventDescriptor.OFF_EVENT_TYPE),
+            r.payload().getInt((int) AsyncEventDescriptor.OFF_ELEMENT)
+        };
     }
 
     /** The counter of an eventfd, from /proc (reading it could block). */
@@ -144,24 +163,35 @@ class SrqEventsReregTest {
         assertThat(srq.ring().slotSize()).isEqualTo((int) WqeDescriptor.SIZE);
         assertThat(querySrq(srq.handle())).containsExactly(16, 2, 0);
 
-        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 2, 0, 5)).status()).isZero();
+        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 2, 0, 5))
+                        .status())
+                .isZero();
         assertThat(querySrq(srq.handle())).containsExactly(16, 2, 5);
-        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 1, 32, 0)).status())
-                .as("resize").isEqualTo(Errno.EINVAL);
-        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 3, 16, 1)).status())
-                .as("resize with limit").isEqualTo(Errno.EINVAL);
-        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 2, 0, 17)).status())
-                .as("limit > max_wr").isEqualTo(Errno.EINVAL);
-        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 4, 0, 0)).status())
-                .as("unknown mask bit").isEqualTo(Errno.EINVAL);
+        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 1, 32, 0))
+                        .status())
+                .as("resize")
+                .isEqualTo(Errno.EINVAL);
+        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 3, 16, 1))
+                        .status())
+                .as("resize with limit")
+                .isEqualTo(Errno.EINVAL);
+        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 2, 0, 17))
+                        .status())
+                .as("limit > max_wr")
+                .isEqualTo(Errno.EINVAL);
+        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(srq.handle(), 4, 0, 0))
+                        .status())
+                .as("unknown mask bit")
+                .isEqualTo(Errno.EINVAL);
         assertThat(querySrq(srq.handle())).as("failed modifies change nothing").containsExactly(16, 2, 5);
-        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(777, 2, 0, 1)).status()).isEqualTo(Errno.ENOENT);
-        assertThat(node.call(MRCE_OP_QUERY_SRQ, TestNode.handleReq(777)).status()).isEqualTo(Errno.ENOENT);
+        assertThat(node.call(MRCE_OP_MODIFY_SRQ, modifySrq(777, 2, 0, 1)).status())
+                .isEqualTo(Errno.ENOENT);
+        assertThat(node.call(MRCE_OP_QUERY_SRQ, TestNode.handleReq(777)).status())
+                .isEqualTo(Errno.ENOENT);
 
         // A QP on the SRQ: receive capabilities are ignored (0 allowed, reported 0).
         TestNode.CqHandles cq = node.createCq(8, NO_HANDLE);
-        FakeSession.Response qpr = node.createQpRaw(pd, cq.handle(), cq.handle(), srq.handle(), Ibv.QPT_RC,
-                4, 1, 0);
+        FakeSession.Response qpr = node.createQpRaw(pd, cq.handle(), cq.handle(), srq.handle(), Ibv.QPT_RC, 4, 1, 0);
         assertThat(qpr.status()).isZero();
         int qpHandle = qpr.payload().getInt(0);
         assertThat(qpr.payload().getInt((int) io.metaroce.abi.CreateQpRespDescriptor.OFF_MAX_RECV_WR))
@@ -170,11 +200,15 @@ class SrqEventsReregTest {
         Qp qp = node.engine.qpByQpn(qpr.payload().getInt(4));
         assertThat(qp.srq).isNotNull();
         assertThat(qp.srq.handle).isEqualTo(srq.handle());
-        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), 999, Ibv.QPT_RC, 4, 1, 0).status())
-                .as("unknown SRQ").isEqualTo(Errno.ENOENT);
-        assertThat(node.call(MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srq.handle())).status())
+        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), 999, Ibv.QPT_RC, 4, 1, 0)
+                        .status())
+                .as("unknown SRQ")
+                .isEqualTo(Errno.ENOENT);
+        assertThat(node.call(MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srq.handle()))
+                        .status())
                 .isEqualTo(Errno.EBUSY);
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isEqualTo(Errno.EBUSY);
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .isEqualTo(Errno.EBUSY);
 
         // Another connection sees none of it.
         FakeSession other = new FakeSession(515151, LibC.getpid());
@@ -186,17 +220,25 @@ class SrqEventsReregTest {
         node.service.onRequest(other, MRCE_OP_MODIFY_SRQ, 4, modifySrq(srq.handle(), 2, 0, 1));
         node.service.onRequest(other, MRCE_OP_GET_ASYNC_EVENT, 5, TestNode.req(0));
         node.pump();
-        assertThat(other.responses).extracting(FakeSession.Response::status)
+        assertThat(other.responses)
+                .extracting(FakeSession.Response::status)
                 .containsExactly(0, Errno.ENOENT, Errno.ENOENT, Errno.ENOENT, Errno.EAGAIN);
         node.service.onSessionClosed(other);
         node.pump();
 
-        assertThat(node.call(MRCE_OP_DESTROY_QP, TestNode.handleReq(qpHandle)).status()).isZero();
-        assertThat(node.call(MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srq.handle())).status()).isZero();
-        assertThat(node.call(MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srq.handle())).status())
+        assertThat(node.call(MRCE_OP_DESTROY_QP, TestNode.handleReq(qpHandle)).status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srq.handle()))
+                        .status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srq.handle()))
+                        .status())
                 .isEqualTo(Errno.ENOENT);
-        assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle())).status()).isZero();
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isZero();
+        assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle()))
+                        .status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .isZero();
     }
 
     @Test
@@ -257,7 +299,9 @@ class SrqEventsReregTest {
             q.post(Ibv.EVENT_COMM_EST, 1);
             q.close();
             q.post(Ibv.EVENT_COMM_EST, 2);
-            assertThat(q.poll()).as("closed: queued events dropped, later ones ignored").isEqualTo(-1);
+            assertThat(q.poll())
+                    .as("closed: queued events dropped, later ones ignored")
+                    .isEqualTo(-1);
             assertThat(eventfdCount(fd)).isEqualTo(MRCE_MAX_ASYNC_EVENTS + 2);
         } finally {
             LibC.close(fd);
@@ -274,8 +318,7 @@ class SrqEventsReregTest {
         TestNode.CqHandles cq = node.createCq(8, NO_HANDLE);
         TestNode.SrqHandles srq = node.createSrq(pd, 8, 1, 0);
         TestNode.QpHandles plain = node.createQp(pd, cq.handle(), cq.handle(), 4, 1, 0);
-        TestNode.QpHandles onSrq = node.createQp(pd, cq.handle(), cq.handle(), srq.handle(), Ibv.QPT_RC,
-                4, 1, 0);
+        TestNode.QpHandles onSrq = node.createQp(pd, cq.handle(), cq.handle(), srq.handle(), Ibv.QPT_RC, 4, 1, 0);
         // The engine thread (this test drives it) moves both to ERR on a transport error.
         node.pump();
         node.engine.qpByQpn(plain.qpn()).fatal(Ibv.EVENT_QP_FATAL);
@@ -324,7 +367,8 @@ class SrqEventsReregTest {
         assertThat(rereg(mr[0] + 100, 4, 0, 0, 0, 0).status()).as("bad handle").isEqualTo(Errno.ENOENT);
         assertThat(rereg(mr[0], 2, pd + 100, 0, 0, 0).status()).as("bad pd").isEqualTo(Errno.ENOENT);
         assertThat(rereg(mr[0], 4, 0, Ibv.ACCESS_REMOTE_WRITE, 0, 0).status())
-                .as("remote write without local write").isEqualTo(Errno.EINVAL);
+                .as("remote write without local write")
+                .isEqualTo(Errno.EINVAL);
         assertThat(rereg(mr[0], 1, 0, 0, 4096, 4096).status()).as("unmapped").isEqualTo(Errno.EFAULT);
         assertThat(rereg(mr[0], 1, 0, 0, b.address(), 0).status()).as("empty").isEqualTo(Errno.EINVAL);
         assertThat(mrs.byLkey(mr[1])).as("failed rereg: unchanged").isSameAs(before);
@@ -355,12 +399,16 @@ class SrqEventsReregTest {
         assertThat(moved.pd.handle).isEqualTo(pd2);
         assertThat(moved.access).as("access kept").isEqualTo(now.access);
         assertThat(now.live()).isFalse();
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).as("pd no longer used")
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .as("pd no longer used")
                 .isZero();
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd2)).status()).isEqualTo(Errno.EBUSY);
-        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])).status()).isZero();
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd2)).status())
+                .isEqualTo(Errno.EBUSY);
+        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])).status())
+                .isZero();
         assertThat(moved.live()).isFalse();
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd2)).status()).isZero();
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd2)).status())
+                .isZero();
     }
 
     @Test
@@ -370,13 +418,17 @@ class SrqEventsReregTest {
         int pd = node.allocPd();
         MemorySegment buf = arena.allocate(4096, 4096);
         node.regMr(pd, buf, 0);
-        assertThat(node.regMrRaw(pd, buf.address(), 4096, 0).status()).as("max_mr").isEqualTo(Errno.ENOMEM);
+        assertThat(node.regMrRaw(pd, buf.address(), 4096, 0).status())
+                .as("max_mr")
+                .isEqualTo(Errno.ENOMEM);
         TestNode.CqHandles cq = node.createCq(4, NO_HANDLE);
         node.createSrq(pd, 4, 1, 0);
         assertThat(node.createSrqRaw(pd, 4, 1, 0).status()).as("max_srq").isEqualTo(Errno.ENOMEM);
         node.createQp(pd, cq.handle(), cq.handle(), 4, 1, 0);
-        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_RC, 4, 1, 0).status())
-                .as("max_qp").isEqualTo(Errno.ENOMEM);
+        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_RC, 4, 1, 0)
+                        .status())
+                .as("max_qp")
+                .isEqualTo(Errno.ENOMEM);
 
         // A second connection shares the device's limits.
         FakeSession other = new FakeSession(616161, LibC.getpid());
@@ -390,7 +442,8 @@ class SrqEventsReregTest {
         node.service.onRequest(other, MRCE_OP_CREATE_CQ, 4, cqReq);
         node.service.onRequest(other, MRCE_OP_CREATE_CQ, 5, cqReq.rewind());
         node.pump();
-        assertThat(other.responses).extracting(FakeSession.Response::status)
+        assertThat(other.responses)
+                .extracting(FakeSession.Response::status)
                 .containsExactly(0, 0, Errno.ENOMEM, 0, Errno.ENOMEM);
         for (FakeSession.Response r : other.responses) {
             if (r.mapping() != null) {

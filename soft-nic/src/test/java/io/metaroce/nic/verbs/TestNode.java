@@ -2,7 +2,6 @@ package io.metaroce.nic.verbs;
 
 import static io.metaroce.abi.AbiConstants.*;
 
-import io.metaroce.nic.abi.CqeFlyweight;
 import io.metaroce.abi.CreateCqReqDescriptor;
 import io.metaroce.abi.CreateCqRespDescriptor;
 import io.metaroce.abi.CreateQpReqDescriptor;
@@ -11,11 +10,11 @@ import io.metaroce.abi.CreateSrqReqDescriptor;
 import io.metaroce.abi.CreateSrqRespDescriptor;
 import io.metaroce.abi.HandleReqDescriptor;
 import io.metaroce.abi.HelloReqDescriptor;
-import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.ModifyQpReqDescriptor;
-import io.metaroce.abi.QpAttrDescriptor;
 import io.metaroce.abi.RegMrReqDescriptor;
 import io.metaroce.abi.RegMrRespDescriptor;
+import io.metaroce.nic.abi.CqeFlyweight;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.abi.RingFlyweight;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.engine.EngineAgent;
@@ -47,8 +46,7 @@ public final class TestNode implements AutoCloseable {
     private final LongSupplier clock;
     private int seq;
 
-    public record Cqe(long wrId, int status, int opcode, int byteLen, int imm, int qpNum, int srcQp,
-            int wcFlags) {}
+    public record Cqe(long wrId, int status, int opcode, int byteLen, int imm, int qpNum, int srcQp, int wcFlags) {}
 
     public record QpHandles(int handle, int qpn, MemorySegment map, RingFlyweight sq, RingFlyweight rq) {}
 
@@ -141,9 +139,11 @@ public final class TestNode implements AutoCloseable {
     public int[] regMr(int pd, MemorySegment mem, int access) {
         FakeSession.Response r = regMrRaw(pd, mem.address(), mem.byteSize(), access);
         check(r);
-        return new int[] {r.payload().getInt((int) RegMrRespDescriptor.OFF_HANDLE),
+        return new int[] {
+            r.payload().getInt((int) RegMrRespDescriptor.OFF_HANDLE),
             r.payload().getInt((int) RegMrRespDescriptor.OFF_LKEY),
-            r.payload().getInt((int) RegMrRespDescriptor.OFF_RKEY)};
+            r.payload().getInt((int) RegMrRespDescriptor.OFF_RKEY)
+        };
     }
 
     public FakeSession.Response regMrRaw(int pd, long addr, long len, int access) {
@@ -164,8 +164,8 @@ public final class TestNode implements AutoCloseable {
         b.putInt((int) CreateCqReqDescriptor.OFF_CHANNEL, channel);
         FakeSession.Response r = call(MRCE_OP_CREATE_CQ, b);
         check(r);
-        return new CqHandles(r.payload().getInt((int) CreateCqRespDescriptor.OFF_HANDLE),
-                new RingFlyweight().wrap(r.mapping()));
+        return new CqHandles(
+                r.payload().getInt((int) CreateCqRespDescriptor.OFF_HANDLE), new RingFlyweight().wrap(r.mapping()));
     }
 
     public QpHandles createQp(int pd, int sendCq, int recvCq, int wr, int sge, int inline) {
@@ -173,32 +173,34 @@ public final class TestNode implements AutoCloseable {
         check(r);
         ByteBuffer p = r.payload();
         MemorySegment map = r.mapping();
-        return new QpHandles(p.getInt((int) CreateQpRespDescriptor.OFF_HANDLE),
-                p.getInt((int) CreateQpRespDescriptor.OFF_QP_NUM), map,
+        return new QpHandles(
+                p.getInt((int) CreateQpRespDescriptor.OFF_HANDLE),
+                p.getInt((int) CreateQpRespDescriptor.OFF_QP_NUM),
+                map,
                 new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_SQ_OFFSET))),
                 new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET))));
     }
 
     /** Creates a QP of {@code type}, on SRQ {@code srq} (or NO_HANDLE). */
-    public QpHandles createQp(int pd, int sendCq, int recvCq, int srq, int type, int wr, int sge,
-            int inline) {
+    public QpHandles createQp(int pd, int sendCq, int recvCq, int srq, int type, int wr, int sge, int inline) {
         FakeSession.Response r = createQpRaw(pd, sendCq, recvCq, srq, type, wr, sge, inline);
         check(r);
         ByteBuffer p = r.payload();
         MemorySegment map = r.mapping();
-        return new QpHandles(p.getInt((int) CreateQpRespDescriptor.OFF_HANDLE),
-                p.getInt((int) CreateQpRespDescriptor.OFF_QP_NUM), map,
+        return new QpHandles(
+                p.getInt((int) CreateQpRespDescriptor.OFF_HANDLE),
+                p.getInt((int) CreateQpRespDescriptor.OFF_QP_NUM),
+                map,
                 new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_SQ_OFFSET))),
                 new RingFlyweight().wrap(map.asSlice(p.getInt((int) CreateQpRespDescriptor.OFF_RQ_OFFSET))));
     }
 
-    public FakeSession.Response createQpRaw(int pd, int sendCq, int recvCq, int type, int wr, int sge,
-            int inline) {
+    public FakeSession.Response createQpRaw(int pd, int sendCq, int recvCq, int type, int wr, int sge, int inline) {
         return createQpRaw(pd, sendCq, recvCq, NO_HANDLE, type, wr, sge, inline);
     }
 
-    public FakeSession.Response createQpRaw(int pd, int sendCq, int recvCq, int srq, int type, int wr,
-            int sge, int inline) {
+    public FakeSession.Response createQpRaw(
+            int pd, int sendCq, int recvCq, int srq, int type, int wr, int sge, int inline) {
         ByteBuffer b = req(CreateQpReqDescriptor.SIZE);
         b.putInt((int) CreateQpReqDescriptor.OFF_PD, pd);
         b.putInt((int) CreateQpReqDescriptor.OFF_SEND_CQ, sendCq);
@@ -228,9 +230,11 @@ public final class TestNode implements AutoCloseable {
         FakeSession.Response r = createSrqRaw(pd, maxWr, maxSge, limit);
         check(r);
         ByteBuffer p = r.payload();
-        return new SrqHandles(p.getInt((int) CreateSrqRespDescriptor.OFF_HANDLE),
+        return new SrqHandles(
+                p.getInt((int) CreateSrqRespDescriptor.OFF_HANDLE),
                 p.getInt((int) CreateSrqRespDescriptor.OFF_MAX_WR),
-                p.getInt((int) CreateSrqRespDescriptor.OFF_MAX_SGE), new RingFlyweight().wrap(r.mapping()));
+                p.getInt((int) CreateSrqRespDescriptor.OFF_MAX_SGE),
+                new RingFlyweight().wrap(r.mapping()));
     }
 
     public int modifyQp(int qp, int mask, QpAttrs attrs) {
@@ -267,8 +271,16 @@ public final class TestNode implements AutoCloseable {
         a.hopLimit = 1;
         a.ahPortNum = 1;
         System.arraycopy(Inet4.mappedGid(peerIp), 0, a.dgid, 0, 16);
-        expect0(modifyQp(qp, Ibv.QP_STATE | Ibv.QP_AV | Ibv.QP_PATH_MTU | Ibv.QP_DEST_QPN
-                | Ibv.QP_RQ_PSN | Ibv.QP_MAX_DEST_RD_ATOMIC | Ibv.QP_MIN_RNR_TIMER, a));
+        expect0(modifyQp(
+                qp,
+                Ibv.QP_STATE
+                        | Ibv.QP_AV
+                        | Ibv.QP_PATH_MTU
+                        | Ibv.QP_DEST_QPN
+                        | Ibv.QP_RQ_PSN
+                        | Ibv.QP_MAX_DEST_RD_ATOMIC
+                        | Ibv.QP_MIN_RNR_TIMER,
+                a));
         a = new QpAttrs();
         a.qpState = Ibv.QPS_RTS;
         a.timeout = 14;
@@ -276,8 +288,15 @@ public final class TestNode implements AutoCloseable {
         a.rnrRetry = 7;
         a.sqPsn = myPsn;
         a.maxRdAtomic = 1;
-        expect0(modifyQp(qp, Ibv.QP_STATE | Ibv.QP_TIMEOUT | Ibv.QP_RETRY_CNT | Ibv.QP_RNR_RETRY
-                | Ibv.QP_SQ_PSN | Ibv.QP_MAX_QP_RD_ATOMIC, a));
+        expect0(modifyQp(
+                qp,
+                Ibv.QP_STATE
+                        | Ibv.QP_TIMEOUT
+                        | Ibv.QP_RETRY_CNT
+                        | Ibv.QP_RNR_RETRY
+                        | Ibv.QP_SQ_PSN
+                        | Ibv.QP_MAX_QP_RD_ATOMIC,
+                a));
     }
 
     private static void expect0(int status) {
@@ -295,8 +314,8 @@ public final class TestNode implements AutoCloseable {
     private final WqeFlyweight wqe = new WqeFlyweight();
 
     /** Posts one WQE (the provider's post_send/post_recv); false when the ring is full. */
-    public boolean post(RingFlyweight ring, long wrId, int opcode, int flags, int imm, long[] addrs,
-            int[] lens, int lkey) {
+    public boolean post(
+            RingFlyweight ring, long wrId, int opcode, int flags, int imm, long[] addrs, int[] lens, int lkey) {
         int prod = ring.producerAcquire();
         if (prod - ring.consumerAcquire() >= ring.slotCount()) {
             return false;
@@ -321,8 +340,8 @@ public final class TestNode implements AutoCloseable {
         int prod = cq.producerAcquire();
         while (cons != prod) {
             c.wrap(cq.segment(), cq.slotOffset(cons));
-            out.add(new Cqe(c.wrId(), c.status(), c.opcode(), c.byteLen(), c.immData(), c.qpNum(),
-                    c.srcQp(), c.wcFlags()));
+            out.add(new Cqe(
+                    c.wrId(), c.status(), c.opcode(), c.byteLen(), c.immData(), c.qpNum(), c.srcQp(), c.wcFlags()));
             cons++;
         }
         cq.consumerRelease(cons);

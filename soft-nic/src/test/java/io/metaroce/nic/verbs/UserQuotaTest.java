@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.abi.AbiConstants;
 import io.metaroce.abi.CreateCqReqDescriptor;
-import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.Errno;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.sys.Inet4;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -50,33 +50,48 @@ class UserQuotaTest {
             // QPs: two across both connections
             alice.createQp(pdA, cqA.handle(), cqA.handle(), 4, 1, 0);
             alice2.createQp(pdA2, cqA2, cqA2, 4, 1, 0);
-            assertThat(alice.createQpRaw(pdA, cqA.handle(), cqA.handle(), Ibv.QPT_RC, 4, 1, 0).status())
+            assertThat(alice.createQpRaw(pdA, cqA.handle(), cqA.handle(), Ibv.QPT_RC, 4, 1, 0)
+                            .status())
                     .isEqualTo(Errno.ENOMEM);
             bob.createQp(pdB, cqB.handle(), cqB.handle(), 4, 1, 0);
             bob.createQp(pdB, cqB.handle(), cqB.handle(), 4, 1, 0);
 
             // MRs: bytes first (64 KiB), then the count (2)
-            assertThat(alice.regMrRaw(pdA, buf.address(), 80 * 1024, Ibv.ACCESS_LOCAL_WRITE).status())
-                    .as("80 KiB > 64 KiB").isEqualTo(Errno.ENOMEM);
+            assertThat(alice.regMrRaw(pdA, buf.address(), 80 * 1024, Ibv.ACCESS_LOCAL_WRITE)
+                            .status())
+                    .as("80 KiB > 64 KiB")
+                    .isEqualTo(Errno.ENOMEM);
             int[] mr1 = alice.regMr(pdA, buf.asSlice(0, 32 * 1024), Ibv.ACCESS_LOCAL_WRITE);
             alice2.regMr(pdA2, buf.asSlice(0, 16 * 1024), Ibv.ACCESS_LOCAL_WRITE);
-            assertThat(alice2.regMrRaw(pdA2, buf.address(), 4096, Ibv.ACCESS_LOCAL_WRITE).status())
-                    .as("a third MR").isEqualTo(Errno.ENOMEM);
-            assertThat(bob.regMrRaw(pdB, buf.address(), 64 * 1024, Ibv.ACCESS_LOCAL_WRITE).status())
-                    .as("bob's own 64 KiB, whatever alice holds").isZero();
-            assertThat(bob.regMrRaw(pdB, buf.address(), 4096, Ibv.ACCESS_LOCAL_WRITE).status())
-                    .as("bob's quota is his own too").isEqualTo(Errno.ENOMEM);
+            assertThat(alice2.regMrRaw(pdA2, buf.address(), 4096, Ibv.ACCESS_LOCAL_WRITE)
+                            .status())
+                    .as("a third MR")
+                    .isEqualTo(Errno.ENOMEM);
+            assertThat(bob.regMrRaw(pdB, buf.address(), 64 * 1024, Ibv.ACCESS_LOCAL_WRITE)
+                            .status())
+                    .as("bob's own 64 KiB, whatever alice holds")
+                    .isZero();
+            assertThat(bob.regMrRaw(pdB, buf.address(), 4096, Ibv.ACCESS_LOCAL_WRITE)
+                            .status())
+                    .as("bob's quota is his own too")
+                    .isEqualTo(Errno.ENOMEM);
 
             // freeing gives it back: deregistering one MR, closing a connection
-            assertThat(alice.call(AbiConstants.MRCE_OP_DEREG_MR, TestNode.handleReq(mr1[0])).status()).isZero();
-            assertThat(alice.regMrRaw(pdA, buf.address(), 48 * 1024, Ibv.ACCESS_LOCAL_WRITE).status())
-                    .as("16 + 48 KiB").isZero();
+            assertThat(alice.call(AbiConstants.MRCE_OP_DEREG_MR, TestNode.handleReq(mr1[0]))
+                            .status())
+                    .isZero();
+            assertThat(alice.regMrRaw(pdA, buf.address(), 48 * 1024, Ibv.ACCESS_LOCAL_WRITE)
+                            .status())
+                    .as("16 + 48 KiB")
+                    .isZero();
             daemon.service.onSessionClosed(alice2.session);
             for (int i = 0; i < 10; i++) {
                 daemon.pump();
             }
-            assertThat(alice.createQpRaw(pdA, cqA.handle(), cqA.handle(), Ibv.QPT_RC, 4, 1, 0).status())
-                    .as("alice2's QP went with its connection").isZero();
+            assertThat(alice.createQpRaw(pdA, cqA.handle(), cqA.handle(), Ibv.QPT_RC, 4, 1, 0)
+                            .status())
+                    .as("alice2's QP went with its connection")
+                    .isZero();
             assertThat(createCqRaw(alice, 256).status()).isZero();
             daemon.service.onSessionClosed(alice.session);
             daemon.service.onSessionClosed(bob.session);
@@ -104,15 +119,21 @@ class UserQuotaTest {
             assertThat(alice.hello().status()).isZero();
             assertThat(alice2.hello().status()).isZero();
             assertThat(alice3.hello().status()).as("alice's third connection").isEqualTo(Errno.ENOMEM);
-            assertThat(alice3.call(AbiConstants.MRCE_OP_ALLOC_PD, TestNode.req(0)).status())
-                    .as("a refused connection has no session").isNotZero();
+            assertThat(alice3.call(AbiConstants.MRCE_OP_ALLOC_PD, TestNode.req(0))
+                            .status())
+                    .as("a refused connection has no session")
+                    .isNotZero();
             assertThat(bob.hello().status()).isZero();
-            assertThat(bob2.hello().status()).as("bob's second, whatever alice holds").isZero();
+            assertThat(bob2.hello().status())
+                    .as("bob's second, whatever alice holds")
+                    .isZero();
 
             // PDs: two across alice's connections
             int pdA = alice.allocPd();
             int pdA2 = alice2.allocPd();
-            assertThat(alice.call(AbiConstants.MRCE_OP_ALLOC_PD, TestNode.req(0)).status()).isEqualTo(Errno.ENOMEM);
+            assertThat(alice.call(AbiConstants.MRCE_OP_ALLOC_PD, TestNode.req(0))
+                            .status())
+                    .isEqualTo(Errno.ENOMEM);
             int pdB = bob.allocPd();
             bob2.allocPd();
 
@@ -125,23 +146,34 @@ class UserQuotaTest {
 
             // SRQs: one
             int srqA = alice.createSrq(pdA, 16, 1, 0).handle();
-            assertThat(alice2.createSrqRaw(pdA2, 16, 1, 0).status()).as("on any connection of hers")
+            assertThat(alice2.createSrqRaw(pdA2, 16, 1, 0).status())
+                    .as("on any connection of hers")
                     .isEqualTo(Errno.ENOMEM);
-            assertThat(alice.createSrqRaw(pdA, 16, 1, 0).status()).as("alice's second SRQ").isEqualTo(Errno.ENOMEM);
+            assertThat(alice.createSrqRaw(pdA, 16, 1, 0).status())
+                    .as("alice's second SRQ")
+                    .isEqualTo(Errno.ENOMEM);
             assertThat(bob.createSrqRaw(pdB, 16, 1, 0).status()).isZero();
 
             // what she frees is hers again
-            assertThat(alice.call(AbiConstants.MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srqA)).status()).isZero();
+            assertThat(alice.call(AbiConstants.MRCE_OP_DESTROY_SRQ, TestNode.handleReq(srqA))
+                            .status())
+                    .isZero();
             assertThat(alice.createSrqRaw(pdA, 16, 1, 0).status()).isZero();
-            assertThat(alice.call(AbiConstants.MRCE_OP_DESTROY_CQ, TestNode.handleReq(cqA)).status()).isZero();
+            assertThat(alice.call(AbiConstants.MRCE_OP_DESTROY_CQ, TestNode.handleReq(cqA))
+                            .status())
+                    .isZero();
             assertThat(createCqRaw(alice, 1).status()).isZero();
             daemon.service.onSessionClosed(alice2.session);
             for (int i = 0; i < 10; i++) {
                 daemon.pump();
             }
-            assertThat(alice3.hello().status()).as("alice2's place, after it closed").isZero();
-            assertThat(alice3.call(AbiConstants.MRCE_OP_ALLOC_PD, TestNode.req(0)).status())
-                    .as("alice2's PD went with it").isZero();
+            assertThat(alice3.hello().status())
+                    .as("alice2's place, after it closed")
+                    .isZero();
+            assertThat(alice3.call(AbiConstants.MRCE_OP_ALLOC_PD, TestNode.req(0))
+                            .status())
+                    .as("alice2's PD went with it")
+                    .isZero();
             assertThat(createCqRaw(alice3, 1).status()).as("and its CQ").isZero();
             for (TestNode n : new TestNode[] {alice, alice3, bob, bob2}) {
                 daemon.service.onSessionClosed(n.session);

@@ -4,15 +4,15 @@ import static io.metaroce.abi.AbiConstants.*;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import io.metaroce.control.ControlProtocol;
 import io.metaroce.abi.CreateCqReqDescriptor;
 import io.metaroce.abi.CreateQpReqDescriptor;
 import io.metaroce.abi.CreateSrqReqDescriptor;
 import io.metaroce.abi.HelloReqDescriptor;
-import io.metaroce.nic.abi.Ibv;
 import io.metaroce.abi.ModifyQpReqDescriptor;
 import io.metaroce.abi.RegMrReqDescriptor;
 import io.metaroce.abi.ReregMrReqDescriptor;
+import io.metaroce.control.ControlProtocol;
+import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
@@ -96,7 +96,8 @@ class VerbsServiceFuzzing {
                 }
                 if ((op == MRCE_OP_REG_MR || op == MRCE_OP_REREG_MR) && data.consumeBoolean()) {
                     long addrOff = op == MRCE_OP_REG_MR ? RegMrReqDescriptor.OFF_ADDR : ReregMrReqDescriptor.OFF_ADDR;
-                    long lenOff = op == MRCE_OP_REG_MR ? RegMrReqDescriptor.OFF_LENGTH : ReregMrReqDescriptor.OFF_LENGTH;
+                    long lenOff =
+                            op == MRCE_OP_REG_MR ? RegMrReqDescriptor.OFF_LENGTH : ReregMrReqDescriptor.OFF_LENGTH;
                     long at = data.consumeLong(0, buffer.byteSize() - 1);
                     p.putLong((int) addrOff, buffer.address() + at);
                     p.putLong((int) lenOff, data.consumeLong(0, buffer.byteSize() - at));
@@ -148,8 +149,11 @@ class VerbsServiceFuzzing {
         if (r.status() == 0) {
             ok++;
             okPerOp[op]++;
-            if (r.payload().remaining() >= 4 && op != MRCE_OP_HELLO && op != MRCE_OP_QUERY_QP
-                    && op != MRCE_OP_QUERY_SRQ && op != MRCE_OP_GET_ASYNC_EVENT) {
+            if (r.payload().remaining() >= 4
+                    && op != MRCE_OP_HELLO
+                    && op != MRCE_OP_QUERY_QP
+                    && op != MRCE_OP_QUERY_SRQ
+                    && op != MRCE_OP_GET_ASYNC_EVENT) {
                 handles.add(r.payload().getInt(0));
                 if (op == MRCE_OP_ALLOC_PD) {
                     lastPd = r.payload().getInt(0);
@@ -162,6 +166,7 @@ class VerbsServiceFuzzing {
 
     /** The session's latest PD and CQ: what a valid request names. */
     private static int lastPd;
+
     private static int lastCq;
 
     /** A request the daemon would take (with the session's latest PD and CQ when {@code own}). */
@@ -175,7 +180,7 @@ class VerbsServiceFuzzing {
                     p.putInt((int) CreateQpReqDescriptor.OFF_SEND_CQ, lastCq);
                     p.putInt((int) CreateQpReqDescriptor.OFF_RECV_CQ, lastCq);
                 }
-                default -> { }
+                default -> {}
             }
         }
         switch (op) {
@@ -206,11 +211,12 @@ class VerbsServiceFuzzing {
                 a.qpState = Ibv.QPS_INIT;
                 a.portNum = 1;
                 a.qpAccessFlags = Ibv.ACCESS_LOCAL_WRITE;
-                p.putInt((int) ModifyQpReqDescriptor.OFF_ATTR_MASK,
+                p.putInt(
+                        (int) ModifyQpReqDescriptor.OFF_ATTR_MASK,
                         Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS);
                 a.write(p, (int) ModifyQpReqDescriptor.OFF_ATTR);
             }
-            default -> { }
+            default -> {}
         }
     }
 
@@ -230,11 +236,15 @@ class VerbsServiceFuzzing {
         }
         StringBuilder b = new StringBuilder();
         for (int op = 1; op <= OP_INVALID; op++) {
-            b.append(op == 1 ? "" : ", ").append(op <= MRCE_OP_MAX ? ControlProtocol.opName(op) : "invalid")
-                    .append(' ').append(okPerOp[op]).append('/').append(perOp[op]);
+            b.append(op == 1 ? "" : ", ")
+                    .append(op <= MRCE_OP_MAX ? ControlProtocol.opName(op) : "invalid")
+                    .append(' ')
+                    .append(okPerOp[op])
+                    .append('/')
+                    .append(perOp[op]);
         }
-        System.out.println("VerbsServiceFuzzing: " + inputs + " inputs (sessions), " + requests + " requests, "
-                + ok + " succeeded; open fds " + fdsAtStart + " at start, " + openFds() + " at end");
+        System.out.println("VerbsServiceFuzzing: " + inputs + " inputs (sessions), " + requests + " requests, " + ok
+                + " succeeded; open fds " + fdsAtStart + " at start, " + openFds() + " at end");
         System.out.println("VerbsServiceFuzzing: succeeded/sent per op: " + b);
         node.close();
         arena.close();

@@ -3,11 +3,11 @@ package io.metaroce.nic.verbs;
 import static io.metaroce.abi.AbiConstants.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.abi.Errno;
 import io.metaroce.abi.HelloRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.Arena;
@@ -42,7 +42,8 @@ class VerbsServiceTest {
 
     @Test
     void helloDescribesTheDeviceAndHandsOverTwoEventfds() {
-        assertThat(node.call(MRCE_OP_ALLOC_PD, TestNode.req(0)).status()).as("before HELLO")
+        assertThat(node.call(MRCE_OP_ALLOC_PD, TestNode.req(0)).status())
+                .as("before HELLO")
                 .isEqualTo(Errno.EPROTO);
         FakeSession.Response r = node.hello();
         assertThat(r.status()).isZero();
@@ -80,30 +81,37 @@ class VerbsServiceTest {
         MemorySegment buf = arena.allocate(8192, 4096);
         long a = buf.address();
         assertThat(node.regMrRaw(pd, a, 8192, Ibv.ACCESS_REMOTE_WRITE).status()).isEqualTo(Errno.EINVAL);
-        assertThat(node.regMrRaw(pd, a, 8192, Ibv.ACCESS_REMOTE_ATOMIC).status()).isEqualTo(Errno.EINVAL);
+        assertThat(node.regMrRaw(pd, a, 8192, Ibv.ACCESS_REMOTE_ATOMIC).status())
+                .isEqualTo(Errno.EINVAL);
         assertThat(node.regMrRaw(pd, a, 0, Ibv.ACCESS_LOCAL_WRITE).status()).isEqualTo(Errno.EINVAL);
         assertThat(node.regMrRaw(pd, a, 8192, 1 << 15).status()).isEqualTo(Errno.EINVAL);
         assertThat(node.regMrRaw(pd + 100, a, 8192, 0).status()).isEqualTo(Errno.ENOENT);
         assertThat(node.regMrRaw(pd, 4096, 8192, 0).status()).as("unmapped").isEqualTo(Errno.EFAULT);
         assertThat(node.regMrRaw(pd, -4096, 8192, 0).status()).as("wraps").isEqualTo(Errno.EINVAL);
-        int[] mr = node.regMr(pd, buf, Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE
-                | Ibv.ACCESS_REMOTE_READ);
+        int[] mr = node.regMr(pd, buf, Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ);
         int[] mr2 = node.regMr(pd, buf, 0);
         assertThat(mr[1]).isNotEqualTo(mr2[1]);
         assertThat(mr[1]).isNotEqualTo(mr[2]);
         Mr found = node.engine.datapath().mrs.byLkey(mr[1]);
         assertThat(found).isNotNull();
         assertThat(found.addr).isEqualTo(a);
-        assertThat(io.metaroce.nic.dma.ProcessMemory.fd(found.pid)).as("bound address space").isPositive();
+        assertThat(io.metaroce.nic.dma.ProcessMemory.fd(found.pid))
+                .as("bound address space")
+                .isPositive();
         assertThat(node.engine.datapath().mrs.byRkey(mr[2])).isSameAs(found);
         assertThat(node.engine.datapath().mrs.byLkey(mr[2])).isNull();
         // in use: the PD cannot go
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isEqualTo(Errno.EBUSY);
-        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])).status()).isZero();
-        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])).status()).isEqualTo(Errno.ENOENT);
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .isEqualTo(Errno.EBUSY);
+        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])).status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr[0])).status())
+                .isEqualTo(Errno.ENOENT);
         assertThat(node.engine.datapath().mrs.byLkey(mr[1])).isNull();
-        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr2[0])).status()).isZero();
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isZero();
+        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(mr2[0])).status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .isZero();
     }
 
     @Test
@@ -125,15 +133,19 @@ class VerbsServiceTest {
         assertThat(node.regMrRaw(pd, 0, -1L, Ibv.ACCESS_LOCAL_WRITE).status()).isEqualTo(Errno.EINVAL);
         assertThat(node.regMrRaw(pd, 4096, -1L, odp).status()).isEqualTo(Errno.EINVAL);
         assertThat(node.regMrRaw(pd, -4096, 8192, odp).status()).as("wraps").isEqualTo(Errno.EINVAL);
-        assertThat(node.regMrRaw(pd, 0, -1L, Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_REMOTE_WRITE).status())
-                .as("remote write needs local write").isEqualTo(Errno.EINVAL);
+        assertThat(node.regMrRaw(pd, 0, -1L, Ibv.ACCESS_ON_DEMAND | Ibv.ACCESS_REMOTE_WRITE)
+                        .status())
+                .as("remote write needs local write")
+                .isEqualTo(Errno.EINVAL);
         assertThat(PdMrOps.pinned(odp, 1L << 40)).as("ODP pins nothing").isZero();
         assertThat(PdMrOps.pinned(Ibv.ACCESS_LOCAL_WRITE, 8192)).isEqualTo(8192);
         int handle = implicit.payload().getInt((int) io.metaroce.abi.RegMrRespDescriptor.OFF_HANDLE);
-        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(handle)).status()).isZero();
+        assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(handle)).status())
+                .isZero();
         int h2 = r.payload().getInt((int) io.metaroce.abi.RegMrRespDescriptor.OFF_HANDLE);
         assertThat(node.call(MRCE_OP_DEREG_MR, TestNode.handleReq(h2)).status()).isZero();
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isZero();
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .isZero();
     }
 
     @Test
@@ -147,25 +159,38 @@ class VerbsServiceTest {
         TestNode.CqHandles cq = node.createCq(10, channel);
         assertThat(cq.ring().slotCount()).isEqualTo(16);
         assertThat(cq.ring().kind()).isEqualTo(MRCE_RING_KIND_CQ);
-        assertThat(node.call(MRCE_OP_DESTROY_COMP_CHANNEL, TestNode.handleReq(channel)).status())
+        assertThat(node.call(MRCE_OP_DESTROY_COMP_CHANNEL, TestNode.handleReq(channel))
+                        .status())
                 .isEqualTo(Errno.EBUSY);
         TestNode.QpHandles qp = node.createQp(pd, cq.handle(), cq.handle(), 100, 2, 0);
         assertThat(qp.sq().slotCount()).isEqualTo(128);
         assertThat(qp.rq().kind()).isEqualTo(MRCE_RING_KIND_RQ);
-        assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle())).status())
+        assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle()))
+                        .status())
                 .isEqualTo(Errno.EBUSY);
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isEqualTo(Errno.EBUSY);
-        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_UC, 1, 1, 0).status())
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .isEqualTo(Errno.EBUSY);
+        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_UC, 1, 1, 0)
+                        .status())
                 .isEqualTo(Errno.EOPNOTSUPP);
         assertThat(node.createQpRaw(pd, cq.handle(), 999, Ibv.QPT_RC, 1, 1, 0).status())
                 .isEqualTo(Errno.ENOENT);
-        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_RC, 1, 13, 0).status())
+        assertThat(node.createQpRaw(pd, cq.handle(), cq.handle(), Ibv.QPT_RC, 1, 13, 0)
+                        .status())
                 .isEqualTo(Errno.EINVAL);
-        assertThat(node.call(MRCE_OP_QUERY_QP, TestNode.handleReq(12345)).status()).isEqualTo(Errno.ENOENT);
-        assertThat(node.call(MRCE_OP_DESTROY_QP, TestNode.handleReq(qp.handle())).status()).isZero();
-        assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle())).status()).isZero();
-        assertThat(node.call(MRCE_OP_DESTROY_COMP_CHANNEL, TestNode.handleReq(channel)).status()).isZero();
-        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status()).isZero();
+        assertThat(node.call(MRCE_OP_QUERY_QP, TestNode.handleReq(12345)).status())
+                .isEqualTo(Errno.ENOENT);
+        assertThat(node.call(MRCE_OP_DESTROY_QP, TestNode.handleReq(qp.handle()))
+                        .status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DESTROY_CQ, TestNode.handleReq(cq.handle()))
+                        .status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DESTROY_COMP_CHANNEL, TestNode.handleReq(channel))
+                        .status())
+                .isZero();
+        assertThat(node.call(MRCE_OP_DEALLOC_PD, TestNode.handleReq(pd)).status())
+                .isZero();
         assertThat(node.engine.activeQps()).isZero();
     }
 
@@ -180,25 +205,33 @@ class VerbsServiceTest {
         assertThat(node.modifyQp(qp.handle(), Ibv.QP_STATE, a)).as("RESET->RTS").isEqualTo(Errno.EINVAL);
         a.qpState = Ibv.QPS_INIT;
         a.portNum = 2;
-        assertThat(node.modifyQp(qp.handle(), Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT
-                | Ibv.QP_ACCESS_FLAGS, a)).as("port 2").isEqualTo(Errno.EINVAL);
+        assertThat(node.modifyQp(qp.handle(), Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS, a))
+                .as("port 2")
+                .isEqualTo(Errno.EINVAL);
         assertThat(node.queryQp(qp.handle()).qpState).isEqualTo(Ibv.QPS_RESET);
         a.portNum = 1;
-        assertThat(node.modifyQp(qp.handle(), Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT
-                | Ibv.QP_ACCESS_FLAGS, a)).isZero();
+        assertThat(node.modifyQp(qp.handle(), Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS, a))
+                .isZero();
         QpAttrs rtr = new QpAttrs();
         rtr.qpState = Ibv.QPS_RTR;
         rtr.pathMtu = Ibv.MTU_1024;
         rtr.destQpNum = 0x1234;
         rtr.rqPsn = 0xabcdef;
         rtr.isGlobal = 0; // RoCE needs a GRH
-        int mask = Ibv.QP_STATE | Ibv.QP_AV | Ibv.QP_PATH_MTU | Ibv.QP_DEST_QPN | Ibv.QP_RQ_PSN
-                | Ibv.QP_MAX_DEST_RD_ATOMIC | Ibv.QP_MIN_RNR_TIMER;
+        int mask = Ibv.QP_STATE
+                | Ibv.QP_AV
+                | Ibv.QP_PATH_MTU
+                | Ibv.QP_DEST_QPN
+                | Ibv.QP_RQ_PSN
+                | Ibv.QP_MAX_DEST_RD_ATOMIC
+                | Ibv.QP_MIN_RNR_TIMER;
         assertThat(node.modifyQp(qp.handle(), mask, rtr)).isEqualTo(Errno.EINVAL);
         rtr.isGlobal = 1;
         assertThat(node.modifyQp(qp.handle(), mask, rtr)).as("zero GID").isEqualTo(Errno.EINVAL);
         rtr.dgid[0] = (byte) 0xfe; // an IPv6 GID: this node serves IPv4
-        assertThat(node.modifyQp(qp.handle(), mask, rtr)).as("IPv6 peer of an IPv4 daemon").isEqualTo(Errno.EINVAL);
+        assertThat(node.modifyQp(qp.handle(), mask, rtr))
+                .as("IPv6 peer of an IPv4 daemon")
+                .isEqualTo(Errno.EINVAL);
         rtr.dgid[0] = (byte) 0xff; // multicast
         rtr.dgid[1] = 2;
         rtr.dgid[15] = 1;
@@ -243,7 +276,8 @@ class VerbsServiceTest {
         node.service.onRequest(other, MRCE_OP_DEREG_MR, 3, TestNode.handleReq(mr[0]));
         node.service.onRequest(other, MRCE_OP_DESTROY_CQ, 4, TestNode.handleReq(cq.handle()));
         node.pump();
-        assertThat(other.responses).extracting(FakeSession.Response::status)
+        assertThat(other.responses)
+                .extracting(FakeSession.Response::status)
                 .containsExactly(0, Errno.ENOENT, Errno.ENOENT, Errno.ENOENT);
         node.service.onSessionClosed(other);
 

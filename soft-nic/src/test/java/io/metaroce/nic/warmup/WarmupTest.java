@@ -50,7 +50,8 @@ class WarmupTest {
 
     private static long warmupThreads() {
         return Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.isAlive() && t.getName().equals("mrce-process-watcher")).count();
+                .filter(t -> t.isAlive() && t.getName().equals("mrce-process-watcher"))
+                .count();
     }
 
     @Test
@@ -75,7 +76,8 @@ class WarmupTest {
 
     /** The handle and QPN of the first QP of a fresh daemon (sequential identifiers in tests). */
     private static int[] firstQp(AtomicLong clock, int ip) throws Exception {
-        try (TestNode n = new TestNode(port(clock, ip), 4793, clock::get); Arena arena = Arena.ofShared()) {
+        try (TestNode n = new TestNode(port(clock, ip), 4793, clock::get);
+                Arena arena = Arena.ofShared()) {
             n.hello();
             int pd = n.allocPd();
             n.regMr(pd, arena.allocate(4096 * 4, 64), Ibv.ACCESS_LOCAL_WRITE);
@@ -92,7 +94,8 @@ class WarmupTest {
         int[] fresh = firstQp(clock, ip);
         Warmup.run(20, Long.MAX_VALUE / 4);
         MemoryLink.End port = port(clock, ip);
-        try (TestNode n = new TestNode(port, 4793, clock::get); Arena arena = Arena.ofShared()) {
+        try (TestNode n = new TestNode(port, 4793, clock::get);
+                Arena arena = Arena.ofShared()) {
             assertThat(port.counters().rxFrames + port.counters().txFrames).isZero();
             assertThat(n.engine.loopedFrames()).isZero();
             assertThat(n.engine.datapath().counters.dataRetransmits).isZero();
@@ -105,17 +108,26 @@ class WarmupTest {
             TestNode.CqHandles cq = n.createCq(64, NO_HANDLE);
             TestNode.QpHandles x = n.createQp(pd, cq.handle(), cq.handle(), 16, 1, 0);
             TestNode.QpHandles y = n.createQp(pd, cq.handle(), cq.handle(), 16, 1, 0);
-            assertThat(new int[] {x.handle(), x.qpn()}).as("numbered as in a daemon without warm-up")
+            assertThat(new int[] {x.handle(), x.qpn()})
+                    .as("numbered as in a daemon without warm-up")
                     .containsExactly(fresh);
             n.connect(x.handle(), ip, y.qpn(), 100, 200, Ibv.MTU_1024);
             n.connect(y.handle(), ip, x.qpn(), 200, 100, Ibv.MTU_1024);
             byte[] msg = new byte[size];
             new Random(17).nextBytes(msg);
             MemorySegment.copy(MemorySegment.ofArray(msg), 0, buf, 0, size);
-            assertThat(n.post(y.rq(), 1, 0, 0, 0, new long[] {buf.address() + 2L * size}, new int[] {size},
-                    mr[1])).isTrue();
-            assertThat(n.post(x.sq(), 2, Ibv.WR_SEND, Ibv.SEND_SIGNALED, 0, new long[] {buf.address()},
-                    new int[] {size}, mr[1])).isTrue();
+            assertThat(n.post(y.rq(), 1, 0, 0, 0, new long[] {buf.address() + 2L * size}, new int[] {size}, mr[1]))
+                    .isTrue();
+            assertThat(n.post(
+                            x.sq(),
+                            2,
+                            Ibv.WR_SEND,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {buf.address()},
+                            new int[] {size},
+                            mr[1]))
+                    .isTrue();
             List<TestNode.Cqe> got = new ArrayList<>();
             for (int i = 0; i < 1000 && got.size() < 2; i++) {
                 n.pump();
@@ -123,8 +135,10 @@ class WarmupTest {
             }
             assertThat(got).extracting(TestNode.Cqe::status).containsOnly(Ibv.WC_SUCCESS);
             assertThat(got).extracting(TestNode.Cqe::opcode).containsExactlyInAnyOrder(Ibv.WC_SEND, Ibv.WC_RECV);
-            assertThat(buf.asSlice(2L * size, size).toArray(ValueLayout.JAVA_BYTE)).isEqualTo(msg);
-            assertThat(n.engine.loopedFrames()).as("4 packets and their ACKs, this daemon's only")
+            assertThat(buf.asSlice(2L * size, size).toArray(ValueLayout.JAVA_BYTE))
+                    .isEqualTo(msg);
+            assertThat(n.engine.loopedFrames())
+                    .as("4 packets and their ACKs, this daemon's only")
                     .isBetween(4L, 16L);
         }
     }

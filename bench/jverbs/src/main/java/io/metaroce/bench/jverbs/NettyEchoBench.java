@@ -43,7 +43,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC"})
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
 public class NettyEchoBench {
@@ -104,11 +106,15 @@ public class NettyEchoBench {
             b.channel(EpollSocketChannel.class).option(ChannelOption.TCP_NODELAY, true);
         } else {
             group = EndpointGroup.open(device);
-            EndpointOptions o = EndpointOptions.defaults().withDepths(32, 32).withMessageSize(8192)
+            EndpointOptions o = EndpointOptions.defaults()
+                    .withDepths(32, 32)
+                    .withMessageSize(8192)
                     .withTimeout(Duration.ofSeconds(30));
             b.channelFactory(() -> new RdmaChannel(group, o));
         }
-        ch = b.connect(new InetSocketAddress(host, tcp ? tcpPort : rdmaService)).sync().channel();
+        ch = b.connect(new InetSocketAddress(host, tcp ? tcpPort : rdmaService))
+                .sync()
+                .channel();
         message = Unpooled.directBuffer(size).writeZero(size);
         echo.expected = size;
     }

@@ -98,7 +98,8 @@ public final class CmServiceApp {
                 ConnectionService.Listener l = svc.listen(Integer.parseInt(args[1]));
                 say("LISTENING");
                 ConnectionService.ConnectionRequest r = l.next();
-                say("TOOK request from " + r.peer().getAddress().getHostAddress() + " private=" + text(r.privateData()));
+                say("TOOK request from " + r.peer().getAddress().getHostAddress() + " private="
+                        + text(r.privateData()));
                 Thread.sleep(600_000); // killed by the test
             }
             case "reject-client", "refused-client", "reset-client" -> failures(svc, mode, args);
@@ -118,9 +119,11 @@ public final class CmServiceApp {
     /** The expected failures: each needs a QP in INIT to ask with. */
     private static void failures(DaemonConnectionService svc, String mode, String[] args) throws Exception {
         InetSocketAddress peer = new InetSocketAddress(InetAddress.getByName(args[1]), Integer.parseInt(args[2]));
-        try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+        try (Context ctx = Device.open("mrce0");
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
                 CompletionQueue cq = ctx.createCompletionQueue(4);
-                QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(1).maxRecvWr(1))) {
+                QueuePair qp =
+                        pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(1).maxRecvWr(1))) {
             qp.toInit(1, 0);
             ConnectOptions opts = ConnectOptions.defaults(0).withPrivateData(ascii(CLIENT_HELLO));
             long t0 = System.nanoTime();
@@ -152,13 +155,17 @@ public final class CmServiceApp {
         int service = Integer.parseInt(args[k]);
         int n = Integer.parseInt(args[k + 1]);
         int slot = MAX + 64;
-        try (Arena arena = Arena.ofShared(); Context ctx = Device.open("mrce0");
+        try (Arena arena = Arena.ofShared();
+                Context ctx = Device.open("mrce0");
                 ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             MemorySegment buf = arena.allocate((long) slot * (WINDOW + 1), 4096);
             try (MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
                     CompletionQueue cq = ctx.createCompletionQueue(2 * WINDOW + 4);
-                    QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(WINDOW).maxRecvWr(WINDOW)
-                            .maxSendSge(1).maxRecvSge(1));
+                    QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq)
+                            .maxSendWr(WINDOW)
+                            .maxRecvWr(WINDOW)
+                            .maxSendSge(1)
+                            .maxRecvSge(1));
                     SendWorkRequest send = new SendWorkRequest(1).signaled(true).send();
                     RecvWorkRequest recv = new RecvWorkRequest(1);
                     WorkCompletions wcs = new WorkCompletions(8)) {
@@ -173,9 +180,12 @@ public final class CmServiceApp {
                     try (ConnectionService.Listener l = svc.listen(service)) {
                         say("LISTENING");
                         ConnectionService.ConnectionRequest r = l.next();
-                        say("REQUEST private=" + text(r.privateData()) + " qpn=" + r.remote().qpn() + " peer="
+                        say("REQUEST private=" + text(r.privateData()) + " qpn="
+                                + r.remote().qpn() + " peer="
                                 + r.peer().getAddress().getHostAddress());
-                        require(text(r.privateData()).equals(CLIENT_HELLO), "client private data " + text(r.privateData()));
+                        require(
+                                text(r.privateData()).equals(CLIENT_HELLO),
+                                "client private data " + text(r.privateData()));
                         c = r.accept(qp, ConnectOptions.defaults(0).withPrivateData(ascii(SERVER_WELCOME)));
                     }
                     require(text(c.privateData()).equals(CLIENT_HELLO), "connection's private data");
@@ -186,8 +196,10 @@ public final class CmServiceApp {
                             WorkCompletion wc = wcs.get(w).check();
                             int s = (int) wc.wrId();
                             int len = size(i);
-                            require(wc.opcode() == WorkCompletion.OP_RECV && wc.byteLength() == len,
-                                    "message " + i + ": opcode " + wc.opcode() + ", " + wc.byteLength() + " bytes, want " + len);
+                            require(
+                                    wc.opcode() == WorkCompletion.OP_RECV && wc.byteLength() == len,
+                                    "message " + i + ": opcode " + wc.opcode() + ", " + wc.byteLength()
+                                            + " bytes, want " + len);
                             long base = (long) s * slot;
                             for (int j = 0; j < len; j++) {
                                 msg[j] = buf.get(ValueLayout.JAVA_BYTE, base + j);
@@ -209,10 +221,13 @@ public final class CmServiceApp {
                     long rbase = (long) WINDOW * slot;
                     qp.postRecv(recv.wrId(99).sge(mr, rbase, slot));
                     InetSocketAddress peer = new InetSocketAddress(InetAddress.getByName(args[1]), service);
-                    ConnectionService.Connection c = svc.connect(peer, qp,
-                            ConnectOptions.defaults(0).withPrivateData(ascii(CLIENT_HELLO)));
-                    say("ACCEPTED private=" + text(c.privateData()) + " remote qpn=" + c.remote().qpn());
-                    require(text(c.privateData()).equals(SERVER_WELCOME), "server private data " + text(c.privateData()));
+                    ConnectionService.Connection c =
+                            svc.connect(peer, qp, ConnectOptions.defaults(0).withPrivateData(ascii(CLIENT_HELLO)));
+                    say("ACCEPTED private=" + text(c.privateData()) + " remote qpn="
+                            + c.remote().qpn());
+                    require(
+                            text(c.privateData()).equals(SERVER_WELCOME),
+                            "server private data " + text(c.privateData()));
                     byte[] msg = new byte[MAX];
                     int replyLen = -1; // the reply may complete before the last send's ACK
                     for (int i = 0; i < n; i++) {

@@ -1,18 +1,18 @@
 package io.metaroce.it.jverbs.apps;
 
-import static io.metaroce.it.jverbs.apps.AppOutput.say;
 import static io.metaroce.it.jverbs.apps.AppOutput.fail;
+import static io.metaroce.it.jverbs.apps.AppOutput.say;
 
 import io.metaroce.verbs.AccessFlag;
+import io.metaroce.verbs.cm.ConnectOptions;
+import io.metaroce.verbs.cm.ConnectionService;
+import io.metaroce.verbs.cm.RdmaCmConnectionService;
 import io.metaroce.verbs.endpoint.Disconnect;
 import io.metaroce.verbs.endpoint.Endpoint;
 import io.metaroce.verbs.endpoint.EndpointClosedException;
 import io.metaroce.verbs.endpoint.EndpointGroup;
 import io.metaroce.verbs.endpoint.EndpointListener;
 import io.metaroce.verbs.endpoint.EndpointOptions;
-import io.metaroce.verbs.cm.ConnectOptions;
-import io.metaroce.verbs.cm.ConnectionService;
-import io.metaroce.verbs.cm.RdmaCmConnectionService;
 import java.net.InetSocketAddress;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -63,7 +63,9 @@ public final class EndpointApp {
 
     static EndpointOptions options() {
         // ack timeout 12 (about 17 ms), 3 retries: a dead path fails within a fraction of a second
-        return EndpointOptions.defaults().withDepths(8, 8).withMessageSize(4096)
+        return EndpointOptions.defaults()
+                .withDepths(8, 8)
+                .withMessageSize(4096)
                 .withRc(ConnectOptions.RcParameters.DEFAULTS.withTimeout(12).withRetries(3, 7))
                 .withExposed(EXPOSED, EnumSet.of(AccessFlag.REMOTE_READ, AccessFlag.REMOTE_WRITE))
                 .withTimeout(Duration.ofSeconds(30));
@@ -98,11 +100,17 @@ public final class EndpointApp {
             case "echo-server" -> echoServer(Integer.parseInt(args[1]));
             case "echo-client" -> echoClient(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
             case "hold-server" -> holdServer(Integer.parseInt(args[1]));
-            case "dead-peer-client" -> deadPeerClient(args[1], Integer.parseInt(args[2]),
-                    args.length > 3 && !args[3].equals("-") ? java.nio.file.Path.of(args[3]) : null,
-                    args.length > 5 ? options().withRc(ConnectOptions.RcParameters.DEFAULTS
-                            .withTimeout(Integer.parseInt(args[4])).withRetries(Integer.parseInt(args[5]), 7))
-                            : options());
+            case "dead-peer-client" ->
+                deadPeerClient(
+                        args[1],
+                        Integer.parseInt(args[2]),
+                        args.length > 3 && !args[3].equals("-") ? java.nio.file.Path.of(args[3]) : null,
+                        args.length > 5
+                                ? options()
+                                        .withRc(ConnectOptions.RcParameters.DEFAULTS
+                                                .withTimeout(Integer.parseInt(args[4]))
+                                                .withRetries(Integer.parseInt(args[5]), 7))
+                                : options());
             case "accept-timeout" -> acceptTimeout(Integer.parseInt(args[1]));
             case "reject-foreign" -> rejectForeign(Integer.parseInt(args[1]));
             case "close-during-use" -> closeDuringUse(args[1], Integer.parseInt(args[2]));
@@ -132,7 +140,9 @@ public final class EndpointApp {
                 }
                 Disconnect d = ep.disconnected().get(10, TimeUnit.SECONDS);
                 byte[] pattern = message(RW_SEED);
-                byte[] landed = ep.exposedRegion().segment().asSlice(RW_OFFSET, pattern.length)
+                byte[] landed = ep.exposedRegion()
+                        .segment()
+                        .asSlice(RW_OFFSET, pattern.length)
                         .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
                 say("EXPOSED " + (Arrays.equals(landed, pattern) ? "holds the client's RDMA WRITE" : "differs"));
                 say("OK echoed=" + n + " DISCONNECTED local=" + d.local() + " reason=" + d.reason());
@@ -159,7 +169,8 @@ public final class EndpointApp {
         try {
             r.dump(f);
             return jdk.jfr.consumer.RecordingFile.readAllEvents(f).stream()
-                    .filter(e -> e.getEventType().getName().equals(name)).toList();
+                    .filter(e -> e.getEventType().getName().equals(name))
+                    .toList();
         } finally {
             java.nio.file.Files.deleteIfExists(f);
         }
@@ -168,7 +179,8 @@ public final class EndpointApp {
     static void echoClient(String host, int service, int n) throws Exception {
         jdk.jfr.Recording rec = recordVerbsEvents();
         try (EndpointGroup g = EndpointGroup.open("mrce0")) {
-            Endpoint ep = connect(g, new InetSocketAddress(host, service), options().withPrivateData(ascii(HELLO)));
+            Endpoint ep =
+                    connect(g, new InetSocketAddress(host, service), options().withPrivateData(ascii(HELLO)));
             String priv = new String(ep.peerPrivateData(), StandardCharsets.US_ASCII);
             if (!priv.equals(WELCOME)) {
                 fail("private data " + priv);
@@ -178,7 +190,8 @@ public final class EndpointApp {
             }
             // one-sided: RDMA WRITE into the server's exposed region, READ it back
             byte[] pattern = message(RW_SEED);
-            ep.write(RW_OFFSET, java.lang.foreign.MemorySegment.ofArray(pattern)).get(30, TimeUnit.SECONDS);
+            ep.write(RW_OFFSET, java.lang.foreign.MemorySegment.ofArray(pattern))
+                    .get(30, TimeUnit.SECONDS);
             byte[] back = ep.read(RW_OFFSET, pattern.length).get(30, TimeUnit.SECONDS);
             if (!Arrays.equals(back, pattern)) {
                 fail("RDMA READ did not return what RDMA WRITE wrote");
@@ -216,8 +229,11 @@ public final class EndpointApp {
             }
             CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
             Endpoint.Stats st = ep.stats(); // every send acknowledged, every echo taken
-            if (st.sentMessages() != n || st.receivedMessages() != n || st.sentBytes() != bytes
-                    || st.receivedBytes() != bytes || st.failedRequests() != 0) {
+            if (st.sentMessages() != n
+                    || st.receivedMessages() != n
+                    || st.sentBytes() != bytes
+                    || st.receivedBytes() != bytes
+                    || st.failedRequests() != 0) {
                 fail("counters " + st + " after " + n + " messages of " + bytes + " bytes");
             }
             // a virtual thread waits for a message that never comes; closing the endpoint fails it (local)
@@ -233,7 +249,8 @@ public final class EndpointApp {
             });
             ep.close();
             waiter.join();
-            if (!(end.get() instanceof ExecutionException ee && ee.getCause() instanceof EndpointClosedException c
+            if (!(end.get() instanceof ExecutionException ee
+                    && ee.getCause() instanceof EndpointClosedException c
                     && c.isLocal())) {
                 fail("the pending receive ended with " + end.get());
             }
@@ -249,14 +266,17 @@ public final class EndpointApp {
             }
             List<jdk.jfr.consumer.RecordedEvent> connects = events(rec, "io.metaroce.verbs.Connect");
             List<jdk.jfr.consumer.RecordedEvent> disconnects = events(rec, "io.metaroce.verbs.Disconnect");
-            if (connects.size() != 1 || connects.get(0).getString("error") != null
-                    || connects.get(0).getInt("remoteQpn") != ep.remoteEndpoint().qpn()) {
+            if (connects.size() != 1
+                    || connects.get(0).getString("error") != null
+                    || connects.get(0).getInt("remoteQpn")
+                            != ep.remoteEndpoint().qpn()) {
                 fail("JFR Connect events " + connects);
             }
             if (disconnects.size() != 1 || !disconnects.get(0).getBoolean("local")) {
                 fail("JFR Disconnect events " + disconnects);
             }
-            say("OK messages=" + n + " bytes=" + bytes + " closeFailedPendingReceive=true jfrConnect=1 jfrDisconnect=1");
+            say("OK messages=" + n + " bytes=" + bytes
+                    + " closeFailedPendingReceive=true jfrConnect=1 jfrDisconnect=1");
         }
     }
 
@@ -355,14 +375,16 @@ public final class EndpointApp {
                     } catch (EndpointClosedException e) {
                         end = "EndpointClosedException";
                     } catch (ExecutionException e) {
-                        end = e.getCause() instanceof EndpointClosedException ? "EndpointClosedException"
+                        end = e.getCause() instanceof EndpointClosedException
+                                ? "EndpointClosedException"
                                 : "other: " + e.getCause();
                     } catch (IllegalStateException e) {
                         end = "IllegalStateException";
                     } catch (Throwable e) {
                         end = "other: " + e;
                     }
-                    ends.computeIfAbsent(end, k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+                    ends.computeIfAbsent(end, k -> new java.util.concurrent.atomic.AtomicInteger())
+                            .incrementAndGet();
                     done.countDown();
                 });
             }
@@ -376,13 +398,15 @@ public final class EndpointApp {
             if (ends.keySet().stream().anyMatch(k -> k.startsWith("other"))) {
                 fail("threads ended with " + ends);
             }
-            say("OK closedUnder=" + threads + " sent=" + ep.stats().sentMessages() + " ends=" + new java.util.TreeMap<>(ends));
+            say("OK closedUnder=" + threads + " sent=" + ep.stats().sentMessages() + " ends="
+                    + new java.util.TreeMap<>(ends));
         }
     }
 
     /** Listens; the first request is not an endpoint's (no header): accept rejects it and says so. */
     static void rejectForeign(int service) throws Exception {
-        try (EndpointGroup g = EndpointGroup.open("mrce0"); EndpointListener l = bind(g, service, options())) {
+        try (EndpointGroup g = EndpointGroup.open("mrce0");
+                EndpointListener l = bind(g, service, options())) {
             say("LISTENING");
             try {
                 l.accept(Duration.ofSeconds(60));

@@ -34,22 +34,28 @@ public final class ErrorsApp {
             MemorySegment buf = arena.allocate(8192, 4096);
 
             c.check("postSendBeforeRtsNamesTheVerbAndErrno", () -> {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain();
                         CompletionQueue cq = ctx.createCompletionQueue(8);
                         QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq));
                         MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
-                        SendWorkRequest wr = new SendWorkRequest(1).wrId(9).send().sge(mr, 0, 64)) {
+                        SendWorkRequest wr =
+                                new SendWorkRequest(1).wrId(9).send().sge(mr, 0, 64)) {
                     qp.toInit(1, 0);
                     VerbsException e = expect(VerbsException.class, () -> qp.postSend(wr));
                     require(e.verb().equals("ibv_post_send"), "verb " + e.verb());
                     require(e.errno() == 22, "errno " + e.errno());
-                    require(e.getMessage().contains("Invalid argument") && e.getMessage().contains("in state INIT")
-                            && e.getMessage().contains("wr_id 9"), e.getMessage());
+                    require(
+                            e.getMessage().contains("Invalid argument")
+                                    && e.getMessage().contains("in state INIT")
+                                    && e.getMessage().contains("wr_id 9"),
+                            e.getMessage());
                 }
             });
 
             c.check("postRecvInResetNamesTheVerb", () -> {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain();
                         CompletionQueue cq = ctx.createCompletionQueue(8);
                         QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq));
                         MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
@@ -60,7 +66,8 @@ public final class ErrorsApp {
             });
 
             c.check("closedQueuePairIsAClearError", () -> {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain();
                         CompletionQueue cq = ctx.createCompletionQueue(8);
                         MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
                         SendWorkRequest wr = new SendWorkRequest(1).send().sge(mr, 0, 64);
@@ -93,11 +100,14 @@ public final class ErrorsApp {
             });
 
             c.check("closingAProtectionDomainWithALiveMemoryRegionFails", () -> {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain()) {
                     MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
                     IllegalStateException e = expect(IllegalStateException.class, pd::close);
-                    require(e.getMessage().startsWith("cannot close ProtectionDomain")
-                            && e.getMessage().contains("MemoryRegion lkey") && e.getMessage().contains("close them first"),
+                    require(
+                            e.getMessage().startsWith("cannot close ProtectionDomain")
+                                    && e.getMessage().contains("MemoryRegion lkey")
+                                    && e.getMessage().contains("close them first"),
                             e.getMessage());
                     require(!pd.isClosed(), "the PD stays open");
                     try (MemoryRegion again = pd.register(buf, Access.LOCAL_WRITE)) {
@@ -108,13 +118,16 @@ public final class ErrorsApp {
             });
 
             c.check("closingACompletionQueueUnderAQueuePairFails", () -> {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain()) {
                     CompletionQueue cq = ctx.createCompletionQueue(8);
                     QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq));
                     IllegalStateException e = expect(IllegalStateException.class, cq::close);
                     require(e.getMessage().contains(qp.describe()), e.getMessage());
                     IllegalStateException e2 = expect(IllegalStateException.class, ctx::close);
-                    require(e2.getMessage().contains("ProtectionDomain") && e2.getMessage().contains("CompletionQueue"),
+                    require(
+                            e2.getMessage().contains("ProtectionDomain")
+                                    && e2.getMessage().contains("CompletionQueue"),
                             e2.getMessage());
                     qp.close();
                     cq.close();
@@ -122,14 +135,17 @@ public final class ErrorsApp {
             });
 
             c.check("heapMemoryCannotBeRegistered", () -> {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain()) {
-                    expect(IllegalArgumentException.class, () -> pd.register(MemorySegment.ofArray(new byte[64]),
-                            Access.LOCAL_WRITE));
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                    expect(
+                            IllegalArgumentException.class,
+                            () -> pd.register(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
                 }
             });
 
             c.check("badModifyNamesIbvModifyQp", () -> {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain();
                         CompletionQueue cq = ctx.createCompletionQueue(8);
                         QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq))) {
                     // RESET -> RTS skips INIT and RTR: the verbs' state machine refuses it
@@ -144,8 +160,12 @@ public final class ErrorsApp {
             });
 
             c.check("badLkeyCompletesWithAnErrorStatus", () -> {
-                try (LoopbackPair p = new LoopbackPair(8, 0); MemoryRegion mr = p.pd.register(buf, Access.LOCAL_WRITE);
-                        SendWorkRequest wr = new SendWorkRequest(1).wrId(41).send().signaled(true)
+                try (LoopbackPair p = new LoopbackPair(8, 0);
+                        MemoryRegion mr = p.pd.register(buf, Access.LOCAL_WRITE);
+                        SendWorkRequest wr = new SendWorkRequest(1)
+                                .wrId(41)
+                                .send()
+                                .signaled(true)
                                 .addSge(mr.address(), 64, mr.lkey() ^ 0x5a5a00);
                         RecvWorkRequest rwr = new RecvWorkRequest(1).wrId(42).sge(mr, 4096, 64);
                         WorkCompletions wcs = new WorkCompletions(4)) {

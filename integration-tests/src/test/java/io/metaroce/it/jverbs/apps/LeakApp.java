@@ -31,12 +31,14 @@ public final class LeakApp {
         long warmup = Long.parseLong(args[1]);
         int window = 32;
         int size = 64;
-        try (LoopbackPair p = new LoopbackPair(window * 2, 0); Arena arena = Arena.ofShared()) {
+        try (LoopbackPair p = new LoopbackPair(window * 2, 0);
+                Arena arena = Arena.ofShared()) {
             MemorySegment src = arena.allocate(size * window, 64);
             MemorySegment dst = arena.allocate(size * window, 64);
             try (MemoryRegion smr = p.pd.register(src, Access.LOCAL_WRITE);
                     MemoryRegion dmr = p.pd.register(dst, Access.LOCAL_WRITE);
-                    SendWorkRequest send = new SendWorkRequest(1).send().signaled(true).sge(smr, 0, size);
+                    SendWorkRequest send =
+                            new SendWorkRequest(1).send().signaled(true).sge(smr, 0, size);
                     RecvWorkRequest recv = new RecvWorkRequest(1).sge(dmr, 0, size);
                     WorkCompletions wcs = new WorkCompletions(16)) {
                 long sent = 0;
@@ -67,8 +69,8 @@ public final class LeakApp {
                         int slot = (int) wc.wrId();
                         long v = dst.get(java.lang.foreign.ValueLayout.JAVA_LONG, (long) slot * size);
                         if (v != received || wc.byteLength() != size) {
-                            throw new IllegalStateException("message " + received + " carried " + v + " ("
-                                    + wc.byteLength() + " bytes)");
+                            throw new IllegalStateException(
+                                    "message " + received + " carried " + v + " (" + wc.byteLength() + " bytes)");
                         }
                         checked++;
                         received++;
@@ -96,9 +98,14 @@ public final class LeakApp {
     }
 
     private static final java.lang.invoke.MethodHandle MALLINFO2 = java.lang.foreign.Linker.nativeLinker()
-            .downcallHandle(java.lang.foreign.Linker.nativeLinker().defaultLookup().find("mallinfo2").orElseThrow(),
-                    java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.MemoryLayout.structLayout(
-                            java.lang.foreign.MemoryLayout.sequenceLayout(10, java.lang.foreign.ValueLayout.JAVA_LONG))));
+            .downcallHandle(
+                    java.lang.foreign.Linker.nativeLinker()
+                            .defaultLookup()
+                            .find("mallinfo2")
+                            .orElseThrow(),
+                    java.lang.foreign.FunctionDescriptor.of(
+                            java.lang.foreign.MemoryLayout.structLayout(java.lang.foreign.MemoryLayout.sequenceLayout(
+                                    10, java.lang.foreign.ValueLayout.JAVA_LONG))));
 
     /** struct mallinfo2 { arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost }. */
     static long mallocInUse() {

@@ -30,9 +30,17 @@ final class LoopbackPair implements AutoCloseable {
         pd = ctx.allocateProtectionDomain();
         cqA = ctx.createCompletionQueue(2 * depth + 4);
         cqB = ctx.createCompletionQueue(2 * depth + 4);
-        a = pd.createQueuePair(QueuePair.rc(cqA, cqA).maxSendWr(depth).maxRecvWr(depth).maxSendSge(2).maxRecvSge(2)
+        a = pd.createQueuePair(QueuePair.rc(cqA, cqA)
+                .maxSendWr(depth)
+                .maxRecvWr(depth)
+                .maxSendSge(2)
+                .maxRecvSge(2)
                 .maxInlineData(maxInline));
-        b = pd.createQueuePair(QueuePair.rc(cqB, cqB).maxSendWr(depth).maxRecvWr(depth).maxSendSge(2).maxRecvSge(2)
+        b = pd.createQueuePair(QueuePair.rc(cqB, cqB)
+                .maxSendWr(depth)
+                .maxRecvWr(depth)
+                .maxSendSge(2)
+                .maxRecvSge(2)
                 .maxInlineData(maxInline));
         ConnectOptions oa = ConnectOptions.defaults(0);
         ConnectOptions ob = ConnectOptions.defaults(0);

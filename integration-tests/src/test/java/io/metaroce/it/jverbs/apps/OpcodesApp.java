@@ -73,13 +73,16 @@ public final class OpcodesApp {
 
     private static byte[] message(QpEndpoint e, MemoryRegion mr, int udQpn) {
         byte[] m = Arrays.copyOf(e.toWire(), MSG);
-        byte[] x = String.format("%016x:%08x:%08x", mr.address(), mr.rkey(), udQpn).getBytes(StandardCharsets.US_ASCII);
+        byte[] x =
+                String.format("%016x:%08x:%08x", mr.address(), mr.rkey(), udQpn).getBytes(StandardCharsets.US_ASCII);
         System.arraycopy(x, 0, m, QpEndpoint.WIRE_SIZE, x.length);
         return m;
     }
 
     private static long[] extra(byte[] m) {
-        String[] f = new String(m, QpEndpoint.WIRE_SIZE, 34, StandardCharsets.US_ASCII).trim().split(":");
+        String[] f = new String(m, QpEndpoint.WIRE_SIZE, 34, StandardCharsets.US_ASCII)
+                .trim()
+                .split(":");
         return new long[] {Long.parseUnsignedLong(f[0], 16), Long.parseLong(f[1], 16), Long.parseLong(f[2], 16)};
     }
 
@@ -106,7 +109,8 @@ public final class OpcodesApp {
     }
 
     private static void server(Checks c, int port) throws Exception {
-        try (Arena arena = Arena.ofShared(); Context ctx = Device.open("mrce0");
+        try (Arena arena = Arena.ofShared();
+                Context ctx = Device.open("mrce0");
                 ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             MemorySegment buf = arena.allocate(32768, 4096);
             MemorySegment udBuf = arena.allocate(GRH + UD_PAYLOAD, 64);
@@ -145,7 +149,8 @@ public final class OpcodesApp {
                     if (wc.opcode() == WorkCompletion.OP_RECV_RDMA_WITH_IMM) {
                         sawImm = true;
                         int imm = wc.immData();
-                        c.check("rdmaWriteWithImmCompletesAReceiveWithTheImmediate",
+                        c.check(
+                                "rdmaWriteWithImmCompletesAReceiveWithTheImmediate",
                                 () -> require(imm == IMM && wc.hasImm(), "imm " + imm));
                     } else if (wc.wrId() == 100) {
                         sawUd = true;
@@ -184,7 +189,8 @@ public final class OpcodesApp {
     }
 
     private static void client(Checks c, String host, int port) throws Exception {
-        try (Arena arena = Arena.ofShared(); Context ctx = Device.open("mrce0");
+        try (Arena arena = Arena.ofShared();
+                Context ctx = Device.open("mrce0");
                 ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             MemorySegment buf = arena.allocate(32768, 4096);
             try (MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
@@ -220,7 +226,8 @@ public final class OpcodesApp {
                     }
                 });
                 c.check("rdmaWriteWithImm", () -> {
-                    qp.postSend(wr.wrId(3).rdmaWriteWithImm(raddr + 4096, rkey, IMM).sge(mr, 4096, 1000));
+                    qp.postSend(
+                            wr.wrId(3).rdmaWriteWithImm(raddr + 4096, rkey, IMM).sge(mr, 4096, 1000));
                     await(cq, wcs).check();
                 });
                 c.check("rdmaReadOfTheServersPattern", () -> {
@@ -231,11 +238,15 @@ public final class OpcodesApp {
                     }
                 });
                 c.check("compareAndSwap", () -> {
-                    qp.postSend(wr.wrId(5).compareAndSwap(raddr + 16384, rkey, 100, 200).sge(mr, 16384, 8));
+                    qp.postSend(wr.wrId(5)
+                            .compareAndSwap(raddr + 16384, rkey, 100, 200)
+                            .sge(mr, 16384, 8));
                     WorkCompletion wc = await(cq, wcs).check();
                     require(wc.opcode() == WorkCompletion.OP_COMP_SWAP, "opcode " + wc.opcode());
                     require(buf.get(ValueLayout.JAVA_LONG, 16384) == 100, "first CAS returns the old 100");
-                    qp.postSend(wr.wrId(6).compareAndSwap(raddr + 16384, rkey, 100, 300).sge(mr, 16384, 8));
+                    qp.postSend(wr.wrId(6)
+                            .compareAndSwap(raddr + 16384, rkey, 100, 300)
+                            .sge(mr, 16384, 8));
                     await(cq, wcs).check();
                     require(buf.get(ValueLayout.JAVA_LONG, 16384) == 200, "second CAS fails and returns 200");
                 });
@@ -253,9 +264,14 @@ public final class OpcodesApp {
                     for (int j = 0; j < UD_PAYLOAD; j++) {
                         buf.set(ValueLayout.JAVA_BYTE, 12288 + j, b(j));
                     }
-                    try (AddressHandle ah = pd.createAddressHandle(AddressHandle.Attributes.global(remote.gid(), 0, 1));
-                            SendWorkRequest u = new SendWorkRequest(1).wrId(9).send().signaled(true)
-                                    .sge(mr, 12288, UD_PAYLOAD).ud(ah, serverUdQpn, QKEY)) {
+                    try (AddressHandle ah =
+                                    pd.createAddressHandle(AddressHandle.Attributes.global(remote.gid(), 0, 1));
+                            SendWorkRequest u = new SendWorkRequest(1)
+                                    .wrId(9)
+                                    .send()
+                                    .signaled(true)
+                                    .sge(mr, 12288, UD_PAYLOAD)
+                                    .ud(ah, serverUdQpn, QKEY)) {
                         ud.postSend(u);
                         await(cq, wcs).check();
                     }
@@ -268,7 +284,8 @@ public final class OpcodesApp {
                     qp.postSend(wr.wrId(11).rdmaWrite(raddr, rkey ^ 0x00ff_ff00).sge(mr, 0, 64));
                     WorkCompletion wc = await(cq, wcs);
                     WorkCompletionException e = expect(WorkCompletionException.class, wc::check);
-                    require(e.status() == WorkCompletion.REM_ACCESS_ERR && e.wrId() == 11,
+                    require(
+                            e.status() == WorkCompletion.REM_ACCESS_ERR && e.wrId() == 11,
                             "status " + WorkCompletion.statusName(e.status()));
                 });
             }
@@ -278,7 +295,8 @@ public final class OpcodesApp {
     /** A shared receive queue feeding an RC QP of a loopback pair: 200 sends, each checked. */
     private static void srq(Checks c) throws Exception {
         c.check("sharedReceiveQueueFeedsAQueuePair", () -> {
-            try (Arena arena = Arena.ofShared(); Context ctx = Device.open("mrce0");
+            try (Arena arena = Arena.ofShared();
+                    Context ctx = Device.open("mrce0");
                     ProtectionDomain pd = ctx.allocateProtectionDomain();
                     SharedReceiveQueue srq = pd.createSharedReceiveQueue(64, 1, 0);
                     CompletionQueue cqA = ctx.createCompletionQueue(64);
@@ -290,7 +308,9 @@ public final class OpcodesApp {
                 try (MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
                         RecvWorkRequest r = new RecvWorkRequest(1);
                         SendWorkRequest w = new SendWorkRequest(1).send().signaled(true)) {
-                    require(srq.query().maxWr() >= 64, "srq max_wr " + srq.query().maxWr());
+                    require(
+                            srq.query().maxWr() >= 64,
+                            "srq max_wr " + srq.query().maxWr());
                     for (int i = 0; i < 32; i++) {
                         srq.postRecv(r.wrId(i).sge(mr, 128L * i, 128));
                     }

@@ -1,7 +1,7 @@
 package io.metaroce.it.jverbs.apps;
 
-import static io.metaroce.it.jverbs.apps.AppOutput.say;
 import static io.metaroce.it.jverbs.apps.AppOutput.fail;
+import static io.metaroce.it.jverbs.apps.AppOutput.say;
 
 import io.metaroce.verbs.Access;
 import io.metaroce.verbs.CompletionQueue;
@@ -41,7 +41,8 @@ public final class RdmaCmClientApp {
             System.exit(0);
         }
         InetSocketAddress server = new InetSocketAddress(args[0], Integer.parseInt(args[1]));
-        try (Arena arena = Arena.ofShared(); Context ctx = Device.open("mrce0");
+        try (Arena arena = Arena.ofShared();
+                Context ctx = Device.open("mrce0");
                 ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             MemorySegment buf = arena.allocate(4096, 4096);
             buf.asSlice(0, 16).fill((byte) 0x5a); // the request
@@ -51,13 +52,15 @@ public final class RdmaCmClientApp {
                     SendWorkRequest send = new SendWorkRequest(1).signaled(true).send();
                     RecvWorkRequest recv = new RecvWorkRequest(1);
                     WorkCompletions wcs = new WorkCompletions(4)) {
-                QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(2).maxRecvWr(2));
+                QueuePair qp =
+                        pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(2).maxRecvWr(2));
                 qp.toInit(1, 0);
                 qp.postRecv(recv.wrId(10).sge(mr, 64, 16));
                 qp.postRecv(recv.wrId(11).sge(mr, 128, 16));
                 ConnectionService svc = new RdmaCmConnectionService(Duration.ofSeconds(30));
                 try (ConnectionService.Connection c = svc.connect(server, qp, ConnectOptions.defaults(0))) {
-                    say("CONNECTED local " + c.local().describe() + " remote " + c.remote().describe());
+                    say("CONNECTED local " + c.local().describe() + " remote "
+                            + c.remote().describe());
                     qp.postSend(send.wrId(1).sge(mr, 0, 16));
                     boolean sent = false;
                     boolean answered = false;
@@ -79,7 +82,8 @@ public final class RdmaCmClientApp {
                     byte[] got = buf.asSlice(64, 16).toArray(ValueLayout.JAVA_BYTE);
                     for (byte b : got) {
                         if (b != 0) {
-                            fail("the answer is not rdma_server's zeroed buffer: " + java.util.HexFormat.of().formatHex(got));
+                            fail("the answer is not rdma_server's zeroed buffer: "
+                                    + java.util.HexFormat.of().formatHex(got));
                         }
                     }
                     say("ANSWER 16 bytes, zeroed as rdma_server sends them");
@@ -88,7 +92,8 @@ public final class RdmaCmClientApp {
                     // flushes the receive still posted
                     WorkCompletion wc = cq.pollOne(wcs, Duration.ofSeconds(30));
                     if (wc == null || wc.wrId() != 11 || wc.status() != 5) { // IBV_WC_WR_FLUSH_ERR
-                        fail("the peer's disconnect did not flush the posted receive: " + (wc == null ? "none" : wc.snapshot()));
+                        fail("the peer's disconnect did not flush the posted receive: "
+                                + (wc == null ? "none" : wc.snapshot()));
                     }
                     say("OK disconnect flushed the receive");
                 }
@@ -103,13 +108,16 @@ public final class RdmaCmClientApp {
      * on PORT without the endpoint header is rejected with its reason as private data.
      */
     static void refusedAndRejected(String host, int free, int port) throws Exception {
-        try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+        try (Context ctx = Device.open("mrce0");
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
                 CompletionQueue cq = ctx.createCompletionQueue(8)) {
             ConnectionService svc = new RdmaCmConnectionService(Duration.ofSeconds(30));
             for (int target : new int[] {free, port}) {
-                try (QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(2).maxRecvWr(2))) {
+                try (QueuePair qp =
+                        pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(2).maxRecvWr(2))) {
                     qp.toInit(1, 0);
-                    svc.connect(new InetSocketAddress(host, target), qp, ConnectOptions.defaults(0)).close();
+                    svc.connect(new InetSocketAddress(host, target), qp, ConnectOptions.defaults(0))
+                            .close();
                     fail("connect to port " + target + " succeeded");
                 } catch (io.metaroce.verbs.cm.ConnectionRejectedException r) {
                     if (target == free) {

@@ -77,14 +77,15 @@ public final class SafetyApp {
 
         c.check("closingACqWhileAPollerLoopsEndsThePollerWithAnException", () -> {
             for (int round = 0; round < 50; round++) {
-                try (Context ctx = Device.open("mrce0"); WorkCompletions wcs = new WorkCompletions(16)) {
+                try (Context ctx = Device.open("mrce0");
+                        WorkCompletions wcs = new WorkCompletions(16)) {
                     CompletionQueue cq = ctx.createCompletionQueue(64);
                     AtomicLong polls = new AtomicLong();
                     AtomicReference<Throwable> end = new AtomicReference<>();
                     CountDownLatch looping = new CountDownLatch(1);
                     Thread poller = Thread.ofPlatform().start(() -> {
                         try {
-                            for (;;) {
+                            for (; ; ) {
                                 cq.poll(wcs);
                                 if (polls.incrementAndGet() == 50) {
                                     looping.countDown();
@@ -98,7 +99,9 @@ public final class SafetyApp {
                     cq.close();
                     poller.join(60_000);
                     require(!poller.isAlive(), "the poller ended");
-                    require(end.get() instanceof IllegalStateException && end.get().getMessage().endsWith("is closed"),
+                    require(
+                            end.get() instanceof IllegalStateException
+                                    && end.get().getMessage().endsWith("is closed"),
                             "poller ended with " + end.get());
                 }
             }
@@ -106,7 +109,8 @@ public final class SafetyApp {
 
         c.check("closingAQpWhileAThreadPostsEndsThePosterWithAnException", () -> {
             for (int round = 0; round < 20; round++) {
-                try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+                try (Context ctx = Device.open("mrce0");
+                        ProtectionDomain pd = ctx.allocateProtectionDomain();
                         CompletionQueue cq = ctx.createCompletionQueue(64);
                         MemoryRegion mr = pd.allocateRegistered(4096);
                         RecvWorkRequest recv = new RecvWorkRequest(1).wrId(1).sge(mr, 0, 64)) {
@@ -117,7 +121,7 @@ public final class SafetyApp {
                     Thread poster = Thread.ofPlatform().start(() -> {
                         long n = 0;
                         try {
-                            for (;; n++) {
+                            for (; ; n++) {
                                 try {
                                     qp.postRecv(recv);
                                 } catch (VerbsException full) {
@@ -141,7 +145,8 @@ public final class SafetyApp {
         });
 
         c.check("closingTheArenaFirstDeregistersATiedRegion", () -> {
-            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+            try (Context ctx = Device.open("mrce0");
+                    ProtectionDomain pd = ctx.allocateProtectionDomain();
                     CompletionQueue cq = ctx.createCompletionQueue(8);
                     QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq));
                     RecvWorkRequest recv = new RecvWorkRequest(1).wrId(5)) {
@@ -155,13 +160,15 @@ public final class SafetyApp {
                 require(mr.isClosed(), "closing the arena closed (deregistered) the region");
                 IllegalStateException e = expect(IllegalStateException.class, () -> qp.postRecv(recv));
                 require(e.getMessage().contains(mr.describe()) && e.getMessage().endsWith("is closed"), e.getMessage());
-                require(pd.liveDependents().contains(qp) && !pd.liveDependents().contains(mr),
+                require(
+                        pd.liveDependents().contains(qp) && !pd.liveDependents().contains(mr),
                         "the PD no longer holds the region: " + pd.liveDependents());
             }
         });
 
         c.check("aPostOverAnUntiedRegionWhoseArenaClosedThrows", () -> {
-            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+            try (Context ctx = Device.open("mrce0");
+                    ProtectionDomain pd = ctx.allocateProtectionDomain();
                     CompletionQueue cq = ctx.createCompletionQueue(8);
                     QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq));
                     RecvWorkRequest recv = new RecvWorkRequest(1).wrId(6);
@@ -179,14 +186,19 @@ public final class SafetyApp {
         });
 
         c.check("aRegisteredBufferOwnsItsMemory", () -> {
-            try (LoopbackPair p = new LoopbackPair(8, 0); WorkCompletions wcs = new WorkCompletions(4)) {
+            try (LoopbackPair p = new LoopbackPair(8, 0);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
                 MemoryRegion src = p.pd.allocateRegistered(4096);
                 MemoryRegion dst = p.pd.allocateRegistered(4096, Access.LOCAL_WRITE);
                 require(src.ownsMemory() && src.length() == 4096 && src.address() % 4096 == 0, src.describe());
                 for (int i = 0; i < 4096; i++) {
                     src.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
                 }
-                try (SendWorkRequest send = new SendWorkRequest(1).wrId(1).send().sge(src, 0, 4096).signaled(true);
+                try (SendWorkRequest send = new SendWorkRequest(1)
+                                .wrId(1)
+                                .send()
+                                .sge(src, 0, 4096)
+                                .signaled(true);
                         RecvWorkRequest recv = new RecvWorkRequest(1).wrId(2).sge(dst, 0, 4096)) {
                     p.b.postRecv(recv);
                     p.a.postSend(send);
@@ -203,9 +215,11 @@ public final class SafetyApp {
         });
 
         c.check("immediatesArriveInHostOrderAndSnapshotsSurviveTheNextPoll", () -> {
-            try (LoopbackPair p = new LoopbackPair(8, 0); WorkCompletions wcs = new WorkCompletions(4)) {
+            try (LoopbackPair p = new LoopbackPair(8, 0);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
                 MemoryRegion mr = p.pd.allocateRegistered(8192);
-                try (SendWorkRequest send = new SendWorkRequest(1).sge(mr, 0, 16).signaled(true);
+                try (SendWorkRequest send =
+                                new SendWorkRequest(1).sge(mr, 0, 16).signaled(true);
                         RecvWorkRequest recv = new RecvWorkRequest(1).sge(mr, 4096, 16)) {
                     p.b.postRecv(recv.wrId(10));
                     p.b.postRecv(recv.wrId(11));
@@ -216,12 +230,17 @@ public final class SafetyApp {
                     WorkCompletion wc = LoopbackPair.awaitOne(p.cqB, wcs).check();
                     WorkCompletion.Snapshot first = wc.snapshot();
                     require(wc.immData() == 0x01020304, "host order: " + Integer.toHexString(wc.immData()));
-                    require(wc.immDataRaw() == Integer.reverseBytes(0x01020304), "raw (network order) on x86: "
-                            + Integer.toHexString(wc.immDataRaw()));
+                    require(
+                            wc.immDataRaw() == Integer.reverseBytes(0x01020304),
+                            "raw (network order) on x86: " + Integer.toHexString(wc.immDataRaw()));
                     LoopbackPair.awaitOne(p.cqB, wcs).check(); // the same slot, now the second receive
                     require(wc.wrId() == 11 && wc.immData() == 0xfedcba98, "flyweight shows the second: " + wc);
-                    require(first.wrId() == 10 && first.immData() == 0x01020304 && first.hasImm()
-                            && first.opcode() == WorkCompletion.OP_RECV && first.byteLength() == 16,
+                    require(
+                            first.wrId() == 10
+                                    && first.immData() == 0x01020304
+                                    && first.hasImm()
+                                    && first.opcode() == WorkCompletion.OP_RECV
+                                    && first.byteLength() == 16,
                             "snapshot kept the first: " + first);
                 }
                 mr.close();
@@ -229,7 +248,8 @@ public final class SafetyApp {
         });
 
         c.check("pollWithATimeoutReturnsNothingWhenNothingCompletes", () -> {
-            try (Context ctx = Device.open("mrce0"); CompletionQueue cq = ctx.createCompletionQueue(8);
+            try (Context ctx = Device.open("mrce0");
+                    CompletionQueue cq = ctx.createCompletionQueue(8);
                     WorkCompletions wcs = new WorkCompletions(4)) {
                 require(cq.poll(wcs, 4, TimeUnit.MILLISECONDS.toNanos(20)) == 0, "nothing to poll");
                 require(cq.pollOne(wcs, Duration.ofMillis(1)) == null, "pollOne: null on timeout");
@@ -237,7 +257,8 @@ public final class SafetyApp {
         });
 
         c.check("aChannelAwaitTimesOutThenReturnsTheCqOfACompletion", () -> {
-            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+            try (Context ctx = Device.open("mrce0");
+                    ProtectionDomain pd = ctx.allocateProtectionDomain();
                     CompletionChannel ch = ctx.createCompletionChannel();
                     CompletionQueue cqA = ctx.createCompletionQueue(8);
                     CompletionQueue cqB = ctx.createCompletionQueue(8, ch, 0);
@@ -246,7 +267,11 @@ public final class SafetyApp {
                     WorkCompletions wcs = new WorkCompletions(4)) {
                 connect(a, b);
                 MemoryRegion mr = pd.allocateRegistered(4096);
-                try (SendWorkRequest send = new SendWorkRequest(1).wrId(1).send().sge(mr, 0, 64).signaled(true);
+                try (SendWorkRequest send = new SendWorkRequest(1)
+                                .wrId(1)
+                                .send()
+                                .sge(mr, 0, 64)
+                                .signaled(true);
                         RecvWorkRequest recv = new RecvWorkRequest(1).wrId(2).sge(mr, 1024, 64)) {
                     b.postRecv(recv);
                     cqB.requestNotify(false);
@@ -302,13 +327,16 @@ public final class SafetyApp {
                 ch.close();
                 waiter.join(60_000);
                 require(!waiter.isAlive(), "the close woke the waiter");
-                require(end.get() instanceof IllegalStateException && end.get().getMessage().endsWith("is closed"),
+                require(
+                        end.get() instanceof IllegalStateException
+                                && end.get().getMessage().endsWith("is closed"),
                         "waiter ended with " + end.get());
             }
         });
 
         c.check("futuresCompleteFromAPollerPerCq", () -> {
-            try (LoopbackPair p = new LoopbackPair(16, 0); CompletionPoller pa = CompletionPoller.start(p.cqA);
+            try (LoopbackPair p = new LoopbackPair(16, 0);
+                    CompletionPoller pa = CompletionPoller.start(p.cqA);
                     CompletionPoller pb = CompletionPoller.start(p.cqB)) {
                 MemoryRegion src = p.pd.allocateRegistered(16 * 256);
                 MemoryRegion dst = p.pd.allocateRegistered(16 * 256);
@@ -329,23 +357,31 @@ public final class SafetyApp {
                         for (int i = 0; i < 8; i++) {
                             long id = round * 100L + i;
                             WorkCompletion.Snapshot r = recvs.get(i).get(30, TimeUnit.SECONDS);
-                            require(r.wrId() == id && r.byteLength() == 100 + i && r.opcode() == WorkCompletion.OP_RECV,
+                            require(
+                                    r.wrId() == id && r.byteLength() == 100 + i && r.opcode() == WorkCompletion.OP_RECV,
                                     "receive " + r);
                             require(sends.get(i).get(30, TimeUnit.SECONDS).wrId() == 1_000_000 + id, "send");
                             for (int j = 0; j < 100 + i; j++) {
-                                require(dst.segment().get(ValueLayout.JAVA_BYTE, i * 256L + j) == (byte) (id + 1),
+                                require(
+                                        dst.segment().get(ValueLayout.JAVA_BYTE, i * 256L + j) == (byte) (id + 1),
                                         "byte " + j + " of message " + id);
                             }
                         }
                     }
                     require(pa.unmatchedCount() == 0 && pb.unmatchedCount() == 0, "every completion had its future");
                     // an error status completes the future exceptionally
-                    try (SendWorkRequest bad = new SendWorkRequest(1).wrId(77).send().signaled(true)
+                    try (SendWorkRequest bad = new SendWorkRequest(1)
+                            .wrId(77)
+                            .send()
+                            .signaled(true)
                             .addSge(src.address(), 64, src.lkey() ^ 0x5a5a00)) {
-                        CompletableFuture<WorkCompletion.Snapshot> r = pb.postRecv(p.b, recv.wrId(78).sge(dst, 0, 256));
+                        CompletableFuture<WorkCompletion.Snapshot> r =
+                                pb.postRecv(p.b, recv.wrId(78).sge(dst, 0, 256));
                         CompletableFuture<WorkCompletion.Snapshot> f = pa.postSend(p.a, bad);
                         ExecutionException e = expect(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
-                        require(e.getCause() instanceof WorkCompletionException w && w.wrId() == 77, "cause " + e.getCause());
+                        require(
+                                e.getCause() instanceof WorkCompletionException w && w.wrId() == 77,
+                                "cause " + e.getCause());
                         // the QP is in error now: the posted receive is flushed (or still pending);
                         // closing its poller completes whatever is left exceptionally
                         pb.close();
@@ -358,13 +394,17 @@ public final class SafetyApp {
         });
 
         c.check("rcParametersComeFromConnectOptions", () -> {
-            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+            try (Context ctx = Device.open("mrce0");
+                    ProtectionDomain pd = ctx.allocateProtectionDomain();
                     CompletionQueue cq = ctx.createCompletionQueue(16);
                     QueuePair a = pd.createQueuePair(QueuePair.rc(cq, cq));
                     QueuePair b = pd.createQueuePair(QueuePair.rc(cq, cq));
                     WorkCompletions wcs = new WorkCompletions(4)) {
-                ConnectOptions.RcParameters rc = ConnectOptions.RcParameters.DEFAULTS.withTimeout(10).withRetries(3, 3)
-                        .withRdAtomic(4, 4).withMinRnrTimer(6);
+                ConnectOptions.RcParameters rc = ConnectOptions.RcParameters.DEFAULTS
+                        .withTimeout(10)
+                        .withRetries(3, 3)
+                        .withRdAtomic(4, 4)
+                        .withMinRnrTimer(6);
                 ConnectOptions oa = ConnectOptions.defaults(0).withRc(rc);
                 ConnectOptions ob = ConnectOptions.defaults(0).withRc(rc);
                 a.toInit(1, Access.ALL);
@@ -375,7 +415,11 @@ public final class SafetyApp {
                 RcConnector.connect(b, ob, ea);
                 require(a.state() == QueuePair.State.RTS && b.state() == QueuePair.State.RTS, "both in RTS");
                 MemoryRegion mr = pd.allocateRegistered(4096);
-                try (SendWorkRequest send = new SendWorkRequest(1).wrId(1).send().sge(mr, 0, 32).signaled(true);
+                try (SendWorkRequest send = new SendWorkRequest(1)
+                                .wrId(1)
+                                .send()
+                                .sge(mr, 0, 32)
+                                .signaled(true);
                         RecvWorkRequest recv = new RecvWorkRequest(1).wrId(2).sge(mr, 2048, 32)) {
                     mr.segment().asSlice(0, 32).fill((byte) 0x3c);
                     b.postRecv(recv);
@@ -389,28 +433,35 @@ public final class SafetyApp {
         });
 
         c.check("closingAConnectionDisconnectsAndClosesWhatItOwns", () -> {
-            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+            try (Context ctx = Device.open("mrce0");
+                    ProtectionDomain pd = ctx.allocateProtectionDomain();
                     CompletionQueue cqB = ctx.createCompletionQueue(16);
                     QueuePair b = pd.createQueuePair(QueuePair.rc(cqB, cqB))) {
                 CompletionQueue cqA = ctx.createCompletionQueue(16);
                 QueuePair a = pd.createQueuePair(QueuePair.rc(cqA, cqA));
                 MemoryRegion mrA = pd.allocateRegistered(4096);
                 connect(a, b);
-                ConnectionService.Connection conn = new ConnectionService.Connection(a,
-                        RcConnector.localEndpoint(a, ConnectOptions.defaults(0)),
-                        RcConnector.localEndpoint(b, ConnectOptions.defaults(0))).owning(cqA, mrA);
+                ConnectionService.Connection conn = new ConnectionService.Connection(
+                                a,
+                                RcConnector.localEndpoint(a, ConnectOptions.defaults(0)),
+                                RcConnector.localEndpoint(b, ConnectOptions.defaults(0)))
+                        .owning(cqA, mrA);
                 CompletableFuture<WorkCompletion.Snapshot> pendingRecv;
                 try (CompletionPoller poller = CompletionPoller.start(cqA);
                         RecvWorkRequest recv = new RecvWorkRequest(1).wrId(9).sge(mrA, 0, 64)) {
                     pendingRecv = poller.postRecv(a, recv);
                     conn.close();
-                    ExecutionException e = expect(ExecutionException.class, () -> pendingRecv.get(30, TimeUnit.SECONDS));
-                    require(e.getCause() instanceof WorkCompletionException || e.getCause() instanceof IllegalStateException,
+                    ExecutionException e =
+                            expect(ExecutionException.class, () -> pendingRecv.get(30, TimeUnit.SECONDS));
+                    require(
+                            e.getCause() instanceof WorkCompletionException
+                                    || e.getCause() instanceof IllegalStateException,
                             "the receive was flushed or failed by the closing CQ: " + e.getCause());
                 }
                 require(a.isClosed() && cqA.isClosed() && mrA.isClosed(), "the QP, its CQ and its memory are closed");
-                require(!pd.isClosed() && pd.liveDependents().equals(List.of(b)), "the PD still holds only b: "
-                        + pd.liveDependents());
+                require(
+                        !pd.isClosed() && pd.liveDependents().equals(List.of(b)),
+                        "the PD still holds only b: " + pd.liveDependents());
                 conn.close(); // again: a no-op
             }
         });
@@ -420,8 +471,9 @@ public final class SafetyApp {
             try (ConnectionService.Listener l = cm.listen(4242)) {
                 SocketTimeoutException e = expect(SocketTimeoutException.class, () -> l.next(Duration.ofMillis(50)));
                 require(e.getMessage().contains("service 4242"), e.getMessage());
-                expect(SocketTimeoutException.class, () -> l.accept(null, ConnectOptions.defaults(0),
-                        Duration.ofMillis(20)));
+                expect(
+                        SocketTimeoutException.class,
+                        () -> l.accept(null, ConnectOptions.defaults(0), Duration.ofMillis(20)));
             }
             ConnectionService.Listener l = cm.listen(4243);
             AtomicReference<Throwable> end = new AtomicReference<>();
@@ -439,7 +491,9 @@ public final class SafetyApp {
             l.close();
             acceptor.join(60_000);
             require(!acceptor.isAlive(), "the close woke the accept");
-            require(end.get() instanceof SocketException && end.get().getMessage().contains("is closed"),
+            require(
+                    end.get() instanceof SocketException
+                            && end.get().getMessage().contains("is closed"),
                     "accept ended with " + end.get());
             try (ConnectionService.Listener again = cm.listen(4243)) {
                 require(again != null, "the service is free again");
@@ -447,14 +501,20 @@ public final class SafetyApp {
         });
 
         c.check("guardedPostsAndPollsAllocateNothing", () -> {
-            try (LoopbackPair p = new LoopbackPair(16, 0); WorkCompletions wcs = new WorkCompletions(4)) {
+            try (LoopbackPair p = new LoopbackPair(16, 0);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
                 MemoryRegion src = p.pd.allocateRegistered(4096);
                 MemoryRegion dst = p.pd.allocateRegistered(4096);
                 var bean = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
                 long tid = Thread.currentThread().threadId();
-                try (SendWorkRequest send = new SendWorkRequest(2).wrId(1).send().sge(src, 0, 64).addSge(src, 64, 64)
+                try (SendWorkRequest send = new SendWorkRequest(2)
+                                .wrId(1)
+                                .send()
+                                .sge(src, 0, 64)
+                                .addSge(src, 64, 64)
                                 .signaled(true);
-                        RecvWorkRequest recv = new RecvWorkRequest(2).wrId(2).sge(dst, 0, 64).addSge(dst, 64, 64)) {
+                        RecvWorkRequest recv =
+                                new RecvWorkRequest(2).wrId(2).sge(dst, 0, 64).addSge(dst, 64, 64)) {
                     long before = 0;
                     int cycles = 30_000;
                     for (int i = 0; i < cycles; i++) {
@@ -479,7 +539,8 @@ public final class SafetyApp {
         });
 
         c.check("anSrqBelowItsLimitRaisesAnAsyncEventToAVirtualThread", () -> {
-            try (Context ctx = Device.open("mrce0"); ProtectionDomain pd = ctx.allocateProtectionDomain();
+            try (Context ctx = Device.open("mrce0");
+                    ProtectionDomain pd = ctx.allocateProtectionDomain();
                     CompletionQueue cqA = ctx.createCompletionQueue(16);
                     CompletionQueue cqB = ctx.createCompletionQueue(16);
                     SharedReceiveQueue srq = pd.createSharedReceiveQueue(16, 1, 0);
@@ -489,7 +550,8 @@ public final class SafetyApp {
                 connect(a, b);
                 require(ctx.awaitAsyncEvent(Duration.ofMillis(20)) == null, "no event yet");
                 MemoryRegion mr = pd.allocateRegistered(8192);
-                try (SendWorkRequest send = new SendWorkRequest(1).send().sge(mr, 0, 64).signaled(true);
+                try (SendWorkRequest send =
+                                new SendWorkRequest(1).send().sge(mr, 0, 64).signaled(true);
                         RecvWorkRequest recv = new RecvWorkRequest(1)) {
                     for (int i = 0; i < 4; i++) {
                         srq.postRecv(recv.wrId(100 + i).sge(mr, 4096 + 128L * i, 128));
@@ -509,8 +571,11 @@ public final class SafetyApp {
                         LoopbackPair.awaitOne(cqB, wcs).check();
                     }
                     waiter.join(60_000);
-                    require(got.get() instanceof AsyncEvent e && e.type() == AsyncEvent.Type.SRQ_LIMIT_REACHED
-                            && e.element() == srq, "the event: " + got.get());
+                    require(
+                            got.get() instanceof AsyncEvent e
+                                    && e.type() == AsyncEvent.Type.SRQ_LIMIT_REACHED
+                                    && e.element() == srq,
+                            "the event: " + got.get());
                 }
                 mr.close();
             }
@@ -533,12 +598,15 @@ public final class SafetyApp {
             ctx.close();
             waiter.join(60_000);
             require(!waiter.isAlive(), "the close woke the waiter");
-            require(end.get() instanceof IllegalStateException && end.get().getMessage().endsWith("is closed"),
+            require(
+                    end.get() instanceof IllegalStateException
+                            && end.get().getMessage().endsWith("is closed"),
                     "waiter ended with " + end.get());
         });
 
         c.check("aPoolOfRegisteredBuffersCarriesDataAndAllocatesNothing", () -> {
-            try (LoopbackPair p = new LoopbackPair(16, 0); WorkCompletions wcs = new WorkCompletions(4);
+            try (LoopbackPair p = new LoopbackPair(16, 0);
+                    WorkCompletions wcs = new WorkCompletions(4);
                     RegisteredBufferPool pool = RegisteredBufferPool.create(p.pd, 8, 1000, Access.LOCAL_WRITE);
                     SendWorkRequest send = new SendWorkRequest(1).signaled(true).send();
                     RecvWorkRequest recv = new RecvWorkRequest(1)) {

@@ -57,13 +57,18 @@ public final class SendRecvApp {
         int max = Integer.parseInt(args[k + 2]);
         int slot = HEAD + max + 64;
         ConnectionService cm = new TcpConnectionService();
-        try (Arena arena = Arena.ofShared(); Context ctx = Device.open("mrce0");
+        try (Arena arena = Arena.ofShared();
+                Context ctx = Device.open("mrce0");
                 ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             MemorySegment buf = arena.allocate((long) slot * WINDOW, 4096);
             try (MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
                     CompletionQueue cq = ctx.createCompletionQueue(2 * WINDOW + 2);
-                    QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq).maxSendWr(WINDOW).maxRecvWr(WINDOW)
-                            .maxSendSge(2).maxRecvSge(2).maxInlineData(64));
+                    QueuePair qp = pd.createQueuePair(QueuePair.rc(cq, cq)
+                            .maxSendWr(WINDOW)
+                            .maxRecvWr(WINDOW)
+                            .maxSendSge(2)
+                            .maxRecvSge(2)
+                            .maxInlineData(64));
                     SendWorkRequest send = new SendWorkRequest(2).signaled(true);
                     RecvWorkRequest recv = new RecvWorkRequest(2);
                     WorkCompletions wcs = new WorkCompletions(8)) {
@@ -73,7 +78,9 @@ public final class SendRecvApp {
                 long bytes = 0;
                 if (server) {
                     for (int s = 0; s < WINDOW; s++) {
-                        qp.postRecv(recv.wrId(s).sge(mr, (long) s * slot, HEAD).addSge(mr, (long) s * slot + HEAD + 64, max));
+                        qp.postRecv(recv.wrId(s)
+                                .sge(mr, (long) s * slot, HEAD)
+                                .addSge(mr, (long) s * slot + HEAD + 64, max));
                     }
                     try (ConnectionService.Listener l = cm.listen(port)) {
                         l.accept(qp, opts);
@@ -86,8 +93,8 @@ public final class SendRecvApp {
                             int s = (int) wc.wrId();
                             int len = size(i, max);
                             if (wc.opcode() != WorkCompletion.OP_RECV || wc.byteLength() != len) {
-                                fail("message " + i + ": opcode " + wc.opcode() + ", " + wc.byteLength() + " bytes, want "
-                                        + len);
+                                fail("message " + i + ": opcode " + wc.opcode() + ", " + wc.byteLength()
+                                        + " bytes, want " + len);
                             }
                             if (wc.hasImm() != withImm(i) || (withImm(i) && wc.immData() != i)) {
                                 fail("message " + i + ": immediate " + wc.hasImm() + "/" + wc.immData());

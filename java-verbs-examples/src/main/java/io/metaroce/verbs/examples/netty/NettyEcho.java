@@ -58,7 +58,9 @@ public final class NettyEcho {
     }
 
     static EndpointOptions options(Map<String, String> o) {
-        return EndpointOptions.defaults().withDepths(32, 32).withMessageSize(Integer.parseInt(o.getOrDefault("m", "8192")))
+        return EndpointOptions.defaults()
+                .withDepths(32, 32)
+                .withMessageSize(Integer.parseInt(o.getOrDefault("m", "8192")))
                 .withTimeout(Duration.ofSeconds(30));
     }
 
@@ -85,10 +87,10 @@ public final class NettyEcho {
         Map<String, String> o = parse(args, pos);
         int port = Integer.parseInt(o.getOrDefault("p", "7300"));
         boolean tcp = o.containsKey("tcp");
-        EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1,
-                tcp ? EpollIoHandler.newFactory() : RdmaIoHandler.newFactory());
-        EventLoopGroup workers = new MultiThreadIoEventLoopGroup(1,
-                tcp ? EpollIoHandler.newFactory() : RdmaIoHandler.newFactory());
+        EventLoopGroup boss =
+                new MultiThreadIoEventLoopGroup(1, tcp ? EpollIoHandler.newFactory() : RdmaIoHandler.newFactory());
+        EventLoopGroup workers =
+                new MultiThreadIoEventLoopGroup(1, tcp ? EpollIoHandler.newFactory() : RdmaIoHandler.newFactory());
         EndpointGroup group = tcp ? null : EndpointGroup.open(o.getOrDefault("d", "mrce0"));
         try {
             ServerBootstrap b = new ServerBootstrap().group(boss, workers).childHandler(new ChannelInitializer<>() {
@@ -188,8 +190,8 @@ public final class NettyEcho {
         int n = Integer.parseInt(o.getOrDefault("n", "1000"));
         int size = Integer.parseInt(o.getOrDefault("s", "64"));
         int burst = Integer.parseInt(o.getOrDefault("b", "256"));
-        EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1,
-                tcp ? EpollIoHandler.newFactory() : RdmaIoHandler.newFactory());
+        EventLoopGroup loop =
+                new MultiThreadIoEventLoopGroup(1, tcp ? EpollIoHandler.newFactory() : RdmaIoHandler.newFactory());
         EndpointGroup group = tcp ? null : EndpointGroup.open(o.getOrDefault("d", "mrce0"));
         EchoClientHandler h = new EchoClientHandler();
         try {
@@ -199,7 +201,8 @@ public final class NettyEcho {
             } else {
                 b.channelFactory(() -> new RdmaChannel(group, options(o)));
             }
-            Channel ch = b.connect(new InetSocketAddress(pos.get(0), port)).sync().channel();
+            Channel ch =
+                    b.connect(new InetSocketAddress(pos.get(0), port)).sync().channel();
             long[] rtt = new long[n];
             long bytes = 0;
             for (int i = 0; i < n; i++) {
@@ -229,8 +232,14 @@ public final class NettyEcho {
             all.release();
             ch.close().sync();
             java.util.Arrays.sort(rtt);
-            System.out.printf("netty-echo-client: OK transport=%s messages=%d burst=%d bytes=%d rtt_us_p50=%.1f"
-                    + " rtt_us_p99=%.1f%n", tcp ? "tcp-epoll" : "rdma", n, burst, bytes, rtt[n / 2] / 1e3,
+            System.out.printf(
+                    "netty-echo-client: OK transport=%s messages=%d burst=%d bytes=%d rtt_us_p50=%.1f"
+                            + " rtt_us_p99=%.1f%n",
+                    tcp ? "tcp-epoll" : "rdma",
+                    n,
+                    burst,
+                    bytes,
+                    rtt[n / 2] / 1e3,
                     rtt[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
             return 0;
         } catch (Exception e) {

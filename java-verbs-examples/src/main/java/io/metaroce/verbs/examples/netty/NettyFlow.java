@@ -124,8 +124,9 @@ public final class NettyFlow {
                 crc.update(a);
                 bytes += a.length;
                 if (bytes == total) {
-                    done.complete(String.format("OK bytes=%d crc=0x%08x heldBack=%d mostUnread=%d", bytes,
-                            crc.getValue(), heldBack, mostUnread));
+                    done.complete(String.format(
+                            "OK bytes=%d crc=0x%08x heldBack=%d mostUnread=%d",
+                            bytes, crc.getValue(), heldBack, mostUnread));
                 } else if (bytes > total) {
                     done.completeExceptionally(new IllegalStateException(bytes + " bytes, more than " + total));
                 }
@@ -163,7 +164,8 @@ public final class NettyFlow {
         EventLoopGroup loops = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory());
         EndpointGroup group = EndpointGroup.open(o.getOrDefault("d", "mrce0"));
         try {
-            Channel server = new ServerBootstrap().group(loops, loops)
+            Channel server = new ServerBootstrap()
+                    .group(loops, loops)
                     .channelFactory(() -> new RdmaServerChannel(group, NettyEcho.options(o)))
                     .childOption(ChannelOption.AUTO_READ, false)
                     .childHandler(new ChannelInitializer<>() {
@@ -171,7 +173,10 @@ public final class NettyFlow {
                         protected void initChannel(Channel ch) {
                             ch.pipeline().addLast(reader);
                         }
-                    }).bind(new InetSocketAddress(port)).sync().channel();
+                    })
+                    .bind(new InetSocketAddress(port))
+                    .sync()
+                    .channel();
             System.out.println("netty-flow-server: listening on service " + port);
             System.out.flush();
             String result = reader.done.get(300, TimeUnit.SECONDS);
@@ -238,15 +243,16 @@ public final class NettyFlow {
                 } else {
                     ctx.write(Unpooled.wrappedBuffer(a));
                 }
-                mostPending = Math.max(mostPending, ctx.channel().unsafe().outboundBuffer().totalPendingWriteBytes());
+                mostPending = Math.max(
+                        mostPending, ctx.channel().unsafe().outboundBuffer().totalPendingWriteBytes());
             }
             ctx.flush();
         }
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
-            written.completeExceptionally(new IllegalStateException("the connection closed after " + offset
-                    + " bytes were written"));
+            written.completeExceptionally(
+                    new IllegalStateException("the connection closed after " + offset + " bytes were written"));
         }
     }
 
@@ -263,14 +269,24 @@ public final class NettyFlow {
         EndpointGroup group = EndpointGroup.open(o.getOrDefault("d", "mrce0"));
         EndpointOptions options = NettyEcho.options(o);
         try {
-            Channel ch = new Bootstrap().group(loop).handler(writer)
+            Channel ch = new Bootstrap()
+                    .group(loop)
+                    .handler(writer)
                     .option(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 * 1024, 64 * 1024))
                     .channelFactory(() -> new RdmaChannel(group, options))
-                    .connect(new InetSocketAddress(pos.get(0), port)).sync().channel();
+                    .connect(new InetSocketAddress(pos.get(0), port))
+                    .sync()
+                    .channel();
             writer.written.get(300, TimeUnit.SECONDS); // every byte handed to the endpoint
-            String result = ch.eventLoop().submit(() -> String.format("OK bytes=%d crc=0x%08x unwritable=%d"
-                    + " writableAgain=%d mostPending=%d", writer.offset, writer.crc.getValue(), writer.unwritable,
-                    writer.writableAgain, writer.mostPending)).get();
+            String result = ch.eventLoop()
+                    .submit(() -> String.format(
+                            "OK bytes=%d crc=0x%08x unwritable=%d" + " writableAgain=%d mostPending=%d",
+                            writer.offset,
+                            writer.crc.getValue(),
+                            writer.unwritable,
+                            writer.writableAgain,
+                            writer.mostPending))
+                    .get();
             ch.closeFuture().await(60, TimeUnit.SECONDS); // the server closes once it has read everything
             System.out.println("netty-flow-client: " + result);
             return 0;

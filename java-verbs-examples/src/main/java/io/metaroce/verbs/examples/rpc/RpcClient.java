@@ -44,8 +44,11 @@ public final class RpcClient implements AutoCloseable {
 
         Conn(Endpoint ep) {
             this.ep = ep;
-            this.credits = new Semaphore(Math.min(ep.peerRecvDepth(), ep.options().recvDepth()));
-            this.reader = Thread.ofVirtual().name("rpc-reader-" + ep.localEndpoint().qpn()).unstarted(this::read);
+            this.credits =
+                    new Semaphore(Math.min(ep.peerRecvDepth(), ep.options().recvDepth()));
+            this.reader = Thread.ofVirtual()
+                    .name("rpc-reader-" + ep.localEndpoint().qpn())
+                    .unstarted(this::read);
         }
 
         private void read() {
@@ -75,8 +78,8 @@ public final class RpcClient implements AutoCloseable {
     private RpcClient() {}
 
     /** Connects {@code poolSize} endpoints of {@code group} to the server at {@code server}. */
-    public static RpcClient connect(EndpointGroup group, InetSocketAddress server, EndpointOptions options,
-            int poolSize) throws IOException {
+    public static RpcClient connect(
+            EndpointGroup group, InetSocketAddress server, EndpointOptions options, int poolSize) throws IOException {
         RpcClient c = new RpcClient();
         try {
             for (int i = 0; i < poolSize; i++) {

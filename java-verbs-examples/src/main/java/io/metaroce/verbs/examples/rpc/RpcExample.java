@@ -54,7 +54,9 @@ public final class RpcExample {
     static EndpointOptions options(Map<String, String> o) {
         int window = Integer.parseInt(o.getOrDefault("w", "16"));
         int size = Integer.parseInt(o.getOrDefault("s", "1024"));
-        return EndpointOptions.defaults().withDepths(window, window).withMessageSize(size + 8)
+        return EndpointOptions.defaults()
+                .withDepths(window, window)
+                .withMessageSize(size + 8)
                 .withTimeout(Duration.ofSeconds(30));
     }
 
@@ -81,8 +83,8 @@ public final class RpcExample {
         Map<String, String> o = parse(args, pos);
         long stopAfter = Long.parseLong(o.getOrDefault("n", "0"));
         try (EndpointGroup g = EndpointGroup.open(o.getOrDefault("d", "mrce0"));
-                RpcServer s = RpcServer.start(g, Integer.parseInt(o.getOrDefault("p", "7100")), options(o),
-                        RpcExample::reversed)) {
+                RpcServer s = RpcServer.start(
+                        g, Integer.parseInt(o.getOrDefault("p", "7100")), options(o), RpcExample::reversed)) {
             System.out.println("rpc-server: listening on service " + o.getOrDefault("p", "7100"));
             System.out.flush();
             while (stopAfter == 0 || s.served() < stopAfter) {
@@ -126,7 +128,9 @@ public final class RpcExample {
             Recording rec = null;
             if (jfr) {
                 rec = new Recording();
-                rec.enable("jdk.VirtualThreadPinned").withThreshold(Duration.ZERO).withStackTrace();
+                rec.enable("jdk.VirtualThreadPinned")
+                        .withThreshold(Duration.ZERO)
+                        .withStackTrace();
                 rec.start();
             }
             long t0 = System.nanoTime();
@@ -161,7 +165,8 @@ public final class RpcExample {
                 try {
                     rec.dump(f);
                     List<RecordedEvent> ev = RecordingFile.readAllEvents(f).stream()
-                            .filter(e -> e.getEventType().getName().equals("jdk.VirtualThreadPinned")).toList();
+                            .filter(e -> e.getEventType().getName().equals("jdk.VirtualThreadPinned"))
+                            .toList();
                     pinned = ev.size();
                     if (!ev.isEmpty()) {
                         System.out.println("rpc-client: first pinned event: " + ev.get(0));
@@ -175,7 +180,8 @@ public final class RpcExample {
                 System.out.println("rpc-client: FAIL after " + done.get() + " calls: " + firstError.get());
                 return 1;
             }
-            System.out.printf("rpc-client: OK calls=%d bytes=%d bad=%d threads=%d endpoints=%d seconds=%.3f%s%n",
+            System.out.printf(
+                    "rpc-client: OK calls=%d bytes=%d bad=%d threads=%d endpoints=%d seconds=%.3f%s%n",
                     done.get(), bytes.get(), bad.get(), threads, pool, s, jfr ? " pinned=" + pinned : "");
             return bad.get() == 0 ? 0 : 1;
         } catch (Exception e) {

@@ -39,8 +39,9 @@ public final class RpcServer implements AutoCloseable {
     }
 
     /** Listens on {@code service} of {@code group} and serves every endpoint that connects. */
-    public static RpcServer start(EndpointGroup group, int service, EndpointOptions options,
-            UnaryOperator<byte[]> handler) throws IOException {
+    public static RpcServer start(
+            EndpointGroup group, int service, EndpointOptions options, UnaryOperator<byte[]> handler)
+            throws IOException {
         RpcServer s = new RpcServer(group.bind(service, options), handler);
         s.acceptor.start();
         return s;

@@ -1,9 +1,9 @@
 package io.metaroce.nic.port.xdp;
 
-import io.metaroce.nic.port.Port;
-import io.metaroce.nic.port.PortCounters;
 import io.metaroce.abi.Errno;
 import io.metaroce.abi.IpAddr;
+import io.metaroce.nic.port.Port;
+import io.metaroce.nic.port.PortCounters;
 import io.metaroce.nic.sys.NativeException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -44,6 +44,8 @@ import org.slf4j.LoggerFactory;
  * The UDP source port comes from the entropy as in {@link io.metaroce.nic.port.UdpPort}. Received
  * frames are handed over in place when they fit one chunk, else copied into a scratch buffer.
  * Nothing on the data path allocates.
+ *
+ * <p>Long because the UMEM layout, the four rings, multi-buffer reassembly and both IP families' headers share one frame ownership scheme.
  */
 public final class AfXdpPort implements Port {
     private static final Logger LOG = LoggerFactory.getLogger(AfXdpPort.class);
@@ -53,6 +55,7 @@ public final class AfXdpPort implements Port {
     public static final int HEADERS_V6 = 62;
     /** The largest UDP payload over IPv6: two chunks less {@link #HEADERS_V6}. */
     public static final int MAX_FRAME_V6 = 2 * XskSocket.CHUNK - HEADERS_V6;
+
     static final int RX_CHUNKS = 4096;
     private static final int TX_PAIRS = 1024;
     static final int RING_SIZE = 4096;
@@ -60,11 +63,15 @@ public final class AfXdpPort implements Port {
     private static final int ECT0 = 0x02;
     private static final int MAX_KICKS = 64;
 
-    public enum Mode { SKB, NATIVE }
+    public enum Mode {
+        SKB,
+        NATIVE
+    }
 
     private final int localIp;
     /** Serving IPv6: the family of every frame; the headers' length (42 or 62). */
     private final boolean v6;
+
     private final int headers;
     private final long localHi;
     private final long localLo;
@@ -109,17 +116,32 @@ public final class AfXdpPort implements Port {
      *     (IPv6: - 62)
      * @param batch frames per RX poll and per TX flush
      */
-    public AfXdpPort(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame, int batch,
-            Mode mode, L2Resolver resolver) throws IOException {
-        this(localIp, localPort, entropyPorts, maxFrame, batch, resolver,
+    public AfXdpPort(
+            String ifname,
+            int localIp,
+            int localPort,
+            int entropyPorts,
+            int maxFrame,
+            int batch,
+            Mode mode,
+            L2Resolver resolver)
+            throws IOException {
+        this(
+                localIp,
+                localPort,
+                entropyPorts,
+                maxFrame,
+                batch,
+                resolver,
                 bind(ifname, localPort, entropyPorts, maxFrame, batch, mode, IpAddr.isV6(localIp)));
     }
 
     /** What {@link #bind} made: the sockets with their UMEMs (in {@code arena}) and the program. */
     record Bound(Arena arena, XdpProgram program, XskSocket[] socks) {}
 
-    private static Bound bind(String ifname, int localPort, int entropyPorts, int maxFrame, int batch, Mode mode,
-            boolean ipv6) throws IOException {
+    private static Bound bind(
+            String ifname, int localPort, int entropyPorts, int maxFrame, int batch, Mode mode, boolean ipv6)
+            throws IOException {
         if (maxFrame + (ipv6 ? HEADERS_V6 : HEADERS) > PAIR || batch < 1 || batch > 256) {
             throw new IllegalArgumentException("maxFrame " + maxFrame + " / batch " + batch);
         }
@@ -235,15 +257,14 @@ public final class AfXdpPort implements Port {
      * netlink ({@link NetlinkL2Resolver}: ARP's neighbours for IPv4, NDP's for IPv6), so routed
      * peers get their gateway's MAC.
      */
-    public static AfXdpPort open(String ifname, int localIp, int localPort, int entropyPorts, int maxFrame,
-            int batch, Mode mode) throws IOException {
-        return new AfXdpPort(ifname, localIp, localPort, entropyPorts, maxFrame, batch, mode,
-                new NetlinkL2Resolver());
+    public static AfXdpPort open(
+            String ifname, int localIp, int localPort, int entropyPorts, int maxFrame, int batch, Mode mode)
+            throws IOException {
+        return new AfXdpPort(ifname, localIp, localPort, entropyPorts, maxFrame, batch, mode, new NetlinkL2Resolver());
     }
 
     /** Re-binding a queue just after another socket left it can fail with EBUSY for a moment. */
-    private static XskSocket bindRetrying(int ifindex, int q, MemorySegment umem, int flags)
-            throws NativeException {
+    private static XskSocket bindRetrying(int ifindex, int q, MemorySegment umem, int flags) throws NativeException {
         long deadline = System.nanoTime() + 2_000_000_000L;
         while (true) {
             try {
@@ -260,12 +281,13 @@ public final class AfXdpPort implements Port {
     private static IOException unavailable(Throwable e) {
         String reason;
         if (e instanceof NativeException ne && (ne.errno() == 1 || ne.errno() == 13)) {
-            reason = "not privileged (needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF, or root): "
-                    + e.getMessage();
+            reason = "not privileged (needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF, or root): " + e.getMessage();
         } else if (e instanceof NativeException ne && ne.errno() == 97) {
             reason = "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): " + e.getMessage();
-        } else if (e instanceof UnsatisfiedLinkError || e instanceof ExceptionInInitializerError
-                || e instanceof IllegalArgumentException && String.valueOf(e.getMessage()).contains("libbpf")) {
+        } else if (e instanceof UnsatisfiedLinkError
+                || e instanceof ExceptionInInitializerError
+                || e instanceof IllegalArgumentException
+                        && String.valueOf(e.getMessage()).contains("libbpf")) {
             reason = "libbpf.so.1 not found (install libbpf1): " + e;
         } else {
             reason = String.valueOf(e.getMessage());
@@ -280,7 +302,9 @@ public final class AfXdpPort implements Port {
             return 1;
         }
         try (Stream<Path> s = Files.list(dir)) {
-            return (int) Math.max(1, s.filter(p -> p.getFileName().toString().startsWith("rx-")).count());
+            return (int) Math.max(
+                    1,
+                    s.filter(p -> p.getFileName().toString().startsWith("rx-")).count());
         }
     }
 
@@ -515,10 +539,8 @@ public final class AfXdpPort implements Port {
         handler.onFrame(payload, view, length, IpAddr.intern(srcHi, srcLo), srcPort, ecn);
     }
 
-    private static final ValueLayout.OfLong BE_LONG =
-            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final ValueLayout.OfInt BE_INT =
-            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfLong BE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfShort BE_SHORT =
             ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -576,11 +598,21 @@ public final class AfXdpPort implements Port {
                 return;
             }
             // Always from the served address (T-1.3), whatever source the route prefers.
-            writeHeaders6(u, f, l2.dstMac, l2.srcMac, localHi, localLo, IpAddr.hi(dstIp), IpAddr.lo(dstIp),
-                    srcPort, dstPort, length);
+            writeHeaders6(
+                    u,
+                    f,
+                    l2.dstMac,
+                    l2.srcMac,
+                    localHi,
+                    localLo,
+                    IpAddr.hi(dstIp),
+                    IpAddr.lo(dstIp),
+                    srcPort,
+                    dstPort,
+                    length);
         } else {
-            writeHeaders(u, f, l2.dstMac, l2.srcMac, l2.srcIp != 0 ? l2.srcIp : localIp, dstIp, srcPort,
-                    dstPort, length);
+            writeHeaders(
+                    u, f, l2.dstMac, l2.srcMac, l2.srcIp != 0 ? l2.srcIp : localIp, dstIp, srcPort, dstPort, length);
         }
         txQueued[txCount] = pair;
         txQueuedLen[txCount] = headers + length;
@@ -588,8 +620,16 @@ public final class AfXdpPort implements Port {
     }
 
     /** Ethernet + IPv4 + UDP headers at {@code off}, for a UDP payload of {@code length} bytes. */
-    static void writeHeaders(MemorySegment u, long off, long dstMac, long srcMac, int srcIp, int dstIp,
-            int srcPort, int dstPort, int length) {
+    static void writeHeaders(
+            MemorySegment u,
+            long off,
+            long dstMac,
+            long srcMac,
+            int srcIp,
+            int dstIp,
+            int srcPort,
+            int dstPort,
+            int length) {
         u.set(BE_INT, off, (int) (dstMac >>> 16));
         u.set(BE_SHORT, off + 4, (short) dstMac);
         u.set(BE_SHORT, off + 6, (short) (srcMac >>> 32));
@@ -616,8 +656,18 @@ public final class AfXdpPort implements Port {
      * that follows them (already written: the UDP checksum covers it). Traffic class ECT(0), the
      * flow label {@link #flowLabel} of the source port, hop limit 64.
      */
-    static void writeHeaders6(MemorySegment u, long off, long dstMac, long srcMac, long srcHi, long srcLo,
-            long dstHi, long dstLo, int srcPort, int dstPort, int length) {
+    static void writeHeaders6(
+            MemorySegment u,
+            long off,
+            long dstMac,
+            long srcMac,
+            long srcHi,
+            long srcLo,
+            long dstHi,
+            long dstLo,
+            int srcPort,
+            int dstPort,
+            int length) {
         u.set(BE_INT, off, (int) (dstMac >>> 16));
         u.set(BE_SHORT, off + 4, (short) dstMac);
         u.set(BE_SHORT, off + 6, (short) (srcMac >>> 32));
@@ -826,13 +876,29 @@ public final class AfXdpPort implements Port {
         for (XskSocket s : socks) {
             try {
                 long[] v = XskSys.statistics(s.fd);
-                b.append(b.isEmpty() ? "" : "; ").append("queue ").append(s.queue).append(": rx_frames ")
-                        .append(rxPerQueue[s.queue]).append(" rx_dropped ")
-                        .append(v[0]).append(" rx_invalid_descs ").append(v[1]).append(" tx_invalid_descs ")
-                        .append(v[2]).append(" rx_ring_full ").append(v[3]).append(" rx_fill_ring_empty_descs ")
-                        .append(v[4]).append(" tx_ring_empty_descs ").append(v[5]);
+                b.append(b.isEmpty() ? "" : "; ")
+                        .append("queue ")
+                        .append(s.queue)
+                        .append(": rx_frames ")
+                        .append(rxPerQueue[s.queue])
+                        .append(" rx_dropped ")
+                        .append(v[0])
+                        .append(" rx_invalid_descs ")
+                        .append(v[1])
+                        .append(" tx_invalid_descs ")
+                        .append(v[2])
+                        .append(" rx_ring_full ")
+                        .append(v[3])
+                        .append(" rx_fill_ring_empty_descs ")
+                        .append(v[4])
+                        .append(" tx_ring_empty_descs ")
+                        .append(v[5]);
             } catch (NativeException e) {
-                b.append(b.isEmpty() ? "" : "; ").append("queue ").append(s.queue).append(": ").append(e.getMessage());
+                b.append(b.isEmpty() ? "" : "; ")
+                        .append("queue ")
+                        .append(s.queue)
+                        .append(": ")
+                        .append(e.getMessage());
             }
         }
         return b.toString();

@@ -29,7 +29,8 @@ public final class StaticL2Resolver implements L2Resolver {
 
     /** The MAC address of an interface, from {@code /sys/class/net/IF/address}. */
     public static long macOf(String ifname) throws IOException {
-        return parseMac(Files.readString(Path.of("/sys/class/net", ifname, "address")).trim());
+        return parseMac(
+                Files.readString(Path.of("/sys/class/net", ifname, "address")).trim());
     }
 
     /** "aa:bb:cc:dd:ee:ff" as a long, first octet most significant. */

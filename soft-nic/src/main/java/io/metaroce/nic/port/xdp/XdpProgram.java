@@ -39,6 +39,7 @@ final class XdpProgram implements AutoCloseable {
 
     /** Families mrce_cfg.families steers (the program's MRCE_STEER_IPV4 / _IPV6). */
     static final int STEER_IPV4 = 1;
+
     static final int STEER_IPV6 = 2;
 
     /**
@@ -54,8 +55,8 @@ final class XdpProgram implements AutoCloseable {
         try {
             try (InputStream in = XdpProgram.class.getClassLoader().getResourceAsStream(RESOURCE)) {
                 if (in == null) {
-                    throw new IOException("class-path resource " + RESOURCE
-                            + " missing (soft-nic built without clang?)");
+                    throw new IOException(
+                            "class-path resource " + RESOURCE + " missing (soft-nic built without clang?)");
                 }
                 Files.copy(in, tmp, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
             }
@@ -96,8 +97,11 @@ final class XdpProgram implements AutoCloseable {
                 throw new IOException(ifname + " already has XDP program '" + name + "' (id " + id
                         + ") attached; detach it first (ip link set dev " + ifname + " xdp off)");
             }
-            LOG.warn("replacing stale XDP program {} (id {}) on {}, left by a daemon that did not exit",
-                    name, id, ifname);
+            LOG.warn(
+                    "replacing stale XDP program {} (id {}) on {}, left by a daemon that did not exit",
+                    name,
+                    id,
+                    ifname);
             int rc = LibBpf.xdpDetach(ifindex, mode);
             if (rc < 0) {
                 throw new NativeException("bpf_xdp_detach(" + ifname + ")", -rc);

@@ -25,8 +25,7 @@ public final class XskRing {
     /** Fill and completion rings hold plain u64 UMEM addresses. */
     public static final int ADDR_SIZE = 8;
 
-    private static final VarHandle INT =
-            ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
     private final MemorySegment mem;
     private final long producerOff;
@@ -45,8 +44,15 @@ public final class XskRing {
      * @param mem the ring's mapping
      * @param producerSide true for fill and TX (we produce), false for RX and completion
      */
-    public XskRing(MemorySegment mem, long producerOff, long consumerOff, long flagsOff, long descOff,
-            int size, int entrySize, boolean producerSide) {
+    public XskRing(
+            MemorySegment mem,
+            long producerOff,
+            long consumerOff,
+            long flagsOff,
+            long descOff,
+            int size,
+            int entrySize,
+            boolean producerSide) {
         if (Integer.bitCount(size) != 1) {
             throw new IllegalArgumentException("ring size must be a power of two: " + size);
         }

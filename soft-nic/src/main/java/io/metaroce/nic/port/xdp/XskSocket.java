@@ -27,8 +27,7 @@ final class XskSocket implements AutoCloseable {
      * @param umem the socket's UMEM, {@code CHUNK}-aligned, a whole number of chunks
      * @param ringSize entries in each of the four rings (a power of two)
      */
-    XskSocket(int ifindex, int queue, MemorySegment umem, int ringSize, int bindFlags)
-            throws NativeException {
+    XskSocket(int ifindex, int queue, MemorySegment umem, int ringSize, int bindFlags) throws NativeException {
         this.queue = queue;
         this.umem = umem;
         int s = XskSys.socket();
@@ -51,8 +50,7 @@ final class XskSocket implements AutoCloseable {
                 rx = map(s, 0, off, 0, ringSize, XskRing.XDP_DESC_SIZE, XskSys.XDP_PGOFF_RX_RING, false);
                 tx = map(s, 1, off, 32, ringSize, XskRing.XDP_DESC_SIZE, XskSys.XDP_PGOFF_TX_RING, true);
                 fill = map(s, 2, off, 64, ringSize, XskRing.ADDR_SIZE, XskSys.XDP_UMEM_PGOFF_FILL_RING, true);
-                comp = map(s, 3, off, 96, ringSize, XskRing.ADDR_SIZE,
-                        XskSys.XDP_UMEM_PGOFF_COMPLETION_RING, false);
+                comp = map(s, 3, off, 96, ringSize, XskRing.ADDR_SIZE, XskSys.XDP_UMEM_PGOFF_COMPLETION_RING, false);
             }
             XskSys.bind(s, ifindex, queue, bindFlags);
         } catch (NativeException e) {
@@ -74,14 +72,15 @@ final class XskSocket implements AutoCloseable {
         this.tx = tx;
     }
 
-    private XskRing map(int s, int slot, MemorySegment off, long base, int size, int entry, long pgoff,
-            boolean producer) throws NativeException {
+    private XskRing map(
+            int s, int slot, MemorySegment off, long base, int size, int entry, long pgoff, boolean producer)
+            throws NativeException {
         long prod = off.get(ValueLayout.JAVA_LONG, base);
         long cons = off.get(ValueLayout.JAVA_LONG, base + 8);
         long desc = off.get(ValueLayout.JAVA_LONG, base + 16);
         long flags = off.get(ValueLayout.JAVA_LONG, base + 24);
-        MemorySegment m = LibC.mmap(desc + (long) size * entry, LibC.PROT_READ | LibC.PROT_WRITE,
-                LibC.MAP_SHARED | MAP_POPULATE, s, pgoff);
+        MemorySegment m = LibC.mmap(
+                desc + (long) size * entry, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED | MAP_POPULATE, s, pgoff);
         maps[slot] = m;
         return new XskRing(m, prod, cons, flags, desc, size, entry, producer);
     }

@@ -7,13 +7,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 
 /**
  * The AF_XDP socket calls (libc: socket, setsockopt, getsockopt, bind, sendto, recvfrom,
@@ -35,12 +30,14 @@ final class XskSys {
     /** struct xdp_statistics: rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
      * rx_fill_ring_empty_descs, tx_ring_empty_descs (u64 each). */
     static final long STATISTICS_SIZE = 48;
+
     static final long XDP_PGOFF_RX_RING = 0;
     static final long XDP_PGOFF_TX_RING = 0x80000000L;
     static final long XDP_UMEM_PGOFF_FILL_RING = 0x100000000L;
     static final long XDP_UMEM_PGOFF_COMPLETION_RING = 0x180000000L;
     /** sockaddr_xdp.sxdp_flags */
     static final int XDP_COPY = 1 << 1;
+
     static final int XDP_ZEROCOPY = 1 << 2;
     static final int XDP_USE_NEED_WAKEUP = 1 << 3;
     static final int XDP_USE_SG = 1 << 4;
@@ -48,6 +45,7 @@ final class XskSys {
     static final int XDP_PKT_CONTD = 1;
     /** The kernel's reserved headroom before a received frame in its UMEM chunk. */
     static final int XDP_PACKET_HEADROOM = 256;
+
     static final int MSG_DONTWAIT = 0x40;
     /** struct xdp_umem_reg (v1 fields: addr, len, chunk_size, headroom), 24 bytes. */
     static final long UMEM_REG_SIZE = 24;
@@ -152,8 +150,10 @@ final class XskSys {
             sa.set(JAVA_INT, 8, queue);
             int rc = (int) BIND.invokeExact(cs, fd, sa, (int) SOCKADDR_XDP_SIZE);
             if (rc < 0) {
-                throw new NativeException("bind(AF_XDP fd " + fd + ", ifindex " + ifindex + ", queue "
-                        + queue + ", flags 0x" + Integer.toHexString(flags) + ")", LibC.errno(cs));
+                throw new NativeException(
+                        "bind(AF_XDP fd " + fd + ", ifindex " + ifindex + ", queue " + queue + ", flags 0x"
+                                + Integer.toHexString(flags) + ")",
+                        LibC.errno(cs));
             }
         } catch (NativeException e) {
             throw e;
@@ -166,8 +166,7 @@ final class XskSys {
     static int kickTx(int fd) {
         MemorySegment cs = LibC.callState();
         try {
-            long rc = (long) SENDTO.invokeExact(cs, fd, MemorySegment.NULL, 0L, MSG_DONTWAIT,
-                    MemorySegment.NULL, 0);
+            long rc = (long) SENDTO.invokeExact(cs, fd, MemorySegment.NULL, 0L, MSG_DONTWAIT, MemorySegment.NULL, 0);
             return rc < 0 ? -LibC.errno(cs) : 0;
         } catch (Throwable t) {
             throw LibC.rethrow(t);
@@ -178,8 +177,8 @@ final class XskSys {
     static int kickRx(int fd) {
         MemorySegment cs = LibC.callState();
         try {
-            long rc = (long) RECVFROM.invokeExact(cs, fd, MemorySegment.NULL, 0L, MSG_DONTWAIT,
-                    MemorySegment.NULL, MemorySegment.NULL);
+            long rc = (long) RECVFROM.invokeExact(
+                    cs, fd, MemorySegment.NULL, 0L, MSG_DONTWAIT, MemorySegment.NULL, MemorySegment.NULL);
             return rc < 0 ? -LibC.errno(cs) : 0;
         } catch (Throwable t) {
             throw LibC.rethrow(t);

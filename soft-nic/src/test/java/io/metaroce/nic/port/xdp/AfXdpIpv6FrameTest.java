@@ -59,15 +59,25 @@ class AfXdpIpv6FrameTest {
             byte[] p = vectorPayload();
             MemorySegment f = arena.allocate(AfXdpPort.HEADERS_V6 + p.length);
             MemorySegment.copy(p, 0, f, ValueLayout.JAVA_BYTE, AfXdpPort.HEADERS_V6, p.length);
-            AfXdpPort.writeHeaders6(f, 0, StaticL2Resolver.parseMac("02:00:00:00:00:02"),
-                    StaticL2Resolver.parseMac("02:00:00:00:00:01"), A_HI, A_LO, B_HI, B_LO, 4800, 4793, p.length);
+            AfXdpPort.writeHeaders6(
+                    f,
+                    0,
+                    StaticL2Resolver.parseMac("02:00:00:00:00:02"),
+                    StaticL2Resolver.parseMac("02:00:00:00:00:01"),
+                    A_HI,
+                    A_LO,
+                    B_HI,
+                    B_LO,
+                    4800,
+                    4793,
+                    p.length);
             byte[] h = f.asSlice(0, AfXdpPort.HEADERS_V6).toArray(ValueLayout.JAVA_BYTE);
-            assertThat(HexFormat.of().formatHex(h)).isEqualTo(
-                    "020000000002" + "020000000001" + "86dd"
-                    + "6029029b" // version 6, traffic class 0x02 (ECT(0)), flow label 0x9029b
-                    + "006d" + "11" + "40" // payload length 109, next header UDP, hop limit 64
-                    + "20010db8000000000000000000000001" + "20010db8000000000000000000000002"
-                    + "12c0" + "12b9" + "006d" + "acb2");
+            assertThat(HexFormat.of().formatHex(h))
+                    .isEqualTo("020000000002" + "020000000001" + "86dd"
+                            + "6029029b" // version 6, traffic class 0x02 (ECT(0)), flow label 0x9029b
+                            + "006d" + "11" + "40" // payload length 109, next header UDP, hop limit 64
+                            + "20010db8000000000000000000000001" + "20010db8000000000000000000000002"
+                            + "12c0" + "12b9" + "006d" + "acb2");
             assertThat(AfXdpPort.flowLabel(4800)).isEqualTo(0x9029b);
         }
     }
@@ -201,8 +211,11 @@ class AfXdpIpv6FrameTest {
             List<Frame> got = rig.drain(10);
             assertThat(got).as(b.what() + ": only the good frame after it").hasSize(1);
             assertThat(got.get(0).payload()).as(b.what()).isEqualTo(java.util.Arrays.copyOfRange(good, 62, 262));
-            assertThat(c.rxShort - shortBefore).as(b.what() + ": short").isEqualTo(b.counter().equals("short") ? 1 : 0);
-            assertThat(c.rxBadChecksum - badBefore).as(b.what() + ": bad checksum")
+            assertThat(c.rxShort - shortBefore)
+                    .as(b.what() + ": short")
+                    .isEqualTo(b.counter().equals("short") ? 1 : 0);
+            assertThat(c.rxBadChecksum - badBefore)
+                    .as(b.what() + ": bad checksum")
                     .isEqualTo(b.counter().equals("badChecksum") ? 1 : 0);
             assertThat(c.rxTruncated - truncBefore).as(b.what()).isZero();
         }

@@ -98,8 +98,8 @@ class AfXdpRxFuzzing {
         long wantShort = expected.stream().filter(Expect::isShort).count();
         long wantTruncated = expected.stream().filter(Expect::truncated).count();
         if (c.rxShort - short0 != wantShort || c.rxTruncated - truncated0 != wantTruncated) {
-            throw new AssertionError("counted short " + (c.rxShort - short0) + " truncated " + (c.rxTruncated - truncated0)
-                    + ", expected " + wantShort + " and " + wantTruncated);
+            throw new AssertionError("counted short " + (c.rxShort - short0) + " truncated "
+                    + (c.rxTruncated - truncated0) + ", expected " + wantShort + " and " + wantTruncated);
         }
         if (rig.fillEntries() != AfXdpPort.RX_CHUNKS) {
             throw new AssertionError(rig.fillEntries() + " chunks in the fill ring, not " + AfXdpPort.RX_CHUNKS);
@@ -117,8 +117,9 @@ class AfXdpRxFuzzing {
         int srcPort = d.consumeInt(0, 0xffff);
         int size = d.consumeInt(0, 2);
         // an exhausted input (0s) makes a large frame: several buffers
-        int len = tiny || size == 2 ? d.consumeInt(0, 64) : size == 1 ? d.consumeInt(0, 4000)
-                : d.consumeInt(3700, MAX_FRAME + 50);
+        int len = tiny || size == 2
+                ? d.consumeInt(0, 64)
+                : size == 1 ? d.consumeInt(0, 4000) : d.consumeInt(3700, MAX_FRAME + 50);
         int udpLength = d.consumeInt(0, 7) == 7 ? d.consumeInt(0, 0xffff) : len + 8;
         int padding = d.consumeBoolean() ? 0 : d.consumeInt(0, 64);
         byte[] payload = new byte[len];
@@ -178,8 +179,13 @@ class AfXdpRxFuzzing {
         if (length > MAX_FRAME) {
             return new Expect(null, 0, 0, 0, false, true);
         }
-        return new Expect(Arrays.copyOfRange(f, 14 + ihl + 8, 14 + ihl + 8 + length), b.getInt(26),
-                b.getShort(14 + ihl) & 0xffff, f[15] & 3, false, false);
+        return new Expect(
+                Arrays.copyOfRange(f, 14 + ihl + 8, 14 + ihl + 8 + length),
+                b.getInt(26),
+                b.getShort(14 + ihl) & 0xffff,
+                f[15] & 3,
+                false,
+                false);
     }
 
     private static void check(List<Expect> expected, List<Frame> got) {
@@ -192,9 +198,12 @@ class AfXdpRxFuzzing {
                 throw new AssertionError("a frame of " + e.payload().length + " bytes was not delivered");
             }
             Frame f = got.get(g++);
-            if (!Arrays.equals(f.payload(), e.payload()) || f.srcIp() != e.srcIp() || f.srcPort() != e.srcPort()
+            if (!Arrays.equals(f.payload(), e.payload())
+                    || f.srcIp() != e.srcIp()
+                    || f.srcPort() != e.srcPort()
                     || f.ecn() != e.ecn()) {
-                throw new AssertionError("delivered " + f.payload().length + " bytes from " + Integer.toHexString(f.srcIp())
+                throw new AssertionError("delivered " + f.payload().length + " bytes from "
+                        + Integer.toHexString(f.srcIp())
                         + ":" + f.srcPort() + " ecn " + f.ecn() + ", expected " + e.payload().length + " bytes from "
                         + Integer.toHexString(e.srcIp()) + ":" + e.srcPort() + " ecn " + e.ecn()
                         + (f.payload().length == e.payload().length ? " (same length, other bytes)" : ""));

@@ -61,7 +61,9 @@ class XskRingTest {
         setKernelCons(3);
         assertThat(fill.reserve(4)).isEqualTo(-1);
         assertThat(fill.reserve(3)).isEqualTo(SIZE);
-        assertThat(mem.get(ValueLayout.JAVA_LONG, DESC)).as("slot 0 before overwrite").isZero();
+        assertThat(mem.get(ValueLayout.JAVA_LONG, DESC))
+                .as("slot 0 before overwrite")
+                .isZero();
     }
 
     @Test

@@ -44,14 +44,23 @@ final class XskRxRig implements AutoCloseable {
         umem = arena.allocate(AfXdpPort.umemBytes(), CHUNK);
         fillMem = ring(arena, XskRing.ADDR_SIZE);
         rxMem = ring(arena, XskRing.XDP_DESC_SIZE);
-        XskSocket s = new XskSocket(0, umem,
+        XskSocket s = new XskSocket(
+                0,
+                umem,
                 new XskRing(fillMem, PROD, CONS, FLAGS, DESC, SIZE, XskRing.ADDR_SIZE, true),
                 new XskRing(ring(arena, XskRing.ADDR_SIZE), PROD, CONS, FLAGS, DESC, SIZE, XskRing.ADDR_SIZE, false),
                 new XskRing(rxMem, PROD, CONS, FLAGS, DESC, SIZE, XskRing.XDP_DESC_SIZE, false),
-                new XskRing(ring(arena, XskRing.XDP_DESC_SIZE), PROD, CONS, FLAGS, DESC, SIZE, XskRing.XDP_DESC_SIZE,
+                new XskRing(
+                        ring(arena, XskRing.XDP_DESC_SIZE),
+                        PROD,
+                        CONS,
+                        FLAGS,
+                        DESC,
+                        SIZE,
+                        XskRing.XDP_DESC_SIZE,
                         true));
-        port = new AfXdpPort(localIp, 4793, 0, maxFrame, batch, null,
-                new AfXdpPort.Bound(arena, null, new XskSocket[] {s}));
+        port = new AfXdpPort(
+                localIp, 4793, 0, maxFrame, batch, null, new AfXdpPort.Bound(arena, null, new XskSocket[] {s}));
     }
 
     private static MemorySegment ring(Arena arena, int entry) {
@@ -116,7 +125,8 @@ final class XskRxRig implements AutoCloseable {
         List<Frame> got = new ArrayList<>();
         port.poll((MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort, int ecn) -> {
             if (view.position() != 0 || view.limit() != length || frame.byteSize() < length) {
-                throw new AssertionError("frame of " + length + " bytes: view " + view + ", segment " + frame.byteSize());
+                throw new AssertionError(
+                        "frame of " + length + " bytes: view " + view + ", segment " + frame.byteSize());
             }
             byte[] b = new byte[length];
             MemorySegment.copy(frame, ValueLayout.JAVA_BYTE, 0, b, 0, length);
@@ -148,8 +158,16 @@ final class XskRxRig implements AutoCloseable {
     }
 
     /** A frame as the wire has it: Ethernet, IPv4 ({@code ihlWords} 32-bit words), UDP, payload, padding. */
-    static byte[] frame(int etherType, int ihlWords, int tos, int srcIp, int srcPort, int udpLength, byte[] payload,
-            int padding, int ipHeaderLength) {
+    static byte[] frame(
+            int etherType,
+            int ihlWords,
+            int tos,
+            int srcIp,
+            int srcPort,
+            int udpLength,
+            byte[] payload,
+            int padding,
+            int ipHeaderLength) {
         int ipLen = ipHeaderLength;
         byte[] f = new byte[14 + ipLen + 8 + payload.length + padding];
         ByteBuffer b = ByteBuffer.wrap(f);
