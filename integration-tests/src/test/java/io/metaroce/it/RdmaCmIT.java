@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.assertj.core.data.Offset;
@@ -115,6 +116,11 @@ class RdmaCmIT {
 
     /** Runs CLIENT in A against the started server S; both to completion within TIMEOUT. */
     private static Run run(String name, Proc s, List<String> client, Duration timeout) {
+        return run(name, s, client, timeout, c -> {});
+    }
+
+    /** As {@link #run(String, Proc, List, Duration)}, with {@code started} run on the client once it started. */
+    private static Run run(String name, Proc s, List<String> client, Duration timeout, Consumer<Proc> started) {
         Proc c;
         try {
             c = fabric.startApp(fabric.a(), name + "-client", client);
@@ -124,6 +130,7 @@ class RdmaCmIT {
         }
         try (s;
                 c) {
+            started.accept(c);
             AppPair.Exits exits = AppPair.await(fabric, s, c, timeout);
             return new Run(name, exits.server(), exits.client(), s.output(), c.output());
         }
@@ -307,31 +314,24 @@ class RdmaCmIT {
         Path dbg = debugLog(tool);
         try {
             Proc s = startServer(tool, cmd);
-            Proc c;
-            try {
-                c = fabric.startApp(fabric.a(), tool + "-client", client);
-            } catch (RuntimeException | Error e) {
-                s.close();
-                throw e;
-            }
-            try (s;
-                    c) {
-                boolean second = Wait.until(
-                        Duration.ofSeconds(60),
-                        () -> LISTEN_OK.matcher(read(dbg)).results().count() >= 2 || !s.isAlive() || !c.isAlive());
-                assertThat(second && s.isAlive() && c.isAlive())
-                        .as("the server's second listen: %s\n--- client:\n%s", s.output(), c.output())
-                        .isTrue();
-                Proc.Result w = Proc.run(
-                        fabric.logDir().resolve(tool + "-gate.log"),
-                        Duration.ofSeconds(30),
-                        List.of("sh", "-c", "echo go > " + fifo));
-                assertThat(w.ok())
-                        .as("opened the client's gate: %s\n%s", w.output(), c.output())
-                        .isTrue();
-                AppPair.Exits exits = AppPair.await(fabric, s, c, RUN_TIMEOUT);
-                return new Run(tool, exits.server(), exits.client(), s.output(), c.output()).assertExitedCleanly();
-            }
+            return run(tool, s, client, RUN_TIMEOUT, c -> {
+                        boolean second = Wait.until(
+                                Duration.ofSeconds(60),
+                                () -> LISTEN_OK.matcher(read(dbg)).results().count() >= 2
+                                        || !s.isAlive()
+                                        || !c.isAlive());
+                        assertThat(second && s.isAlive() && c.isAlive())
+                                .as("the server's second listen: %s\n--- client:\n%s", s.output(), c.output())
+                                .isTrue();
+                        Proc.Result w = Proc.run(
+                                fabric.logDir().resolve(tool + "-gate.log"),
+                                Duration.ofSeconds(30),
+                                List.of("sh", "-c", "echo go > " + fifo));
+                        assertThat(w.ok())
+                                .as("opened the client's gate: %s\n%s", w.output(), c.output())
+                                .isTrue();
+                    })
+                    .assertExitedCleanly();
         } finally {
             Files.deleteIfExists(fifo);
         }
