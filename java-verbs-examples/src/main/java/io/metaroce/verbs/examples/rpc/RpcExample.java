@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -106,7 +107,7 @@ public final class RpcExample {
      * after a warm-up whose calls never waited for a credit).
      */
     private static void contendOnce() throws InterruptedException {
-        java.util.concurrent.Semaphore s = new java.util.concurrent.Semaphore(0);
+        Semaphore s = new Semaphore(0);
         Thread t = Thread.ofVirtual().start(s::acquireUninterruptibly);
         while (!s.hasQueuedThreads()) {
             Thread.sleep(1); // until it waits in the queue
