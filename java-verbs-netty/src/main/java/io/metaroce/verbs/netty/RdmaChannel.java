@@ -362,6 +362,21 @@ public class RdmaChannel extends AbstractChannel {
             flush0();
         }
 
+        /**
+         * A link that ended before the channel's close (which the link's disconnect queues on the
+         * loop) closes the channel here: the flushed writes fail as closed, as they will once it
+         * is, not with Netty's "not yet connected" for a channel that is open but inactive.
+         */
+        @Override
+        protected void flush0() {
+            RdmaLink l = link;
+            if (open && l != null && !l.isOpen()) {
+                close(voidPromise());
+                return;
+            }
+            super.flush0();
+        }
+
         @Override
         public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
             if (!promise.setUncancellable() || !ensureOpen(promise)) {
