@@ -375,7 +375,8 @@ static uint32_t reap_sends(struct ctx *c, uint32_t done)
  * -P: completes every message posted so far, says so, and waits for the
  * test's go file (the alarm of tool_init bounds the wait).
  */
-static void pause_until_file(struct ctx *c, const struct opts *o, int k, uint32_t *done)
+static void pause_until_file(struct ctx *c, const struct opts *o, int k,
+			     uint32_t *done)
 {
 	struct stat st;
 
@@ -385,7 +386,8 @@ static void pause_until_file(struct ctx *c, const struct opts *o, int k, uint32_
 	fflush(stdout);
 	while (stat(o->pause_file[k], &st) != 0) {
 		if (errno != ENOENT)
-			tool_fail("-P: stat %s: %s", o->pause_file[k], strerror(errno));
+			tool_fail("-P: stat %s: %s", o->pause_file[k],
+				  strerror(errno));
 		poll(NULL, 0, 2);
 	}
 	printf("mrce_integrity: RESUMED\n");
@@ -509,9 +511,11 @@ int main(int argc, char **argv)
 		case 'P':
 			if (o.pauses == MAX_PAUSES)
 				usage(argv[0]);
-			o.pause_at[o.pauses] = (uint32_t)strtoul(optarg, &colon, 0);
+			o.pause_at[o.pauses] =
+				(uint32_t)strtoul(optarg, &colon, 0);
 			if (*colon != ':' || !colon[1] ||
-			    (o.pauses > 0 && o.pause_at[o.pauses] <= o.pause_at[o.pauses - 1]))
+			    (o.pauses > 0 &&
+			     o.pause_at[o.pauses] <= o.pause_at[o.pauses - 1]))
 				usage(argv[0]);
 			o.pause_file[o.pauses++] = colon + 1;
 			break;
@@ -524,7 +528,10 @@ int main(int argc, char **argv)
 	if (optind + 1 < argc)
 		usage(argv[0]);
 	if (o.pauses && (!o.host || o.pause_at[o.pauses - 1] >= o.messages)) {
-		fprintf(stderr, "%s: -P N:FILE is for the client, with N < -n (increasing when repeated)\n", argv[0]);
+		fprintf(stderr,
+			"%s: -P N:FILE is for the client, with N < -n "
+			"(increasing when repeated)\n",
+			argv[0]);
 		exit(2);
 	}
 	tool_init("mrce_integrity", o.timeout);
