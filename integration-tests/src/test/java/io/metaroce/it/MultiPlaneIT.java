@@ -78,8 +78,24 @@ class MultiPlaneIT {
     }
 
     @Test
-    void oneQpSpraysOverBothPlanesLeavesADeadPlaneAndComesBack() {
+    void oneQpSpraysOverBothPlanesLeavesABlackHoledPlaneAndComesBack() {
         assertThat(fabric.daemon(fabric.a()).logText()).contains("mrce0: 2 planes (p1-a 198.18.1.1, p2-a 198.18.2.1)");
+        threeLegs("black-holed", fabric::blackholePlane2, fabric::healPlane2, 19400, 20);
+    }
+
+    @Test
+    void aPlaneWhoseLinkGoesDownIsLeftAndComesBackWhenItIsUp() {
+        threeLegs("link down", () -> fabric.plane2Link(false), () -> fabric.plane2Link(true), 19401, 21);
+        assertThat(fabric.daemon(fabric.a()).logText())
+                .as("plane 2's link is no port event of the device")
+                .doesNotContain("PORT_ERR");
+    }
+
+    /**
+     * mrce_integrity in three legs: both planes, plane 2 broken by {@code breakIt}, plane 2
+     * repaired by {@code healIt} (always, even on failure).
+     */
+    private static void threeLegs(String fault, Runnable breakIt, Runnable healIt, int port, long seed) {
         long[] a0 = planes(fabric.a());
         long[] b0 = planes(fabric.b());
         Integrity.Result r;
@@ -90,10 +106,10 @@ class MultiPlaneIT {
         List<String> statesDead;
         boolean healed = true;
         try (Integrity.Running run =
-                Integrity.startPaused(fabric, 19400, MESSAGES, new int[] {1000, 2000}, 20, RUN_TIMEOUT)) {
+                Integrity.startPaused(fabric, port, MESSAGES, new int[] {1000, 2000}, seed, RUN_TIMEOUT)) {
             run.awaitPaused(Duration.ofSeconds(120), 1);
             healed = false;
-            fabric.blackholePlane2();
+            breakIt.run();
             a1 = planes(fabric.a());
             b1 = planes(fabric.b());
             run.resume(0);
@@ -101,13 +117,13 @@ class MultiPlaneIT {
             a2 = planes(fabric.a());
             b2 = planes(fabric.b());
             statesDead = plane1PathStates();
-            fabric.healPlane2();
+            healIt.run();
             healed = true;
             run.resume(1);
             r = run.finish();
         } finally {
             if (!healed) {
-                fabric.healPlane2();
+                healIt.run();
             }
         }
         long[] a3 = planes(fabric.a());
@@ -116,7 +132,7 @@ class MultiPlaneIT {
         long[] legA2 = minus(a2, a1), legB2 = minus(b2, b1);
         long[] legA3 = minus(a3, a2), legB3 = minus(b3, b2);
         String report = String.format(
-                "frames per leg {rx0, tx0, rx1, tx1}: both planes A %s B %s; plane 2 black-holed A %s B %s"
+                "frames per leg {rx0, tx0, rx1, tx1}: both planes A %s B %s; plane 2 " + fault + " A %s B %s"
                         + " (A's plane-2 paths then %s); healed A %s B %s%n--- client:%n%s%n--- server:%n%s",
                 java.util.Arrays.toString(legA1),
                 java.util.Arrays.toString(legB1),

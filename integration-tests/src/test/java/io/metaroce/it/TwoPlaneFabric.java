@@ -144,6 +144,11 @@ final class TwoPlaneFabric extends NetnsFabric {
         clearEgress(b2.ns(), b2.ifname());
     }
 
+    /** Sets A's plane-2 interface down (its peer in B loses its carrier) or up again. */
+    void plane2Link(boolean up) {
+        Sh.check("ip", "-n", a2.ns(), "link", "set", a2.ifname(), up ? "up" : "down");
+    }
+
     /** Bytes the kernel counted leaving interface IFNAME of namespace NS. */
     long txBytes(Host h) {
         Proc.Result r = exec(
