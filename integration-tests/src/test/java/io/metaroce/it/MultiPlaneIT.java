@@ -44,7 +44,7 @@ class MultiPlaneIT {
     }
 
     /** Frames per plane of a host's device: {rx plane 0, tx plane 0, rx plane 1, tx plane 1}. */
-    private static long[] planes(NetnsFabric.Host h) {
+    static long[] planes(TwoPlaneFabric fabric, NetnsFabric.Host h) {
         JsonNode c = Ctl.json(fabric, h, "counters");
         long[] v = new long[4];
         for (int k = 0; k < 2; k++) {
@@ -65,7 +65,7 @@ class MultiPlaneIT {
     }
 
     /** States of host A's paths on plane 1 (entropy mod 2 = 1), for the report. */
-    private static List<String> plane1PathStates() {
+    static List<String> plane1PathStates(TwoPlaneFabric fabric) {
         List<String> states = new ArrayList<>();
         for (JsonNode qp : Ctl.json(fabric, fabric.a(), "paths").path("qps")) {
             for (JsonNode p : qp.path("paths")) {
@@ -80,12 +80,12 @@ class MultiPlaneIT {
     @Test
     void oneQpSpraysOverBothPlanesLeavesABlackHoledPlaneAndComesBack() {
         assertThat(fabric.daemon(fabric.a()).logText()).contains("mrce0: 2 planes (p1-a 198.18.1.1, p2-a 198.18.2.1)");
-        threeLegs("black-holed", fabric::blackholePlane2, fabric::healPlane2, 19400, 20);
+        threeLegs(fabric, "black-holed", fabric::blackholePlane2, fabric::healPlane2, 19400, 20);
     }
 
     @Test
     void aPlaneWhoseLinkGoesDownIsLeftAndComesBackWhenItIsUp() {
-        threeLegs("link down", () -> fabric.plane2Link(false), () -> fabric.plane2Link(true), 19401, 21);
+        threeLegs(fabric, "link down", () -> fabric.plane2Link(false), () -> fabric.plane2Link(true), 19401, 21);
         assertThat(fabric.daemon(fabric.a()).logText())
                 .as("plane 2's link is no port event of the device")
                 .doesNotContain("PORT_ERR");
@@ -95,9 +95,9 @@ class MultiPlaneIT {
      * mrce_integrity in three legs: both planes, plane 2 broken by {@code breakIt}, plane 2
      * repaired by {@code healIt} (always, even on failure).
      */
-    private static void threeLegs(String fault, Runnable breakIt, Runnable healIt, int port, long seed) {
-        long[] a0 = planes(fabric.a());
-        long[] b0 = planes(fabric.b());
+    static void threeLegs(TwoPlaneFabric fabric, String fault, Runnable breakIt, Runnable healIt, int port, long seed) {
+        long[] a0 = planes(fabric, fabric.a());
+        long[] b0 = planes(fabric, fabric.b());
         Integrity.Result r;
         long[] a1;
         long[] b1;
@@ -110,13 +110,13 @@ class MultiPlaneIT {
             run.awaitPaused(Duration.ofSeconds(120), 1);
             healed = false;
             breakIt.run();
-            a1 = planes(fabric.a());
-            b1 = planes(fabric.b());
+            a1 = planes(fabric, fabric.a());
+            b1 = planes(fabric, fabric.b());
             run.resume(0);
             run.awaitPaused(Duration.ofSeconds(180), 2);
-            a2 = planes(fabric.a());
-            b2 = planes(fabric.b());
-            statesDead = plane1PathStates();
+            a2 = planes(fabric, fabric.a());
+            b2 = planes(fabric, fabric.b());
+            statesDead = plane1PathStates(fabric);
             healIt.run();
             healed = true;
             run.resume(1);
@@ -126,8 +126,8 @@ class MultiPlaneIT {
                 healIt.run();
             }
         }
-        long[] a3 = planes(fabric.a());
-        long[] b3 = planes(fabric.b());
+        long[] a3 = planes(fabric, fabric.a());
+        long[] b3 = planes(fabric, fabric.b());
         long[] legA1 = minus(a1, a0), legB1 = minus(b1, b0);
         long[] legA2 = minus(a2, a1), legB2 = minus(b2, b1);
         long[] legA3 = minus(a3, a2), legB3 = minus(b3, b2);
