@@ -25,6 +25,8 @@
  * and waits (within -t) until FILE exists, then sends the rest. A test
  * applies a fault while the client waits, so the fault always meets the
  * run's remaining N..n-1 messages, however fast the first part went.
+ * -P may be given up to MAX_PAUSES times, N increasing (a fault, then its
+ * repair, each at its own point of the run).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,6 +60,8 @@ static const uint32_t fixed_sizes[] = {
 };
 #define N_FIXED (sizeof(fixed_sizes) / sizeof(fixed_sizes[0]))
 
+#define MAX_PAUSES 4
+
 struct opts {
 	const char *dev;
 	const char *host;
@@ -66,8 +70,9 @@ struct opts {
 	uint32_t messages;
 	uint32_t seed;
 	unsigned int timeout;
-	uint32_t pause_at;	/* -P N:FILE; UINT32_MAX: no pause */
-	const char *pause_file;
+	uint32_t pause_at[MAX_PAUSES];	/* -P N:FILE, in order */
+	const char *pause_file[MAX_PAUSES];
+	int pauses;
 };
 
 /* What the peers swap over TCP before connecting. */
@@ -370,16 +375,19 @@ static uint32_t reap_sends(struct ctx *c, uint32_t done)
  * -P: completes every message posted so far, says so, and waits for the
  * test's go file (the alarm of tool_init bounds the wait).
  */
-static void pause_until_file(struct ctx *c, const struct opts *o, uint32_t *done)
+static void pause_until_file(struct ctx *c, const struct opts *o, int k,
+			     uint32_t *done)
 {
 	struct stat st;
 
-	while (*done < o->pause_at)
+	while (*done < o->pause_at[k])
 		*done = reap_sends(c, *done);
-	printf("mrce_integrity: PAUSED after %u messages\n", o->pause_at);
-	while (stat(o->pause_file, &st) != 0) {
+	printf("mrce_integrity: PAUSED after %u messages\n", o->pause_at[k]);
+	fflush(stdout);
+	while (stat(o->pause_file[k], &st) != 0) {
 		if (errno != ENOENT)
-			tool_fail("-P: stat %s: %s", o->pause_file, strerror(errno));
+			tool_fail("-P: stat %s: %s", o->pause_file[k],
+				  strerror(errno));
 		poll(NULL, 0, 2);
 	}
 	printf("mrce_integrity: RESUMED\n");
@@ -392,7 +400,7 @@ static int run_client(const struct opts *o)
 	struct record rec;
 	uint64_t bytes = 0;
 	uint32_t crc = 0, done = 0, credits = RX_DEPTH;
-	int fd;
+	int fd, paused = 0;
 
 	setup(&c, o, (size_t)TX_DEPTH * MAX_MSG);
 	fd = tool_tcp_connect(o->host, o->port);
@@ -409,8 +417,8 @@ static int run_client(const struct opts *o)
 		struct ibv_send_wr wr = { 0 }, *bad;
 		int ret;
 
-		if (i == o->pause_at)
-			pause_until_file(&c, o, &done);
+		if (paused < o->pauses && i == o->pause_at[paused])
+			pause_until_file(&c, o, paused++, &done);
 
 		/* Wait for a free send slot and a receive credit. */
 		while (i - done >= TX_DEPTH)
@@ -431,7 +439,8 @@ static int run_client(const struct opts *o)
 		wr.opcode = i % 2 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
 		wr.imm_data = htonl(i);
 		if (i % SIGNAL_EVERY == SIGNAL_EVERY - 1 ||
-		    i + 1 == o->messages || i + 1 == o->pause_at ||
+		    i + 1 == o->messages ||
+		    (paused < o->pauses && i + 1 == o->pause_at[paused]) ||
 		    i - done + 1 >= TX_DEPTH)
 			wr.send_flags |= IBV_SEND_SIGNALED;
 		if (size && size <= c.max_inline)
@@ -466,7 +475,7 @@ static int run_client(const struct opts *o)
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [-d dev] [-g gidx] [-p tcpport] [-n messages] [-S seed] [-t secs] [-P N:FILE] [host]\n",
+		"usage: %s [-d dev] [-g gidx] [-p tcpport] [-n messages] [-S seed] [-t secs] [-P N:FILE]... [host]\n",
 		argv0);
 	exit(2);
 }
@@ -474,7 +483,7 @@ static void usage(const char *argv0)
 int main(int argc, char **argv)
 {
 	struct opts o = { .gidx = 0, .port = 18600, .messages = 200,
-			  .seed = 1, .timeout = 120, .pause_at = UINT32_MAX };
+			  .seed = 1, .timeout = 120 };
 	char *colon;
 	int opt;
 
@@ -500,10 +509,15 @@ int main(int argc, char **argv)
 			o.timeout = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
 		case 'P':
-			o.pause_at = (uint32_t)strtoul(optarg, &colon, 0);
-			if (*colon != ':' || !colon[1] || o.pause_at == UINT32_MAX)
+			if (o.pauses == MAX_PAUSES)
 				usage(argv[0]);
-			o.pause_file = colon + 1;
+			o.pause_at[o.pauses] =
+				(uint32_t)strtoul(optarg, &colon, 0);
+			if (*colon != ':' || !colon[1] ||
+			    (o.pauses > 0 &&
+			     o.pause_at[o.pauses] <= o.pause_at[o.pauses - 1]))
+				usage(argv[0]);
+			o.pause_file[o.pauses++] = colon + 1;
 			break;
 		default:
 			usage(argv[0]);
@@ -513,8 +527,11 @@ int main(int argc, char **argv)
 		o.host = argv[optind];
 	if (optind + 1 < argc)
 		usage(argv[0]);
-	if (o.pause_file && (!o.host || o.pause_at >= o.messages)) {
-		fprintf(stderr, "%s: -P N:FILE is for the client, with N < -n\n", argv[0]);
+	if (o.pauses && (!o.host || o.pause_at[o.pauses - 1] >= o.messages)) {
+		fprintf(stderr,
+			"%s: -P N:FILE is for the client, with N < -n "
+			"(increasing when repeated)\n",
+			argv[0]);
 		exit(2);
 	}
 	tool_init("mrce_integrity", o.timeout);

@@ -50,7 +50,20 @@ final class Integrity {
         return start(f, port, messages, seed, timeout, pauseAt);
     }
 
+    /**
+     * {@link #startPaused} with a pause after each of {@code pauseAts} (increasing) completed
+     * messages; {@link Running#awaitPaused(Duration, int)} and {@link Running#resume(int)} name the
+     * pause by its index.
+     */
+    static Running startPaused(NetnsFabric f, int port, int messages, int[] pauseAts, long seed, Duration timeout) {
+        return start(f, port, messages, seed, timeout, pauseAts);
+    }
+
     private static Running start(NetnsFabric f, int port, int messages, long seed, Duration timeout, int pauseAt) {
+        return start(f, port, messages, seed, timeout, pauseAt < 0 ? new int[0] : new int[] {pauseAt});
+    }
+
+    private static Running start(NetnsFabric f, int port, int messages, long seed, Duration timeout, int[] pauseAts) {
         if (!Files.isExecutable(binary())) {
             throw new AssertionError(binary() + " is missing: provider-c's make builds it");
         }
@@ -73,9 +86,11 @@ final class Integrity {
         try {
             f.awaitTcpListening(f.b(), port, server, Duration.ofSeconds(20));
             List<String> clientCmd = new ArrayList<>(cmd);
-            if (pauseAt >= 0) {
+            if (pauseAts.length > 0) {
                 goFile = Files.createTempDirectory("mrceit-integrity-").resolve("go");
-                clientCmd.addAll(List.of("-P", pauseAt + ":" + goFile));
+                for (int k = 0; k < pauseAts.length; k++) {
+                    clientCmd.addAll(List.of("-P", pauseAts[k] + ":" + goFileOf(goFile, k)));
+                }
             }
             clientCmd.add(f.appServerAddr());
             return new Running(f, server, f.startApp(f.a(), "mrce_integrity-client", clientCmd), timeout, goFile);
@@ -90,6 +105,11 @@ final class Integrity {
 
     /** mrce_integrity's line when a client started with {@code -P N:FILE} waits for FILE. */
     private static final Pattern PAUSED = Pattern.compile("(?m)^mrce_integrity: PAUSED after \\d+ messages$");
+
+    /** The go file of pause {@code k} (0: {@code first} itself). */
+    static Path goFileOf(Path first, int k) {
+        return k == 0 ? first : first.resolveSibling("go" + k);
+    }
 
     /** A pair started by {@link #start} or {@link #startPaused} ({@code goFile} null: not paused). */
     record Running(NetnsFabric fabric, Proc server, Proc client, Duration timeout, Path goFile)
@@ -112,10 +132,27 @@ final class Integrity {
 
         /** Lets a paused client go on. */
         void resume() {
+            resume(0);
+        }
+
+        /** Waits until the client says it paused for the {@code count}-th time (from 1). */
+        void awaitPaused(Duration within, int count) {
+            boolean paused = Wait.until(
+                    within, () -> PAUSED.matcher(client.output()).results().count() >= count || !client.isAlive());
+            if (!paused || !client.isAlive()) {
+                throw new AssertionError("mrce_integrity's client did not pause " + count + " times (alive="
+                        + client.isAlive() + ")\n--- client:\n" + client.output() + "\n--- server:\n"
+                        + server.output() + "\n" + fabric.diagnostics());
+            }
+        }
+
+        /** Lets a client paused at its pause {@code k} (from 0) go on. */
+        void resume(int k) {
+            Path go = goFileOf(goFile, k);
             try {
-                Files.writeString(goFile, "go\n");
+                Files.writeString(go, "go\n");
             } catch (IOException e) {
-                throw new UncheckedIOException("cannot create " + goFile, e);
+                throw new UncheckedIOException("cannot create " + go, e);
             }
         }
 
@@ -139,7 +176,9 @@ final class Integrity {
             server.close();
             if (goFile != null) {
                 try {
-                    Files.deleteIfExists(goFile);
+                    for (int k = 0; k < 4; k++) {
+                        Files.deleteIfExists(goFileOf(goFile, k));
+                    }
                     Files.deleteIfExists(goFile.getParent());
                 } catch (IOException e) {
                     // a leftover empty temp directory; nothing to fail for

@@ -113,6 +113,42 @@ final class TwoPlaneFabric extends NetnsFabric {
         return List.of("--device", "mrce0=" + plane1.ifname(), "--device", "mrce1=" + plane2.ifname());
     }
 
+    /**
+     * Starts one mrce-nicd in A and one in B, each serving ONE multi-plane device {@code mrce0} over
+     * both planes ({@code --device mrce0=p1-x+p2-x}, docs/multi-nic.md), plus {@code extraArgs};
+     * waits until both serve.
+     */
+    List<Daemon> startMultiPlaneDaemons(String... extraArgs) {
+        List<Daemon> ds = new java.util.ArrayList<>();
+        for (Host[] h : List.of(new Host[] {a, a2}, new Host[] {b, b2})) {
+            List<String> args =
+                    new java.util.ArrayList<>(List.of("--device", "mrce0=" + h[0].ifname() + "+" + h[1].ifname()));
+            args.addAll(List.of(extraArgs));
+            ds.add(startDaemonWith(h[0], Map.of(), args));
+        }
+        for (Daemon d : ds) {
+            awaitReady(d);
+        }
+        return ds;
+    }
+
+    /** Drops every MetaRoCE UDP packet leaving either end of plane 2 (a black-holed plane). */
+    void blackholePlane2() {
+        dropOnEgress(a2.ns(), a2.ifname(), Loss.PCT_100);
+        dropOnEgress(b2.ns(), b2.ifname(), Loss.PCT_100);
+    }
+
+    /** Undoes {@link #blackholePlane2}. */
+    void healPlane2() {
+        clearEgress(a2.ns(), a2.ifname());
+        clearEgress(b2.ns(), b2.ifname());
+    }
+
+    /** Sets A's plane-2 interface down (its peer in B loses its carrier) or up again. */
+    void plane2Link(boolean up) {
+        Sh.check("ip", "-n", a2.ns(), "link", "set", a2.ifname(), up ? "up" : "down");
+    }
+
     /** Bytes the kernel counted leaving interface IFNAME of namespace NS. */
     long txBytes(Host h) {
         Proc.Result r = exec(

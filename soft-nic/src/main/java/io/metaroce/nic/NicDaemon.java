@@ -11,6 +11,7 @@ import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.engine.EngineRunner;
 import io.metaroce.nic.engine.StatsWriter;
 import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.port.PlanePort;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.port.UdpPort;
 import io.metaroce.nic.port.xdp.AfXdpPort;
@@ -68,11 +69,19 @@ public final class NicDaemon implements Callable<Integer> {
             names = "--device",
             paramLabel = "NAME=IF",
             description = "serve interface IF as verbs device NAME (e.g. mrce1=eth1); repeat for each"
-                    + " interface; instead of --ifname")
+                    + " interface; instead of --ifname. NAME=IF0+IF1.. serves one multi-plane device whose"
+                    + " QPs spray over every IF (docs/multi-nic.md)")
     List<String> deviceSpecs;
 
-    /** One device this daemon serves: its verbs name and its interface. */
-    record Device(String name, String ifname) {}
+    /**
+     * One device this daemon serves: its verbs name and its interface; {@code planes} are the
+     * interfaces its QPs send over, {@code ifname} first (more than one: a multi-plane device).
+     */
+    record Device(String name, String ifname, List<String> planes) {
+        Device(String name, String ifname) {
+            this(name, ifname, List.of(ifname));
+        }
+    }
 
     @Option(
             names = "--threading",
@@ -341,18 +350,23 @@ public final class NicDaemon implements Callable<Integer> {
         for (String spec : specs) {
             int eq = spec.indexOf('=');
             String name = eq < 0 ? "" : spec.substring(0, eq);
-            String dev = eq < 0 ? "" : spec.substring(eq + 1);
-            if (!name.matches("[A-Za-z0-9_]{1,15}") || dev.isEmpty() || dev.length() > 15 || dev.contains("/")) {
+            List<String> planes = List.of((eq < 0 ? "" : spec.substring(eq + 1)).split("\\+", -1));
+            if (!name.matches("[A-Za-z0-9_]{1,15}")
+                    || planes.size() > MAX_PLANES
+                    || planes.stream().anyMatch(dev -> dev.isEmpty() || dev.length() > 15 || dev.contains("/"))) {
                 throw new IllegalArgumentException("--device " + spec
-                        + ": expected NAME=IF, NAME 1..15 letters, digits or '_', IF an interface name");
+                        + ": expected NAME=IF or NAME=IF0+IF1.. (at most " + MAX_PLANES
+                        + " planes), NAME 1..15 letters, digits or '_', IF an interface name");
             }
             if (!names.add(name)) {
                 throw new IllegalArgumentException("--device " + spec + ": device " + name + " named twice");
             }
-            if (!ifs.add(dev)) {
-                throw new IllegalArgumentException("--device " + spec + ": interface " + dev + " served twice");
+            for (String dev : planes) {
+                if (!ifs.add(dev)) {
+                    throw new IllegalArgumentException("--device " + spec + ": interface " + dev + " served twice");
+                }
             }
-            out.add(new Device(name, dev));
+            out.add(new Device(name, planes.get(0), planes));
         }
         return List.copyOf(out);
     }
@@ -537,6 +551,46 @@ public final class NicDaemon implements Callable<Integer> {
         return a;
     }
 
+    /** Planes of one multi-plane device at most. */
+    static final int MAX_PLANES = 8;
+
+    /**
+     * The packet I/O of {@code device}: its interface's port ({@code net}), or with several planes a
+     * {@link PlanePort} over one port per plane interface, {@code net} the first.
+     */
+    private static Port openPort(DaemonConfig config, NetInfo net, Device device) throws Exception {
+        if (device.planes().size() == 1) {
+            return openPort(config, net);
+        }
+        List<Port> ports = new ArrayList<>();
+        try {
+            ports.add(openPort(config, net));
+            for (String ifname : device.planes().subList(1, device.planes().size())) {
+                NetInfo plane = NetInfo.of(ifname, 0);
+                if (plane.mtu() != net.mtu()) {
+                    throw new IllegalArgumentException("plane " + ifname + " has MTU " + plane.mtu() + ", "
+                            + net.ifname() + " " + net.mtu() + ": the planes of a device need one MTU");
+                }
+                ports.add(openPort(config, plane));
+            }
+            PlanePort port = new PlanePort(ports.toArray(Port[]::new));
+            StringBuilder sb = new StringBuilder();
+            for (int k = 0; k < port.planes(); k++) {
+                sb.append(k == 0 ? "" : ", ")
+                        .append(device.planes().get(k))
+                        .append(' ')
+                        .append(io.metaroce.abi.IpAddr.toString(port.plane(k).localIp()));
+            }
+            LOG.info("{}: {} planes ({})", device.name(), port.planes(), sb);
+            return port;
+        } catch (Exception | Error e) {
+            for (Port p : ports) {
+                p.close();
+            }
+            throw e;
+        }
+    }
+
     /** The packet I/O of {@code config} on {@code net}. */
     private static Port openPort(DaemonConfig config, NetInfo net) throws Exception {
         int frameBytes = Wire.frameBytes(net.mtu());
@@ -586,7 +640,7 @@ public final class NicDaemon implements Callable<Integer> {
         DaemonConfig.Cm cmConfig = config.cm();
         TransportSettings transport = config.transport();
 
-        try (Port port = openPort(config, net);
+        try (Port port = openPort(config, net, device);
                 EngineAgent engine = new EngineAgent(port, new MrTable(limits.maxMr() + REREG_SPARE_KEYS), transport)) {
             io.metaroce.nic.warmup.Warmup.Result warm = io.metaroce.nic.warmup.Warmup.once(transport);
             if (warm != null) {

@@ -47,4 +47,23 @@ class NicDaemonDevicesTest {
         assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of("mrce1=eth1", "mrce2=eth1")))
                 .hasMessageContaining("served twice");
     }
+
+    @Test
+    void aMultiPlaneDeviceNamesItsPlanesWithPlus() {
+        assertThat(NicDaemon.parseDevices(null, List.of("mrce0=p1+p2", "mrce1=eth9")))
+                .containsExactly(
+                        new NicDaemon.Device("mrce0", "p1", List.of("p1", "p2")),
+                        new NicDaemon.Device("mrce1", "eth9"));
+        assertThat(NicDaemon.parseDevices(null, List.of("mrce0=eth0")).get(0).planes())
+                .containsExactly("eth0");
+        for (String bad : List.of("mrce0=eth0+", "mrce0=+eth1", "mrce0=a+b+c+d+e+f+g+h+i", "mrce0=eth0++eth1")) {
+            assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of(bad)))
+                    .as(bad)
+                    .hasMessageContaining("expected NAME=IF");
+        }
+        assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of("mrce0=eth0+eth0")))
+                .hasMessageContaining("served twice");
+        assertThatThrownBy(() -> NicDaemon.parseDevices(null, List.of("mrce0=eth0+eth1", "mrce1=eth1")))
+                .hasMessageContaining("served twice");
+    }
 }

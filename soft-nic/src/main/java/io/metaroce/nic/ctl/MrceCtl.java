@@ -200,6 +200,9 @@ public final class MrceCtl implements Callable<Integer> {
             case "counters" -> {
                 counters("transport", root.path("counters"));
                 counters("port", root.path("port"));
+                for (int k = 0; root.has("plane" + k); k++) {
+                    counters("plane" + k, root.path("plane" + k)); // a multi-plane device's planes
+                }
             }
             case "objects" -> {
                 JsonNode t = root.path("totals");

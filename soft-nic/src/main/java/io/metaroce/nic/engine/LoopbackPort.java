@@ -134,6 +134,16 @@ final class LoopbackPort implements Port {
         return port.counters();
     }
 
+    @Override
+    public int planes() {
+        return port.planes();
+    }
+
+    @Override
+    public PortCounters planeCounters(int plane) {
+        return port.planeCounters(plane);
+    }
+
     /** Frees the queue; the real port belongs to whoever opened it. */
     @Override
     public void close() {

@@ -26,7 +26,8 @@ import java.util.concurrent.TimeoutException;
  * @param transport "metaroce" or "baseline"
  * @param pathsPerQp the paths each RC QP uses
  * @param ecnReadable whether the port reads the ECN bits of received packets
- * @param groups the daemon-wide counters: "counters" (transport), "ud", "loopback", "port"
+ * @param groups the daemon-wide counters: "counters" (transport), "ud", "loopback", "port" (and on a
+ *     multi-plane device "plane0", "plane1" ...: each plane's frame counters)
  * @param qps the active QPs
  * @param closedQps the QPs removed lately (a snapshot after an application exits still shows them)
  */
@@ -122,6 +123,8 @@ public record Telemetry(
             "malformed",
             "recvErrors",
             "sendErrors");
+    private static final Reader PLANE =
+            new Reader(PortCounters.class, "rxFrames", "txFrames", "txErrors", "rxTruncated", "rxShort");
     private static final Reader LOOPBACK = new Reader(LoopbackPort.class, "frames:looped", "drops");
     private static final Reader PORT = new Reader(
             PortCounters.class,
@@ -164,11 +167,24 @@ public record Telemetry(
                 settings.transportName(),
                 settings.pathsPerQp(),
                 engine.port().readsEcn(),
-                List.of(
-                        TRANSPORT.read("counters", engine.datapath().counters), UD.read("ud", engine.ud()),
-                        LOOPBACK.read("loopback", engine.loopback()), PORT.read("port", engine.portCounters())),
+                groups(engine),
                 rows.active(),
                 rows.closed());
+    }
+
+    /**
+     * The daemon-wide groups of {@code engine}; a multi-plane port adds one group of frame
+     * counters per plane, "plane0", "plane1" ...
+     */
+    private static List<Group> groups(EngineAgent engine) {
+        List<Group> groups = new java.util.ArrayList<>(List.of(
+                TRANSPORT.read("counters", engine.datapath().counters), UD.read("ud", engine.ud()),
+                LOOPBACK.read("loopback", engine.loopback()), PORT.read("port", engine.portCounters())));
+        int planes = engine.port().planes();
+        for (int k = 0; planes > 1 && k < planes; k++) {
+            groups.add(PLANE.read("plane" + k, engine.port().planeCounters(k)));
+        }
+        return List.copyOf(groups);
     }
 
     /** The transport counters as their group (what "counters" of a snapshot holds). */

@@ -75,6 +75,20 @@ public interface Port extends AutoCloseable {
 
     PortCounters counters();
 
+    /**
+     * The network planes this port sends over (docs/spec/transport.md, "Multi-plane QPs"): 1 for a
+     * port on one interface; a {@link PlanePort} sends a frame out of plane {@code entropy mod
+     * planes()}.
+     */
+    default int planes() {
+        return 1;
+    }
+
+    /** The frame counters of plane {@code plane} (0 .. {@link #planes()} - 1). */
+    default PortCounters planeCounters(int plane) {
+        return counters();
+    }
+
     @Override
     void close();
 }

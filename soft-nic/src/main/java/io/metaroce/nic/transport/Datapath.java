@@ -41,6 +41,8 @@ public final class Datapath implements AutoCloseable {
     public final int paths;
     /** {@link TransportSettings#entropyPorts}. */
     public final int entropyPorts;
+    /** The port's network planes (1 but on a multi-plane device): a path's plane is its entropy mod this. */
+    public final int planes;
     /** Probe budget (spec 10): probes a QP, and the whole daemon, may send per epoch. */
     public static final int PROBES_PER_QP = 16;
 
@@ -105,6 +107,7 @@ public final class Datapath implements AutoCloseable {
         this.lossDetectVarFactor = settings.lossDetectVarFactor();
         this.paths = settings.paths();
         this.entropyPorts = settings.entropyPorts();
+        this.planes = port.planes();
         this.probesPerQp = settings.probesPerQp();
         this.probesPerDaemon = settings.probesPerDaemon();
         this.baseline = settings.baseline();

@@ -25,6 +25,12 @@ final class PathSet {
      * --entropy-ports), or 65536 when the entropy itself is the route key (no pool: the SimFabric).
      */
     private int classes = 65536;
+    /**
+     * The network planes of the port (docs/spec/transport.md, "Multi-plane QPs"): a path's plane is
+     * its entropy mod this, and a redraw keeps the plane, so a plane that fails keeps its paths,
+     * DEAD and probed, until it heals. 1 on a one-interface device.
+     */
+    int planes = 1;
     /** The redraw walk: a permutation of the classes, {@code next, next + stride, ...} mod classes. */
     private int walkNext;
 
@@ -94,13 +100,14 @@ final class PathSet {
             retiredAny = true;
         }
         int old = classOf(p.entropy);
+        int plane = planes == 1 ? 0 : (p.entropy & 0xffff) % planes;
         retired[(old & 1023) >>> 6] |= 1L << old;
         int tries = Math.min(classes, REDRAW_TRIES);
         for (int pass = 0; pass < 2; pass++) {
             for (int k = 0; k < tries; k++) {
                 int c = walkNext;
                 walkNext = (int) ((walkNext + (long) walkStride) % classes);
-                if (isRetired(c) || pass == 0 && usedByOther(p, c)) {
+                if (isRetired(c) || pass == 0 && usedByOther(p, c) || planes > 1 && c % planes != plane) {
                     continue;
                 }
                 return c;
@@ -111,7 +118,14 @@ final class PathSet {
         retiredSinceNs = nowNs;
         int c = walkNext;
         walkNext = (int) ((walkNext + (long) walkStride) % classes);
-        return c == old && classes > 1 ? redrawNext() : c;
+        c = c == old && classes > 1 ? redrawNext() : c;
+        return planes > 1 ? onPlane(c, plane) : c;
+    }
+
+    /** Class {@code c} moved to plane {@code plane} (the nearest class at or below it of that plane). */
+    private int onPlane(int c, int plane) {
+        int d = c - c % planes + plane;
+        return d < classes ? d : d - planes >= 0 ? d - planes : plane;
     }
 
     private int redrawNext() {

@@ -154,6 +154,7 @@ public final class RcRequester {
         java.util.Arrays.fill(slotOrp, false);
         trackers.clear();
         long initialCwnd = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
+        pathSet.planes = dp.planes;
         pathSet.start(
                 qp.qpn, pathCount(dp), dp.entropyPorts, baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
     }

@@ -57,6 +57,14 @@ final class SimStream {
         long limitNs = Long.MAX_VALUE;
         /** Called every step with the fabric and the time since the start of the run. */
         BiConsumer<SimFabric, Long> schedule = (f, t) -> {};
+        /**
+         * Network planes (docs/spec/transport.md, "Multi-plane QPs"): 2 gives each host a
+         * {@link io.metaroce.nic.port.PlanePort} over this fabric (plane 0) and a second fabric of
+         * the same links (plane 1, hosts at 198.18.1.1 and .2).
+         */
+        int planes = 1;
+        /** With 2 planes: called every step with plane 1's fabric and the time since the start. */
+        BiConsumer<SimFabric, Long> plane1Schedule = (f, t) -> {};
         /** Called at the end of the run with the sending QP's requester (its paths' telemetry). */
         java.util.function.Consumer<RcRequester> inspect = r -> {};
     }
@@ -138,8 +146,35 @@ final class SimStream {
             if (c.daemonTimers) {
                 transport = transport.withFloors(10_000_000L, 5_000_000L, 1_000_000L);
             }
-            TestNode a = new TestNode(fabric.attach(IP_A, UDP), UDP, clock, transport);
-            TestNode b = new TestNode(fabric.attach(IP_B, UDP), UDP, clock, transport);
+            SimFabric plane1 = c.planes == 1
+                    ? null
+                    : new SimFabric(c.seed + 1, c.links, clock, SimFabric.DEFAULT_MAX_FRAME, 16384, 2);
+            if (plane1 != null) {
+                plane1.selector(c.selector);
+                plane1.forEachLink(l ->
+                        l.delayNs(c.delayNs).rateBitsPerSec(c.rateBitsPerSec).queueBytes(c.queueBytes));
+                BiConsumer<SimFabric, Long> plane0 = c.schedule;
+                c.schedule = (f, t) -> {
+                    plane0.accept(f, t);
+                    c.plane1Schedule.accept(plane1, t);
+                };
+            }
+            TestNode a = new TestNode(
+                    plane1 == null
+                            ? fabric.attach(IP_A, UDP)
+                            : new io.metaroce.nic.port.PlanePort(
+                                    fabric.attach(IP_A, UDP), plane1.attach(IP_A + 0x100, UDP)),
+                    UDP,
+                    clock,
+                    transport);
+            TestNode b = new TestNode(
+                    plane1 == null
+                            ? fabric.attach(IP_B, UDP)
+                            : new io.metaroce.nic.port.PlanePort(
+                                    fabric.attach(IP_B, UDP), plane1.attach(IP_B + 0x100, UDP)),
+                    UDP,
+                    clock,
+                    transport);
             try {
                 if (a.hello().status() != 0 || b.hello().status() != 0) {
                     throw new IllegalStateException("hello failed");
@@ -164,6 +199,9 @@ final class SimStream {
             } finally {
                 a.close();
                 b.close();
+                if (plane1 != null) {
+                    plane1.close();
+                }
             }
         }
     }
