@@ -55,6 +55,20 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private final Qp[] byIndex = new Qp[MAX_QP];
     private final Qp[] active = new Qp[MAX_QP];
     private int activeCount;
+    /**
+     * RC QPs asleep, by table index: nothing outstanding, no timer, every path ACTIVE and empty
+     * ({@link io.metaroce.nic.transport.RcRequester#idle}, {@link
+     * io.metaroce.nic.transport.RcResponder#idle}). A duty cycle gives an asleep QP only an O(1)
+     * look ({@link #wakes}): has its state (or handshake flag) changed since, a command's doing,
+     * or has the application posted to its SQ or RQ? A frame for it wakes it ({@link #onFrame}).
+     * Every other QP gets the full step, as before: a timer can only run on an awake QP.
+     */
+    private final boolean[] asleep = new boolean[MAX_QP];
+    /** {@link #stateWord} of each asleep QP when it fell asleep. */
+    private final int[] asleepState = new int[MAX_QP];
+    /** Full duty-cycle steps of RC QPs (requester and responder), since the engine started. */
+    private long qpSteps;
+
     private final int wakeFd;
     private final int epollFd;
     /** The port's fds (one per receive queue): epoll reports them readable, nothing to reset. */
@@ -241,11 +255,47 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 work += qp.ud.doWork(ud);
                 continue;
             }
+            int x = qp.qpn & (MAX_QP - 1);
+            if (asleep[x]) {
+                if (!wakes(qp, x)) {
+                    continue;
+                }
+                asleep[x] = false;
+            }
+            qpSteps++;
             work += qp.responder.doWork(dp);
             work += qp.requester.doWork(dp, nowNs);
             qp.responder.retireHeld();
+            if (qp.requester.idle() && qp.responder.idle()) {
+                asleep[x] = true;
+                asleepState[x] = stateWord(qp);
+            }
         }
         return work;
+    }
+
+    /** What an asleep QP may only leave through a command (modify_qp, the handshake's end). */
+    private static int stateWord(Qp qp) {
+        return qp.state << 1 | (qp.cmReady ? 1 : 0);
+    }
+
+    /** Whether asleep QP {@code qp} (table index {@code x}) has something to do. */
+    private boolean wakes(Qp qp, int x) {
+        return stateWord(qp) != asleepState[x] || qp.requester.sqPosted() || qp.responder.rqPosted();
+    }
+
+    /** Full duty-cycle steps of RC QPs so far (an asleep QP's cheap look is not one). Engine thread. */
+    public long qpSteps() {
+        return qpSteps;
+    }
+
+    /** RC QPs asleep now. Engine thread. */
+    public int asleepQps() {
+        int n = 0;
+        for (int i = 0; i < activeCount; i++) {
+            n += asleep[active[i].qpn & (MAX_QP - 1)] ? 1 : 0;
+        }
+        return n;
     }
 
     @Override
@@ -290,6 +340,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             return;
         }
         qp.lastRxNs = nowNs;
+        asleep[qpn & (MAX_QP - 1)] = false; // what the frame leaves to do runs in this cycle's step
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
             case Wire.OP_SEND,
                     Wire.OP_SEND_IMM,
@@ -318,6 +369,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             throw new IllegalStateException("QP index in use: " + i);
         }
         byIndex[i] = qp;
+        asleep[i] = false;
         active[activeCount++] = qp;
         dp.lifecycle.onAdded(qp);
     }
@@ -330,6 +382,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         int i = qp.qpn & (MAX_QP - 1);
         if (byIndex[i] == qp) {
             byIndex[i] = null;
+            asleep[i] = false;
         }
         for (int k = 0; k < activeCount; k++) {
             if (active[k] == qp) {
@@ -407,7 +460,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public long nextDeadlineNs() {
         long next = Long.MAX_VALUE;
         for (int i = 0; i < activeCount; i++) {
-            if (active[i].requester.hasTimer()) {
+            if (!asleep[active[i].qpn & (MAX_QP - 1)] && active[i].requester.hasTimer()) {
                 long d = active[i].requester.deadlineNs();
                 if (next == Long.MAX_VALUE || d - next < 0) {
                     next = d;

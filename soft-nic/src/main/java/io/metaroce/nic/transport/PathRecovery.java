@@ -498,6 +498,7 @@ final class PathRecovery {
         if (p.ringFull()) {
             return;
         }
+        p.ensureRings();
         if (!p.hasInflight()) {
             p.lastProgressNs = nowNs;
         }

@@ -61,6 +61,17 @@ final class PathSet {
         retiredAny = false;
     }
 
+    /** Whether every path is ACTIVE with nothing in flight: no path timer or probe can come due. */
+    boolean quiet() {
+        for (int i = 0; i < count; i++) {
+            Path p = paths[i];
+            if (p.state != Path.ACTIVE || p.hasInflight()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private static int gcd(int a, int b) {
         while (b != 0) {
             int t = a % b;

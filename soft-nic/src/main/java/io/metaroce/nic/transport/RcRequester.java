@@ -193,6 +193,27 @@ public final class RcRequester {
         return trackers.earliestDeadline(timerArmed, deadlineNs);
     }
 
+    /**
+     * Whether a duty-cycle step could do nothing now but read new WQEs ({@link #sqPosted}): every
+     * work request completed, nothing in flight or queued, no QP or response timer, and (while it
+     * sends) every path ACTIVE with nothing in flight, so that no path timer or probe can come due.
+     * The engine then leaves the QP asleep until a frame, a state change or a posted WQE wakes it.
+     */
+    public boolean idle() {
+        if (wrHead != wrTail) {
+            return false;
+        }
+        if (!(qp.canSend() && qp.cmReady)) {
+            return true; // no timer, transmission or recovery runs in these states
+        }
+        return una == nextRsn && !timerArmed && retxHead == retxTail && trackers.active() == 0 && pathSet.quiet();
+    }
+
+    /** Whether the SQ holds a WQE this requester has not read and a step would read now. */
+    public boolean sqPosted() {
+        return (qp.canSend() || qp.state == Ibv.QPS_ERR) && qp.sq.producerAcquire() != sqConsumer;
+    }
+
     /** READ and atomic requests waiting for responses. */
     public int activeTrackers() {
         return trackers.active();
@@ -279,6 +300,7 @@ public final class RcRequester {
             p.tlpSent = false;
         }
         int psn = p.nextPsn++;
+        p.ensureRings();
         MemorySegment f = slot(slot);
         Wire.putU8(
                 f,
