@@ -56,16 +56,19 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private final Qp[] active = new Qp[MAX_QP];
     private int activeCount;
     /**
-     * RC QPs asleep, by table index: nothing outstanding, no timer, every path ACTIVE and empty
-     * ({@link io.metaroce.nic.transport.RcRequester#idle}, {@link
-     * io.metaroce.nic.transport.RcResponder#idle}). A duty cycle gives an asleep QP only an O(1)
-     * look ({@link #wakes}): has its state (or handshake flag) changed since, a command's doing,
-     * or has the application posted to its SQ or RQ? A frame for it wakes it ({@link #onFrame}).
-     * Every other QP gets the full step, as before: a timer can only run on an awake QP.
+     * RC QPs asleep, by table index: after a step, the responder idle ({@link
+     * io.metaroce.nic.transport.RcResponder#idle}) and the requester with nothing to do before
+     * {@link #wakeAtNs} ({@link io.metaroce.nic.transport.RcRequester#nextStepNs}: its earliest
+     * timer, or never). A duty cycle gives an asleep QP only an O(1) look ({@link #wakes}): is its
+     * time due, has its state (or handshake flag) changed since, a command's doing, or has the
+     * application posted to its SQ or RQ? A frame for it wakes it ({@link #onFrame}). Every other
+     * QP gets the full step, as before.
      */
     private final boolean[] asleep = new boolean[MAX_QP];
     /** {@link #stateWord} of each asleep QP when it fell asleep. */
     private final int[] asleepState = new int[MAX_QP];
+    /** When each asleep QP's next timer is due; Long.MAX_VALUE: none. */
+    private final long[] wakeAtNs = new long[MAX_QP];
     /** Full duty-cycle steps of RC QPs (requester and responder), since the engine started. */
     private long qpSteps;
 
@@ -257,18 +260,25 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             }
             int x = qp.qpn & (MAX_QP - 1);
             if (asleep[x]) {
-                if (!wakes(qp, x)) {
+                if (!wakes(qp, x, nowNs)) {
                     continue;
                 }
                 asleep[x] = false;
             }
             qpSteps++;
-            work += qp.responder.doWork(dp);
-            work += qp.requester.doWork(dp, nowNs);
-            qp.responder.retireHeld();
-            if (qp.requester.idle() && qp.responder.idle()) {
-                asleep[x] = true;
-                asleepState[x] = stateWord(qp);
+            int did = qp.responder.doWork(dp);
+            did += qp.requester.doWork(dp, nowNs);
+            did += qp.responder.retireHeld();
+            work += did;
+            if (did == 0 && qp.responder.idle()) {
+                // asleep until a frame, a command, a post or its next timer (a step that did
+                // something is followed by one more: what a burst limit left waits for none)
+                long wake = qp.requester.nextStepNs(dp, nowNs);
+                if (wake - nowNs > 0) {
+                    asleep[x] = true;
+                    asleepState[x] = stateWord(qp);
+                    wakeAtNs[x] = wake;
+                }
             }
         }
         return work;
@@ -280,8 +290,12 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     }
 
     /** Whether asleep QP {@code qp} (table index {@code x}) has something to do. */
-    private boolean wakes(Qp qp, int x) {
-        return stateWord(qp) != asleepState[x] || qp.requester.sqPosted() || qp.responder.rqPosted();
+    private boolean wakes(Qp qp, int x, long nowNs) {
+        long at = wakeAtNs[x];
+        return (at != Long.MAX_VALUE && nowNs - at >= 0)
+                || stateWord(qp) != asleepState[x]
+                || qp.requester.sqPosted()
+                || qp.responder.rqPosted();
     }
 
     /** Full duty-cycle steps of RC QPs so far (an asleep QP's cheap look is not one). Engine thread. */
@@ -460,11 +474,15 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public long nextDeadlineNs() {
         long next = Long.MAX_VALUE;
         for (int i = 0; i < activeCount; i++) {
-            if (!asleep[active[i].qpn & (MAX_QP - 1)] && active[i].requester.hasTimer()) {
-                long d = active[i].requester.deadlineNs();
-                if (next == Long.MAX_VALUE || d - next < 0) {
-                    next = d;
-                }
+            int x = active[i].qpn & (MAX_QP - 1);
+            long d = Long.MAX_VALUE;
+            if (asleep[x]) {
+                d = wakeAtNs[x];
+            } else if (active[i].requester.hasTimer()) {
+                d = active[i].requester.deadlineNs();
+            }
+            if (d != Long.MAX_VALUE && (next == Long.MAX_VALUE || d - next < 0)) {
+                next = d;
             }
         }
         return next;

@@ -98,9 +98,8 @@ class QpSchedulingTest {
         try (RdmaRig r = rig(null)) {
             settle(r);
             int k = 3;
-            assertThat(r.postRecv(k, 77, 256, 4096)).isTrue(); // read from the RQ by a cheap look
-            r.step(20_000);
-            assertThat(r.b.engine.asleepQps()).isEqualTo(QPS); // nothing to do until a message comes
+            assertThat(r.postRecv(k, 77, 256, 4096)).isTrue(); // the look sees it, a step reads it
+            settle(r); // and then nothing to do until a message comes
             byte[] data = pattern(8, 2000);
             MemorySegment.copy(MemorySegment.ofArray(data), 0, r.local, 0, data.length);
             long s = r.localAddr(0);
@@ -153,12 +152,19 @@ class QpSchedulingTest {
                                 0,
                                 0))
                         .isTrue();
-                r.idle(5, 20_000);
+                r.idle(5, 10_000);
                 assertThat(r.link.dropped).isPositive();
                 assertThat(r.sendCqes).isEmpty();
-                // the sender waits on its timers: awake, with a deadline for the engine's sleep
-                assertThat(r.a.engine.asleepQps()).isEqualTo(QPS - 1);
-                assertThat(r.a.engine.nextDeadlineNs()).isNotEqualTo(Long.MAX_VALUE);
+                // the sender waits on its timers, asleep until the first is due (the tail-loss
+                // probe, half the initial RTO before any RTT sample): no step in the meantime
+                assertThat(r.a.engine.asleepQps()).isEqualTo(QPS);
+                long due = r.a.engine.nextDeadlineNs();
+                assertThat(due).isNotEqualTo(Long.MAX_VALUE).isGreaterThan(r.clock.get());
+                long steps = r.a.engine.qpSteps();
+                r.idle(100, 10_000);
+                assertThat(r.clock.get()).isLessThan(due);
+                assertThat(r.a.engine.qpSteps()).isEqualTo(steps);
+                assertThat(r.sendCqes).isEmpty();
             } finally {
                 r.link.killPath(0, Long.MAX_VALUE); // back to life
             }
@@ -179,8 +185,7 @@ class QpSchedulingTest {
             for (int i = 0; i < 3; i++) {
                 assertThat(r.postRecv(k, 100 + i, 512L * i, 512)).isTrue();
             }
-            r.step(20_000);
-            assertThat(r.b.engine.asleepQps()).isEqualTo(QPS);
+            settle(r);
             QpAttrs x = new QpAttrs();
             x.qpState = Ibv.QPS_ERR;
             assertThat(r.b.modifyQp(r.qpB[k].handle(), Ibv.QP_STATE, x)).isZero();
