@@ -61,17 +61,6 @@ final class PathSet {
         retiredAny = false;
     }
 
-    /** Whether every path is ACTIVE with nothing in flight: no path timer or probe can come due. */
-    boolean quiet() {
-        for (int i = 0; i < count; i++) {
-            Path p = paths[i];
-            if (p.state != Path.ACTIVE || p.hasInflight()) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     /**
      * The earliest time a path timer of {@link PathRecovery#timers} could act: a path's tail-loss
      * probe or RTO, cross-path loss detection of its oldest packet (once something sent after it
