@@ -298,6 +298,18 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 || qp.responder.rqPosted();
     }
 
+    /**
+     * Gives {@code qp} a full step in the next duty cycle, whatever its look would say: for a
+     * command that changes what the transport has to do without a state change (the connection
+     * manager's final ACK). Engine thread.
+     */
+    public void wake(Qp qp) {
+        int x = qp.qpn & (MAX_QP - 1);
+        if (byIndex[x] == qp) {
+            asleep[x] = false;
+        }
+    }
+
     /** Full duty-cycle steps of RC QPs so far (an asleep QP's cheap look is not one). Engine thread. */
     public long qpSteps() {
         return qpSteps;
