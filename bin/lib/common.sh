@@ -10,6 +10,13 @@ MRCE_RDMACM_LIB="$MRCE_NATIVE_DIR/libmetaroce-rdmacm.so"
 MRCE_NICD_CLASSES="$MRCE_ROOT/soft-nic/target/classes"
 MRCE_NICD_LIB="$MRCE_ROOT/soft-nic/target/lib"
 MRCE_BUILD_STAMP="$MRCE_ROOT/target/.mrce-build-stamp"
+# The daemon's JDK 25 AOT cache (bin/mrce-nicd-aot, made by bin/mrce-build): the daemon's classes
+# as one jar (an AOT cache takes jars only), the cache trained on that jar and target/lib's jars,
+# the JDK it was made with, and the training run's log. MRCE_NICD_AOT_DIR puts it elsewhere (tests).
+MRCE_NICD_AOT_DIR="${MRCE_NICD_AOT_DIR:-$MRCE_ROOT/soft-nic/target/aot}"
+MRCE_NICD_AOT_JAR="$MRCE_NICD_AOT_DIR/mrce-nicd.jar"
+MRCE_NICD_AOT_CACHE="$MRCE_NICD_AOT_DIR/mrce-nicd.aot"
+MRCE_NICD_AOT_JDK="$MRCE_NICD_AOT_DIR/java-home"
 MRCE_SOCK_DIR_DEFAULT=/tmp/metaroce
 
 # Debian packages the build and the tests need.
@@ -24,6 +31,27 @@ MRCE_DEB_PACKAGES=(libibverbs-dev librdmacm-dev rdmacm-utils qperf ibverbs-utils
 
 mrce_say() { printf '%s: %s\n' "${MRCE_PROG:-mrce}" "$*" >&2; }
 mrce_die() { mrce_say "$*"; exit 1; }
+
+# The daemon's class path with its AOT cache: the jar, then target/lib's jars in name order. The
+# training run and every run with the cache must use exactly this one.
+mrce_nicd_aot_classpath() {
+	local cp="$MRCE_NICD_AOT_JAR" jar
+	for jar in "$MRCE_NICD_LIB"/*.jar; do
+		cp+=":$jar"
+	done
+	printf '%s\n' "$cp"
+}
+
+# True when the AOT cache exists and belongs to this build and JDK: made with MRCE_JAVA_HOME, and
+# nothing in the daemon's classes, its jar or target/lib is newer than the cache. A stale cache
+# would not break the daemon (the JVM refuses it and runs without), but its jar would hold older
+# classes than target/classes.
+mrce_nicd_aot_fresh() {
+	[[ -f "$MRCE_NICD_AOT_CACHE" && -f "$MRCE_NICD_AOT_JAR" && -f "$MRCE_NICD_AOT_JDK" ]] || return 1
+	[[ "$(<"$MRCE_NICD_AOT_JDK")" == "$MRCE_JAVA_HOME" ]] || return 1
+	[[ -z "$(find "$MRCE_NICD_CLASSES" "$MRCE_NICD_LIB" "$MRCE_NICD_AOT_JAR" -newer "$MRCE_NICD_AOT_CACHE" \
+		-print -quit 2>/dev/null)" ]]
+}
 
 # Installs the Debian packages in MRCE_DEB_PACKAGES that are missing (and
 # Maven when there is no mvn). apt-get update runs once, only when needed.

@@ -1,5 +1,7 @@
 package io.metaroce.it;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -251,6 +253,21 @@ public abstract class NetnsFabric implements AutoCloseable {
         Proc p = Proc.start(name, logFile(logName), Map.of(), full);
         procs.add(p);
         return p;
+    }
+
+    /**
+     * Until the provider finds mrce0 in host {@code h}: a daemon just started on a busy machine
+     * can take longer than the provider's 2 s probe to answer its first HELLO.
+     */
+    void awaitAnswering(Host h) {
+        boolean up = Wait.until(
+                Duration.ofSeconds(60),
+                () -> runApp(h, "ibv_devices", Duration.ofSeconds(20), List.of("ibv_devices"))
+                        .output()
+                        .contains("mrce0"));
+        assertThat(up)
+                .as("the provider finds mrce0 in %s%n%s", h.name(), diagnostics())
+                .isTrue();
     }
 
     /** Runs CMD in the host with the provider preloaded, to completion within timeout. */

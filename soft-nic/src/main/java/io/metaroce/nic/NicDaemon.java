@@ -290,6 +290,11 @@ public final class NicDaemon implements Callable<Integer> {
                     + " 10 s; off by default: on a quiet machine it gained nothing, docs/architecture.md)")
     boolean warmup;
 
+    @Option(
+            names = "--exit-when-ready",
+            description = "stop right after reporting ready (the AOT cache's training run, bin/mrce-nicd-aot)")
+    boolean exitWhenReady;
+
     public static void main(String[] args) {
         System.exit(
                 DaemonConfig.withNamedValues(new CommandLine(new NicDaemon())).execute(args));
@@ -458,28 +463,34 @@ public final class NicDaemon implements Callable<Integer> {
         if (!warmup) {
             io.metaroce.nic.warmup.Warmup.skip();
         }
+        String aot = io.metaroce.nic.warmup.AotCache.current().describe();
+        if (aot != null) {
+            LOG.info(aot);
+        }
+        Runnable onReady = exitWhenReady ? stop::countDown : () -> {};
         List<Device> devices = config.devices();
         if (devices.size() == 1) {
-            return serve(config, devices.get(0), 0, null, stop);
+            return serve(config, devices.get(0), 0, null, stop, onReady);
         }
         // Several devices: one thread each, all stopped together; one that fails stops the rest.
         boolean shared = config.sharedEngineThread();
         LOG.info("{} devices, {}", devices.size(), shared ? "one shared engine thread" : "dedicated engine threads");
         if (!shared) {
-            return serveAll(config, null, stop);
+            return serveAll(config, null, stop, onReady);
         }
         EngineRunner sharedRunner =
                 new EngineRunner("mrce-engine-shared", config.idle().newStrategy());
         sharedRunner.start();
         try {
-            return serveAll(config, sharedRunner, stop);
+            return serveAll(config, sharedRunner, stop, onReady);
         } finally {
             sharedRunner.close();
             LOG.info("engine duty cycle: {}", sharedRunner.summary());
         }
     }
 
-    private int serveAll(DaemonConfig config, EngineRunner sharedRunner, CountDownLatch stop) throws Exception {
+    private int serveAll(DaemonConfig config, EngineRunner sharedRunner, CountDownLatch stop, Runnable onReady)
+            throws Exception {
         List<Device> devices = config.devices();
         List<Thread> threads = new ArrayList<>();
         List<Exception> failures = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -488,7 +499,7 @@ public final class NicDaemon implements Callable<Integer> {
             int index = i;
             threads.add(Thread.ofPlatform().name("mrce-dev-" + d.name()).start(() -> {
                 try {
-                    serve(config, d, index, sharedRunner, stop);
+                    serve(config, d, index, sharedRunner, stop, onReady);
                 } catch (Exception e) {
                     failures.add(new java.io.IOException(d.name() + " (" + d.ifname() + "): " + e.getMessage(), e));
                 } finally {
@@ -545,10 +556,16 @@ public final class NicDaemon implements Callable<Integer> {
 
     /**
      * Serves one device until STOP; device INDEX (0..) offsets the metrics port. Its engine runs on
-     * {@code sharedRunner}, or on a thread of its own when that is null.
+     * {@code sharedRunner}, or on a thread of its own when that is null. {@code onReady} runs once
+     * it reported ready.
      */
     private static int serve(
-            DaemonConfig config, Device device, int index, EngineRunner sharedRunner, CountDownLatch stop)
+            DaemonConfig config,
+            Device device,
+            int index,
+            EngineRunner sharedRunner,
+            CountDownLatch stop,
+            Runnable onReady)
             throws Exception {
         NetInfo net = NetInfo.of(device.ifname(), config.addr() == null ? 0 : parseAddr(config.addr()));
         if (config.port() != DaemonConfig.PortKind.UDP
@@ -645,6 +662,7 @@ public final class NicDaemon implements Callable<Integer> {
                         ? stats
                         : stats.resolveSibling(device.name() + "-" + stats.getFileName());
                 StatsWriter statsWriter = statsPath == null ? null : new StatsWriter(engine, statsPath);
+                onReady.run();
                 try {
                     while (!stop.await(1, java.util.concurrent.TimeUnit.SECONDS)) {
                         if (statsWriter != null) {

@@ -48,6 +48,13 @@ class ConnectionManagerAuthTest {
         }
     }
 
+    /**
+     * The connect/authentication timer of managers whose handshakes should succeed: a failure
+     * bound, never waited out when things work, so generous enough for a loaded CI machine (a
+     * first handshake also loads the JCA providers).
+     */
+    private static final int HANDSHAKE_MS = 15_000;
+
     private static ConnectionManager.Config config(int port, int connectTimeoutMs) {
         return new ConnectionManager.Config(port, 50, 5000, connectTimeoutMs);
     }
@@ -55,8 +62,8 @@ class ConnectionManagerAuthTest {
     @Test
     void managersWithTheSameSecretConnectAndTokensArriveIntact() throws Exception {
         int port = ConnectionManagerSourceAddressTest.portFreeOnBoth();
-        a = ConnectionManager.start(A, config(port, 2000), da, SECRET);
-        b = ConnectionManager.start(B, config(port, 2000), db, SECRET.clone());
+        a = ConnectionManager.start(A, config(port, HANDSHAKE_MS), da, SECRET);
+        b = ConnectionManager.start(B, config(port, HANDSHAKE_MS), db, SECRET.clone());
         db.exists.put(20, true);
         db.rtr.put(20, ConnectionManagerTest.ep(20, 10, 0xbbbb1234));
         assertThat(a.connect(B, ConnectionManagerTest.ep(10, 20, 0xaaaa5678)).get(5, TimeUnit.SECONDS))
@@ -247,8 +254,8 @@ class ConnectionManagerAuthTest {
     @Test
     void aRestartWithTheSecretIsSeenAndServes() throws Exception {
         int port = ConnectionManagerSourceAddressTest.portFreeOnBoth();
-        a = ConnectionManager.start(A, config(port, 2000), da, SECRET);
-        b = ConnectionManager.start(B, config(port, 2000), db, SECRET);
+        a = ConnectionManager.start(A, config(port, HANDSHAKE_MS), da, SECRET);
+        b = ConnectionManager.start(B, config(port, HANDSHAKE_MS), db, SECRET);
         db.exists.put(20, true);
         db.rtr.put(20, ConnectionManagerTest.ep(20, 10, 2));
         a.connect(B, ConnectionManagerTest.ep(10, 20, 1)).get(5, TimeUnit.SECONDS);
@@ -262,7 +269,7 @@ class ConnectionManagerAuthTest {
         FakeDaemon db2 = new FakeDaemon();
         db2.exists.put(21, true);
         db2.rtr.put(21, ConnectionManagerTest.ep(21, 11, 3));
-        b = ConnectionManager.start(B, config(port, 2000), db2, SECRET);
+        b = ConnectionManager.start(B, config(port, HANDSHAKE_MS), db2, SECRET);
         assertThat(a.connect(B, ConnectionManagerTest.ep(11, 21, 4)).get(5, TimeUnit.SECONDS))
                 .isEqualTo(ConnectionManagerTest.ep(21, 11, 3));
         assertThat(da.events.poll(5, TimeUnit.SECONDS)).startsWith("lost 7f000002 restarted");

@@ -50,6 +50,23 @@ final class PathRecovery {
     private int probeCredit;
     /** Where the next scan for due probes starts (so every path gets its turn under the budget). */
     private int probeCursor;
+    /**
+     * The per-path scan of {@link #timers} is gated (spec 8, "Timers"): it runs only when
+     * something that its conditions read changed since the last one ({@link #touch}: a packet put
+     * on a path, a report, an acknowledgement) or when {@link #timersDueNs} is reached, the
+     * earliest time at which, with nothing changed, a path's tail-loss probe, RTO, cross-path loss
+     * detection or probe can fall due (never later than any of them). An idle QP's duty cycle then
+     * costs O(1), not O(paths).
+     */
+    private boolean timersTouched = true;
+
+    private long timersDueNs;
+    /** No path timer can fall due until something changes (nothing in flight, no probe pending). */
+    private boolean timersIdle;
+    /** Full scans of the path timers, and cycles the gate spared one (tests and telemetry). */
+    long timerScans;
+
+    long timerScansSkipped;
 
     PathRecovery(RcRequester requester, Qp qp, PathSet pathSet, QpWindow qpWindow) {
         this.requester = requester;
@@ -68,6 +85,21 @@ final class PathRecovery {
         probeEpoch = Long.MIN_VALUE;
         probeCredit = 0;
         probeCursor = 0;
+        timersTouched = true;
+    }
+
+    /** Something a path timer's condition reads changed: the next {@link #timers} scans every path. */
+    void touch() {
+        timersTouched = true;
+    }
+
+    /**
+     * The earliest time a path timer may fall due with nothing changed, or {@code Long.MAX_VALUE}
+     * when none can (no packet in flight, no probe pending) or a change awaits the next scan
+     * (which the next duty cycle runs).
+     */
+    long timersDeadlineNs() {
+        return timersTouched || timersIdle ? Long.MAX_VALUE : timersDueNs;
     }
 
     /** The transmission number of the next packet put on a path (its order on the wire). */
@@ -82,6 +114,7 @@ final class PathRecovery {
 
     /** Resolves every transmission of path {@code p} up to PSN {@code highest}: delivered or lost. */
     void onReport(Datapath dp, Path p, int ceCount, int highest, long nowNs) {
+        timersTouched = true;
         if (highest - p.una < 0 && p.nextPsn - highest <= Path.RING && p.crossLost[highest & Path.RING_MASK]) {
             spuriousLoss(dp, p, highest, nowNs);
             return;
@@ -207,6 +240,74 @@ final class PathRecovery {
 
     /** Per path: probes of SUSPECT and retired paths (within the budget), tail-loss probe, RTO. */
     int timers(Datapath dp, long nowNs) {
+        if (!timersTouched && nowNs - timersDueNs < 0) {
+            timerScansSkipped++;
+            return 0;
+        }
+        timersTouched = false;
+        timerScans++;
+        int work = scan(dp, nowNs);
+        timersDueNs = nextDue(dp, nowNs);
+        return work;
+    }
+
+    /** Never, in {@link #nextDue}'s terms: far enough ahead that no clock reaches it. */
+    private static final long NEVER = Long.MAX_VALUE / 4;
+
+    /**
+     * The earliest time at which a condition of {@link #scan} can hold for some path if nothing
+     * else changes ({@link #touch} resets the gate on every change): per path with packets in
+     * flight its RTO (a DEAD path's as {@link #scan} waits it), its tail-loss probe timeout and
+     * the moment its oldest packet becomes overdue by cross-path evidence; per idle SUSPECT or
+     * DEAD path its next probe, or the next probe epoch when the budget refused one.
+     */
+    private long nextDue(Datapath dp, long nowNs) {
+        long due = nowNs + NEVER;
+        timersIdle = true;
+        long liveSrtt = -1; // computed when a DEAD path needs it, as scan does
+        for (int i = 0; i < pathSet.count; i++) {
+            Path p = paths[i];
+            long d;
+            if (p.hasInflight()) {
+                if (p.state == Path.DEAD) {
+                    if (liveSrtt < 0) {
+                        liveSrtt = pathSet.largestLiveSrtt();
+                    }
+                    d = p.lastProgressNs + Math.max(p.rtoNs, 2 * liveSrtt);
+                } else {
+                    d = p.lastProgressNs + p.rtoNs;
+                    if (!p.tlpSent) {
+                        d = Math.min(d, p.lastProgressNs + p.ptoNs(dp.rtoInitialNs, dp.tlpMinNs));
+                    }
+                    int e = p.una & Path.RING_MASK;
+                    boolean excused = p.tlpAway[e] && p.txBytes[e] != Path.PROBE_LEN && requester.acked(p.txRsn[e]);
+                    if (p.hasRtt() && lastDeliveredSeq > p.txSeq[e] && !excused) {
+                        // overdue once older than srtt + k * rttvar + the reordering slack (strictly)
+                        d = Math.min(
+                                d, p.txTimeNs[e] + p.srttNs + dp.lossDetectVarFactor * p.rttvarNs + reorderSlackNs + 1);
+                    }
+                }
+            } else if (p.state != Path.ACTIVE) {
+                d = p.nextProbeNs;
+                if (d - nowNs <= 0 && probeRefused) {
+                    d = (Math.floorDiv(nowNs, Datapath.PROBE_EPOCH_NS) + 1) * Datapath.PROBE_EPOCH_NS;
+                }
+            } else {
+                continue;
+            }
+            timersIdle = false;
+            if (d - due < 0) {
+                due = d;
+            }
+        }
+        return due;
+    }
+
+    /** The probe budget refused a due probe in the last scan (it comes back in the next epoch). */
+    private boolean probeRefused;
+
+    /** Every path's timers: what {@link #timers} runs when its gate opens. */
+    private int scan(Datapath dp, long nowNs) {
         int work = probes(dp, nowNs);
         // A DEAD path's probe waits at least twice the slowest live path's srtt: its own RTO is
         // from before it died, and a probe queued behind the QP's own data is late, not lost.
@@ -435,6 +536,7 @@ final class PathRecovery {
         int n = pathSet.count;
         int work = 0;
         int last = -1;
+        probeRefused = false;
         for (int k = 0; k < n; k++) {
             int i = probeCursor + k;
             if (i >= n) {
@@ -445,6 +547,7 @@ final class PathRecovery {
                 continue;
             }
             if (!probeBudget(dp, nowNs)) {
+                probeRefused = true;
                 break;
             }
             sendProbe(dp, p, nowNs);
@@ -499,6 +602,7 @@ final class PathRecovery {
             return;
         }
         p.ensureRings();
+        timersTouched = true;
         if (!p.hasInflight()) {
             p.lastProgressNs = nowNs;
         }

@@ -185,12 +185,38 @@ public final class RcRequester {
     }
 
     public boolean hasTimer() {
-        return timerArmed || trackers.active() > 0;
+        return timerArmed || trackers.active() > 0 || pathTimersDeadlineNs() != Long.MAX_VALUE;
     }
 
-    /** The earliest of the connection timer and the READ/atomic response timers. */
+    /**
+     * The earliest of the connection timer, the READ/atomic response timers and the paths' timers
+     * (tail-loss probes, path RTOs, cross-path detection, probes), so that an engine asleep wakes
+     * for a path's timer, not only for the connection's.
+     */
     public long deadlineNs() {
-        return trackers.earliestDeadline(timerArmed, deadlineNs);
+        long d = trackers.earliestDeadline(timerArmed, deadlineNs);
+        long p = pathTimersDeadlineNs();
+        if (p == Long.MAX_VALUE) {
+            return d;
+        }
+        return !timerArmed && trackers.active() == 0 || p - d < 0 ? p : d;
+    }
+
+    /** When the paths' timers may next fall due (MAX_VALUE: none, or they do not run now). */
+    private long pathTimersDeadlineNs() {
+        if (baseline || !qp.canSend() || !qp.cmReady || rnrWait) {
+            return Long.MAX_VALUE;
+        }
+        return recovery.timersDeadlineNs();
+    }
+
+    /** Full scans of the path timers since the QP was created, and duty cycles their gate spared one. */
+    public long pathTimerScans() {
+        return recovery.timerScans;
+    }
+
+    public long pathTimerScansSkipped() {
+        return recovery.timerScansSkipped;
     }
 
     /**
@@ -324,6 +350,7 @@ public final class RcRequester {
     void sendOnPath(Datapath dp, int rsn, int pi, int flags, long nowNs) {
         int slot = rsn & MASK;
         Path p = paths[pi];
+        recovery.touch();
         if (!p.hasInflight()) {
             p.lastProgressNs = nowNs;
             p.tlpSent = false;
@@ -881,6 +908,7 @@ public final class RcRequester {
         int slot = rsn & MASK;
         if (!slotAcked[slot]) {
             slotAcked[slot] = true;
+            recovery.touch();
             wrs[slotWr[slot] & wrMask].packetsAcked++;
         }
     }
