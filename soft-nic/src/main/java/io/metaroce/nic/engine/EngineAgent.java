@@ -40,8 +40,12 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     /**
      * RX batches read per duty cycle before the QPs' timers run: enough to drain what piles up in
      * the socket during a scheduling stall of a few ms, so that timers judge paths on fresh ACKs.
+     * 10^4 QPs with a message each bring 10^4 ACKs at once: with 16 batches (512 frames) a cycle,
+     * the timers of most QPs fired on ACKs still in the socket, their retransmissions lengthened
+     * the cycles, and the sender read a few thousand of 50 thousand ACKs before the QPs failed
+     * (run-qp-scale --qps 10000); 256 batches (8192 frames) drain such a round in one or two.
      */
-    private static final int RX_BATCHES_PER_CYCLE = 16;
+    private static final int RX_BATCHES_PER_CYCLE = 256;
 
     private static final MemorySegment WAKE_ONE = Arena.global().allocateFrom(ValueLayout.JAVA_LONG, 1L);
 
@@ -55,6 +59,23 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private final Qp[] byIndex = new Qp[MAX_QP];
     private final Qp[] active = new Qp[MAX_QP];
     private int activeCount;
+    /**
+     * RC QPs asleep, by table index: after a step, the responder idle ({@link
+     * io.metaroce.nic.transport.RcResponder#idle}) and the requester with nothing to do before
+     * {@link #wakeAtNs} ({@link io.metaroce.nic.transport.RcRequester#nextStepNs}: its earliest
+     * timer, or never). A duty cycle gives an asleep QP only an O(1) look ({@link #wakes}): is its
+     * time due, has its state (or handshake flag) changed since, a command's doing, or has the
+     * application posted to its SQ or RQ? A frame for it wakes it ({@link #onFrame}). Every other
+     * QP gets the full step, as before.
+     */
+    private final boolean[] asleep = new boolean[MAX_QP];
+    /** {@link #stateWord} of each asleep QP when it fell asleep. */
+    private final int[] asleepState = new int[MAX_QP];
+    /** When each asleep QP's next timer is due; Long.MAX_VALUE: none. */
+    private final long[] wakeAtNs = new long[MAX_QP];
+    /** Full duty-cycle steps of RC QPs (requester and responder), since the engine started. */
+    private long qpSteps;
+
     private final int wakeFd;
     private final int epollFd;
     /** The port's fds (one per receive queue): epoll reports them readable, nothing to reset. */
@@ -241,11 +262,70 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 work += qp.ud.doWork(ud);
                 continue;
             }
-            work += qp.responder.doWork(dp);
-            work += qp.requester.doWork(dp, nowNs);
-            qp.responder.retireHeld();
+            int x = qp.qpn & (MAX_QP - 1);
+            if (asleep[x]) {
+                if (!wakes(qp, x, nowNs)) {
+                    continue;
+                }
+                asleep[x] = false;
+            }
+            qpSteps++;
+            int did = qp.responder.doWork(dp);
+            did += qp.requester.doWork(dp, nowNs);
+            did += qp.responder.retireHeld();
+            work += did;
+            if (did == 0 && qp.responder.idle()) {
+                // asleep until a frame, a command, a post or its next timer (a step that did
+                // something is followed by one more: what a burst limit left waits for none)
+                long wake = qp.requester.nextStepNs(dp, nowNs);
+                if (wake - nowNs > 0) {
+                    asleep[x] = true;
+                    asleepState[x] = stateWord(qp);
+                    wakeAtNs[x] = wake;
+                }
+            }
         }
         return work;
+    }
+
+    /** What an asleep QP may only leave through a command (modify_qp, the handshake's end). */
+    private static int stateWord(Qp qp) {
+        return qp.state << 1 | (qp.cmReady ? 1 : 0);
+    }
+
+    /** Whether asleep QP {@code qp} (table index {@code x}) has something to do. */
+    private boolean wakes(Qp qp, int x, long nowNs) {
+        long at = wakeAtNs[x];
+        return (at != Long.MAX_VALUE && nowNs - at >= 0)
+                || stateWord(qp) != asleepState[x]
+                || qp.requester.sqPosted()
+                || qp.responder.rqPosted();
+    }
+
+    /**
+     * Gives {@code qp} a full step in the next duty cycle, whatever its look would say: for a
+     * command that changes what the transport has to do without a state change (the connection
+     * manager's final ACK). Engine thread.
+     */
+    public void wake(Qp qp) {
+        int x = qp.qpn & (MAX_QP - 1);
+        if (byIndex[x] == qp) {
+            asleep[x] = false;
+        }
+    }
+
+    /** Full duty-cycle steps of RC QPs so far (an asleep QP's cheap look is not one). Engine thread. */
+    public long qpSteps() {
+        return qpSteps;
+    }
+
+    /** RC QPs asleep now. Engine thread. */
+    public int asleepQps() {
+        int n = 0;
+        for (int i = 0; i < activeCount; i++) {
+            n += asleep[active[i].qpn & (MAX_QP - 1)] ? 1 : 0;
+        }
+        return n;
     }
 
     @Override
@@ -290,6 +370,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             return;
         }
         qp.lastRxNs = nowNs;
+        asleep[qpn & (MAX_QP - 1)] = false; // what the frame leaves to do runs in this cycle's step
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
             case Wire.OP_SEND,
                     Wire.OP_SEND_IMM,
@@ -318,6 +399,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             throw new IllegalStateException("QP index in use: " + i);
         }
         byIndex[i] = qp;
+        asleep[i] = false;
         active[activeCount++] = qp;
         dp.lifecycle.onAdded(qp);
     }
@@ -330,6 +412,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         int i = qp.qpn & (MAX_QP - 1);
         if (byIndex[i] == qp) {
             byIndex[i] = null;
+            asleep[i] = false;
         }
         for (int k = 0; k < activeCount; k++) {
             if (active[k] == qp) {
@@ -407,11 +490,15 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public long nextDeadlineNs() {
         long next = Long.MAX_VALUE;
         for (int i = 0; i < activeCount; i++) {
-            if (active[i].requester.hasTimer()) {
-                long d = active[i].requester.deadlineNs();
-                if (next == Long.MAX_VALUE || d - next < 0) {
-                    next = d;
-                }
+            int x = active[i].qpn & (MAX_QP - 1);
+            long d = Long.MAX_VALUE;
+            if (asleep[x]) {
+                d = wakeAtNs[x];
+            } else if (active[i].requester.hasTimer()) {
+                d = active[i].requester.deadlineNs();
+            }
+            if (d != Long.MAX_VALUE && (next == Long.MAX_VALUE || d - next < 0)) {
+                next = d;
             }
         }
         return next;

@@ -51,6 +51,9 @@ public final class LibC {
     public static final int SO_REUSEADDR = 2;
     public static final int SO_SNDBUF = 7;
     public static final int SO_RCVBUF = 8;
+    /** SO_RCVBUF beyond net.core.rmem_max (CAP_NET_ADMIN). */
+    public static final int SO_RCVBUFFORCE = 33;
+
     public static final int MSG_DONTWAIT = 0x40;
     public static final int EPOLL_CLOEXEC = 0x80000;
     public static final int EPOLL_CTL_ADD = 1;

@@ -601,6 +601,7 @@ final class PathRecovery {
         if (p.ringFull()) {
             return;
         }
+        p.ensureRings();
         timersTouched = true;
         if (!p.hasInflight()) {
             p.lastProgressNs = nowNs;

@@ -220,6 +220,56 @@ public final class RcRequester {
         return recovery.timerScansSkipped;
     }
 
+    /**
+     * When a duty-cycle step of this requester could next do anything that no frame, state change
+     * or new WQE ({@link #sqPosted}) brings about, for the engine, which leaves the QP asleep until
+     * then (EngineAgent.pollQps): {@code nowNs} while it has work (packets to send or resend, a
+     * window-limited stream whose oldest packets may need copies, completions a full CQ holds
+     * back, a flush); the earliest of its timers (QP RTO or RNR wait, READ/atomic responses, its
+     * paths' tail-loss probes, RTOs, cross-path loss detection and probes) while it only waits;
+     * Long.MAX_VALUE when idle (every work request completed, nothing in flight, every path ACTIVE
+     * and empty). Never later than a timer would act (earlier costs only a step). Call after a step.
+     */
+    public long nextStepNs(Datapath dp, long nowNs) {
+        if (qp.state == Ibv.QPS_ERR) {
+            return wrHead == wrTail ? Long.MAX_VALUE : nowNs;
+        }
+        if (wrHead != wrSent && wrs[wrHead & wrMask].done()) {
+            return nowNs; // a completion the CQ had no room for
+        }
+        if (!(qp.canSend() && qp.cmReady)) {
+            return Long.MAX_VALUE; // no timer, transmission or recovery runs in these states
+        }
+        if (retxHead != retxTail || wrSent != wrTail || (baseline && gbnCursor != nextRsn) || copiesMayGo()) {
+            return nowNs;
+        }
+        long t = timerArmed || trackers.active() > 0 ? deadlineNs() : Long.MAX_VALUE;
+        if (!baseline) {
+            long p = pathSet.nextTimerNs(
+                    recovery.lastDeliveredSeq(), dp.rtoInitialNs, dp.tlpMinNs, dp.lossDetectVarFactor);
+            if (t == Long.MAX_VALUE || (p != Long.MAX_VALUE && p - t < 0)) {
+                t = p;
+            }
+        }
+        return t;
+    }
+
+    /**
+     * Whether {@link #opportunistic} may send a copy as time passes: when window-limited a late
+     * packet qualifies with time; otherwise time only takes candidates away.
+     */
+    private boolean copiesMayGo() {
+        if (baseline || una == nextRsn || pathSet.count < 2 || qpWindow.srttMinNs() == Long.MAX_VALUE) {
+            return false;
+        }
+        return nextRsn - una >= Math.min(qpWindow.window(), Math.max(1, rwnd)) / 2;
+    }
+
+    /** Whether the SQ holds a WQE this requester has not read and a step would read now. */
+    public boolean sqPosted() {
+        return (qp.canSend() || qp.state == Ibv.QPS_ERR) && qp.sq.producerAcquire() != sqConsumer;
+    }
+
     /** READ and atomic requests waiting for responses. */
     public int activeTrackers() {
         return trackers.active();
@@ -307,6 +357,7 @@ public final class RcRequester {
             p.tlpSent = false;
         }
         int psn = p.nextPsn++;
+        p.ensureRings();
         MemorySegment f = slot(slot);
         Wire.putU8(
                 f,

@@ -223,6 +223,26 @@ public final class RcResponder {
         return ePsn;
     }
 
+    /**
+     * Whether a duty-cycle step could do nothing now but read new receives ({@link #rqPosted}): no
+     * READ response to send, and no whole message held back by a full CQ (in ERR: nothing left to
+     * flush). The engine then leaves the QP asleep until a frame, a state change or a post wakes it.
+     */
+    public boolean idle() {
+        if (!reads.isEmpty()) {
+            return false;
+        }
+        if (qp.state == Ibv.QPS_ERR || wrHead == wrTail) {
+            return wrHead == wrTail;
+        }
+        return !complete(wrs[wrHead & wrMask]);
+    }
+
+    /** Whether the RQ holds a receive this responder has not read and a step would read now. */
+    public boolean rqPosted() {
+        return qp.state != Ibv.QPS_RESET && qp.srq == null && qp.rq.producerAcquire() != rqConsumer;
+    }
+
     /** One duty-cycle step: read posted receives, send READ responses; in ERR flush them. */
     public int doWork(Datapath dp) {
         int work = pollRq(dp);
@@ -763,8 +783,7 @@ public final class RcResponder {
         int n = 0;
         while (wrHead != wrTail) {
             RecvWr wr = wrs[wrHead & wrMask];
-            // whole, and every RSN before its last one landed (a WRITE before it is visible)
-            if (wr.status >= 0 || wr.msgLen < 0 || wr.placed != wr.msgLen || ePsn - wr.endRsn < 0) {
+            if (!complete(wr)) {
                 break;
             }
             if (!qp.recvCq.hasSpace()) {
@@ -785,6 +804,11 @@ public final class RcResponder {
             n++;
         }
         return n;
+    }
+
+    /** Whole, and every RSN before its last one landed (a WRITE before it is visible). */
+    private boolean complete(RecvWr wr) {
+        return wr.status < 0 && wr.msgLen >= 0 && wr.placed == wr.msgLen && ePsn - wr.endRsn >= 0;
     }
 
     /** Retries completions a full CQ held back. */

@@ -226,6 +226,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
                 while (!engine.submit(() -> {
                     if (qp.cmLocal == local) {
                         qp.requester.onFinalAck(engine.datapath(), placed, engine.nowNs());
+                        engine.wake(qp); // what it acknowledged completes in the next cycle
                     }
                 })) {
                     Thread.onSpinWait();
