@@ -102,6 +102,18 @@ final class PathRecovery {
         return timersTouched || timersIdle ? Long.MAX_VALUE : timersDueNs;
     }
 
+    /**
+     * When the path timers next need a duty-cycle step ({@link RcRequester#nextStepNs}, the engine
+     * putting an idle QP to sleep): now while a change awaits the gated scan, else the gate's
+     * deadline, {@code Long.MAX_VALUE} when no path timer can fall due.
+     */
+    long nextTimerNs(long nowNs) {
+        if (timersTouched) {
+            return nowNs;
+        }
+        return timersIdle ? Long.MAX_VALUE : timersDueNs;
+    }
+
     /** The transmission number of the next packet put on a path (its order on the wire). */
     long nextSeq() {
         return ++txSeq;

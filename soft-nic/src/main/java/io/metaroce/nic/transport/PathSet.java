@@ -67,42 +67,6 @@ final class PathSet {
         retiredAny = false;
     }
 
-    /**
-     * The earliest time a path timer of {@link PathRecovery#timers} could act: a path's tail-loss
-     * probe or RTO, cross-path loss detection of its oldest packet (once something sent after it
-     * was delivered), a SUSPECT or DEAD path's probe; never later (their further conditions, the
-     * learnt reordering slack and the probe budget, only defer them). Long.MAX_VALUE when none
-     * runs. For the engine's scheduling of QPs that only wait ({@link RcRequester#nextStepNs}).
-     */
-    long nextTimerNs(long lastDeliveredSeq, long rtoInitialNs, long tlpMinNs, int varFactor) {
-        long t = Long.MAX_VALUE;
-        for (int i = 0; i < count; i++) {
-            Path p = paths[i];
-            if (!p.hasInflight()) {
-                if (p.state != Path.ACTIVE) {
-                    t = earlier(t, p.nextProbeNs);
-                }
-                continue;
-            }
-            t = earlier(t, p.lastProgressNs + p.rtoNs);
-            if (p.state == Path.DEAD) {
-                continue;
-            }
-            if (!p.tlpSent) {
-                t = earlier(t, p.lastProgressNs + p.ptoNs(rtoInitialNs, tlpMinNs));
-            }
-            int e = p.una & Path.RING_MASK;
-            if (p.hasRtt() && lastDeliveredSeq > p.txSeq[e]) {
-                t = earlier(t, p.txTimeNs[e] + p.srttNs + varFactor * p.rttvarNs);
-            }
-        }
-        return t;
-    }
-
-    private static long earlier(long t, long candidate) {
-        return t == Long.MAX_VALUE || candidate - t < 0 ? candidate : t;
-    }
-
     private static int gcd(int a, int b) {
         while (b != 0) {
             int t = a % b;

@@ -244,9 +244,8 @@ public final class RcRequester {
             return nowNs;
         }
         long t = timerArmed || trackers.active() > 0 ? deadlineNs() : Long.MAX_VALUE;
-        if (!baseline) {
-            long p = pathSet.nextTimerNs(
-                    recovery.lastDeliveredSeq(), dp.rtoInitialNs, dp.tlpMinNs, dp.lossDetectVarFactor);
+        if (!baseline && !rnrWait) { // the path timers run in neither
+            long p = recovery.nextTimerNs(nowNs);
             if (t == Long.MAX_VALUE || (p != Long.MAX_VALUE && p - t < 0)) {
                 t = p;
             }
