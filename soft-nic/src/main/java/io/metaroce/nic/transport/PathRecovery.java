@@ -12,6 +12,8 @@ import java.lang.foreign.MemorySegment;
  * <p>Engine thread only; one per {@link RcRequester}.
  */
 final class PathRecovery {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(PathRecovery.class);
+
     private static final int RE_ADMIT_PROBES = 3;
     private static final int CLEAN_RUN_TO_ACTIVE = 16;
 
@@ -328,8 +330,14 @@ final class PathRecovery {
                 liveSrtt = pathSet.largestLiveSrtt();
             }
             if (idle >= (p.state == Path.DEAD ? Math.max(p.rtoNs, 2 * liveSrtt) : p.rtoNs)) {
+                if (LOG.isDebugEnabled()) {
+                    logTimer(dp, p, "path timeout", idle);
+                }
                 work += pathTimeout(dp, p, nowNs);
             } else if (!p.tlpSent && p.state != Path.DEAD && idle >= p.ptoNs(dp.rtoInitialNs, dp.tlpMinNs)) {
+                if (LOG.isDebugEnabled()) {
+                    logTimer(dp, p, "tail-loss probe", idle);
+                }
                 p.tlpSent = true;
                 work += tailLossProbe(dp, p, nowNs);
             }
@@ -420,6 +428,22 @@ final class PathRecovery {
             demote(dp, p, nowNs); // a SUSPECT path whose probe is lost is retired, as on its RTO
         }
         return 1;
+    }
+
+    /** A path timer that fired, at DEBUG (issue 17: which timers fire in a fresh daemon's first round trips, and why). */
+    private void logTimer(Datapath dp, Path p, String what, long idleNs) {
+        LOG.debug(
+                "QP {} path {}: {} after {} us without progress ({}; pto {} us, rto {} us; {} packets sent on it)",
+                qp.qpn,
+                p.id,
+                what,
+                idleNs / 1000,
+                p.hasRtt()
+                        ? "srtt " + p.srttNs / 1000 + " us, rttvar " + p.rttvarNs / 1000 + " us"
+                        : "no RTT sample yet",
+                p.ptoNs(dp.rtoInitialNs, dp.tlpMinNs) / 1000,
+                p.rtoNs / 1000,
+                p.packetsSent);
     }
 
     private int tailLossProbe(Datapath dp, Path p, long nowNs) {

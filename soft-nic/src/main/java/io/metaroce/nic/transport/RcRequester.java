@@ -26,6 +26,8 @@ import java.lang.foreign.MemorySegment;
  * <p>Long because the send window, RSN/PSN state and completions are one hot-path state machine.
  */
 public final class RcRequester {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RcRequester.class);
+
     /** RSNs in flight per QP at most; the responder's SACK bitmap spans exactly this many. */
     public static final int WINDOW = 256;
     /** Oldest RSNs examined, and most resent, per duty cycle by opportunistic retransmission. */
@@ -960,6 +962,9 @@ public final class RcRequester {
             rnrWait = false;
         } else {
             dp.counters.timeouts++;
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("QP {}: timeout ({} requests unacknowledged, retry {})", qp.qpn, nextRsn - una, retries + 1);
+            }
             if (++retries > qp.retryCnt && retriesExhausted(nowNs)) {
                 SendWr head = wrs[slotWr[una & MASK] & wrMask];
                 head.status = Ibv.WC_RETRY_EXC_ERR;

@@ -69,6 +69,10 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         CmBridge b = new CmBridge(engine, localIp, config, disconnectGraceMs, secret);
         engine.datapath().lifecycle = b;
         // The manager's first handshake, with itself: the first peer's runs on loaded code.
+        // -Dmetaroce.cm.noWarmUp=true leaves it out (to measure what it gains: bench/warmup).
+        if (Boolean.getBoolean("metaroce.cm.noWarmUp")) {
+            return b;
+        }
         try {
             b.cm.warmUp().get(WARM_UP_WAIT_MS, TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
