@@ -265,8 +265,71 @@ public final class ConnectionManager implements AutoCloseable {
                     config.connectTimeoutMs(),
                     TimeUnit.MILLISECONDS);
             pending.sent = p.send(new CmMessage.Connect(id, local));
+            LOG.debug(
+                    "CONNECT {} QP {} -> {}:{} {}",
+                    id,
+                    local.qpn(),
+                    ip(peerIp),
+                    local.peerQpn(),
+                    pending.sent ? "sent" : "queued until the connection is up");
         });
         return f;
+    }
+
+    /** The QP number the start-up handshake with ourselves asks for ({@link #warmUp}): no QP has it. */
+    public static final int WARM_UP_QPN = 0;
+
+    /**
+     * One handshake with ourselves, over our own address and port, before any peer needs one: the
+     * dial and the accept, HELLO both ways (and the authentication with a cluster secret), a
+     * CONNECT for QP {@link #WARM_UP_QPN} that the listener rejects ({@code REASON_NO_QP}) and the
+     * REJECT back. A fresh daemon's first handshake with a peer otherwise runs all that code cold
+     * (class loading and initialisation, first calls) while the application waits in its first
+     * round trip: 300 to 600 ms of the first iteration of {@code ibv_rc_pingpong} on a loaded
+     * 2-core machine (docs/architecture.md, "Start-up"). Nothing is left: the connections are
+     * closed and the manager forgets the address, as if it had never been dialed. Completes
+     * normally either way (a failure only means a cold first handshake; logged at DEBUG). Call it
+     * before peers can reach this manager (a daemon: before it says ready).
+     */
+    public CompletableFuture<Void> warmUp() {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        long t0 = System.nanoTime();
+        CmMessage.Endpoint probe =
+                new CmMessage.Endpoint(WARM_UP_QPN, WARM_UP_QPN, 1024, 1, 0, 1, new int[] {0}, CmCodec.MIN_LINK_MTU);
+        connect(localIp, probe).whenComplete((remote, error) -> {
+            try {
+                loop.execute(() -> forgetSelf(t0, error, done));
+            } catch (java.util.concurrent.RejectedExecutionException closing) {
+                done.complete(null);
+            }
+        });
+        return done;
+    }
+
+    /** The end of {@link #warmUp}: the connections with ourselves closed, our address forgotten. */
+    private void forgetSelf(long t0, Throwable error, CompletableFuture<Void> done) {
+        Peer self = peers.remove(localIp);
+        if (self != null) {
+            self.failAll(new CmRejectedException(CmMessage.REASON_SHUTDOWN, "warm-up done"));
+            for (Channel c : self.helloChannels) {
+                c.close();
+            }
+            if (self.channel != null) {
+                self.channel.close();
+            }
+            if (self.dialed != null) {
+                self.dialed.close();
+            }
+        }
+        Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
+                ? error.getCause()
+                : error;
+        boolean expected = cause instanceof CmRejectedException r && r.reason() == CmMessage.REASON_NO_QP;
+        LOG.debug(
+                "handshake with ourselves in {} us{}",
+                (System.nanoTime() - t0) / 1000,
+                expected ? "" : " did not end as expected: " + (cause == null ? "accepted" : cause.toString()));
+        done.complete(null);
     }
 
     /**
@@ -588,12 +651,25 @@ public final class ConnectionManager implements AutoCloseable {
         p.helloChannels.add(ch);
         p.bootId = h.bootId();
         p.helloSeen = true;
+        LOG.debug(
+                "peer daemon {}: HELLO seen on the {} connection ({} with HELLO), {} queued messages go out",
+                ip(ip),
+                ch.parent() == null ? "dialed" : "accepted",
+                p.helloChannels.size(),
+                p.queued.size());
         p.flush();
     }
 
     /** A CONNECT: the daemon accepts, answers later (its QP is not at RTR yet) or rejects. */
     private void onConnect(Peer p, int ip, CmMessage.Connect c) {
         Decision d = listener.onConnect(ip, c.endpoint());
+        LOG.debug(
+                "CONNECT {} from {}: QP {} -> our {}: {}",
+                c.requestId(),
+                ip(ip),
+                c.endpoint().qpn(),
+                c.endpoint().peerQpn(),
+                d.getClass().getSimpleName());
         switch (d) {
             case Decision.Accept a -> {
                 p.send(new CmMessage.Accept(c.requestId(), a.local()));
@@ -610,6 +686,13 @@ public final class ConnectionManager implements AutoCloseable {
     /** An ACCEPT: completes our request, or (unsolicited) a request for the same QPs. */
     private void onAccept(Peer p, CmMessage.Accept a) {
         Pending x = p.pending.remove(a.requestId());
+        LOG.debug(
+                "ACCEPT {} from {}: QP {} -> our {}{}",
+                a.requestId(),
+                ip(p.ip),
+                a.endpoint().qpn(),
+                a.endpoint().peerQpn(),
+                x != null ? "" : " (unsolicited)");
         if (x != null) {
             x.complete(a.endpoint());
         } else {
@@ -773,6 +856,7 @@ public final class ConnectionManager implements AutoCloseable {
                 return;
             }
             dialing = true;
+            LOG.debug("dialing peer daemon {}:{}", ip(ip), config.port());
             // From the address we serve, never the kernel's choice of source (on lo, or with a
             // secondary address, that is another address): the peer knows us by this one.
             ChannelFuture f = new Bootstrap()
@@ -792,6 +876,7 @@ public final class ConnectionManager implements AutoCloseable {
                 dialing = false;
                 if (done.isSuccess()) {
                     dialed = f.channel();
+                    LOG.debug("peer daemon {}: dialed connection up", ip(ip));
                 } else {
                     LOG.debug(
                             "cannot reach peer daemon {}:{}: {}",
@@ -936,6 +1021,7 @@ public final class ConnectionManager implements AutoCloseable {
                                 TimeUnit.MILLISECONDS);
             }
             ctx.flush();
+            LOG.debug("peer daemon {}: HELLO sent on the {} connection", ip(ip), dialer ? "dialed" : "accepted");
             ctx.fireChannelActive();
         }
 

@@ -32,6 +32,8 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
     private static final Logger LOG = LoggerFactory.getLogger(CmBridge.class);
     /** The receive window announced (packets): the requester's W (spec 3). */
     static final int WINDOW = 256;
+    /** How long the start waits for the manager's handshake with itself (it finishes alone later). */
+    static final int WARM_UP_WAIT_MS = 3000;
 
     private final EngineAgent engine;
     private final ConnectionManager cm;
@@ -66,6 +68,18 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
             throws IOException {
         CmBridge b = new CmBridge(engine, localIp, config, disconnectGraceMs, secret);
         engine.datapath().lifecycle = b;
+        // The manager's first handshake, with itself: the first peer's runs on loaded code.
+        // -Dmetaroce.cm.noWarmUp=true leaves it out (to measure what it gains: bench/warmup).
+        if (Boolean.getBoolean("metaroce.cm.noWarmUp")) {
+            return b;
+        }
+        try {
+            b.cm.warmUp().get(WARM_UP_WAIT_MS, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            LOG.debug("connection manager warm-up not done within {} ms; going on", WARM_UP_WAIT_MS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         return b;
     }
 
@@ -108,8 +122,10 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
                 announcedLinkMtu(qp.ifMtu));
         qp.cmLocal = local;
         int peer = qp.peerIp;
+        long rtrNs = System.nanoTime();
+        LOG.debug("QP {} at RTR: connecting to {}:{}", qp.qpn, IpAddr.toString(peer), qp.destQpNum);
         cm.connect(peer, local).whenComplete((remote, error) -> {
-            while (!engine.submit(() -> established(qp, local, remote, error))) {
+            while (!engine.submit(() -> established(qp, local, remote, error, rtrNs))) {
                 Thread.onSpinWait();
             }
         });
@@ -120,7 +136,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         return ifMtu >= CmCodec.MIN_LINK_MTU && ifMtu <= 0xffff ? ifMtu : 0;
     }
 
-    private void established(Qp qp, CmMessage.Endpoint local, CmMessage.Endpoint remote, Throwable error) {
+    private void established(Qp qp, CmMessage.Endpoint local, CmMessage.Endpoint remote, Throwable error, long rtrNs) {
         if (qp.cmLocal != local) {
             return; // reset, re-connected or destroyed meanwhile
         }
@@ -144,11 +160,12 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         qp.txToken = remote.token();
         qp.cmReady = true;
         LOG.debug(
-                "QP {} connected to {}:{} ({} paths)",
+                "QP {} connected to {}:{} ({} paths), {} us after RTR",
                 qp.qpn,
                 IpAddr.toString(qp.peerIp),
                 remote.qpn(),
-                remote.paths());
+                remote.paths(),
+                (System.nanoTime() - rtrNs) / 1000);
     }
 
     @Override

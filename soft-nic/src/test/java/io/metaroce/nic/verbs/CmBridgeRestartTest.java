@@ -83,6 +83,9 @@ class CmBridgeRestartTest {
         link.connect(end, link.end(B, 4793));
         node = new TestNode(end, 4793, System::nanoTime);
         bridge = CmBridge.start(node.engine, A, CONFIG, 1000, secret);
+        // The manager's handshake with itself at start left nothing: no peer, no QP's handshake.
+        assertThat(bridge.manager().livePeers()).isZero();
+        assertThat(bridge.handshakes.get() + bridge.failures.get()).isZero();
         peer = ConnectionManager.start(B, CONFIG, new AcceptAll(), secret);
         node.hello();
         int pd = node.allocPd();
