@@ -196,12 +196,69 @@ final class Apps {
 
         /** Lets the paused client go on (creates its go file in its container). */
         void resume() {
-            try {
-                Files.writeString(client.file(goFile), "go\n");
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot create " + goFile + " in " + client.name(), e);
+            resume(0);
+        }
+
+        /**
+         * Waits until the client says it paused for the {@code count}-th time (from 1), with
+         * {@link #startIntegrityPaused(ContainerFabric, Node, Node, int, int, int[], long, Duration)}.
+         */
+        void awaitPaused(Duration timeout, int count) {
+            boolean paused = Wait.until(
+                    timeout,
+                    () -> INTEGRITY_PAUSED
+                                            .matcher(pair.client().output())
+                                            .results()
+                                            .count()
+                                    >= count
+                            || !pair.client().isAlive());
+            if (!paused || !pair.client().isAlive()) {
+                throw new AssertionError("mrce_integrity's client did not pause " + count + " times (alive="
+                        + pair.client().isAlive()
+                        + ")\n--- client:\n" + pair.client().output() + "\n--- server:\n"
+                        + pair.server().output()
+                        + "\n" + pair.fabric().diagnostics());
             }
         }
+
+        /** Lets the client go on from pause {@code k} (from 0). */
+        void resume(int k) {
+            String file = goFileOf(goFile, k);
+            try {
+                Files.writeString(client.file(file), "go\n");
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create " + file + " in " + client.name(), e);
+            }
+        }
+    }
+
+    /** The go file of pause {@code k}: {@code first} itself for pause 0. */
+    private static String goFileOf(String first, int k) {
+        return k == 0 ? first : first + "-" + k;
+    }
+
+    /**
+     * {@link #startIntegrityPaused(ContainerFabric, Node, Node, int, int, int, long, Duration)}
+     * with a pause after each of {@code pauseAts} (increasing) completed messages: a fault at one
+     * point of the run, its repair at a later one. {@link PausedRun#awaitPaused(Duration, int)}
+     * and {@link PausedRun#resume(int)} name the pauses.
+     */
+    static PausedRun startIntegrityPaused(
+            ContainerFabric f,
+            Node server,
+            Node client,
+            int port,
+            int messages,
+            int[] pauseAts,
+            long seed,
+            Duration timeout) {
+        String goFile = "/tmp/mrce-integrity-go-" + port;
+        List<String> serverCmd = integrityCmd(port, messages, seed, timeout);
+        List<String> clientCmd = new ArrayList<>(serverCmd);
+        for (int k = 0; k < pauseAts.length; k++) {
+            clientCmd.addAll(List.of("-P", pauseAts[k] + ":" + goFileOf(goFile, k)));
+        }
+        return new PausedRun(start(f, server, client, port, serverCmd, clientCmd), client, goFile);
     }
 
     static PausedRun startIntegrityPaused(

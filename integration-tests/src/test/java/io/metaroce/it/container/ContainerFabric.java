@@ -34,6 +34,13 @@ import java.util.Map;
  * own TCP exchange (QP numbers, credits) uses the management addresses, so the spine carries
  * MetaRoCE's UDP and ARP only. Every link has one queue per direction, one MTU, IPv6 off.
  *
+ * <p>With {@code planes(2)} every host also has {@code fab1} on a second, separate plane: its own
+ * leaves ({@code ...-la2}, {@code ...-lb2}) and spine links (198.18.(200+i).1 = .2), each host's
+ * plane-2 address its plane-1 address plus 64 in the third octet (leaf A's hosts
+ * 198.18.(128+k).1, leaf B's 198.18.(160+k).1), so hosts are numbered alike on both planes, as a
+ * multi-plane device ({@code mrce-nicd --device mrce0=fab0+fab1}, {@link #startMultiPlaneDaemons})
+ * needs. Each host routes 198.18.128.0/18 by {@code fab1}, the rest of 198.18.0.0/15 by {@code fab0}.
+ *
  * <p>{@link #close()} (or a shutdown hook when the JVM exits first) kills what runs in the
  * containers, removes them (and with them their veths) and deletes the namespaces; containers
  * and namespaces left by a killed JVM are reaped when the next fabric is built.
@@ -87,6 +94,7 @@ final class ContainerFabric implements AutoCloseable {
         private List<String> leafB = List.of("B");
         private int spines = DEFAULT_SPINES;
         private int mtu = 1500;
+        private int planes = 1;
 
         private Builder(String testName) {
             this.testName = testName;
@@ -116,6 +124,15 @@ final class ContainerFabric implements AutoCloseable {
             return this;
         }
 
+        /** 1 (default) or 2: a second, separate plane (fab1 in every host, its own leaves and spines). */
+        Builder planes(int n) {
+            if (n < 1 || n > 2) {
+                throw new IllegalArgumentException("planes: 1 or 2, not " + n);
+            }
+            this.planes = n;
+            return this;
+        }
+
         /** Builds the image if needed, reaps leftovers, starts the containers and plumbs the fabric. */
         ContainerFabric build() {
             ContainerFabric f = new ContainerFabric(this);
@@ -140,6 +157,10 @@ final class ContainerFabric implements AutoCloseable {
     private final List<String> leafBHosts;
     private final List<Link> spines = new ArrayList<>();
     private final int spineCount;
+    private final int planes;
+    private final String leafA2;
+    private final String leafB2;
+    private final List<Link> spines2 = new ArrayList<>();
     private final List<String> namespaces = new ArrayList<>();
     private final Thread shutdownHook;
     private final String testName;
@@ -155,6 +176,9 @@ final class ContainerFabric implements AutoCloseable {
         this.leafAHosts = b.leafA;
         this.leafBHosts = b.leafB;
         this.spineCount = b.spines;
+        this.planes = b.planes;
+        this.leafA2 = id + "-la2";
+        this.leafB2 = id + "-lb2";
         this.shutdownHook = new Thread(this::teardown, "container-fabric-teardown-" + id);
         Runtime.getRuntime().addShutdownHook(shutdownHook);
     }
@@ -225,6 +249,64 @@ final class ContainerFabric implements AutoCloseable {
         }
         Sh.check(towardB.toArray(String[]::new));
         Sh.check(towardA.toArray(String[]::new));
+        if (planes == 2) {
+            createPlane2();
+        }
+    }
+
+    /** The second plane: leaves la2/lb2, fab1 in every host, spine links 198.18.(200+i).0/24. */
+    private void createPlane2() {
+        for (String leaf : List.of(leafA2, leafB2)) {
+            NetnsFabric.addNamespace(leaf, namespaces);
+            Sh.check(
+                    "ip",
+                    "netns",
+                    "exec",
+                    leaf,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv4.ip_forward=1",
+                    "net.ipv4.fib_multipath_hash_policy=1",
+                    "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
+                    "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
+        }
+        for (Node n : hosts.values()) {
+            boolean onA = leafAHosts.contains(n.name());
+            String leaf = onA ? leafA2 : leafB2;
+            String subnet = plane2Subnet(n);
+            Link.End host = new Link.End("host " + n.name(), n.inNetns(), Node.FABRIC_IF2);
+            Link.End leafEnd = new Link.End(
+                    onA ? "leaf A2" : "leaf B2",
+                    List.of("ip", "netns", "exec", leaf),
+                    (onA ? "la-h" : "lb-h") + n.name());
+            veth(leaf, leafEnd.ifname(), Long.toString(n.pid()), Node.FABRIC_IF2);
+            address(host, subnet + ".1/24");
+            address(leafEnd, subnet + ".254/24");
+            Sh.check(n.inNetns("ip", "route", "add", "198.18.128.0/18", "via", subnet + ".254", "dev", Node.FABRIC_IF2)
+                    .toArray(String[]::new));
+        }
+        List<String> towardB = new ArrayList<>(List.of("ip", "-n", leafA2, "route", "add", "198.18.160.0/19"));
+        List<String> towardA = new ArrayList<>(List.of("ip", "-n", leafB2, "route", "add", "198.18.128.0/19"));
+        for (int i = 0; i < spineCount; i++) {
+            String addrA = "198.18." + (200 + i) + ".1";
+            String addrB = "198.18." + (200 + i) + ".2";
+            Link.End a = new Link.End("leaf A2", List.of("ip", "netns", "exec", leafA2), spineIfA(i));
+            Link.End b = new Link.End("leaf B2", List.of("ip", "netns", "exec", leafB2), spineIfB(i));
+            veth(leafA2, spineIfA(i), leafB2, spineIfB(i));
+            address(a, addrA + "/24");
+            address(b, addrB + "/24");
+            spines2.add(new Link("plane 2 spine " + i, a, b));
+            towardB.addAll(List.of("nexthop", "via", addrB, "dev", spineIfA(i)));
+            towardA.addAll(List.of("nexthop", "via", addrA, "dev", spineIfB(i)));
+        }
+        Sh.check(towardB.toArray(String[]::new));
+        Sh.check(towardA.toArray(String[]::new));
+    }
+
+    /** A host's plane-2 /24 (without the last octet): its plane-1 one plus 64 in the third octet. */
+    private static String plane2Subnet(Node n) {
+        String[] o = n.addr().split("\\.");
+        return o[0] + "." + o[1] + "." + (Integer.parseInt(o[2]) + 64);
     }
 
     /** fab0 to its leaf (a routed /24), mgmt0 to the management bridge; IPv6 off; no route out. */
@@ -320,6 +402,39 @@ final class ContainerFabric implements AutoCloseable {
         return spines.get(i);
     }
 
+    /** Spine link {@code i} of plane {@code plane} (1 or 2; 2 only with {@code planes(2)}). */
+    Link spine(int plane, int i) {
+        return plane == 1 ? spines.get(i) : plane2().get(i);
+    }
+
+    int planes() {
+        return planes;
+    }
+
+    private List<Link> plane2() {
+        if (planes < 2) {
+            throw new IllegalStateException("this fabric has one plane");
+        }
+        return spines2;
+    }
+
+    /** A host's address on plane 2 ({@code fab1}). */
+    String plane2Addr(Node n) {
+        plane2();
+        return plane2Subnet(n) + ".1";
+    }
+
+    /** Starts a multi-plane daemon (one device over fab0 and fab1) in every host and waits until all serve. */
+    void startMultiPlaneDaemons(String... extraArgs) {
+        plane2();
+        for (Node n : hosts.values()) {
+            n.startMultiPlaneDaemon(extraArgs);
+        }
+        for (Node n : hosts.values()) {
+            n.awaitDaemonReady();
+        }
+    }
+
     int spineCount() {
         return spineCount;
     }
@@ -345,8 +460,16 @@ final class ContainerFabric implements AutoCloseable {
 
     /** The packets each spine link has carried so far, both directions (one read per leaf). */
     Counters spineCounters() {
-        String devA = Sh.check("ip", "netns", "exec", leafA, "cat", "/proc/net/dev");
-        String devB = Sh.check("ip", "netns", "exec", leafB, "cat", "/proc/net/dev");
+        return spineCounters(1);
+    }
+
+    /** {@link #spineCounters()} of plane {@code plane} (1 or 2). */
+    Counters spineCounters(int plane) {
+        if (plane == 2) {
+            plane2();
+        }
+        String devA = Sh.check("ip", "netns", "exec", plane == 1 ? leafA : leafA2, "cat", "/proc/net/dev");
+        String devB = Sh.check("ip", "netns", "exec", plane == 1 ? leafB : leafB2, "cat", "/proc/net/dev");
         long[] aToB = new long[spineCount];
         long[] bToA = new long[spineCount];
         for (int i = 0; i < spineCount; i++) {
@@ -409,7 +532,7 @@ final class ContainerFabric implements AutoCloseable {
 
     /** The namespaces this fabric made (leaves and management), for checks that nothing is left. */
     List<String> namespaces() {
-        return List.of(leafA, leafB, mgmt);
+        return planes == 1 ? List.of(leafA, leafB, mgmt) : List.of(leafA, leafB, mgmt, leafA2, leafB2);
     }
 
     @Override

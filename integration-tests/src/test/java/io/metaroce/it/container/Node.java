@@ -27,6 +27,9 @@ import org.testcontainers.utility.DockerImageName;
 final class Node {
 
     static final String FABRIC_IF = "fab0";
+    /** The second plane's interface, with {@code ContainerFabric.Builder.planes(2)}. */
+    static final String FABRIC_IF2 = "fab1";
+
     static final String MGMT_IF = "mgmt0";
     /** Where the daemon writes its stats in the container (readable from the host, see {@link #file}). */
     static final String STATS_FILE = "/tmp/nicd-stats.json";
@@ -169,10 +172,21 @@ final class Node {
 
     /** Starts mrce-nicd on fab0 with per-path stats in {@link #STATS_FILE}, and waits until it serves. */
     NodeProc startDaemon(String... extraArgs) {
+        return startDaemonOn(List.of("--ifname", FABRIC_IF), extraArgs);
+    }
+
+    /** {@link #startDaemon} serving one device mrce0 over both planes ({@code --device mrce0=fab0+fab1}). */
+    NodeProc startMultiPlaneDaemon(String... extraArgs) {
+        return startDaemonOn(List.of("--device", "mrce0=" + FABRIC_IF + "+" + FABRIC_IF2), extraArgs);
+    }
+
+    private NodeProc startDaemonOn(List<String> device, String... extraArgs) {
         if (daemon != null && daemon.isAlive()) {
             throw new IllegalStateException("a daemon already runs in " + name);
         }
-        List<String> cmd = new ArrayList<>(List.of("mrce-nicd", "--ifname", FABRIC_IF, "--stats", STATS_FILE));
+        List<String> cmd = new ArrayList<>(List.of("mrce-nicd"));
+        cmd.addAll(device);
+        cmd.addAll(List.of("--stats", STATS_FILE));
         cmd.addAll(List.of(extraArgs));
         daemon = start("nicd", cmd);
         return daemon;
