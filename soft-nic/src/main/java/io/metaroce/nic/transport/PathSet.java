@@ -190,8 +190,15 @@ final class PathSet {
                 continue;
             }
             long room = Math.min(p.shareBytes, p.state == Path.SUSPECT ? p.cwndBytes / 4 : p.cwndBytes);
-            if (p.state == Path.DEAD && !ConformanceBreak.SEND_ON_DEAD_PATH) {
-                continue;
+            if (p.state == Path.DEAD) {
+                if (!ConformanceBreak.SEND_ON_DEAD_PATH) {
+                    continue;
+                }
+                // the break: a DEAD path takes its turn of new data whatever it holds, so the rule
+                // is broken every time (subject to the room check, only its moments without a
+                // probe in flight broke it, and a stream could pass them all)
+                rrCursor = i + 1 == n ? 0 : i + 1;
+                return i;
             }
             anyAlive = true;
             if (p.inflightBytes + bytes > room && p.inflightBytes > 0) {
