@@ -155,17 +155,7 @@ final class EcmpFabric extends NetnsFabric {
             return;
         }
         for (String leaf : List.of(leafA, leafB)) {
-            Sh.check(
-                    "ip",
-                    "netns",
-                    "exec",
-                    leaf,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv4.ip_forward=1",
-                    "net.ipv4.fib_multipath_hash_policy=1",
-                    "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
-                    "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
+            ecmpRouter(leaf);
         }
         veth(a.ns(), a.ifname(), leafA, "la-h");
         veth(b.ns(), b.ifname(), leafB, "lb-h");

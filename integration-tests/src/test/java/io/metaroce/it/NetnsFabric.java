@@ -124,6 +124,24 @@ public abstract class NetnsFabric implements AutoCloseable {
     }
 
     /**
+     * Makes namespace {@code ns} a router that spreads flows over equal-cost next hops by their
+     * 5-tuple (the UDP source port is a path's entropy) and leaves out next hops whose link is down.
+     */
+    public static void ecmpRouter(String ns) {
+        Sh.check(
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+                "net.ipv4.fib_multipath_hash_policy=1",
+                "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
+                "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
+    }
+
+    /**
      * Makes namespace {@code ns}, adds it to {@code made} at once (so a teardown deletes it even if
      * what follows fails), turns IPv6 off and brings lo up.
      */

@@ -217,17 +217,7 @@ final class ContainerFabric implements AutoCloseable {
             NetnsFabric.addNamespace(ns, namespaces);
         }
         for (String leaf : List.of(leafA, leafB)) {
-            Sh.check(
-                    "ip",
-                    "netns",
-                    "exec",
-                    leaf,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv4.ip_forward=1",
-                    "net.ipv4.fib_multipath_hash_policy=1",
-                    "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
-                    "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
+            NetnsFabric.ecmpRouter(leaf);
         }
         Sh.check("ip", "-n", mgmt, "link", "add", "br0", "type", "bridge");
         Sh.check("ip", "-n", mgmt, "link", "set", "br0", "up");
@@ -258,17 +248,7 @@ final class ContainerFabric implements AutoCloseable {
     private void createPlane2() {
         for (String leaf : List.of(leafA2, leafB2)) {
             NetnsFabric.addNamespace(leaf, namespaces);
-            Sh.check(
-                    "ip",
-                    "netns",
-                    "exec",
-                    leaf,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv4.ip_forward=1",
-                    "net.ipv4.fib_multipath_hash_policy=1",
-                    "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
-                    "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
+            NetnsFabric.ecmpRouter(leaf);
         }
         for (Node n : hosts.values()) {
             boolean onA = leafAHosts.contains(n.name());
