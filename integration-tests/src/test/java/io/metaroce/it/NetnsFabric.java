@@ -128,17 +128,19 @@ public abstract class NetnsFabric implements AutoCloseable {
      * 5-tuple (the UDP source port is a path's entropy) and leaves out next hops whose link is down.
      */
     public static void ecmpRouter(String ns) {
-        Sh.check(
-                "ip",
-                "netns",
-                "exec",
+        sysctl(
                 ns,
-                "sysctl",
-                "-qw",
                 "net.ipv4.ip_forward=1",
                 "net.ipv4.fib_multipath_hash_policy=1",
                 "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
                 "net.ipv4.conf.default.ignore_routes_with_linkdown=1");
+    }
+
+    /** Sets {@code settings} ({@code key=value}) in namespace {@code ns}. */
+    static void sysctl(String ns, String... settings) {
+        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", ns, "sysctl", "-qw"));
+        cmd.addAll(List.of(settings));
+        Sh.check(cmd.toArray(String[]::new));
     }
 
     /**
@@ -148,15 +150,7 @@ public abstract class NetnsFabric implements AutoCloseable {
     public static void addNamespace(String ns, List<String> made) {
         Sh.check("ip", "netns", "add", ns);
         made.add(ns);
-        Sh.check(
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1");
+        sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1");
         Sh.check("ip", "-n", ns, "link", "set", "lo", "up");
     }
 
