@@ -25,7 +25,7 @@ public final class XskRing {
     /** Fill and completion rings hold plain u64 UMEM addresses. */
     public static final int ADDR_SIZE = 8;
 
-    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle().withInvokeExactBehavior();
 
     private final MemorySegment mem;
     private final long producerOff;
