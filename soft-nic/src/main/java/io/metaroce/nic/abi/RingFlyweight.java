@@ -13,9 +13,9 @@ import java.lang.invoke.VarHandle;
  */
 public final class RingFlyweight {
     /**
-     * Coordinates (MemorySegment, long offset): exact, so a call with an int offset fails at once
-     * instead of taking the generic path (an asType adaptation per access, never inlined: on the
-     * generated descriptors' int offsets that cost the engine about a fifth of its CPU per round trip).
+     * Coordinates (MemorySegment, long offset), exact: a call with an int offset fails at once
+     * instead of taking the generic path (an asType adaptation per access, never inlined; with the
+     * generated descriptors' int offsets every index access of the engine went that way).
      */
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle().withInvokeExactBehavior();
 
