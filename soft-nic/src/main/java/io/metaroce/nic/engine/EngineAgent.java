@@ -84,8 +84,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private long nowNs;
     /**
      * Read again before each receive batch: a packet is handled with a time taken after it was
-     * read, never with the start of a cycle the thread may have been preempted in (an RNR wait
-     * measured from a stale time ended early: ConformanceIT rnr-wait under load).
+     * read, never with the start of a cycle the thread may have been preempted in. (A preemption
+     * between this read and the poll can still make it older than a packet; the RNR wait, which
+     * must not end early, reads the clock again: {@link Datapath#clock}.)
      */
     private final LongSupplier clock;
 
@@ -106,7 +107,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         this.port = port;
         this.loop = new LoopbackPort(port);
-        this.dp = new Datapath(loop, mrs, settings);
+        this.dp = new Datapath(loop, mrs, settings, clock);
         this.ud = new UdTransport(dp);
         this.wakeFd = LibC.eventfd(0, LibC.EFD_NONBLOCK | LibC.EFD_CLOEXEC);
         this.epollFd = LibC.epollCreate1(LibC.EPOLL_CLOEXEC);

@@ -7,6 +7,7 @@ import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.port.Port;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.function.LongSupplier;
 import java.util.zip.CRC32C;
 
 /**
@@ -95,7 +96,14 @@ public final class Datapath implements AutoCloseable {
     private final Qp[] ackQps = new Qp[STAGE_CAPACITY];
     private int ackCount;
 
-    public Datapath(Port port, MrTable mrs, TransportSettings settings) {
+    /**
+     * The engine's clock, for the rare decision that needs the time a packet was read rather than
+     * the time its receive batch started (an RNR NAK's wait, T-6.6).
+     */
+    public final LongSupplier clock;
+
+    public Datapath(Port port, MrTable mrs, TransportSettings settings, LongSupplier clock) {
+        this.clock = clock;
         this.port = port;
         this.mrs = mrs;
         this.settings = settings;

@@ -974,7 +974,11 @@ public final class RcRequester {
             }
             rnrWait = true;
             timerArmed = true;
-            deadlineNs = nowNs + (ConformanceBreak.IGNORE_RNR_TIMER ? 0 : rnrDelayNs(rnrTimer));
+            // From a time read now, after the NAK was: the batch's time may predate its arrival
+            // when the thread was preempted before the poll (ConformanceIT rnr-wait under load
+            // saw a resend 80926 us after a NAK asking for 81920).
+            long readNs = Math.max(nowNs, dp.clock.getAsLong());
+            deadlineNs = readNs + (ConformanceBreak.IGNORE_RNR_TIMER ? 0 : rnrDelayNs(rnrTimer));
         } else {
             fail(wr, syndrome);
         }

@@ -357,4 +357,31 @@ class RequesterRecoveryTest {
             assertThat(SQ_PSN + h.completions.size()).isEqualTo(h.cum);
         }
     }
+
+    /**
+     * T-6.6: after an RNR NAK the requester sends nothing for the timer's delay, counted from when
+     * it read the NAK. Its receive batch began 1 ms earlier (the thread preempted between reading
+     * the clock and polling): the wait still starts at the NAK.
+     */
+    @Test
+    void anRnrWaitIsCountedFromTheNakNotFromTheStartOfItsBatch() throws Exception {
+        try (RequesterHarness h = new RequesterHarness(1)) {
+            h.post(1);
+            List<Pkt> sent = data(h.pump());
+            assertThat(sent).hasSize(1);
+            long batchStartNs = h.now();
+            h.clock.addAndGet(1_000_000);
+            h.req().onNak(h.dp(), sent.get(0).rsn(), Wire.NAK_RNR, 26, batchStartNs);
+            long delayNs = RcRequester.rnrDelayNs(26);
+            assertThat(delayNs).isEqualTo(81_920_000L);
+            // past the wait counted from the batch's start, short of the one counted from the NAK
+            assertThat(data(h.step(delayNs - 500_000)))
+                    .as("nothing before the RNR timer ran out")
+                    .isEmpty();
+            assertThat(data(h.step(600_000)))
+                    .as("the same request again once it did")
+                    .extracting(Pkt::rsn)
+                    .containsExactly(sent.get(0).rsn());
+        }
+    }
 }
