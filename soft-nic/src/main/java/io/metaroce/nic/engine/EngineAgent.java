@@ -20,6 +20,8 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The data-plane agent: one thread (or a test) calls {@link #doWork} in a duty cycle. Control
@@ -27,6 +29,8 @@ import java.util.function.LongSupplier;
  * every QP's state and transport belong to this agent's thread.
  */
 public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(EngineAgent.class);
+
     /** QPN = generation << 14 | table index (16384 slots, 1023 generations per slot). */
     public static final int QP_INDEX_BITS = 14;
 
@@ -329,6 +333,86 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return n;
     }
 
+    /**
+     * The latest frame dropped as {@code rxUnknownQp}, kept as numbers (a flood of them allocates
+     * nothing): its opcode, destination and source QPNs, sender, and what the table slot held.
+     */
+    private int unknownOpcode;
+
+    private int unknownDst;
+    private int unknownSrc;
+    private int unknownFromIp;
+    private int unknownFromPort;
+    /** The slot's QP: its QPN, state, destination QPN and whether it is UD; -1 QPN: an empty slot. */
+    private int unknownSlotQpn = -1;
+
+    private int unknownSlotState;
+    private int unknownSlotDest;
+    private boolean unknownSlotUd;
+    private long unknownCount;
+    private long unknownLoggedAtCount;
+    private long unknownLoggedNs;
+
+    /** At most one log line per this many ns about frames for no QP. */
+    private static final long UNKNOWN_LOG_EVERY_NS = 10_000_000_000L;
+
+    /** Records a frame for no QP of ours (see {@link #lastUnknownQp}); logs one line per 10 s at most. */
+    private void unknownQp(Qp qp, int qpn, MemorySegment frame, int srcIp, int srcPort) {
+        unknownOpcode = Wire.u8(frame, Wire.OFF_OPCODE);
+        unknownDst = qpn;
+        unknownSrc = Wire.u32(frame, Wire.OFF_SRC_QPN);
+        unknownFromIp = srcIp;
+        unknownFromPort = srcPort;
+        unknownSlotQpn = qp == null ? -1 : qp.qpn;
+        if (qp != null) {
+            unknownSlotState = qp.state;
+            unknownSlotDest = qp.destQpNum;
+            unknownSlotUd = qp.ud != null;
+        }
+        unknownCount++;
+        if (unknownLoggedAtCount == 0 || nowNs - unknownLoggedNs >= UNKNOWN_LOG_EVERY_NS) {
+            LOG.info(
+                    "dropped {} frame(s) for no QP of this daemon since the last such line; the latest: {}",
+                    unknownCount - unknownLoggedAtCount,
+                    lastUnknownQp());
+            unknownLoggedAtCount = unknownCount;
+            unknownLoggedNs = nowNs;
+        }
+    }
+
+    /**
+     * The latest frame counted as {@code rxUnknownQp} and why it matched no QP (the first of: an
+     * empty table slot, a slot holding another QPN, a QP of the other type, a QP in RESET, a source
+     * QPN that is not the QP's destination), or null if there was none.
+     */
+    public String lastUnknownQp() {
+        if (unknownCount == 0) {
+            return null;
+        }
+        String why;
+        boolean ud = UdWire.isUd(unknownOpcode);
+        if (unknownSlotQpn == -1) {
+            why = "no QP in table slot " + (unknownDst & (MAX_QP - 1));
+        } else if (unknownSlotQpn != unknownDst) {
+            why = "the slot holds QPN 0x" + Integer.toHexString(unknownSlotQpn);
+        } else if (unknownSlotUd != ud) {
+            why = "the QP is " + (unknownSlotUd ? "UD" : "RC");
+        } else if (unknownSlotState == Ibv.QPS_RESET) {
+            why = "the QP is in RESET";
+        } else {
+            why = "the source QPN is not the QP's destination 0x" + Integer.toHexString(unknownSlotDest);
+        }
+        return String.format(
+                "%s opcode %d to QPN 0x%x from QPN 0x%x (%s:%d): %s",
+                ud ? "UD" : "RC",
+                unknownOpcode,
+                unknownDst,
+                unknownSrc,
+                io.metaroce.abi.IpAddr.toString(unknownFromIp),
+                unknownFromPort,
+                why);
+    }
+
     @Override
     public void onFrame(MemorySegment frame, ByteBuffer view, int length, int srcIp, int srcPort, int ecn) {
         PortCounters c = port.counters();
@@ -349,6 +433,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         if (UdWire.isUd(Wire.u8(frame, Wire.OFF_OPCODE))) {
             if (qp == null || qp.qpn != qpn || qp.ud == null) {
                 c.rxUnknownQp++;
+                unknownQp(qp, qpn, frame, srcIp, srcPort);
                 return;
             }
             ud.onFrame(qp, frame, length, srcIp, port.localIp());
@@ -360,6 +445,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                 || qp.state == Ibv.QPS_RESET
                 || (qp.destQpNum != Wire.u32(frame, Wire.OFF_SRC_QPN) && !ConformanceBreak.IGNORE_SRC_QPN)) {
             c.rxUnknownQp += ConformanceBreak.UNCOUNTED_UNKNOWN_QP ? 0 : 1;
+            unknownQp(qp, qpn, frame, srcIp, srcPort);
             return;
         }
         if (srcIp != qp.peerIp) {

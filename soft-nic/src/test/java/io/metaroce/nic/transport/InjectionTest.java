@@ -98,10 +98,25 @@ class InjectionTest {
                     qa.qpn,
                     qb.rxToken,
                     rkey);
+            assertThat(r.b.engine.lastUnknownQp())
+                    .as("why the engine dropped it")
+                    .startsWith("RC opcode " + Wire.OP_WRITE + " to QPN 0x"
+                            + Integer.toHexString(qb.qpn ^ (1 << io.metaroce.nic.engine.EngineAgent.QP_INDEX_BITS)))
+                    .endsWith("(198.18.0.1:4793): the slot holds QPN 0x" + Integer.toHexString(qb.qpn));
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn ^ 1, qb.rxToken, rkey);
+            assertThat(r.b.engine.lastUnknownQp())
+                    .contains("from QPN 0x" + Integer.toHexString(qa.qpn ^ 1))
+                    .endsWith("the source QPN is not the QP's destination 0x" + Integer.toHexString(qa.qpn));
             assertThat(pc.rxBadSource - badSource).as("wrong source").isEqualTo(1);
             assertThat(pc.rxBadToken - badToken).as("wrong token").isEqualTo(2);
-            assertThat(pc.rxUnknownQp - unknown).as("wrong QPN").isEqualTo(2);
+            // a QPN whose table slot is empty
+            int emptySlotQpn = (qb.qpn & ~(io.metaroce.nic.engine.EngineAgent.MAX_QP - 1))
+                    | ((qb.qpn + 1) & (io.metaroce.nic.engine.EngineAgent.MAX_QP - 1));
+            inject(r, f, RdmaRig.IP_A, emptySlotQpn, qa.qpn, qb.rxToken, rkey);
+            assertThat(r.b.engine.lastUnknownQp())
+                    .endsWith(
+                            "no QP in table slot " + (emptySlotQpn & (io.metaroce.nic.engine.EngineAgent.MAX_QP - 1)));
+            assertThat(pc.rxUnknownQp - unknown).as("wrong QPN").isEqualTo(3);
 
             r.runUntil(1, 0, 20_000);
             assertThat(r.sendCqes).hasSize(1);
