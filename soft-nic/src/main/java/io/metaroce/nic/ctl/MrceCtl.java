@@ -146,16 +146,17 @@ public final class MrceCtl implements Callable<Integer> {
             }
             case "qps" -> {
                 out.printf(
-                        "%-8s %-8s %-6s %-6s %-10s %-8s %-8s %-8s%n",
-                        "QPN", "DESTQPN", "STATE", "PATHS", "UNACKED", "RWND", "SENDS", "RECVS");
+                        "%-8s %-8s %-6s %-6s %-10s %-8s %-8s %-8s %-8s%n",
+                        "QPN", "DESTQPN", "STATE", "PATHS", "UNACKED", "WINDOW", "RWND", "SENDS", "RECVS");
                 for (JsonNode qp : root.path("qps")) {
                     out.printf(
-                            "%-8d %-8d %-6s %-6d %-10d %-8d %-8d %-8d%n",
+                            "%-8d %-8d %-6s %-6d %-10d %-8d %-8d %-8d %-8d%n",
                             qp.path("qpn").asInt(),
                             qp.path("destQpn").asInt(),
                             state(qp.path("state").asInt()),
                             qp.path("paths").size(),
                             qp.path("unackedPackets").asLong(),
+                            qp.path("window").asLong(),
                             qp.path("receiveWindow").asLong(),
                             qp.path("sendsOutstanding").asLong(),
                             qp.path("recvsOutstanding").asLong());

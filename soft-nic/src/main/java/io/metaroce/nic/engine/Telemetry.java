@@ -53,6 +53,7 @@ public record Telemetry(
             int state,
             boolean closed,
             int unackedPackets,
+            int window,
             int receiveWindow,
             int sendsOutstanding,
             int recvsOutstanding,
@@ -224,6 +225,7 @@ public record Telemetry(
                 qp.state,
                 closed,
                 r.unacknowledged(),
+                r.window(),
                 r.receiveWindow(),
                 r.outstanding(),
                 qp.responder.outstanding(),
@@ -289,6 +291,8 @@ public record Telemetry(
                     .append(r.closed())
                     .append(",\"unackedPackets\":")
                     .append(r.unackedPackets())
+                    .append(",\"window\":")
+                    .append(r.window())
                     .append(",\"receiveWindow\":")
                     .append(r.receiveWindow())
                     .append(",\"sendsOutstanding\":")

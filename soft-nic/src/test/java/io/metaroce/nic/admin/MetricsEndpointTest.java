@@ -32,6 +32,7 @@ class MetricsEndpointTest {
                         3,
                         false,
                         0,
+                        256,
                         0,
                         0,
                         0,

@@ -14,7 +14,7 @@ import picocli.CommandLine;
 
 class MrceCtlTest {
     static final String STATS = "{\"timeNs\":1,\"counters\":{\"dataTx\":5},\"port\":{\"rxFrames\":7},\"qps\":["
-            + "{\"qpn\":17,\"destQpn\":18,\"state\":3,\"unackedPackets\":2,\"receiveWindow\":256,"
+            + "{\"qpn\":17,\"destQpn\":18,\"state\":3,\"unackedPackets\":2,\"window\":64,\"receiveWindow\":256,"
             + "\"sendsOutstanding\":1,\"recvsOutstanding\":4,\"paths\":[{\"id\":0,\"entropy\":4,\"state\":\"ACTIVE\","
             + "\"srttNs\":1500,\"minRttNs\":900,\"inflightBytes\":4096,\"cwndBytes\":65536,"
             + "\"deliveryRateBps\":125000000,\"packetsSent\":11,\"retransmitsSent\":1,\"losses\":2,\"ecnMarks\":0}]}],"
@@ -65,7 +65,7 @@ class MrceCtlTest {
 
     @Test
     void qpsDevicesCountersObjects() throws Exception {
-        assertThat(run("qps")).containsPattern("17\\s+18\\s+RTS\\s+1\\s+2\\s+256\\s+1\\s+4");
+        assertThat(run("qps")).containsPattern("17\\s+18\\s+RTS\\s+1\\s+2\\s+64\\s+256\\s+1\\s+4");
         assertThat(run("devices")).contains("mrce0", "veth0", "::ffff:198.18.0.1", "xdp", "up");
         assertThat(run("counters"))
                 .containsPattern("transport\\s+dataTx\\s+5")

@@ -113,12 +113,16 @@ class TelemetryJsonTest {
                             "state",
                             "closed",
                             "unackedPackets",
+                            "window",
                             "receiveWindow",
                             "sendsOutstanding",
                             "recvsOutstanding",
                             "paths");
             assertThat(qp.path("qpn").asInt()).isEqualTo(o.pair().qpA.qpn());
             assertThat(qp.path("closed").asBoolean()).isFalse();
+            assertThat(qp.path("window").asInt())
+                    .as("the QP window in force (spec 10a rule 3)")
+                    .isBetween(QpWindow.MIN, RcRequester.WINDOW);
             assertThat(qp.path("paths")).hasSize(4);
             JsonNode path = qp.path("paths").get(2);
             assertThat(keys(path))
