@@ -261,6 +261,7 @@ final class Apps {
         return new PausedRun(start(f, server, client, port, serverCmd, clientCmd), client, goFile);
     }
 
+    /** A run whose client pauses once, after {@code pauseAt} completed messages, until resumed. */
     static PausedRun startIntegrityPaused(
             ContainerFabric f,
             Node server,
@@ -270,11 +271,7 @@ final class Apps {
             int pauseAt,
             long seed,
             Duration timeout) {
-        String goFile = "/tmp/mrce-integrity-go-" + port;
-        List<String> serverCmd = integrityCmd(port, messages, seed, timeout);
-        List<String> clientCmd = new ArrayList<>(serverCmd);
-        clientCmd.addAll(List.of("-P", pauseAt + ":" + goFile));
-        return new PausedRun(start(f, server, client, port, serverCmd, clientCmd), client, goFile);
+        return startIntegrityPaused(f, server, client, port, messages, new int[] {pauseAt}, seed, timeout);
     }
 
     /**
