@@ -15,12 +15,25 @@
  *       loads libxdp's default XSK program, counts the frames received,
  *       checks each one (UDP port, magic, sequence) and stops MS after the
  *       last frame (or after MAX_SECONDS, or on SIGINT/SIGTERM).
+ *   afxdp-ref ping -i IF -s SIZE -n ITERS --dst-mac MAC --src-ip A --dst-ip B
+ *                [--warmup N] [--skb | --native] [-q QUEUE] [--port PORT]
+ *       the latency ceiling: sends one frame, busy-polls its RX ring for the
+ *       echo, then sends the next; prints the round trips' p50, mean and p99.
+ *   afxdp-ref pong -i IF [-d MAX_SECONDS] [--skb | --native] [-q QUEUE]
+ *                [--port PORT] [--idle-ms MS]
+ *       busy-polls its RX ring and sends every frame of ours back (Ethernet,
+ *       IPv4 and UDP source and destination swapped).
  *
- * Both print one line "tx: ..." / "rx: ..." of key=value pairs; rates are over
- * the active interval, Gbit/s counts the frame bytes handed to the device; the
- * sender adds its CPU time over that interval (user + system, without the
- * softirq time the kernel accounts apart) and that time per frame.
- * The receiver prints "rx: ready" once its socket is bound.
+ * A frame larger than one 4 KiB UMEM chunk (up to MAX_DESCS chunks) goes as a
+ * multi-buffer packet (XDP_USE_SG, XDP_PKT_CONTD): 8192 bytes is MetaRoCE's
+ * jumbo packet on a 9000-byte link, two chunks, as its AF_XDP port sends it.
+ *
+ * Each prints one line "tx: ..." / "rx: ..." / "ping: ..." / "pong: ..." of
+ * key=value pairs; rates are over the active interval, Gbit/s counts the frame
+ * bytes handed to the device; the sender adds its CPU time over that interval
+ * (user + system, without the softirq time the kernel accounts apart) and that
+ * time per frame. The receiver and the echo print "rx: ready" / "pong: ready"
+ * once their socket is bound.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,8 +56,16 @@
 #include <unistd.h>
 #include <xdp/xsk.h>
 
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+
 #define NUM_FRAMES 4096
 #define FRAME_SIZE XSK_UMEM__DEFAULT_FRAME_SIZE
+#define MAX_DESCS 4 /* chunks of one multi-buffer packet */
 #define BATCH 64
 #define HDR_LEN (ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr))
 #define PAYLOAD_MAGIC 0x4d52434bu /* "MRCK" */
@@ -57,6 +78,7 @@ struct ref_opts {
 	unsigned int size;
 	double seconds;
 	unsigned int idle_ms;
+	unsigned long iters, warmup;
 	uint32_t xdp_flags;
 	uint16_t port;
 	uint8_t dst_mac[ETH_ALEN];
@@ -69,6 +91,7 @@ struct ref_xsk {
 	struct xsk_socket *xsk;
 	struct xsk_ring_prod fill, tx;
 	struct xsk_ring_cons comp, rx;
+	int sg; /* bound with XDP_USE_SG */
 };
 
 static volatile sig_atomic_t ref_stop;
@@ -128,8 +151,13 @@ static void ref_own_mac(const char *ifname, uint8_t *mac)
 	close(fd);
 }
 
-/* One UMEM and one socket; rx or tx ring per mode. Copy mode, need_wakeup. */
-static void ref_open(struct ref_xsk *x, const struct ref_opts *o, int want_rx)
+/*
+ * One UMEM and one socket with the rings the mode needs; copy mode, need_wakeup.
+ * Multi-buffer (XDP_USE_SG) for a sender of frames larger than a chunk, and
+ * for every socket that receives (it cannot know the sizes), falling back
+ * to a plain socket where the kernel refuses it.
+ */
+static void ref_open(struct ref_xsk *x, const struct ref_opts *o, int want_rx, int want_tx)
 {
 	struct xsk_umem_config ucfg = {
 		.fill_size = NUM_FRAMES,
@@ -139,14 +167,14 @@ static void ref_open(struct ref_xsk *x, const struct ref_opts *o, int want_rx)
 	};
 	struct xsk_socket_config scfg = {
 		.rx_size = want_rx ? XSK_RING_CONS__DEFAULT_NUM_DESCS : 0,
-		.tx_size = want_rx ? 0 : XSK_RING_PROD__DEFAULT_NUM_DESCS,
-		/* The sender needs no XDP program; the receiver takes libxdp's. */
+		.tx_size = want_tx ? XSK_RING_PROD__DEFAULT_NUM_DESCS : 0,
+		/* A pure sender needs no XDP program; a receiver takes libxdp's. */
 		.libxdp_flags = want_rx ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 		.xdp_flags = o->xdp_flags,
 		.bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP,
 	};
 	size_t len = (size_t)NUM_FRAMES * FRAME_SIZE;
-	int err;
+	int err, sg = want_rx || o->size > FRAME_SIZE;
 
 	x->area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (x->area == MAP_FAILED)
@@ -154,10 +182,17 @@ static void ref_open(struct ref_xsk *x, const struct ref_opts *o, int want_rx)
 	err = xsk_umem__create(&x->umem, x->area, len, &x->fill, &x->comp, &ucfg);
 	if (err)
 		ref_die("xsk_umem__create", -err);
-	err = xsk_socket__create(&x->xsk, o->ifname, o->queue, x->umem, want_rx ? &x->rx : NULL,
-				 want_rx ? NULL : &x->tx, &scfg);
-	if (err)
-		ref_die("xsk_socket__create", -err);
+	for (;;) {
+		scfg.bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP | (sg ? XDP_USE_SG : 0);
+		err = xsk_socket__create(&x->xsk, o->ifname, o->queue, x->umem, want_rx ? &x->rx : NULL,
+					 want_tx ? &x->tx : NULL, &scfg);
+		if (!err)
+			break;
+		if (!sg || o->size > FRAME_SIZE || (err != -EINVAL && err != -EOPNOTSUPP))
+			ref_die("xsk_socket__create", -err);
+		sg = 0; /* a kernel without multi-buffer AF_XDP: frames of one chunk only */
+	}
+	x->sg = sg;
 }
 
 static void ref_close(struct ref_xsk *x)
@@ -167,8 +202,18 @@ static void ref_close(struct ref_xsk *x)
 	munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
 }
 
-/* Ethernet + IPv4 + UDP header and the payload magic, into every frame. */
-static void ref_build_frames(struct ref_xsk *x, const struct ref_opts *o)
+/* Chunks (descriptors) of one SIZE-byte frame. */
+static unsigned int ref_descs(unsigned int size)
+{
+	return (size + FRAME_SIZE - 1) / FRAME_SIZE;
+}
+
+/*
+ * Ethernet + IPv4 + UDP header and the payload magic into the first chunk of
+ * every frame slot of chunks [first, first + count) (a slot: ref_descs(size)
+ * chunks in a row), the rest of the frame zero.
+ */
+static void ref_build_frames(struct ref_xsk *x, const struct ref_opts *o, uint32_t first, uint32_t count)
 {
 	uint8_t src_mac[ETH_ALEN];
 	uint8_t tmpl[HDR_LEN + 4] = { 0 };
@@ -176,6 +221,7 @@ static void ref_build_frames(struct ref_xsk *x, const struct ref_opts *o)
 	struct iphdr *ip = (struct iphdr *)(eth + 1);
 	struct udphdr *udp = (struct udphdr *)(ip + 1);
 	uint32_t magic = htonl(PAYLOAD_MAGIC);
+	uint32_t nd = ref_descs(o->size);
 
 	ref_own_mac(o->ifname, src_mac);
 	memcpy(eth->h_dest, o->dst_mac, ETH_ALEN);
@@ -194,12 +240,37 @@ static void ref_build_frames(struct ref_xsk *x, const struct ref_opts *o)
 	udp->len = htons(o->size - ETH_HLEN - sizeof(*ip));
 	udp->check = 0; /* optional for IPv4 */
 	memcpy(tmpl + HDR_LEN, &magic, 4);
-	for (uint32_t i = 0; i < NUM_FRAMES; i++) {
-		uint8_t *frame = (uint8_t *)x->area + (uint64_t)i * FRAME_SIZE;
+	for (uint32_t i = 0; i + nd <= count; i += nd) {
+		uint8_t *frame = (uint8_t *)x->area + (uint64_t)(first + i) * FRAME_SIZE;
 
-		memset(frame, 0, o->size);
+		memset(frame, 0, (size_t)nd * FRAME_SIZE);
 		memcpy(frame, tmpl, sizeof(tmpl));
 	}
+}
+
+/*
+ * Puts frame slot `slot` (ref_descs(size) chunks from chunk `first` + slot *
+ * ref_descs(size)) with sequence number `seq` on the TX ring: one descriptor
+ * per chunk, XDP_PKT_CONTD on all but the last. 0 if the ring has no room.
+ */
+static int ref_put_frame(struct ref_xsk *x, const struct ref_opts *o, uint32_t first, uint64_t slot, uint64_t seq)
+{
+	uint32_t nd = ref_descs(o->size), idx;
+	uint64_t base = ((uint64_t)first + slot * nd) * FRAME_SIZE;
+
+	if (xsk_ring_prod__reserve(&x->tx, nd, &idx) != nd)
+		return 0;
+	memcpy((uint8_t *)x->area + base + HDR_LEN + 4, &seq, sizeof(seq));
+	for (uint32_t k = 0; k < nd; k++) {
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + k);
+		uint32_t left = o->size - k * FRAME_SIZE;
+
+		d->addr = base + (uint64_t)k * FRAME_SIZE;
+		d->len = left < FRAME_SIZE ? left : FRAME_SIZE;
+		d->options = k + 1 < nd ? XDP_PKT_CONTD : 0;
+	}
+	xsk_ring_prod__submit(&x->tx, nd);
+	return 1;
 }
 
 static void ref_kick_tx(struct ref_xsk *x)
@@ -209,26 +280,43 @@ static void ref_kick_tx(struct ref_xsk *x)
 		ref_die("sendto (tx kick)", errno);
 }
 
+/* Gives chunks [first, first + count) to the fill ring. */
+static void ref_fill(struct ref_xsk *x, uint32_t first, uint32_t count)
+{
+	uint32_t idx, n = xsk_ring_prod__reserve(&x->fill, count, &idx);
+
+	for (uint32_t i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&x->fill, idx + i) = (uint64_t)(first + i) * FRAME_SIZE;
+	xsk_ring_prod__submit(&x->fill, n);
+}
+
+/* Takes the TX completions; returns how many descriptors completed. */
+static uint32_t ref_reap(struct ref_xsk *x)
+{
+	uint32_t idx, n = xsk_ring_cons__peek(&x->comp, 4 * BATCH, &idx);
+
+	if (n)
+		xsk_ring_cons__release(&x->comp, n);
+	return n;
+}
+
 static int ref_tx(const struct ref_opts *o)
 {
 	struct ref_xsk x = { 0 };
-	uint64_t next = 0, completed = 0, outstanding = 0;
+	uint32_t nd = ref_descs(o->size);
+	uint64_t slots = NUM_FRAMES / nd, next = 0, completed = 0, outstanding = 0;
 	double start, end, cpu0, cpu1, drain_deadline = 0;
 	int stopping = 0;
 
-	ref_open(&x, o, 0);
-	ref_build_frames(&x, o);
+	ref_open(&x, o, 0, 1);
+	ref_build_frames(&x, o, 0, NUM_FRAMES);
 	start = ref_now();
 	cpu0 = ref_cpu();
 	for (;;) {
-		uint32_t idx, n;
+		uint32_t n = ref_reap(&x);
 
-		n = xsk_ring_cons__peek(&x.comp, 4 * BATCH, &idx);
-		if (n) {
-			xsk_ring_cons__release(&x.comp, n);
-			outstanding -= n;
-			completed += n;
-		}
+		outstanding -= n;
+		completed += n;
 		if (!stopping && (ref_stop || ref_now() - start >= o->seconds)) {
 			stopping = 1;
 			drain_deadline = ref_now() + 1.0;
@@ -239,29 +327,23 @@ static int ref_tx(const struct ref_opts *o)
 			ref_kick_tx(&x);
 			continue;
 		}
-		n = NUM_FRAMES - outstanding < BATCH ? NUM_FRAMES - outstanding : BATCH;
-		n = xsk_ring_prod__reserve(&x.tx, n, &idx);
-		for (uint32_t i = 0; i < n; i++) {
-			struct xdp_desc *d = xsk_ring_prod__tx_desc(&x.tx, idx + i);
-			uint64_t addr = (next % NUM_FRAMES) * FRAME_SIZE;
-
-			memcpy((uint8_t *)x.area + addr + HDR_LEN + 4, &next, sizeof(next));
-			d->addr = addr;
-			d->len = o->size;
+		for (uint32_t i = 0; i < BATCH && outstanding + nd <= slots * nd; i++) {
+			if (!ref_put_frame(&x, o, 0, next % slots, next))
+				break;
 			next++;
+			outstanding += nd;
 		}
-		xsk_ring_prod__submit(&x.tx, n);
-		outstanding += n;
 		if (xsk_ring_prod__needs_wakeup(&x.tx))
 			ref_kick_tx(&x);
 	}
 	end = ref_now();
 	cpu1 = ref_cpu();
 	ref_close(&x);
-	printf("tx: frames=%llu bytes=%llu seconds=%.3f mpps=%.3f gbps=%.3f size=%u cpu=%.3f ns_per_frame=%.0f\n",
+	completed /= nd; /* frames */
+	printf("tx: frames=%llu bytes=%llu seconds=%.3f mpps=%.3f gbps=%.3f size=%u descs=%u cpu=%.3f ns_per_frame=%.0f\n",
 	       (unsigned long long)completed, (unsigned long long)completed * o->size, end - start,
 	       completed / (end - start) / 1e6, completed * o->size * 8.0 / (end - start) / 1e9,
-	       o->size, cpu1 - cpu0, completed ? (cpu1 - cpu0) * 1e9 / completed : 0);
+	       o->size, nd, cpu1 - cpu0, completed ? (cpu1 - cpu0) * 1e9 / completed : 0);
 	return completed ? 0 : 1;
 }
 
@@ -283,18 +365,41 @@ static int ref_check(const uint8_t *f, uint32_t len, uint16_t port, uint64_t *se
 	return 1;
 }
 
+/*
+ * A received packet, reassembled from its descriptors: `ours` and `seq` from
+ * its first one, `len` summed over all; `done` once its last one is seen.
+ */
+struct ref_pkt {
+	int open, ours, done;
+	uint32_t len, descs;
+	uint64_t seq;
+};
+
+static void ref_pkt_add(struct ref_pkt *p, const struct ref_xsk *x, const struct xdp_desc *d, uint16_t port)
+{
+	if (!p->open) {
+		p->open = 1;
+		p->len = 0;
+		p->descs = 0;
+		p->ours = ref_check(xsk_umem__get_data(x->area, d->addr), d->len, port, &p->seq);
+	}
+	p->len += d->len;
+	p->descs++;
+	p->done = !(d->options & XDP_PKT_CONTD);
+	if (p->done)
+		p->open = 0;
+}
+
 static int ref_rx(const struct ref_opts *o)
 {
 	struct ref_xsk x = { 0 };
-	uint64_t frames = 0, bytes = 0, bad = 0, lost = 0, reordered = 0, expect = 0;
+	struct ref_pkt pkt = { 0 };
+	uint64_t frames = 0, bytes = 0, bad = 0, lost = 0, reordered = 0, expect = 0, multi = 0;
 	double begin = ref_now(), first = 0, last = 0;
 	uint32_t idx, n, empty = 0;
 
-	ref_open(&x, o, 1);
-	n = xsk_ring_prod__reserve(&x.fill, NUM_FRAMES, &idx);
-	for (uint32_t i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&x.fill, idx + i) = (uint64_t)i * FRAME_SIZE;
-	xsk_ring_prod__submit(&x.fill, n);
+	ref_open(&x, o, 1, 0);
+	ref_fill(&x, 0, NUM_FRAMES);
 	printf("rx: ready\n");
 	fflush(stdout);
 
@@ -322,19 +427,20 @@ static int ref_rx(const struct ref_opts *o)
 			; /* the fill ring holds every frame: cannot stay full */
 		for (uint32_t i = 0; i < n; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x.rx, idx + i);
-			uint64_t seq;
 
-			if (!ref_check(xsk_umem__get_data(x.area, d->addr), d->len, o->port, &seq)) {
+			ref_pkt_add(&pkt, &x, d, o->port);
+			if (pkt.done && !pkt.ours) {
 				bad++;
-			} else {
+			} else if (pkt.done) {
 				frames++;
-				bytes += d->len;
-				if (seq > expect)
-					lost += seq - expect;
-				if (seq < expect)
+				bytes += pkt.len;
+				multi += pkt.descs > 1;
+				if (pkt.seq > expect)
+					lost += pkt.seq - expect;
+				if (pkt.seq < expect)
 					reordered++;
 				else
-					expect = seq + 1;
+					expect = pkt.seq + 1;
 			}
 			*xsk_ring_prod__fill_addr(&x.fill, fidx + i) = xsk_umem__extract_addr(d->addr);
 		}
@@ -344,11 +450,174 @@ static int ref_rx(const struct ref_opts *o)
 	ref_close(&x);
 	double secs = last > first ? last - first : 1e-9;
 
-	printf("rx: frames=%llu bytes=%llu seconds=%.3f mpps=%.3f gbps=%.3f bad=%llu lost=%llu reordered=%llu\n",
+	printf("rx: frames=%llu bytes=%llu seconds=%.3f mpps=%.3f gbps=%.3f bad=%llu lost=%llu reordered=%llu multibuffer=%llu\n",
 	       (unsigned long long)frames, (unsigned long long)bytes, secs, frames / secs / 1e6,
 	       bytes * 8.0 / secs / 1e9, (unsigned long long)bad, (unsigned long long)lost,
-	       (unsigned long long)reordered);
+	       (unsigned long long)reordered, (unsigned long long)multi);
 	return frames ? 0 : 1;
+}
+
+static int ref_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Ping: chunks [0, NUM_FRAMES/2) receive, the upper half sends. One frame at a
+ * time; each waits (busy-polling the RX ring) for its own echo, at most 1 s.
+ */
+static int ref_ping(const struct ref_opts *o)
+{
+	struct ref_xsk x = { 0 };
+	struct ref_pkt pkt = { 0 };
+	uint32_t half = NUM_FRAMES / 2, nd = ref_descs(o->size), slots = half / nd;
+	uint64_t total = o->warmup + o->iters, kept = 0, lost = 0;
+	double *rtt = calloc(o->iters ? o->iters : 1, sizeof(*rtt)), sum = 0;
+
+	if (!rtt)
+		ref_die("calloc", ENOMEM);
+	ref_open(&x, o, 1, 1);
+	ref_fill(&x, 0, half);
+	ref_build_frames(&x, o, half, half);
+	for (uint64_t i = 0; i < total && !ref_stop; i++) {
+		double t0, t1, deadline;
+		int got = 0;
+
+		ref_reap(&x);
+		while (!ref_put_frame(&x, o, half, i % slots, i))
+			ref_reap(&x);
+		t0 = ref_now();
+		deadline = t0 + 1.0;
+		ref_kick_tx(&x);
+		while (!got && !ref_stop) {
+			uint32_t idx, fidx, n = xsk_ring_cons__peek(&x.rx, BATCH, &idx);
+
+			if (!n) {
+				if (xsk_ring_prod__needs_wakeup(&x.fill))
+					recvfrom(xsk_socket__fd(x.xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+				if (ref_now() > deadline)
+					break;
+				continue;
+			}
+			while (xsk_ring_prod__reserve(&x.fill, n, &fidx) != n)
+				;
+			for (uint32_t k = 0; k < n; k++) {
+				const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x.rx, idx + k);
+
+				ref_pkt_add(&pkt, &x, d, o->port);
+				if (pkt.done && pkt.ours && pkt.seq == i)
+					got = 1;
+				*xsk_ring_prod__fill_addr(&x.fill, fidx + k) = xsk_umem__extract_addr(d->addr);
+			}
+			xsk_ring_prod__submit(&x.fill, n);
+			xsk_ring_cons__release(&x.rx, n);
+		}
+		t1 = ref_now();
+		if (!got)
+			lost++;
+		else if (i >= o->warmup) {
+			rtt[kept++] = (t1 - t0) * 1e6;
+			sum += (t1 - t0) * 1e6;
+		}
+	}
+	ref_close(&x);
+	qsort(rtt, kept, sizeof(*rtt), ref_cmp_double);
+	printf("ping: iters=%llu size=%u rtt_p50_us=%.2f rtt_avg_us=%.2f rtt_p99_us=%.2f rtt_min_us=%.2f lost=%llu\n",
+	       (unsigned long long)kept, o->size, kept ? rtt[kept / 2] : 0, kept ? sum / kept : 0,
+	       kept ? rtt[kept * 99 / 100] : 0, kept ? rtt[0] : 0, (unsigned long long)lost);
+	free(rtt);
+	return kept ? 0 : 1;
+}
+
+/* Pong: echoes every frame of ours, each descriptor copied into a TX chunk of the upper half. */
+static int ref_pong(const struct ref_opts *o)
+{
+	struct ref_xsk x = { 0 };
+	struct ref_pkt pkt = { 0 };
+	uint32_t half = NUM_FRAMES / 2, empty = 0;
+	uint64_t next = 0, outstanding = 0, frames = 0, bad = 0;
+	double begin = ref_now(), last = 0;
+	int skip = 0;
+
+	ref_open(&x, o, 1, 1);
+	ref_fill(&x, 0, half);
+	printf("pong: ready\n");
+	fflush(stdout);
+	while (!ref_stop) {
+		uint32_t idx, fidx, n;
+
+		outstanding -= ref_reap(&x);
+		n = xsk_ring_cons__peek(&x.rx, BATCH, &idx);
+		if (!n) {
+			if (xsk_ring_prod__needs_wakeup(&x.fill))
+				recvfrom(xsk_socket__fd(x.xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+			if (++empty % 1024 == 0) {
+				double now = ref_now();
+
+				if ((frames && now - last > o->idle_ms / 1e3) ||
+				    (o->seconds > 0 && now - begin > o->seconds))
+					break;
+			}
+			continue;
+		}
+		empty = 0;
+		last = ref_now();
+		while (xsk_ring_prod__reserve(&x.fill, n, &fidx) != n)
+			;
+		for (uint32_t k = 0; k < n; k++) {
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x.rx, idx + k);
+			int first = !pkt.open;
+			uint32_t tidx;
+
+			ref_pkt_add(&pkt, &x, d, o->port);
+			if (first)
+				skip = !pkt.ours;
+			if (!skip) {
+				uint64_t to = (uint64_t)(half + next++ % half) * FRAME_SIZE;
+				uint8_t *f = (uint8_t *)x.area + to;
+
+				while (outstanding >= half || xsk_ring_prod__reserve(&x.tx, 1, &tidx) != 1) {
+					outstanding -= ref_reap(&x);
+					ref_kick_tx(&x);
+				}
+				memcpy(f, xsk_umem__get_data(x.area, d->addr), d->len);
+				if (first) {
+					struct ethhdr *eth = (struct ethhdr *)f;
+					struct iphdr *ip = (struct iphdr *)(eth + 1);
+					struct udphdr *udp = (struct udphdr *)(ip + 1);
+					uint8_t mac[ETH_ALEN];
+					uint32_t a = ip->saddr;
+					uint16_t p = udp->source;
+
+					memcpy(mac, eth->h_dest, ETH_ALEN);
+					memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+					memcpy(eth->h_source, mac, ETH_ALEN);
+					ip->saddr = ip->daddr; /* the checksum stays right: a swap */
+					ip->daddr = a;
+					udp->source = udp->dest;
+					udp->dest = p;
+				}
+				struct xdp_desc *t = xsk_ring_prod__tx_desc(&x.tx, tidx);
+
+				t->addr = to;
+				t->len = d->len;
+				t->options = d->options & XDP_PKT_CONTD;
+				xsk_ring_prod__submit(&x.tx, 1);
+				outstanding++;
+			}
+			if (pkt.done)
+				pkt.ours ? frames++ : bad++;
+			*xsk_ring_prod__fill_addr(&x.fill, fidx + k) = xsk_umem__extract_addr(d->addr);
+		}
+		xsk_ring_prod__submit(&x.fill, n);
+		xsk_ring_cons__release(&x.rx, n);
+		ref_kick_tx(&x);
+	}
+	ref_close(&x);
+	printf("pong: frames=%llu bad=%llu\n", (unsigned long long)frames, (unsigned long long)bad);
+	return 0;
 }
 
 static void ref_usage(void)
@@ -357,7 +626,13 @@ static void ref_usage(void)
 		"usage: afxdp-ref tx -i IF -s SIZE -d SECONDS --dst-mac MAC --src-ip A --dst-ip B\n"
 		"                    [--skb|--native] [-q QUEUE] [--port PORT]\n"
 		"       afxdp-ref rx -i IF [-d MAX_SECONDS] [--skb|--native] [-q QUEUE]\n"
-		"                    [--port PORT] [--idle-ms MS]\n");
+		"                    [--port PORT] [--idle-ms MS]\n"
+		"       afxdp-ref ping -i IF -s SIZE -n ITERS --dst-mac MAC --src-ip A --dst-ip B\n"
+		"                    [--warmup N] [--skb|--native] [-q QUEUE] [--port PORT]\n"
+		"       afxdp-ref pong -i IF [-d MAX_SECONDS] [--skb|--native] [-q QUEUE]\n"
+		"                    [--port PORT] [--idle-ms MS]\n"
+		"SIZE: frame bytes without FCS, %u to %u (over %u: a multi-buffer packet)\n",
+		(unsigned int)MIN_FRAME, MAX_DESCS * FRAME_SIZE, FRAME_SIZE);
 	exit(2);
 }
 
@@ -367,22 +642,25 @@ int main(int argc, char **argv)
 		{ "skb", no_argument, NULL, 'S' },	   { "native", no_argument, NULL, 'N' },
 		{ "dst-mac", required_argument, NULL, 'm' }, { "src-ip", required_argument, NULL, 'a' },
 		{ "dst-ip", required_argument, NULL, 'b' },  { "port", required_argument, NULL, 'p' },
-		{ "idle-ms", required_argument, NULL, 'I' }, { NULL, 0, NULL, 0 },
+		{ "idle-ms", required_argument, NULL, 'I' }, { "warmup", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct ref_opts o = { .size = 64, .seconds = 0, .idle_ms = 500, .port = 4791,
-			      .xdp_flags = XDP_FLAGS_SKB_MODE };
-	int c, have_mac = 0;
+	struct ref_opts o = { .size = 64, .seconds = 0, .idle_ms = 500, .port = 4791, .iters = 10000,
+			      .warmup = 1000, .xdp_flags = XDP_FLAGS_SKB_MODE };
+	int c, have_mac = 0, sender;
 
 	if (argc < 2)
 		ref_usage();
 	o.mode = argv[1];
 	optind = 2;
-	while ((c = getopt_long(argc, argv, "i:q:s:d:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:q:s:d:n:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o.ifname = optarg; break;
 		case 'q': o.queue = (unsigned int)atoi(optarg); break;
 		case 's': o.size = (unsigned int)atoi(optarg); break;
 		case 'd': o.seconds = atof(optarg); break;
+		case 'n': o.iters = strtoul(optarg, NULL, 10); break;
+		case 'w': o.warmup = strtoul(optarg, NULL, 10); break;
 		case 'S': o.xdp_flags = XDP_FLAGS_SKB_MODE; break;
 		case 'N': o.xdp_flags = XDP_FLAGS_DRV_MODE; break;
 		case 'p': o.port = (uint16_t)atoi(optarg); break;
@@ -410,13 +688,23 @@ int main(int argc, char **argv)
 	signal(SIGINT, ref_on_signal);
 	signal(SIGTERM, ref_on_signal);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sender = !strcmp(o.mode, "tx") || !strcmp(o.mode, "ping");
+	if (sender && (!have_mac || !o.src_ip.s_addr || !o.dst_ip.s_addr || o.size < MIN_FRAME ||
+		       o.size > MAX_DESCS * FRAME_SIZE))
+		ref_usage();
 	if (!strcmp(o.mode, "tx")) {
-		if (!have_mac || !o.src_ip.s_addr || !o.dst_ip.s_addr || o.seconds <= 0 ||
-		    o.size < MIN_FRAME || o.size > FRAME_SIZE)
+		if (o.seconds <= 0)
 			ref_usage();
 		return ref_tx(&o);
 	}
+	if (!strcmp(o.mode, "ping")) {
+		if (!o.iters)
+			ref_usage();
+		return ref_ping(&o);
+	}
 	if (!strcmp(o.mode, "rx"))
 		return ref_rx(&o);
+	if (!strcmp(o.mode, "pong"))
+		return ref_pong(&o);
 	ref_usage();
 }
