@@ -62,10 +62,14 @@ def admin_stats(path):
     return json.loads(b"".join(chunks))
 
 
+# Which recovery acted (spec 8, 10a): appended to each daemon sample after the columns above.
+DETECTORS = ("gapsDetected", "crossPathLosses", "spuriousLosses", "tlps", "opportunisticRetransmits")
+
+
 def daemon_loop(args):
     with open(args.daemon_out, "w") as out:
         out.write("# epoch_ms dataTx dataRetransmits pathLosses pathTimeouts pathRetirements timeouts"
-                  " paths active_paths bytes_sent delivered_bytes\n")
+                  " paths active_paths bytes_sent delivered_bytes " + " ".join(DETECTORS) + "\n")
         nxt = time.monotonic()
         while not stop.is_set():
             try:
@@ -79,10 +83,11 @@ def daemon_loop(args):
                         active += p.get("state") == "active"
                         sent += p.get("bytesSent", 0)
                         delivered += p.get("deliveredBytes", 0)
-                out.write("%.3f %d %d %d %d %d %d %d %d %d %d\n" % (
+                out.write("%.3f %d %d %d %d %d %d %d %d %d %d" % (
                     now * 1000, c.get("dataTx", 0), c.get("dataRetransmits", 0),
                     c.get("pathLosses", 0), c.get("pathTimeouts", 0), c.get("pathRetirements", 0),
                     c.get("timeouts", 0), paths, active, sent, delivered))
+                out.write("".join(" %d" % c.get(k, 0) for k in DETECTORS) + "\n")
                 out.flush()
             except (OSError, ValueError):
                 pass  # the daemon is starting or stopping: no sample this time
