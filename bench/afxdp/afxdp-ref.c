@@ -290,6 +290,30 @@ static void ref_fill(struct ref_xsk *x, uint32_t first, uint32_t count)
 	xsk_ring_prod__submit(&x->fill, n);
 }
 
+/* An empty RX ring: wakes the kernel's receive path when the fill ring asks for it. */
+static void ref_rx_kick(struct ref_xsk *x)
+{
+	if (xsk_ring_prod__needs_wakeup(&x->fill))
+		recvfrom(xsk_socket__fd(x->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+}
+
+/*
+ * After a poll that found the RX ring empty (rx, pong): kicks, and every 1024
+ * empty polls says whether to stop: idle_ms after the last frame, or
+ * MAX_SECONDS after `begin`.
+ */
+static int ref_rx_idle(struct ref_xsk *x, const struct ref_opts *o, uint32_t *empty, uint64_t frames,
+		       double last, double begin)
+{
+	double now;
+
+	ref_rx_kick(x);
+	if (++*empty % 1024)
+		return 0;
+	now = ref_now();
+	return (frames && now - last > o->idle_ms / 1e3) || (o->seconds > 0 && now - begin > o->seconds);
+}
+
 /* Takes the TX completions; returns how many descriptors completed. */
 static uint32_t ref_reap(struct ref_xsk *x)
 {
@@ -408,15 +432,8 @@ static int ref_rx(const struct ref_opts *o)
 
 		n = xsk_ring_cons__peek(&x.rx, BATCH, &idx);
 		if (!n) {
-			if (xsk_ring_prod__needs_wakeup(&x.fill))
-				recvfrom(xsk_socket__fd(x.xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
-			if (++empty % 1024 == 0) {
-				double now = ref_now();
-
-				if ((frames && now - last > o->idle_ms / 1e3) ||
-				    (o->seconds > 0 && now - begin > o->seconds))
-					break;
-			}
+			if (ref_rx_idle(&x, o, &empty, frames, last, begin))
+				break;
 			continue;
 		}
 		empty = 0;
@@ -495,8 +512,7 @@ static int ref_ping(const struct ref_opts *o)
 			uint32_t idx, fidx, n = xsk_ring_cons__peek(&x.rx, BATCH, &idx);
 
 			if (!n) {
-				if (xsk_ring_prod__needs_wakeup(&x.fill))
-					recvfrom(xsk_socket__fd(x.xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+				ref_rx_kick(&x);
 				if (ref_now() > deadline)
 					break;
 				continue;
@@ -551,15 +567,8 @@ static int ref_pong(const struct ref_opts *o)
 		outstanding -= ref_reap(&x);
 		n = xsk_ring_cons__peek(&x.rx, BATCH, &idx);
 		if (!n) {
-			if (xsk_ring_prod__needs_wakeup(&x.fill))
-				recvfrom(xsk_socket__fd(x.xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
-			if (++empty % 1024 == 0) {
-				double now = ref_now();
-
-				if ((frames && now - last > o->idle_ms / 1e3) ||
-				    (o->seconds > 0 && now - begin > o->seconds))
-					break;
-			}
+			if (ref_rx_idle(&x, o, &empty, frames, last, begin))
+				break;
 			continue;
 		}
 		empty = 0;
