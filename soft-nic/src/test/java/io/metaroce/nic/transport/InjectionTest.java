@@ -3,6 +3,7 @@ package io.metaroce.nic.transport;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.port.PortCounters;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.verbs.QpModifier;
@@ -90,18 +91,11 @@ class InjectionTest {
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn, qb.rxToken + 1, rkey);
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn, 0, guessedKey);
             // wrong destination QPN (another generation of B's slot), wrong source QPN
-            inject(
-                    r,
-                    f,
-                    RdmaRig.IP_A,
-                    qb.qpn ^ (1 << io.metaroce.nic.engine.EngineAgent.QP_INDEX_BITS),
-                    qa.qpn,
-                    qb.rxToken,
-                    rkey);
+            inject(r, f, RdmaRig.IP_A, qb.qpn ^ (1 << EngineAgent.QP_INDEX_BITS), qa.qpn, qb.rxToken, rkey);
             assertThat(r.b.engine.lastUnknownQp())
                     .as("why the engine dropped it")
                     .startsWith("RC opcode " + Wire.OP_WRITE + " to QPN 0x"
-                            + Integer.toHexString(qb.qpn ^ (1 << io.metaroce.nic.engine.EngineAgent.QP_INDEX_BITS)))
+                            + Integer.toHexString(qb.qpn ^ (1 << EngineAgent.QP_INDEX_BITS)))
                     .endsWith("(198.18.0.1:4793): the slot holds QPN 0x" + Integer.toHexString(qb.qpn));
             inject(r, f, RdmaRig.IP_A, qb.qpn, qa.qpn ^ 1, qb.rxToken, rkey);
             assertThat(r.b.engine.lastUnknownQp())
@@ -110,12 +104,10 @@ class InjectionTest {
             assertThat(pc.rxBadSource - badSource).as("wrong source").isEqualTo(1);
             assertThat(pc.rxBadToken - badToken).as("wrong token").isEqualTo(2);
             // a QPN whose table slot is empty
-            int emptySlotQpn = (qb.qpn & ~(io.metaroce.nic.engine.EngineAgent.MAX_QP - 1))
-                    | ((qb.qpn + 1) & (io.metaroce.nic.engine.EngineAgent.MAX_QP - 1));
+            int slotMask = EngineAgent.MAX_QP - 1;
+            int emptySlotQpn = (qb.qpn & ~slotMask) | ((qb.qpn + 1) & slotMask);
             inject(r, f, RdmaRig.IP_A, emptySlotQpn, qa.qpn, qb.rxToken, rkey);
-            assertThat(r.b.engine.lastUnknownQp())
-                    .endsWith(
-                            "no QP in table slot " + (emptySlotQpn & (io.metaroce.nic.engine.EngineAgent.MAX_QP - 1)));
+            assertThat(r.b.engine.lastUnknownQp()).endsWith("no QP in table slot " + (emptySlotQpn & slotMask));
             assertThat(pc.rxUnknownQp - unknown).as("wrong QPN").isEqualTo(3);
 
             r.runUntil(1, 0, 20_000);
