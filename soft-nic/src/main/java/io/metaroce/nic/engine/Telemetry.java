@@ -94,6 +94,7 @@ public record Telemetry(
             "duplicates",
             "acksTx",
             "acksRx",
+            "staleAcks",
             "naksTx",
             "naksRx",
             "outOfWindow",

@@ -778,7 +778,19 @@ public final class RcRequester {
     public void onAck(Datapath dp, MemorySegment frame, int length, long nowNs) {
         dp.counters.acksRx++;
         int cumRsn = Wire.u32(frame, Wire.OFF_RSN);
-        if (!qp.canSend() || cumRsn - una < 0 || cumRsn - nextRsn > 0) {
+        if (!qp.canSend() || cumRsn - nextRsn > 0) {
+            return;
+        }
+        if (cumRsn - una < 0) {
+            // Overtaken by a later ACK (ACKs are sprayed over the paths, so they reorder): what
+            // it says of the RSNs and the receive window is old, but its path reports are news
+            // no later ACK repeats (the responder reports a path only when it got something new
+            // on it). Dropped with the rest, a path whose last packets they reported would wait
+            // for a tail-loss probe.
+            dp.counters.staleAcks++;
+            if (!baseline) {
+                pathReports(dp, frame, length, nowNs);
+            }
             return;
         }
         int rw = Wire.u16(frame, Wire.OFF_RWND);
@@ -808,14 +820,7 @@ public final class RcRequester {
         }
         boolean progress = una != before;
         if (!baseline) {
-            int reports = Wire.u32(frame, Wire.OFF_MSG_LEN);
-            long off = Wire.OFF_REPORTS;
-            for (int k = 0; k < reports && off + Wire.REPORT_SIZE <= length; k++, off += Wire.REPORT_SIZE) {
-                int pi = Wire.u8(frame, off);
-                if (pi < pathSet.count) {
-                    recovery.onReport(dp, paths[pi], Wire.u8(frame, off + 1), Wire.u32(frame, off + 4), nowNs);
-                }
-            }
+            pathReports(dp, frame, length, nowNs);
         } else {
             Path p = paths[0];
             p.una = p.nextPsn;
@@ -830,6 +835,18 @@ public final class RcRequester {
                 // would wake for the receive: ib_send_lat -e of perftest 4.5-0.17, which shares
                 // one channel between both CQs, then read an unwritten completion).
                 retire();
+            }
+        }
+    }
+
+    /** The path reports of an ACK (spec 7), each to its path's recovery. */
+    private void pathReports(Datapath dp, MemorySegment frame, int length, long nowNs) {
+        int reports = Wire.u32(frame, Wire.OFF_MSG_LEN);
+        long off = Wire.OFF_REPORTS;
+        for (int k = 0; k < reports && off + Wire.REPORT_SIZE <= length; k++, off += Wire.REPORT_SIZE) {
+            int pi = Wire.u8(frame, off);
+            if (pi < pathSet.count) {
+                recovery.onReport(dp, paths[pi], Wire.u8(frame, off + 1), Wire.u32(frame, off + 4), nowNs);
             }
         }
     }

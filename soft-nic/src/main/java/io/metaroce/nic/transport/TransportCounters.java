@@ -7,6 +7,9 @@ public final class TransportCounters {
     public long acksTx;
     public long naksTx;
     public long acksRx;
+    /** Requester: ACKs overtaken by a later one (reordered); only their path reports were taken. */
+    public long staleAcks;
+
     public long naksRx;
     public long dataRx;
     public long duplicates;
@@ -50,7 +53,8 @@ public final class TransportCounters {
     @Override
     public String toString() {
         return "dataTx " + dataTx + " retransmits " + dataRetransmits + " acksTx " + acksTx
-                + " naksTx " + naksTx + " acksRx " + acksRx + " naksRx " + naksRx + " dataRx " + dataRx
+                + " naksTx " + naksTx + " acksRx " + acksRx + " staleAcks " + staleAcks + " naksRx " + naksRx
+                + " dataRx " + dataRx
                 + " duplicates " + duplicates + " outOfWindow " + outOfWindow + " rnrDrops " + rnrDrops
                 + " malformed " + malformed + " timeouts " + timeouts + " pathLosses " + pathLosses
                 + " pathTimeouts " + pathTimeouts + " pathRetirements " + pathRetirements + " tlps " + tlps

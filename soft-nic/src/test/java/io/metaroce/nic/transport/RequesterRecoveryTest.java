@@ -213,6 +213,51 @@ class RequesterRecoveryTest {
     }
 
     @Test
+    void anOvertakenAckStillResolvesThePathsItReports() throws Exception {
+        // ACKs are sprayed over the paths and reorder. The responder reports a path only when it
+        // got something new on it, so an ACK overtaken by a later one may hold the only report of
+        // a message's last packets on some paths: dropped whole, as an ACK behind una once was,
+        // those paths waited for their tail-loss probe (and their peers took its copy as a
+        // duplicate) although everything had arrived.
+        try (RequesterHarness h =
+                new RequesterHarness(TransportSettings.SIMULATION.withPaths(4).withLossDetectVarFactor(1_000))) {
+            h.post(8);
+            h.cleanRound(20_000);
+            h.pump();
+            int oldCum = h.cum;
+            h.post(8);
+            List<Pkt> sent = data(h.pump());
+            assertThat(sent).hasSize(8);
+            h.clock.addAndGet(20_000);
+            h.place(sent);
+            // The later ACK arrives first: every RSN, reports of paths 2 and 3 ...
+            h.ack(RcRequester.WINDOW, 2, 0, highestPsn(sent, 2), 3, 0, highestPsn(sent, 3));
+            // ... then the earlier one: a cumulative RSN behind una, reports of paths 0 and 1.
+            int newCum = h.cum;
+            h.cum = oldCum;
+            h.ack(RcRequester.WINDOW, 0, 0, highestPsn(sent, 0), 1, 0, highestPsn(sent, 1));
+            h.cum = newCum;
+            h.pump();
+            assertThat(h.dp().counters.staleAcks).isEqualTo(1);
+            assertThat(h.completions).hasSize(16);
+            for (int i = 0; i < 4; i++) {
+                assertThat(h.path(i).hasInflight()).as("path %d resolved", i).isFalse();
+            }
+            for (int t = 0; t < 100; t++) {
+                assertThat(h.step(100_000)).as("nothing to probe or resend").isEmpty();
+            }
+            for (int i = 0; i < 4; i++) {
+                assertThat(h.path(i).tlps + h.path(i).timeouts).isZero();
+                assertThat(h.path(i).losses).isZero();
+            }
+        }
+    }
+
+    private static int highestPsn(List<Pkt> pkts, int path) {
+        return onPath(pkts, path).stream().mapToInt(Pkt::psn).max().orElseThrow();
+    }
+
+    @Test
     void tailLossProbeWaitsForItsFloor() throws Exception {
         // The daemon's real-port floors: RTO 10 ms, TLP 2 ms (srtt + 4 rttvar alone is shorter
         // than a scheduling stall, and each stall sent a duplicate probe on every path); the TLP

@@ -55,6 +55,7 @@ class TelemetryJsonTest {
                             "duplicates",
                             "acksTx",
                             "acksRx",
+                            "staleAcks",
                             "naksTx",
                             "naksRx",
                             "outOfWindow",
