@@ -9,6 +9,9 @@
  *           per call (a message's packets: the usual case)
  *   mem-one pwritev/preadv, one call per 4 KiB piece (scattered remote
  *           ranges: the worst case)
+ * and, last, what a liveness check of the child's pidfd costs per call
+ * (pidfd_send_signal with signal 0: what binding process_vm_* by PID to the
+ * process would add before every batch).
  * Build and run: cc -O2 -o /tmp/pmb bench/dma/proc_mem_bench.c && /tmp/pmb
  */
 #define _GNU_SOURCE
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -107,6 +111,16 @@ int main(void)
 			       what, mode == 0 ? "vm" : mode == 1 ? "mem-run" : "mem-one",
 			       bytes / s / 1e9, s * 1e9 / (ROUNDS * BATCH), s * 1e9 / calls);
 		}
+	}
+	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+
+	if (pidfd >= 0) {
+		double t0 = now();
+
+		for (int i = 0; i < 100000; i++)
+			if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0)
+				return 5;
+		printf("pidfd check      %6.0f ns per call\n", (now() - t0) * 1e9 / 100000);
 	}
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
