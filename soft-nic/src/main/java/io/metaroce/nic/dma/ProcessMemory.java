@@ -18,9 +18,23 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  *       while the pidfd shows the process not yet reaped, so the number named that process.
  * </ul>
  *
+ * <p>The descriptor is the path that always holds; it is also the slower one (the kernel copies
+ * through a bounce page). {@link DmaBatch} copies with {@code process_vm_readv/writev} instead,
+ * one copy, where the kernel itself guarantees the same binding: the process's credentials
+ * (SO_PEERCRED at connect) are the daemon's own real user and group, and the copying thread holds
+ * no {@code CAP_SYS_PTRACE} ({@link DmaBatch#enterCopyThread}). Then the kernel's ptrace access
+ * check, made under the exec lock of the target, refuses the call whenever the process no longer
+ * has exactly those credentials or is not dumpable: after an exec of a set-user-ID or
+ * set-group-ID program or one with file capabilities, and for any other user's process that took
+ * the PID. A process of the same user that took the PID is excluded by the pidfd: the batch
+ * checks that the process is unreaped before the call, and PIDs are handed out cyclically. What
+ * stays reachable through {@code process_vm_*} is the same process after an exec of an ordinary
+ * program of its own user, until the daemon sees the session end (no privilege is gained: that
+ * user could ptrace it). Anything the call refuses or does short goes through the descriptor.
+ *
  * <p>Objects (MRs, QPs, SRQs) name the space by {@link #id()}, a number never reused in this JVM;
- * the engine resolves it with {@link #fd(int)} on every batch, lock-free and allocation-free, and
- * gets -1 once the space was {@link #revoke() revoked}. The descriptor is closed by
+ * the engine resolves it with {@link #get(int)} on every batch, lock-free and allocation-free, and
+ * gets null once the space was {@link #revoke() revoked}. The descriptors are closed by
  * {@link #close()} on the thread that copies (the engine's), so a closed number cannot be reused
  * under a copy in progress.
  */
@@ -36,23 +50,40 @@ public final class ProcessMemory {
     private final int pid;
     private final int memFd;
     private final int pidFd;
+    /**
+     * Whether copies may use {@code process_vm_*} (the credentials match the daemon's; see the
+     * class comment); cleared by the copying thread when the kernel refuses one.
+     */
+    private boolean processVm;
+
     private boolean closed;
 
-    private ProcessMemory(int id, int pid, int memFd, int pidFd) {
+    private ProcessMemory(int id, int pid, int memFd, int pidFd, boolean processVm) {
         this.id = id;
         this.pid = pid;
         this.memFd = memFd;
         this.pidFd = pidFd;
+        this.processVm = processVm;
     }
 
     /**
      * Binds process {@code pid} (as this daemon's /proc numbers it) whose pidfd is {@code pidFd}
-     * (this object owns it from now on, also on failure).
+     * (this object owns it from now on, also on failure), with its credentials unknown: copies go
+     * through the descriptor only.
      *
      * @throws NativeException ESRCH when the process is gone, EACCES when the daemon may not
      *     access its memory, ENOMEM when every slot is taken
      */
     public static ProcessMemory open(int pid, int pidFd) throws NativeException {
+        return open(pid, pidFd, -1, -1);
+    }
+
+    /**
+     * As {@link #open(int, int)}, for a process whose credentials at connect were {@code uid} and
+     * {@code gid}: when they are the daemon's real user and group, copies may use
+     * {@code process_vm_*} (class comment).
+     */
+    public static ProcessMemory open(int pid, int pidFd, int uid, int gid) throws NativeException {
         int memFd;
         try {
             memFd = LibC.open("/proc/" + pid + "/mem", LibC.O_RDWR | LibC.O_CLOEXEC);
@@ -73,7 +104,8 @@ public final class ProcessMemory {
             if (id == 0) {
                 continue;
             }
-            ProcessMemory m = new ProcessMemory(id, pid, memFd, pidFd);
+            ProcessMemory m =
+                    new ProcessMemory(id, pid, memFd, pidFd, uid != -1 && uid == LibC.getuid() && gid == LibC.getgid());
             if (TABLE.compareAndSet(id & (SLOTS - 1), null, m)) {
                 return m;
             }
@@ -94,7 +126,7 @@ public final class ProcessMemory {
         if (pidFd < 0) {
             throw new NativeException("pidfd_open(" + self + ")", -pidFd);
         }
-        ProcessMemory m = open(self, pidFd);
+        ProcessMemory m = open(self, pidFd, LibC.getuid(), LibC.getgid());
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
             java.lang.foreign.MemorySegment buf = arena.allocate(8, 8);
             java.lang.foreign.MemorySegment iov = arena.allocate(16, 8);
@@ -102,6 +134,9 @@ public final class ProcessMemory {
             iov.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, 8L);
             read(m.id, iov, buf.address());
             LibC.pwritev(m.memFd, iov, 0, buf.address());
+            LibC.processVmReadv(self, iov, 1, iov, 1);
+            LibC.processVmWritev(self, iov, 0, iov, 0);
+            LibC.pidfdAlive(m.pidFd);
             LibC.getsockoptInt(-1, LibC.SOL_SOCKET, LibC.SO_PEERPIDFD); // EBADF: only the call
         } finally {
             m.close();
@@ -110,8 +145,28 @@ public final class ProcessMemory {
 
     /** The /proc/pid/mem descriptor of space {@code id}, or -1 when it is unknown or revoked. */
     public static int fd(int id) {
+        ProcessMemory m = get(id);
+        return m != null ? m.memFd : -1;
+    }
+
+    /** Space {@code id}, or null when it is unknown or revoked. */
+    static ProcessMemory get(int id) {
         ProcessMemory m = TABLE.get(id & (SLOTS - 1));
-        return m != null && m.id == id ? m.memFd : -1;
+        return m != null && m.id == id ? m : null;
+    }
+
+    int memFd() {
+        return memFd;
+    }
+
+    /** Whether copies may try {@code process_vm_*} (copying thread only). */
+    boolean processVm() {
+        return processVm;
+    }
+
+    /** The kernel refused {@code process_vm_*} for this process: the descriptor from now on. */
+    void refuseProcessVm() {
+        processVm = false;
     }
 
     public int id() {

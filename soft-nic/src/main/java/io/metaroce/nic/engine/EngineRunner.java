@@ -1,5 +1,6 @@
 package io.metaroce.nic.engine;
 
+import io.metaroce.nic.dma.DmaBatch;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
 import java.lang.foreign.Arena;
@@ -102,6 +103,9 @@ public final class EngineRunner implements AutoCloseable {
     }
 
     private void run() {
+        if (!DmaBatch.enterCopyThread()) {
+            LOG.info("engine thread {}: application memory through /proc/<pid>/mem only", thread.getName());
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment events = arena.allocate(LibC.EPOLL_EVENT_SIZE * MAX_EVENTS, 8);
             MemorySegment scratch = arena.allocate(8, 8);

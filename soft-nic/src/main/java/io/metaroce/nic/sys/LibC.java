@@ -114,6 +114,10 @@ public final class LibC {
     private static final MethodHandle EPOLL_CTL = link("epoll_ctl", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
     private static final MethodHandle EPOLL_WAIT = link("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
     private static final MethodHandle GETPID = link("getpid", JAVA_INT);
+    private static final MethodHandle GETUID = link("getuid", JAVA_INT);
+    private static final MethodHandle GETGID = link("getgid", JAVA_INT);
+    private static final MethodHandle CAPGET = link("capget", JAVA_INT, ADDRESS, ADDRESS);
+    private static final MethodHandle CAPSET = link("capset", JAVA_INT, ADDRESS, ADDRESS);
     private static final MethodHandle OPEN = link("open", JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle PREADV = link("preadv", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
     private static final MethodHandle PWRITEV = link("pwritev", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG);
@@ -412,6 +416,61 @@ public final class LibC {
         MemorySegment cs = CAPTURE.get();
         try {
             return (int) GETPID.invokeExact(cs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** getuid(2): the real user ID. */
+    public static int getuid() {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            return (int) GETUID.invokeExact(cs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** getgid(2): the real group ID. */
+    public static int getgid() {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            return (int) GETGID.invokeExact(cs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** CAP_SYS_PTRACE: access to other processes' memory whatever their credentials. */
+    public static final int CAP_SYS_PTRACE = 19;
+
+    private static final int CAPABILITY_VERSION_3 = 0x20080522;
+
+    /**
+     * Removes capability {@code cap} from the calling thread's effective set (capget/capset on
+     * this thread alone: the process's other threads keep theirs; the permitted set is not
+     * touched). Returns true when the thread does not hold it in its effective set afterwards
+     * (also when it never did).
+     */
+    public static boolean dropEffectiveCapability(int cap) {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment header = arena.allocate(8, 4);
+            MemorySegment data = arena.allocate(24, 4); // two { effective, permitted, inheritable }
+            header.set(JAVA_INT, 0, CAPABILITY_VERSION_3);
+            header.set(JAVA_INT, 4, 0); // this thread
+            if ((int) CAPGET.invokeExact(cs, header, data) != 0) {
+                return false;
+            }
+            long word = 12L * (cap / 32);
+            int bit = 1 << (cap % 32);
+            int effective = data.get(JAVA_INT, word);
+            if ((effective & bit) == 0) {
+                return true;
+            }
+            data.set(JAVA_INT, word, effective & ~bit);
+            header.set(JAVA_INT, 4, 0);
+            return (int) CAPSET.invokeExact(cs, header, data) == 0;
         } catch (Throwable t) {
             throw rethrow(t);
         }

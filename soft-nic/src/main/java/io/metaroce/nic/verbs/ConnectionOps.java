@@ -63,7 +63,7 @@ final class ConnectionOps {
     /**
      * Binds the session to its process: the pidfd the kernel recorded at connect
      * ({@code SO_PEERPIDFD}; {@code pidfd_open} of the credentials' PID where the kernel lacks it),
-     * and that process's address space (see {@link ProcessMemory}).
+     * and that process's address space (see {@link ProcessMemory}), with its credentials at connect.
      */
     private static ProcessMemory bindProcess(SessionObjects s) throws NativeException {
         int sock = s.session.socketFd();
@@ -81,7 +81,7 @@ final class ConnectionOps {
                 throw new NativeException("pidfd_open(" + s.pid + ")", -pidFd);
             }
         }
-        return ProcessMemory.open(s.pid, pidFd);
+        return ProcessMemory.open(s.pid, pidFd, s.session.uid(), s.session.gid());
     }
 
     void hello(SessionObjects s, int seq, ByteBuffer p) throws NativeException {
