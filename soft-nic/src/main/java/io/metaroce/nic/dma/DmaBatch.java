@@ -10,7 +10,8 @@ import java.lang.foreign.ValueLayout;
  * {@link ProcessMemory}): one call per run of entries whose application ranges follow each other
  * (a message's packets usually do), with all their daemon-side pieces as iovecs. The call is
  * {@code process_vm_readv} (gather: app to daemon) or {@code process_vm_writev} (scatter: daemon
- * to app) where the space allows it and this thread gave up {@code CAP_SYS_PTRACE}
+ * to app) for a batch of {@link #PROCESS_VM_MIN_BYTES} or more where the space allows it and this
+ * thread gave up {@code CAP_SYS_PTRACE}
  * ({@link #enterCopyThread}; the binding argument is in {@link ProcessMemory}), else, and for
  * whatever that call refuses or does short, {@code preadv/pwritev} on the space's
  * {@code /proc/<pid>/mem} descriptor. The space is resolved when the batch runs, so a space
@@ -48,9 +49,10 @@ public final class DmaBatch implements AutoCloseable {
 
     /**
      * Batches smaller than this keep to the descriptor: per call the two paths cost about the same
-     * up to some 8 KiB (64 B: 1.7 us through /proc/pid/mem, 1.9 with process_vm_readv; 64 KiB: 5.8
-     * against 4.3 us; 1 MiB: 75 against 40; bench/dma/proc_mem_bench.c), and the pidfd check that
-     * binds process_vm_* to the process costs 1.2 us per batch.
+     * up to some 8 KiB (reads, 64 B: 1.77 us through /proc/pid/mem, 1.95 with process_vm_readv;
+     * 64 KiB: 6.13 against 4.60 us; 1 MiB: 90.5 against 53.2; bench/dma/proc_mem_bench.c, recorded
+     * in docs/benchmarks.md), and the pidfd check that binds process_vm_* to the process costs 1.2
+     * us per batch.
      */
     public static final long PROCESS_VM_MIN_BYTES = 32 * 1024;
 
