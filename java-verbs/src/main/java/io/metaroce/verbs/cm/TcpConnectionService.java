@@ -64,10 +64,12 @@ public final class TcpConnectionService implements ConnectionService {
                 throw closedException(null);
             }
             long ms = timeout.toMillis();
-            socket.setSoTimeout(timeout.isZero() ? 0 : (int) Math.max(1, Math.min(Integer.MAX_VALUE, ms)));
             QpEndpoint[] local = new QpEndpoint[1];
             QpEndpoint[] remote = new QpEndpoint[1];
             try {
+                // Inside the try: a close that lands between the check above and here makes this
+                // throw "Socket is closed", which must read as the listener's close too.
+                socket.setSoTimeout(timeout.isZero() ? 0 : (int) Math.max(1, Math.min(Integer.MAX_VALUE, ms)));
                 SideChannel.serve(socket, QpEndpoint.WIRE_SIZE, msg -> {
                     local[0] = RcConnector.localEndpoint(qp, options);
                     remote[0] = QpEndpoint.fromWire(msg);

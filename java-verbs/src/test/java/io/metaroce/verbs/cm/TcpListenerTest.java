@@ -35,6 +35,27 @@ class TcpListenerTest {
         }
     }
 
+    private static boolean inAccept(Thread t) {
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getClassName().equals(ServerSocket.class.getName())
+                    && e.getMethodName().equals("implAccept")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A close that lands before the accept gets to its socket reads as the close, not as the socket's error. */
+    @Test
+    void anAcceptAfterCloseSaysTheListenerClosed() throws Exception {
+        int port = freePort();
+        ConnectionService.Listener l = new TcpConnectionService().listen(port);
+        l.close();
+        assertThatThrownBy(() -> l.accept(null, ConnectOptions.defaults(0), Duration.ofMillis(20)))
+                .isInstanceOf(SocketException.class)
+                .hasMessage("listener on port " + port + " closed");
+    }
+
     @Test
     void closeWakesAnAcceptInProgressAndFreesThePort() throws Exception {
         int port = freePort();
@@ -51,6 +72,11 @@ class TcpListenerTest {
             }
         });
         assertThat(started.await(60, TimeUnit.SECONDS)).isTrue();
+        // Close only once the thread is blocked inside the accept, so the test shows what it
+        // names (a close before the accept is the other test's case).
+        while (!inAccept(acceptor) && acceptor.isAlive()) {
+            Thread.onSpinWait();
+        }
         l.close();
         acceptor.join(60_000);
         assertThat(acceptor.isAlive()).as("the close woke the accept").isFalse();
