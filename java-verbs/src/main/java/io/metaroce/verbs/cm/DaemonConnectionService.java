@@ -18,6 +18,9 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * {@link ConnectionService} through the MetaRoCE daemons' rdma_cm-style service
@@ -180,6 +183,8 @@ public final class DaemonConnectionService implements ConnectionService {
     private static final class DaemonListener implements Listener {
         /** Each long poll waits this long before it is renewed. */
         private static final int POLL_MS = 60_000;
+        /** How long close waits for the daemon to confirm it dropped the listen. */
+        private static final int UNLISTEN_WAIT_MS = 10_000;
 
         private final DaemonControl c;
         private final int service;
@@ -222,6 +227,10 @@ public final class DaemonConnectionService implements ConnectionService {
                     }
                     throw e;
                 }
+                if (closed) { // close's CM_UNLISTEN ended this poll (ECANCELED) or raced its answer
+                    throw new SocketException(
+                            "listener of service " + Integer.toUnsignedString(service) + " is closed");
+                }
                 if (r.status() == Errnos.EAGAIN) {
                     if (!timeout.isZero() && deadline - System.nanoTime() <= 0) {
                         throw new SocketTimeoutException("no connection request for service "
@@ -239,10 +248,29 @@ public final class DaemonConnectionService implements ConnectionService {
             return next().accept(qp, options);
         }
 
+        /**
+         * Gives the service back before returning (CM_UNLISTEN, answered once the daemon dropped the
+         * listen, which also ends a long poll in progress), so a listen of it right after succeeds;
+         * then closes the connection, which drops anything left in the daemon either way.
+         */
         @Override
         public void close() {
+            if (closed) {
+                return;
+            }
             closed = true;
-            c.close(); // the daemon drops the listen and rejects what it kept for us
+            try {
+                c.send(
+                                DaemonControl.OP_CM_UNLISTEN,
+                                le(DaemonControl.LISTEN_SIZE).putInt(DaemonControl.LISTEN_SERVICE, service))
+                        .get(UNLISTEN_WAIT_MS, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException | TimeoutException e) {
+                // the connection is gone or the daemon is stuck: closing it drops the listen anyway
+            } finally {
+                c.close();
+            }
         }
     }
 
