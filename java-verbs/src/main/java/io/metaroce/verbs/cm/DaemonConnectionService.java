@@ -206,8 +206,7 @@ public final class DaemonConnectionService implements ConnectionService {
             long deadline = System.nanoTime() + (timeout.isZero() ? 0 : timeout.toNanos());
             while (true) {
                 if (closed) {
-                    throw new SocketException(
-                            "listener of service " + Integer.toUnsignedString(service) + " is closed");
+                    throw closedException();
                 }
                 int pollMs = POLL_MS;
                 if (!timeout.isZero()) {
@@ -222,14 +221,12 @@ public final class DaemonConnectionService implements ConnectionService {
                             le(DaemonControl.GET_REQUEST_SIZE).putInt(DaemonControl.GET_REQUEST_TIMEOUT, pollMs));
                 } catch (IOException e) {
                     if (closed) {
-                        throw new SocketException(
-                                "listener of service " + Integer.toUnsignedString(service) + " is closed");
+                        throw closedException();
                     }
                     throw e;
                 }
                 if (closed) { // close's CM_UNLISTEN ended this poll (ECANCELED) or raced its answer
-                    throw new SocketException(
-                            "listener of service " + Integer.toUnsignedString(service) + " is closed");
+                    throw closedException();
                 }
                 if (r.status() == Errnos.EAGAIN) {
                     if (!timeout.isZero() && deadline - System.nanoTime() <= 0) {
@@ -246,6 +243,10 @@ public final class DaemonConnectionService implements ConnectionService {
         @Override
         public Connection accept(QueuePair qp, ConnectOptions options) throws IOException {
             return next().accept(qp, options);
+        }
+
+        private SocketException closedException() {
+            return new SocketException("listener of service " + Integer.toUnsignedString(service) + " is closed");
         }
 
         /**
