@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Timeout;
  * SENDs over one RC QP) runs in three legs that the client's own progress delimits (it pauses after
  * 1000 and 2000 completed messages): both planes carry the first; plane 2 is black-holed (every
  * MetaRoCE packet leaving either end of it dropped by tc-BPF) for the second, which nothing then
- * crosses while plane 1 carries on; plane 2 is restored for the third, and traffic comes back to it.
+ * crosses while plane 1 carries on; plane 2 is restored for the third, which starts once A's QP has
+ * taken a plane-2 path back (its probes answered), and traffic comes back to it.
  * The run completes with matching checksums and no error; the per-plane counters of
  * {@code mrce-ctl counters} (groups plane0, plane1) show each leg.
  */
@@ -26,6 +27,8 @@ import org.junit.jupiter.api.Timeout;
 class MultiPlaneIT {
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(240);
     private static final int MESSAGES = 3000;
+    /** How long a healed plane may take to get a path of the QP back. */
+    private static final Duration PLANE_BACK_TIMEOUT = Duration.ofSeconds(30);
 
     private static TwoPlaneFabric fabric;
 
@@ -43,15 +46,19 @@ class MultiPlaneIT {
         }
     }
 
-    /** Frames per plane of a host's device: {rx plane 0, tx plane 0, rx plane 1, tx plane 1}. */
+    /**
+     * Frames per plane of a host's device: {rx plane 0, tx plane 0, rx plane 1, tx plane 1, tx
+     * errors plane 0, tx errors plane 1} (a frame its port could not send: no neighbour, no room).
+     */
     static long[] planes(TwoPlaneFabric fabric, NetnsFabric.Host h) {
         JsonNode c = Ctl.json(fabric, h, "counters");
-        long[] v = new long[4];
+        long[] v = new long[6];
         for (int k = 0; k < 2; k++) {
             JsonNode p = c.path("plane" + k);
             assertThat(p.isMissingNode()).as("group plane%d in %s", k, c).isFalse();
             v[2 * k] = p.path("rxFrames").asLong();
             v[2 * k + 1] = p.path("txFrames").asLong();
+            v[4 + k] = p.path("txErrors").asLong();
         }
         return v;
     }
@@ -104,6 +111,8 @@ class MultiPlaneIT {
         long[] a2;
         long[] b2;
         List<String> statesDead;
+        boolean back;
+        long backMs;
         boolean healed = true;
         try (Integrity.Running run =
                 Integrity.startPaused(fabric, port, MESSAGES, new int[] {1000, 2000}, seed, RUN_TIMEOUT)) {
@@ -119,6 +128,14 @@ class MultiPlaneIT {
             statesDead = plane1PathStates(fabric);
             healIt.run();
             healed = true;
+            // The third leg starts once A has taken a plane-2 path back (its idle QP keeps
+            // probing the DEAD paths). How long that takes is the kernel's: a link that comes up
+            // has lost its neighbour entries, and the port sends nothing on it until they are
+            // resolved again. A 1000-message leg lasts about half a second; in one CI run at
+            // 33ec520 it passed with no frame sent on plane 2.
+            long healNs = System.nanoTime();
+            back = Wait.until(PLANE_BACK_TIMEOUT, () -> plane1PathStates(fabric).contains("active"));
+            backMs = (System.nanoTime() - healNs) / 1_000_000;
             run.resume(1);
             r = run.finish();
         } finally {
@@ -132,13 +149,16 @@ class MultiPlaneIT {
         long[] legA2 = minus(a2, a1), legB2 = minus(b2, b1);
         long[] legA3 = minus(a3, a2), legB3 = minus(b3, b2);
         String report = String.format(
-                "frames per leg {rx0, tx0, rx1, tx1}: both planes A %s B %s; plane 2 " + fault + " A %s B %s"
-                        + " (A's plane-2 paths then %s); healed A %s B %s%n--- client:%n%s%n--- server:%n%s",
+                "frames per leg {rx0, tx0, rx1, tx1, txErrors0, txErrors1}: both planes A %s B %s; plane 2 " + fault
+                        + " A %s B %s"
+                        + " (A's plane-2 paths then %s); healed (a plane-2 path active again after %d ms) A %s B %s"
+                        + "%n--- client:%n%s%n--- server:%n%s",
                 java.util.Arrays.toString(legA1),
                 java.util.Arrays.toString(legB1),
                 java.util.Arrays.toString(legA2),
                 java.util.Arrays.toString(legB2),
                 statesDead,
+                back ? backMs : -1,
                 java.util.Arrays.toString(legA3),
                 java.util.Arrays.toString(legB3),
                 r.client().output(),
@@ -163,6 +183,9 @@ class MultiPlaneIT {
                 .doesNotContain("active");
         assertThat(legB2[0]).as("B received on plane 1: " + report).isGreaterThan(100);
         // leg 3: plane 2 carries traffic again
+        assertThat(back)
+                .as("a plane-2 path of A active again within " + PLANE_BACK_TIMEOUT + " of the heal: " + report)
+                .isTrue();
         assertThat(legB3[2]).as("B received on the healed plane 2: " + report).isGreaterThan(100);
         assertThat(legA3[2]).as("A received on the healed plane 2: " + report).isGreaterThan(10);
     }
