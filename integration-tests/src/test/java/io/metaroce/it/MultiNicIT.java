@@ -172,7 +172,10 @@ class MultiNicIT {
                 assertThat(row.find()).as("ib_write_bw result row%s", context).isTrue();
                 assertThat(Long.parseLong(row.group(1))).isEqualTo(size);
                 assertThat(Long.parseLong(row.group(2))).isEqualTo(writes);
-                assertThat(Double.parseDouble(row.group(4))).as("average BW").isPositive();
+                double average = Double.parseDouble(row.group(4));
+                if (!PerftestClock.unmeasured(average, bwc.output())) {
+                    assertThat(average).as("average BW%s", context).isPositive();
+                }
             }
         }
         // What landed where: the writes' bytes left A by plane 2's interface; plane 1 carried only

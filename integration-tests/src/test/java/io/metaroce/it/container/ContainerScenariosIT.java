@@ -2,6 +2,7 @@ package io.metaroce.it.container;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.it.PerftestClock;
 import io.metaroce.it.Wait;
 import io.metaroce.it.container.ContainerFabric.Counters;
 import java.time.Duration;
@@ -104,7 +105,10 @@ class ContainerScenariosIT {
         assertThat(e.serverExit()).as("ib_write_bw server" + e.context()).isZero();
         Matcher row = WRITE_BW_ROW.matcher(e.clientOutput());
         assertThat(row.find()).as("the 65536-byte result row" + e.context()).isTrue();
-        assertThat(Double.parseDouble(row.group(2))).as("average MB/s").isPositive();
+        double mbs = Double.parseDouble(row.group(2));
+        if (!PerftestClock.unmeasured(mbs, e.clientOutput())) {
+            assertThat(mbs).as("average MB/s" + e.context()).isPositive();
+        }
         Counters carried = fabric.spineCounters().minus(before);
         System.out.printf(
                 "ContainerScenariosIT: ib_write_bw 64 KiB x 2000: %s MB/s average; packets per spine %s%n",
