@@ -7,18 +7,23 @@ import java.lang.foreign.ValueLayout;
 
 /**
  * A batch of copies between this daemon's memory and one application address space (a
- * {@link ProcessMemory}): one call per run of entries whose application ranges follow each other
- * (a message's packets usually do), with all their daemon-side pieces as iovecs. The call is
- * {@code process_vm_readv} (gather: app to daemon) or {@code process_vm_writev} (scatter: daemon
- * to app) for a batch of {@link #PROCESS_VM_MIN_BYTES} or more where the space allows it and this
- * thread gave up {@code CAP_SYS_PTRACE}
- * ({@link #enterCopyThread}; the binding argument is in {@link ProcessMemory}), else, and for
- * whatever that call refuses or does short, {@code preadv/pwritev} on the space's
- * {@code /proc/<pid>/mem} descriptor. The space is resolved when the batch runs, so a space
- * revoked meanwhile (its process exited) fails every entry and nothing reaches a process that
- * reused the PID. The kernel stops at the first byte it cannot access, so a short transfer marks
- * that entry failed and the rest of the batch is retried from the entry after it: every entry
- * ends up done or failed on its own.
+ * {@link ProcessMemory}). For a batch of {@link #PROCESS_VM_MIN_BYTES} or more where the space
+ * allows it and this thread gave up {@code CAP_SYS_PTRACE} ({@link #enterCopyThread}; the binding
+ * argument is in {@link ProcessMemory}): one {@code process_vm_readv} (gather: app to daemon) or
+ * {@code process_vm_writev} (scatter: daemon to app) for every entry between refused ones, an
+ * iovec per entry on the daemon's side and one per run of following application ranges on the
+ * application's (the kernel pins the pages of each remote iovec apart, so a message's following
+ * packets go as one range). Else, and for whatever that call refuses or does short: one
+ * {@code preadv/pwritev} on the space's {@code /proc/<pid>/mem} descriptor per run of entries whose
+ * application ranges follow each other (a message's packets usually do), with all their
+ * daemon-side pieces as iovecs (the descriptor takes one application offset per call; a write
+ * through it reaches pages process_vm_writev may not, such as read-only ones a region registered
+ * for remote write covers). One call per run was three times the process_vm_* calls of one per
+ * batch under {@code ib_send_bw}, whose messages all come from one buffer (docs/benchmarks.md).
+ * The space is resolved when the batch runs, so a space revoked meanwhile (its process exited)
+ * fails every entry and nothing reaches a process that reused the PID. The kernel stops at the
+ * first byte it cannot access, so a short transfer marks that entry failed and the rest of the
+ * batch is retried from the entry after it: every entry ends up done or failed on its own.
  *
  * <p>Single-threaded (the engine's). Bounds and key checks happen before {@link #add}; this class
  * only moves bytes.
@@ -31,7 +36,7 @@ public final class DmaBatch implements AutoCloseable {
     private final int capacity;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment localIov;
-    /** The one remote iovec of a process_vm_* call: a run's application range. */
+    /** The remote iovecs of a process_vm_* call: its runs of following application ranges. */
     private final MemorySegment remoteIov;
 
     private final long[] remoteAddrs;
@@ -91,7 +96,7 @@ public final class DmaBatch implements AutoCloseable {
         this.toApp = toApp;
         this.capacity = capacity;
         this.localIov = arena.allocate(LibC.IOVEC.byteSize() * capacity, 8);
-        this.remoteIov = arena.allocate(LibC.IOVEC.byteSize(), 8);
+        this.remoteIov = arena.allocate(LibC.IOVEC.byteSize() * capacity, 8);
         this.remoteAddrs = new long[capacity];
         this.lengths = new long[capacity];
         this.tags = new int[capacity];
@@ -169,6 +174,18 @@ public final class DmaBatch implements AutoCloseable {
                 start++;
                 continue;
             }
+            int stretch = start + 1;
+            while (stretch < count && !refused[stretch]) {
+                stretch++;
+            }
+            if (vm && m.processVm()) {
+                int next = processVmStretch(m, start, stretch);
+                if (next != stretch) {
+                    vm = false; // what it left goes to the descriptor (a fault, a read-only page, a refusal)
+                }
+                start = next;
+                continue;
+            }
             int end = start + 1;
             while (end < count && !refused[end] && remoteAddrs[end] == remoteAddrs[end - 1] + lengths[end - 1]) {
                 end++;
@@ -177,7 +194,7 @@ public final class DmaBatch implements AutoCloseable {
             for (int k = start; k < end; k++) {
                 total += lengths[k];
             }
-            long n = total == 0 ? 0 : call(m, vm, start, end - start, total);
+            long n = total == 0 ? 0 : call(m, start, end - start);
             if (n < 0) {
                 // /proc/pid/mem answers EIO for an unmapped address where process_vm_* said EFAULT.
                 lastErrno = n == -io.metaroce.abi.Errno.EIO ? io.metaroce.abi.Errno.EFAULT : (int) -n;
@@ -241,31 +258,62 @@ public final class DmaBatch implements AutoCloseable {
     }
 
     /**
-     * One run: entries {@code first..first+n-1}, {@code total} bytes from application address
-     * {@code remoteAddrs[first]} on. With {@code vm}, process_vm_* first; whatever it does not do
-     * whole goes again through the descriptor (a write through it reaches pages process_vm_writev
-     * may not, such as read-only ones a region registered for remote write covers). A refusal
-     * (EPERM: the credentials no longer match; ESRCH) sends the space to the descriptor for good.
+     * Entries {@code first..end-1} (none refused) in one process_vm_* call; returns the first entry
+     * it did not do whole ({@code end} when it did them all). A refusal (EPERM: the credentials no
+     * longer match; ESRCH) sends the space to the descriptor for good.
      */
-    private long call(ProcessMemory m, boolean vm, int first, int n, long total) {
+    private int processVmStretch(ProcessMemory m, int first, int end) {
+        int n = end - first;
+        long total = 0;
+        for (int k = first; k < end; k++) {
+            total += lengths[k];
+        }
+        if (total == 0) {
+            return end;
+        }
+        int runs = 0;
+        long runStart = remoteAddrs[first];
+        long runLength = lengths[first];
+        for (int k = first + 1; k < end; k++) {
+            if (remoteAddrs[k] == runStart + runLength) {
+                runLength += lengths[k];
+                continue;
+            }
+            remoteIov.set(ValueLayout.JAVA_LONG, runs * 16L, runStart);
+            remoteIov.set(ValueLayout.JAVA_LONG, runs * 16L + 8, runLength);
+            runs++;
+            runStart = remoteAddrs[k];
+            runLength = lengths[k];
+        }
+        remoteIov.set(ValueLayout.JAVA_LONG, runs * 16L, runStart);
+        remoteIov.set(ValueLayout.JAVA_LONG, runs * 16L + 8, runLength);
+        runs++;
+        calls++;
+        processVmCalls++;
+        MemorySegment l = localIov.asSlice(first * 16L, n * 16L);
+        MemorySegment r = remoteIov.asSlice(0, runs * 16L);
+        long done = toApp ? LibC.processVmWritev(m.pid(), l, n, r, runs) : LibC.processVmReadv(m.pid(), l, n, r, runs);
+        if (done == total) {
+            bytes += done;
+            return end;
+        }
+        if (done == -io.metaroce.abi.Errno.EPERM || done == -io.metaroce.abi.Errno.ESRCH) {
+            m.refuseProcessVm();
+        }
+        fallbacks++;
+        int i = first;
+        while (done > 0 && i < end && done >= lengths[i]) {
+            done -= lengths[i];
+            bytes += lengths[i];
+            i++;
+        }
+        return i;
+    }
+
+    /** One run through the descriptor: entries {@code first..first+n-1}, from {@code remoteAddrs[first]} on. */
+    private long call(ProcessMemory m, int first, int n) {
         calls++;
         MemorySegment l = localIov.asSlice(first * 16L, n * 16L);
-        if (vm && m.processVm()) {
-            processVmCalls++;
-            remoteIov.set(ValueLayout.JAVA_LONG, 0, remoteAddrs[first]);
-            remoteIov.set(ValueLayout.JAVA_LONG, 8, total);
-            long done = toApp
-                    ? LibC.processVmWritev(m.pid(), l, n, remoteIov, 1)
-                    : LibC.processVmReadv(m.pid(), l, n, remoteIov, 1);
-            if (done == total) {
-                return done;
-            }
-            if (done == -io.metaroce.abi.Errno.EPERM || done == -io.metaroce.abi.Errno.ESRCH) {
-                m.refuseProcessVm();
-            }
-            fallbacks++;
-            calls++;
-        }
         int fd = m.memFd();
         return toApp ? LibC.pwritev(fd, l, n, remoteAddrs[first]) : LibC.preadv(fd, l, n, remoteAddrs[first]);
     }
