@@ -225,7 +225,11 @@ public final class AfXdpPort implements Port {
         // RX
         this.rxPerQueue = new long[socks.length];
         this.dropping = new boolean[socks.length];
-        this.held = new long[socks.length][batch];
+        // Room for every RX chunk, not one batch: a refill that finds the fill ring without room
+        // keeps its chunks held into the next poll, which holds up to a batch more (with one batch
+        // of room the engine thread died of an index out of bounds under ib_write_bw on the
+        // 4-spine fabric, 2 runs of 18; docs/benchmarks.md, the 4-spine fabric).
+        this.held = new long[socks.length][RX_CHUNKS];
         this.heldCount = new int[socks.length];
         this.rxPayload = new MemorySegment[socks.length * RX_CHUNKS];
         this.rxViews = new ByteBuffer[socks.length * RX_CHUNKS];
