@@ -18,7 +18,7 @@ import java.lang.foreign.ValueLayout;
  * application ranges follow each other (a message's packets usually do), with all their
  * daemon-side pieces as iovecs (the descriptor takes one application offset per call; a write
  * through it reaches pages process_vm_writev may not, such as read-only ones a region registered
- * for remote write covers). One call per run was three times the process_vm_* calls of one per
+ * for remote write covers). One process_vm_* call per run made four times the calls of one per
  * batch under {@code ib_send_bw}, whose messages all come from one buffer (docs/benchmarks.md).
  * The space is resolved when the batch runs, so a space revoked meanwhile (its process exited)
  * fails every entry and nothing reaches a process that reused the PID. The kernel stops at the
@@ -174,11 +174,11 @@ public final class DmaBatch implements AutoCloseable {
                 start++;
                 continue;
             }
-            int stretch = start + 1;
-            while (stretch < count && !refused[stretch]) {
-                stretch++;
-            }
             if (vm && m.processVm()) {
+                int stretch = start + 1;
+                while (stretch < count && !refused[stretch]) {
+                    stretch++;
+                }
                 int next = processVmStretch(m, start, stretch);
                 if (next != stretch) {
                     vm = false; // what it left goes to the descriptor (a fault, a read-only page, a refusal)
