@@ -43,14 +43,14 @@ mrce_nicd_aot_classpath() {
 }
 
 # True when the AOT cache exists and belongs to this build and JDK: made with MRCE_JAVA_HOME, and
-# nothing in the daemon's classes, its jar or target/lib is newer than the cache. A stale cache
-# would not break the daemon (the JVM refuses it and runs without), but its jar would hold older
-# classes than target/classes.
+# nothing in the daemon's classes, its jar, target/lib or the script that makes it
+# (bin/mrce-nicd-aot) is newer than the cache. A stale cache would not break the daemon (the JVM
+# refuses it and runs without), but its jar would hold older classes than target/classes.
 mrce_nicd_aot_fresh() {
 	[[ -f "$MRCE_NICD_AOT_CACHE" && -f "$MRCE_NICD_AOT_JAR" && -f "$MRCE_NICD_AOT_JDK" ]] || return 1
 	[[ "$(<"$MRCE_NICD_AOT_JDK")" == "$MRCE_JAVA_HOME" ]] || return 1
-	[[ -z "$(find "$MRCE_NICD_CLASSES" "$MRCE_NICD_LIB" "$MRCE_NICD_AOT_JAR" -newer "$MRCE_NICD_AOT_CACHE" \
-		-print -quit 2>/dev/null)" ]]
+	[[ -z "$(find "$MRCE_NICD_CLASSES" "$MRCE_NICD_LIB" "$MRCE_NICD_AOT_JAR" "$MRCE_ROOT/bin/mrce-nicd-aot" \
+		-newer "$MRCE_NICD_AOT_CACHE" -print -quit 2>/dev/null)" ]]
 }
 
 # Installs the Debian packages in MRCE_DEB_PACKAGES that are missing (and

@@ -4,7 +4,7 @@ import com.sun.management.HotSpotDiagnosticMXBean;
 import java.lang.management.ManagementFactory;
 
 /**
- * What this JVM does with a JDK 25 AOT cache (JEP 483, 514, 515): bin/mrce-nicd passes
+ * What this JVM does with a JDK 25 AOT cache (JEP 483, 514): bin/mrce-nicd passes
  * {@code -XX:AOTCache=FILE} when bin/mrce-build made one for the build it runs, and
  * bin/mrce-nicd-aot's training run passes {@code -XX:AOTCacheOutput=FILE}. A JVM that cannot use
  * its cache (another JDK, jars changed since, other heap settings) says why on stdout and runs
@@ -25,8 +25,7 @@ public final class AotCache {
                 return null;
             }
             return sharing
-                    ? "AOT cache " + cache + " in use (classes loaded and linked ahead, method profiles of its"
-                            + " training run)"
+                    ? "AOT cache " + cache + " in use (classes loaded and linked ahead)"
                     : "AOT cache " + cache + " NOT in use: the JVM refused it (its reason above; bin/mrce-build"
                             + " remakes it, MRCE_NICD_AOT=0 leaves it out); running without";
         }
