@@ -101,6 +101,10 @@ public final class AfXdpPort implements Port {
     // RX: per socket, chunks held since the last poll; in-place payload views per chunk
     private final long[][] held;
     private final int[] heldCount;
+    // Refills that found the fill ring without room, and the most chunks held at once, per
+    // socket: logged on close (see the constructor on why a refill can find no room).
+    private final long[] refillsDeferred;
+    private final int[] heldMax;
     private final MemorySegment[] rxPayload;
     private final ByteBuffer[] rxViews;
     private final MemorySegment[] scratch;
@@ -228,9 +232,16 @@ public final class AfXdpPort implements Port {
         // Room for every RX chunk, not one batch: a refill that finds the fill ring without room
         // keeps its chunks held into the next poll, which holds up to a batch more (with one batch
         // of room the engine thread died of an index out of bounds under ib_write_bw on the
-        // 4-spine fabric, 2 runs of 18; docs/benchmarks.md, the 4-spine fabric).
+        // 4-spine fabric, 2 runs of 18; docs/benchmarks.md, the 4-spine fabric). The ring does
+        // lack room now and then although it has a slot for every chunk, most likely because the
+        // kernel publishes a flush's RX descriptors before the fill ring's consumer index
+        // (xsk_flush): a poll between the two stores holds chunks that the fill ring still counts
+        // as its own. It passes at the next poll: 24 deferred refills in 209 thousand frames and
+        // at most 38 chunks held in one fabric run, never more than a batch and a few.
         this.held = new long[socks.length][RX_CHUNKS];
         this.heldCount = new int[socks.length];
+        this.refillsDeferred = new long[socks.length];
+        this.heldMax = new int[socks.length];
         this.rxPayload = new MemorySegment[socks.length * RX_CHUNKS];
         this.rxViews = new ByteBuffer[socks.length * RX_CHUNKS];
         int inPlace = XskSocket.CHUNK - XskSys.XDP_PACKET_HEADROOM - headers;
@@ -395,7 +406,21 @@ public final class AfXdpPort implements Port {
 
     /** Keeps the chunk of a consumed descriptor until the next poll (the engine may still read it). */
     private void hold(int q, long addr) {
-        held[q][heldCount[q]++] = addr - addr % XskSocket.CHUNK;
+        int h = heldCount[q]++;
+        held[q][h] = addr - addr % XskSocket.CHUNK;
+        if (h >= heldMax[q]) {
+            heldMax[q] = h + 1;
+        }
+    }
+
+    /** Refills of socket {@code q} that found the fill ring without room (see the constructor). */
+    long refillsDeferred(int q) {
+        return refillsDeferred[q];
+    }
+
+    /** The most RX chunks socket {@code q} held at once. */
+    int heldMax(int q) {
+        return heldMax[q];
     }
 
     /** Gives the chunks held since the last poll back to the fill ring. */
@@ -410,6 +435,8 @@ public final class AfXdpPort implements Port {
                 }
                 s.fill.submit();
                 heldCount[q] = 0;
+            } else {
+                refillsDeferred[q]++;
             }
         }
         if (s.fill.needsWakeup()) {
@@ -896,7 +923,13 @@ public final class AfXdpPort implements Port {
                         .append(" rx_fill_ring_empty_descs ")
                         .append(v[4])
                         .append(" tx_ring_empty_descs ")
-                        .append(v[5]);
+                        .append(v[5])
+                        .append("; refills deferred (fill ring without room) ")
+                        .append(refillsDeferred[s.queue])
+                        .append(", most chunks held ")
+                        .append(heldMax[s.queue])
+                        .append(", fill ring outstanding ")
+                        .append(s.fill.outstanding());
             } catch (NativeException e) {
                 b.append(b.isEmpty() ? "" : "; ")
                         .append("queue ")

@@ -60,6 +60,35 @@ class AfXdpReassemblyTest {
         assertThat(rig.fillEntries()).as("every RX chunk back in the fill ring").isEqualTo(AfXdpPort.RX_CHUNKS);
     }
 
+    /**
+     * Finding (on the 4-spine fabric, not this rig first): the kernel publishes a flush's RX
+     * descriptors before the fill ring's consumer index, so a poll can hold chunks that the fill
+     * ring still counts as its own, and refills find no room until the kernel catches up. The held
+     * chunks had room for one batch: the next poll died of an index out of bounds.
+     */
+    @Test
+    void chunksHeldWhileTheFillRingLooksFullGoBackOnceItsConsumerIsPublished() {
+        rig = new XskRxRig(MAX_FRAME, 32);
+        int h = XskRxRig.HEADROOM;
+        int frames = 100;
+        rig.holdFillConsumer();
+        for (int i = 0; i < frames; i++) {
+            produce(rig.write(udp(payload(200, 100 + i)), new int[] {0}, new int[] {h}));
+        }
+        List<Frame> got = rig.drain(20);
+        assertThat(got).hasSize(frames);
+        for (int i = 0; i < frames; i++) {
+            assertThat(got.get(i).payload()).isEqualTo(payload(200, 100 + i));
+        }
+        assertThat(rig.port.heldMax(0))
+                .as("every frame's chunk held, over three batches")
+                .isEqualTo(frames);
+        assertThat(rig.port.refillsDeferred(0)).isGreaterThanOrEqualTo(3);
+        rig.publishFillConsumer();
+        assertThat(rig.poll()).isEmpty();
+        assertThat(rig.fillEntries()).as("every RX chunk back in the fill ring").isEqualTo(AfXdpPort.RX_CHUNKS);
+    }
+
     /** Finding: after a poll that ended inside a frame the producer index was never read again (RX stalled). */
     @Test
     void aFrameWhoseLastBufferIsNotThereYetWaitsForIt() {

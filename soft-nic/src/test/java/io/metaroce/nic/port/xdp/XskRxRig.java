@@ -27,6 +27,7 @@ final class XskRxRig implements AutoCloseable {
     final MemorySegment umem;
     private final MemorySegment fillMem;
     private final MemorySegment rxMem;
+    private int laggedCons = -1;
 
     /** One frame the port delivered, copied out. */
     record Frame(byte[] payload, int srcIp, int srcPort, int ecn) {}
@@ -77,13 +78,31 @@ final class XskRxRig implements AutoCloseable {
         return rxMem.get(ValueLayout.JAVA_INT, PROD) - rxMem.get(ValueLayout.JAVA_INT, CONS);
     }
 
+    /**
+     * From now on the chunks taken from the fill ring are not published as consumed (the kernel's
+     * cached consumer index) until {@link #publishFillConsumer}.
+     */
+    void holdFillConsumer() {
+        laggedCons = fillMem.get(ValueLayout.JAVA_INT, CONS);
+    }
+
+    /** Publishes the fill ring's consumer index held back since {@link #holdFillConsumer}. */
+    void publishFillConsumer() {
+        fillMem.set(ValueLayout.JAVA_INT, CONS, laggedCons);
+        laggedCons = -1;
+    }
+
     private long takeChunk() {
-        int cons = fillMem.get(ValueLayout.JAVA_INT, CONS);
+        int cons = laggedCons >= 0 ? laggedCons : fillMem.get(ValueLayout.JAVA_INT, CONS);
         if (fillMem.get(ValueLayout.JAVA_INT, PROD) == cons) {
             throw new AssertionError("no chunk in the fill ring: the port did not give its chunks back");
         }
         long addr = fillMem.get(ValueLayout.JAVA_LONG, DESC + (long) (cons & (SIZE - 1)) * XskRing.ADDR_SIZE);
-        fillMem.set(ValueLayout.JAVA_INT, CONS, cons + 1);
+        if (laggedCons >= 0) {
+            laggedCons = cons + 1;
+        } else {
+            fillMem.set(ValueLayout.JAVA_INT, CONS, cons + 1);
+        }
         if (addr % CHUNK != 0 || addr < 0 || addr + CHUNK > (long) AfXdpPort.RX_CHUNKS * CHUNK) {
             throw new AssertionError("the fill ring gave address " + addr);
         }
