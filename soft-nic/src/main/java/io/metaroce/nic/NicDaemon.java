@@ -201,6 +201,16 @@ public final class NicDaemon implements Callable<Integer> {
                     + " (default " + DEFAULT_CC_SLACK_US + "; shorter, scheduling noise reads as queueing)")
     long ccSlackUs;
 
+    @Range(min = 1, max = TransportSettings.QP_WINDOW_GAIN_MAX)
+    @Option(
+            names = "--qp-window-gain",
+            defaultValue = "" + TransportSettings.QP_WINDOW_GAIN,
+            description = "a QP's window in bandwidth-delay products of its paths (default "
+                    + TransportSettings.QP_WINDOW_GAIN
+                    + "; 4 keeps a QP sending through random loss on a deep-buffered fabric, with twice the"
+                    + " packets in flight: docs/spec/transport.md 10a)")
+    int qpWindowGain;
+
     @Option(
             names = "--stats",
             description = "write a JSON snapshot of QP and path telemetry here every second and at exit")
@@ -430,12 +440,13 @@ public final class NicDaemon implements Callable<Integer> {
             }
         }
         TransportSettings transportSettings = TransportSettings.forRealPort(
-                paths,
-                entropyPorts,
-                transport == DaemonConfig.TransportKind.BASELINE,
-                rtoMinUs * 1000,
-                tlpUs * 1000,
-                ccSlackUs * 1000);
+                        paths,
+                        entropyPorts,
+                        transport == DaemonConfig.TransportKind.BASELINE,
+                        rtoMinUs * 1000,
+                        tlpUs * 1000,
+                        ccSlackUs * 1000)
+                .withQpWindowGain(qpWindowGain);
         return new DaemonConfig(
                 devices,
                 threading,
@@ -703,13 +714,14 @@ public final class NicDaemon implements Callable<Integer> {
                                                         + cmConfig.secretFile()));
                 LOG.info(
                         "transport {}, {} paths per QP, {} entropy ports, rto min {} us, tlp min {} us,"
-                                + " cc slack {} us",
+                                + " cc slack {} us, QP window gain {}",
                         transport.transportName(),
                         transport.pathsPerQp(),
                         config.entropyPorts(),
                         transport.rtoMinNs() / 1000,
                         transport.tlpMinNs() / 1000,
-                        transport.ccSlackMinNs() / 1000);
+                        transport.ccSlackMinNs() / 1000,
+                        transport.qpWindowGain());
                 // Several devices: each writes its own file, NAME-<file> beside --stats.
                 Path stats = config.stats();
                 Path statsPath = stats == null || config.devices().size() == 1

@@ -39,6 +39,7 @@ class NicDaemonConfigTest {
         assertThat(t.rtoMinNs()).isEqualTo(10_000_000L);
         assertThat(t.tlpMinNs()).as("half the RTO floor").isEqualTo(5_000_000L);
         assertThat(t.ccSlackMinNs()).isEqualTo(1_000_000L);
+        assertThat(t.qpWindowGain()).isEqualTo(2);
         assertThat(t.rtoInitialNs()).as("at least twice the floor").isEqualTo(20_000_000L);
         assertThat(c.cm().port()).isEqualTo(4792);
         assertThat(c.cm().on()).isTrue();
@@ -128,6 +129,12 @@ class NicDaemonConfigTest {
                 .hasMessage("--idle-spins must be 0 or more");
         assertThatThrownBy(() -> config("--ifname", "eth0", "--metrics-port", "70000"))
                 .hasMessage("--metrics-port must be 0..65535");
+        assertThatThrownBy(() -> config("--ifname", "eth0", "--qp-window-gain", "0"))
+                .hasMessage("--qp-window-gain must be 1..16");
+        assertThat(config("--ifname", "eth0", "--qp-window-gain", "4")
+                        .transport()
+                        .qpWindowGain())
+                .isEqualTo(4);
     }
 
     @Test

@@ -38,6 +38,8 @@ public final class Datapath implements AutoCloseable {
     public final long ccSlackMinNs;
     /** {@link TransportSettings#lossDetectVarFactor}. */
     public final int lossDetectVarFactor;
+    /** {@link TransportSettings#qpWindowGain}. */
+    public final int qpWindowGain;
     /** {@link TransportSettings#paths}: paths per RC QP (the baseline uses one). */
     public final int paths;
     /** {@link TransportSettings#entropyPorts}. */
@@ -113,6 +115,7 @@ public final class Datapath implements AutoCloseable {
         this.tlpMinNs = settings.tlpMinNs();
         this.ccSlackMinNs = settings.ccSlackMinNs();
         this.lossDetectVarFactor = settings.lossDetectVarFactor();
+        this.qpWindowGain = settings.qpWindowGain();
         this.paths = settings.paths();
         this.entropyPorts = settings.entropyPorts();
         this.planes = port.planes();

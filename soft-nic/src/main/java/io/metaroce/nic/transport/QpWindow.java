@@ -38,8 +38,12 @@ final class QpWindow {
         return srttMinNs;
     }
 
-    /** Recomputes the window and the shares if due; {@code packet}: a full packet of the QP, in bytes. */
-    void update(Path[] paths, int pathCount, int rwnd, long packet) {
+    /**
+     * Recomputes the window and the shares if due; {@code packet}: a full packet of the QP, in
+     * bytes; {@code gain}: the window in bandwidth-delay products ({@link
+     * TransportSettings#qpWindowGain}).
+     */
+    void update(Path[] paths, int pathCount, int rwnd, long packet, int gain) {
         if (!dirty) {
             return;
         }
@@ -65,7 +69,7 @@ final class QpWindow {
         srttMinNs = srttMin;
         window = !anyRate
                 ? RcRequester.WINDOW
-                : (int) Math.max(MIN, Math.min(RcRequester.WINDOW, (2 * bdpBytes + packet - 1) / packet));
+                : (int) Math.max(MIN, Math.min(RcRequester.WINDOW, (gain * bdpBytes + packet - 1) / packet));
         long windowBytes = Math.min(window, Math.max(1, rwnd)) * packet;
         for (int i = 0; i < pathCount; i++) {
             Path p = paths[i];

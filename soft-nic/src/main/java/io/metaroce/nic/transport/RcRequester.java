@@ -310,7 +310,7 @@ public final class RcRequester {
                 }
                 work += baseline ? resendGoBackN(dp, nowNs) : retransmit(dp, nowNs);
                 if (!baseline) {
-                    qpWindow.update(paths, pathSet.count, rwnd, fullPacketBytes());
+                    qpWindow.update(paths, pathSet.count, rwnd, fullPacketBytes(), dp.qpWindowGain);
                     work += opportunistic(dp, nowNs);
                 }
                 work += transmit(dp, nowNs);

@@ -19,6 +19,9 @@ package io.metaroce.nic.transport;
  * @param lossDetectVarFactor cross-path loss detection (spec 8): a packet is lost once a packet
  *     sent after it on another path was reported delivered and it is older than srtt + this many
  *     rttvar of its own path
+ * @param qpWindowGain the QP window in bandwidth-delay products of its paths (spec 10a rule 3),
+ *     {@value #QP_WINDOW_GAIN}; 4 keeps a QP sending through random loss on a deep-buffered
+ *     fabric, at the price of twice the packets in flight (docs/benchmarks.md, the 4-spine fabric)
  * @param probesPerQp probe budget (spec 10): probes one QP may send per epoch
  * @param probesPerDaemon probes the whole engine may send per epoch
  */
@@ -32,6 +35,7 @@ public record TransportSettings(
         long tlpMinNs,
         long ccSlackMinNs,
         int lossDetectVarFactor,
+        int qpWindowGain,
         int probesPerQp,
         int probesPerDaemon) {
 
@@ -46,6 +50,10 @@ public record TransportSettings(
     public static final long RTO_INITIAL_NS = 5_000_000L;
 
     public static final long RTO_MAX_NS = 200_000_000L;
+    /** {@link #qpWindowGain} by default, and its largest value. */
+    public static final int QP_WINDOW_GAIN = 2;
+
+    public static final int QP_WINDOW_GAIN_MAX = 16;
 
     /**
      * The in-process fabric's settings (SimFabric, MemoryLink: microsecond timing, queueing the
@@ -62,6 +70,7 @@ public record TransportSettings(
             50_000L,
             20_000L,
             4,
+            QP_WINDOW_GAIN,
             Datapath.PROBES_PER_QP,
             Datapath.PROBES_PER_DAEMON);
 
@@ -76,6 +85,8 @@ public record TransportSettings(
                 || rtoInitialNs < 1
                 || rtoMaxNs < rtoInitialNs
                 || lossDetectVarFactor < 1
+                || qpWindowGain < 1
+                || qpWindowGain > QP_WINDOW_GAIN_MAX
                 || probesPerQp < 0
                 || probesPerDaemon < 0) {
             throw new IllegalArgumentException("inconsistent transport settings: " + this);
@@ -99,6 +110,7 @@ public record TransportSettings(
                 tlpMinNs,
                 ccSlackMinNs,
                 SIMULATION.lossDetectVarFactor,
+                SIMULATION.qpWindowGain,
                 SIMULATION.probesPerQp,
                 SIMULATION.probesPerDaemon);
     }
@@ -124,6 +136,7 @@ public record TransportSettings(
                 tlpMinNs,
                 ccSlackMinNs,
                 lossDetectVarFactor,
+                qpWindowGain,
                 probesPerQp,
                 probesPerDaemon);
     }
@@ -139,6 +152,7 @@ public record TransportSettings(
                 tlpMinNs,
                 ccSlackMinNs,
                 lossDetectVarFactor,
+                qpWindowGain,
                 probesPerQp,
                 probesPerDaemon);
     }
@@ -154,6 +168,7 @@ public record TransportSettings(
                 tlpMinNs,
                 ccSlackMinNs,
                 lossDetectVarFactor,
+                qpWindowGain,
                 probesPerQp,
                 probesPerDaemon);
     }
@@ -170,6 +185,7 @@ public record TransportSettings(
                 tlpMin,
                 ccSlackMin,
                 lossDetectVarFactor,
+                qpWindowGain,
                 probesPerQp,
                 probesPerDaemon);
     }
@@ -189,6 +205,23 @@ public record TransportSettings(
                 tlpMinNs,
                 ccSlackMinNs,
                 factor,
+                qpWindowGain,
+                probesPerQp,
+                probesPerDaemon);
+    }
+
+    public TransportSettings withQpWindowGain(int gain) {
+        return new TransportSettings(
+                paths,
+                entropyPorts,
+                baseline,
+                rtoInitialNs,
+                rtoMaxNs,
+                rtoMinNs,
+                tlpMinNs,
+                ccSlackMinNs,
+                lossDetectVarFactor,
+                gain,
                 probesPerQp,
                 probesPerDaemon);
     }

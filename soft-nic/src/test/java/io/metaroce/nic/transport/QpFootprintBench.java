@@ -35,6 +35,7 @@ class QpFootprintBench {
                 s.tlpMinNs(),
                 s.ccSlackMinNs(),
                 s.lossDetectVarFactor(),
+                s.qpWindowGain(),
                 s.probesPerQp(),
                 s.probesPerDaemon());
         try (RdmaRig r = new RdmaRig(c)) {
