@@ -62,15 +62,43 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     private final ArrayBlockingQueue<Runnable> commands = new ArrayBlockingQueue<>(4096);
     private final Qp[] byIndex = new Qp[MAX_QP];
     private final Qp[] active = new Qp[MAX_QP];
+    /** The table index of {@code active[i]}: a duty cycle reads it and the asleep flags only. */
+    private final int[] activeIndex = new int[MAX_QP];
+
     private int activeCount;
+    /**
+     * Asleep QPs whose SQ, RQ and state a duty cycle looks at, at most ({@link #pollQps}): a
+     * rotating slice of the table, from {@link #lookFrom}. With more QPs, a post to an asleep QP
+     * is seen within {@code ceil(QPs / LOOK_SLICE)} duty cycles, and a cycle does not touch every
+     * QP's memory (before, with 10000 QPs up, one active QP moved 62 Mbit/s: docs/benchmarks.md,
+     * QP scale). Their timers are looked at every cycle.
+     */
+    public static final int LOOK_SLICE = 1024;
+
+    private int lookFrom;
+    /** The earliest transport deadline the last {@link #pollQps} left ({@link #nextDeadlineNs}). */
+    private long cycleDeadlineNs = Long.MAX_VALUE;
+    /**
+     * NEED_WAKEUP of each QP's SQ and RQ, by table index, as this engine last wrote it. The engine
+     * sets it on every ring before it sleeps and clears it lazily, at a QP's next full step
+     * ({@link #needWakeup}), so that neither costs a look at every QP: the QPs whose flags are off
+     * are listed in {@link #flagsOff}.
+     */
+    private final boolean[] flagOn = new boolean[MAX_QP];
+
+    private final boolean[] listedOff = new boolean[MAX_QP];
+    private final int[] flagsOff = new int[MAX_QP];
+    private int flagsOffCount;
+    /** Between needWakeup(true) and needWakeup(false): the flags stay on. */
+    private boolean flagsHeld;
     /**
      * RC QPs asleep, by table index: after a step, the responder idle ({@link
      * io.metaroce.nic.transport.RcResponder#idle}) and the requester with nothing to do before
      * {@link #wakeAtNs} ({@link io.metaroce.nic.transport.RcRequester#nextStepNs}: its earliest
-     * timer, or never). A duty cycle gives an asleep QP only an O(1) look ({@link #wakes}): is its
-     * time due, has its state (or handshake flag) changed since, a command's doing, or has the
-     * application posted to its SQ or RQ? A frame for it wakes it ({@link #onFrame}). Every other
-     * QP gets the full step, as before.
+     * timer, or never). A duty cycle gives an asleep QP only an O(1) look: is its time due, and,
+     * for those in the cycle's slice ({@link #LOOK_SLICE}), has its state (or handshake flag)
+     * changed since, a command's doing, or has the application posted to its SQ or RQ ({@link
+     * #wakes})? A frame for it wakes it ({@link #onFrame}). Every other QP gets the full step.
      */
     private final boolean[] asleep = new boolean[MAX_QP];
     /** {@link #stateWord} of each asleep QP when it fell asleep. */
@@ -261,18 +289,31 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
 
     private int pollQps(long nowNs) {
         int work = 0;
-        for (int i = 0; i < activeCount; i++) {
-            Qp qp = active[i];
-            if (qp.ud != null) {
-                work += qp.ud.doWork(ud);
-                continue;
-            }
-            int x = qp.qpn & (MAX_QP - 1);
+        long deadline = Long.MAX_VALUE;
+        int n = activeCount;
+        // this cycle's slice of asleep QPs to look at: [lookFrom, lookEnd), wrapping
+        int from = lookFrom < n ? lookFrom : 0;
+        int lookEnd = from + LOOK_SLICE;
+        lookFrom = lookEnd >= n ? 0 : lookEnd;
+        for (int i = 0; i < n; i++) {
+            int x = activeIndex[i];
             if (asleep[x]) {
-                if (!wakes(qp, x, nowNs)) {
+                long at = wakeAtNs[x];
+                boolean due = at != Long.MAX_VALUE && nowNs - at >= 0;
+                boolean inSlice = i >= from ? i < lookEnd : i + n < lookEnd;
+                if (!due && (!inSlice || !wakes(active[i], x))) {
+                    deadline = earlier(deadline, at);
                     continue;
                 }
                 asleep[x] = false;
+            }
+            Qp qp = active[i];
+            if (flagOn[x] && !flagsHeld) {
+                wakeupFlags(qp, x, false);
+            }
+            if (qp.ud != null) {
+                work += qp.ud.doWork(ud);
+                continue;
             }
             qpSteps++;
             int did = qp.responder.doWork(dp);
@@ -289,8 +330,29 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
                     wakeAtNs[x] = wake;
                 }
             }
+            if (asleep[x]) {
+                deadline = earlier(deadline, wakeAtNs[x]);
+            } else if (qp.requester.hasTimer()) {
+                deadline = earlier(deadline, qp.requester.deadlineNs());
+            }
         }
+        cycleDeadlineNs = deadline;
         return work;
+    }
+
+    private static long earlier(long a, long b) {
+        return b != Long.MAX_VALUE && (a == Long.MAX_VALUE || b - a < 0) ? b : a;
+    }
+
+    /** Writes NEED_WAKEUP of QP {@code qp}'s SQ and RQ (table index {@code x}). */
+    private void wakeupFlags(Qp qp, int x, boolean on) {
+        qp.sq.setNeedWakeup(on);
+        qp.rq.setNeedWakeup(on);
+        flagOn[x] = on;
+        if (!on && !listedOff[x]) {
+            listedOff[x] = true;
+            flagsOff[flagsOffCount++] = x;
+        }
     }
 
     /** What an asleep QP may only leave through a command (modify_qp, the handshake's end). */
@@ -298,13 +360,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         return qp.state << 1 | (qp.cmReady ? 1 : 0);
     }
 
-    /** Whether asleep QP {@code qp} (table index {@code x}) has something to do. */
-    private boolean wakes(Qp qp, int x, long nowNs) {
-        long at = wakeAtNs[x];
-        return (at != Long.MAX_VALUE && nowNs - at >= 0)
-                || stateWord(qp) != asleepState[x]
-                || qp.requester.sqPosted()
-                || qp.responder.rqPosted();
+    /** Whether asleep QP {@code qp} (table index {@code x}), its time not due, has something to do. */
+    private boolean wakes(Qp qp, int x) {
+        return stateWord(qp) != asleepState[x] || qp.requester.sqPosted() || qp.responder.rqPosted();
     }
 
     /**
@@ -487,6 +545,12 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         byIndex[i] = qp;
         asleep[i] = false;
+        flagOn[i] = false; // its rings start without the flag: set with the others before a sleep
+        if (!listedOff[i]) {
+            listedOff[i] = true;
+            flagsOff[flagsOffCount++] = i;
+        }
+        activeIndex[activeCount] = i;
         active[activeCount++] = qp;
         dp.lifecycle.onAdded(qp);
     }
@@ -504,6 +568,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         for (int k = 0; k < activeCount; k++) {
             if (active[k] == qp) {
                 active[k] = active[--activeCount];
+                activeIndex[k] = activeIndex[activeCount];
                 active[activeCount] = null;
                 break;
             }
@@ -562,33 +627,36 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
 
     // ---- idle support (engine thread) ----
 
-    /** Sets or clears NEED_WAKEUP on every SQ and RQ; the provider then rings the doorbell. */
+    /**
+     * Before a sleep ({@code true}): NEED_WAKEUP on every SQ and RQ, and kept on until {@code
+     * false}; the provider then rings the doorbell. After it ({@code false}) the flags are cleared
+     * lazily, each at its QP's next full step.
+     */
     public void needWakeup(boolean on) {
-        for (int i = 0; i < activeCount; i++) {
-            active[i].sq.setNeedWakeup(on);
-            active[i].rq.setNeedWakeup(on);
+        flagsHeld = on;
+        if (!on) {
+            return; // cleared lazily, at each QP's next full step (pollQps): no look at every QP
         }
-        if (on) {
-            VarHandle.fullFence();
+        for (int k = 0; k < flagsOffCount; k++) {
+            int x = flagsOff[k];
+            listedOff[x] = false;
+            Qp qp = byIndex[x];
+            if (qp != null && !flagOn[x]) {
+                qp.sq.setNeedWakeup(true);
+                qp.rq.setNeedWakeup(true);
+                flagOn[x] = true;
+            }
         }
+        flagsOffCount = 0;
+        VarHandle.fullFence();
     }
 
-    /** The earliest transport deadline, or Long.MAX_VALUE when no timer runs. */
+    /**
+     * The earliest transport deadline after the last duty cycle ({@link #doWork}), or
+     * Long.MAX_VALUE when no timer runs; found by the cycle itself, not by a look at every QP.
+     */
     public long nextDeadlineNs() {
-        long next = Long.MAX_VALUE;
-        for (int i = 0; i < activeCount; i++) {
-            int x = active[i].qpn & (MAX_QP - 1);
-            long d = Long.MAX_VALUE;
-            if (asleep[x]) {
-                d = wakeAtNs[x];
-            } else if (active[i].requester.hasTimer()) {
-                d = active[i].requester.deadlineNs();
-            }
-            if (d != Long.MAX_VALUE && (next == Long.MAX_VALUE || d - next < 0)) {
-                next = d;
-            }
-        }
-        return next;
+        return cycleDeadlineNs;
     }
 
     public int activeQps() {

@@ -93,6 +93,57 @@ class QpSchedulingTest {
         }
     }
 
+    /**
+     * More QPs than one duty cycle looks at ({@code EngineAgent.LOOK_SLICE}): WRITEs posted to
+     * asleep QPs in the first, second and last slice are each taken up within as many cycles as
+     * there are slices, and complete with their data in place.
+     */
+    @Test
+    void postsToAsleepQpsBeyondOneSliceAreTakenUpWithinASweep() throws Exception {
+        int n = 2 * io.metaroce.nic.engine.EngineAgent.LOOK_SLICE + 100;
+        RdmaRig.Config c = new RdmaRig.Config();
+        c.qps = n;
+        c.wr = 4;
+        try (RdmaRig r = new RdmaRig(c)) {
+            for (int i = 0; i < 200 && (r.a.engine.asleepQps() < n || r.b.engine.asleepQps() < n); i++) {
+                r.step(20_000);
+            }
+            assertThat(r.a.engine.asleepQps()).isEqualTo(n);
+            int[] qps = {3, io.metaroce.nic.engine.EngineAgent.LOOK_SLICE + 7, n - 1};
+            for (int j = 0; j < qps.length; j++) {
+                byte[] data = pattern(20 + j, 1000);
+                MemorySegment.copy(MemorySegment.ofArray(data), 0, r.local, j * 1000L, data.length);
+                assertThat(r.postSend(
+                                qps[j],
+                                100 + j,
+                                Ibv.WR_RDMA_WRITE,
+                                Ibv.SEND_SIGNALED,
+                                0,
+                                new long[] {r.localAddr(j * 1000L)},
+                                new int[] {data.length},
+                                r.localMr[1],
+                                r.remoteMr[2],
+                                r.remoteAddr(10_000 + j * 1000L),
+                                0,
+                                0))
+                        .isTrue();
+            }
+            long steps0 = r.a.engine.qpSteps();
+            int sweep = (n + io.metaroce.nic.engine.EngineAgent.LOOK_SLICE - 1)
+                    / io.metaroce.nic.engine.EngineAgent.LOOK_SLICE;
+            r.idle(sweep, 1_000);
+            assertThat(r.a.engine.qpSteps() - steps0)
+                    .as("a full step for each QP posted to")
+                    .isGreaterThanOrEqualTo(3);
+            r.runUntil(3, 0, 2000);
+            assertThat(r.sendCqes).hasSize(3);
+            for (int j = 0; j < qps.length; j++) {
+                assertThat(r.sendCqes.get(j).status()).isEqualTo(Ibv.WC_SUCCESS);
+                assertThat(bytes(r.remote, 10_000 + j * 1000, 1000)).isEqualTo(pattern(20 + j, 1000));
+            }
+        }
+    }
+
     @Test
     void aSendToAnAsleepResponderCompletesItsReceive() throws Exception {
         try (RdmaRig r = rig(null)) {
