@@ -70,8 +70,9 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
      * Asleep QPs whose SQ, RQ and state a duty cycle looks at, at most ({@link #pollQps}): a
      * rotating slice of the table, from {@link #lookFrom}. With more QPs, a post to an asleep QP
      * is seen within {@code ceil(QPs / LOOK_SLICE)} duty cycles, and a cycle does not touch every
-     * QP's memory (before, with 10000 QPs up, one active QP moved 62 Mbit/s: docs/benchmarks.md,
-     * QP scale). Their timers are looked at every cycle.
+     * QP's memory (QpFootprintBench, 3000 QP pairs: an idle cycle a third of what it took; the
+     * slow single QP among many of docs/benchmarks.md, QP scale, lies elsewhere). Their timers are
+     * looked at every cycle.
      */
     public static final int LOOK_SLICE = 1024;
 
