@@ -168,6 +168,38 @@ final class PathSet {
     }
 
     /**
+     * The path for an opportunistic copy (spec 10a rule 4): round robin over the ACTIVE paths
+     * other than {@code avoid} with room for {@code bytes} whose srtt is at most {@code
+     * maxSrttNs}, so that a copy of a packet stuck on a slow path lands on a fast one, and copies
+     * spread over the fast paths rather than pile onto the fastest. -1: none has room now.
+     */
+    int pickFast(int bytes, int avoid, long maxSrttNs) {
+        int n = count;
+        for (int k = 0; k < n; k++) {
+            int i = rrCursor + k;
+            if (i >= n) {
+                i -= n;
+            }
+            Path p = paths[i];
+            if (i != avoid
+                    && p.state == Path.ACTIVE
+                    && p.hasRtt()
+                    && p.srttNs <= maxSrttNs
+                    && !p.ringFull()
+                    && fits(p, bytes, Math.min(p.shareBytes, p.cwndBytes))) {
+                rrCursor = i + 1 == n ? 0 : i + 1;
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Whether {@code bytes} more fit in {@code room} on {@code p} (an empty path always takes one packet). */
+    private static boolean fits(Path p, int bytes, long room) {
+        return p.inflightBytes + bytes <= room || p.inflightBytes == 0;
+    }
+
+    /**
      * The path for a packet of {@code bytes}: round robin over ACTIVE paths with window room (then
      * SUSPECT ones at a quarter of their window), avoiding {@code avoid} when another fits; with
      * no ACTIVE or SUSPECT path, any DEAD one so the QP still reaches its retry limit. -1: none has
@@ -201,7 +233,7 @@ final class PathSet {
                 return i;
             }
             anyAlive = true;
-            if (p.inflightBytes + bytes > room && p.inflightBytes > 0) {
+            if (!fits(p, bytes, room)) {
                 continue;
             }
             if (i == avoid && n > 1) {

@@ -88,6 +88,9 @@ public final class RcRequester {
     private int nextMsn;
     private int una;
     private int nextRsn;
+    /** RSNs in [una, nextRsn) already acknowledged (SACKed beyond a hole). */
+    private int ackedAhead;
+
     private int rwnd = WINDOW;
     /** The QP window and the paths' shares of it (spec 10a rules 2 and 3). */
     private final QpWindow qpWindow = new QpWindow();
@@ -139,6 +142,7 @@ public final class RcRequester {
         baseline = dp.baseline;
         una = qp.sqPsn;
         nextRsn = qp.sqPsn;
+        ackedAhead = 0;
         gbnCursor = nextRsn;
         rtoNs = dp.rtoInitialNs;
         recovery.start();
@@ -282,8 +286,14 @@ public final class RcRequester {
         return paths[i];
     }
 
+    /** RSNs from una to the next new one: at most 256, the SACK bitmap's span (spec 7). */
     public int unacknowledged() {
         return nextRsn - una;
+    }
+
+    /** RSNs sent and neither acknowledged nor SACKed: what the QP window limits (spec 7). */
+    int unackedInFlight() {
+        return nextRsn - una - ackedAhead;
     }
 
     public int receiveWindow() {
@@ -460,9 +470,15 @@ public final class RcRequester {
     }
 
     private int transmit(Datapath dp, long nowNs) {
-        int window = Math.min(
-                baseline ? WINDOW : qpWindow.window(), Math.max(1, ConformanceBreak.IGNORE_RWND ? WINDOW : rwnd));
-        if (wrSent == wrTail || nextRsn - una >= window || (baseline && gbnCursor != nextRsn)) {
+        // The span from una is the wire's (the SACK bitmap) and the receive window's; the QP
+        // window limits only what is still in flight, so a hole waiting for its retransmission
+        // holds one packet of it, not the whole window (spec 7).
+        int span = Math.min(WINDOW, Math.max(1, ConformanceBreak.IGNORE_RWND ? WINDOW : rwnd));
+        int window = baseline ? span : Math.min(span, qpWindow.window());
+        if (wrSent == wrTail
+                || nextRsn - una >= span
+                || unackedInFlight() >= window
+                || (baseline && gbnCursor != nextRsn)) {
             return 0;
         }
         // what the port's frames carry too (SimFabric's may be smaller than the netdev's)
@@ -479,7 +495,8 @@ public final class RcRequester {
         int count = 0;
         boolean failedWr = false;
         while (wrSent != wrTail
-                && nextRsn - una < window
+                && nextRsn - una < span
+                && unackedInFlight() < window
                 && count < BURST
                 && dp.gather.count() + AbiConstants.MRCE_MAX_SGE <= DmaBatch.IOV_MAX) {
             SendWr wr = wrs[wrSent & wrMask];
@@ -717,8 +734,8 @@ public final class RcRequester {
             if (sentNs + expectNs - horizon <= 0 && (!windowLimited || nowNs - sentNs <= expectNs + 2 * srttMinNs)) {
                 continue; // expected about as soon as a copy would land (and, holding the window, not late)
             }
-            int pi = pathSet.pick(slotLen[slot], x.id);
-            if (pi < 0 || pi == x.id || paths[pi].state != Path.ACTIVE) {
+            int pi = pathSet.pickFast(slotLen[slot], x.id, 2 * srttMinNs);
+            if (pi < 0) {
                 break; // no fast path has room now
             }
             slotOrp[slot] = true;
@@ -815,9 +832,7 @@ public final class RcRequester {
             }
         }
         int before = una;
-        while (una != nextRsn && slotAcked[una & MASK]) {
-            una++;
-        }
+        skipAcked();
         boolean progress = una != before;
         if (!baseline) {
             pathReports(dp, frame, length, nowNs);
@@ -869,9 +884,7 @@ public final class RcRequester {
     /** Advances una over acknowledged RSNs; progress resets the retry counters and the QP timer. */
     private void advanceUna(Datapath dp, long nowNs) {
         int before = una;
-        while (una != nextRsn && slotAcked[una & MASK]) {
-            una++;
-        }
+        skipAcked();
         if (una != before) {
             onProgress(dp, nowNs);
         }
@@ -921,10 +934,19 @@ public final class RcRequester {
         return t;
     }
 
+    /** Moves una over the acknowledged RSNs at the window's left edge. */
+    private void skipAcked() {
+        while (una != nextRsn && slotAcked[una & MASK]) {
+            una++;
+            ackedAhead--;
+        }
+    }
+
     private void markAcked(int rsn) {
         int slot = rsn & MASK;
-        if (!slotAcked[slot]) {
+        if (!slotAcked[slot] && rsn - una >= 0 && rsn - nextRsn < 0) {
             slotAcked[slot] = true;
+            ackedAhead++;
             recovery.touch();
             wrs[slotWr[slot] & wrMask].packetsAcked++;
         }
@@ -969,9 +991,7 @@ public final class RcRequester {
             for (int r = una; r != rsn; r++) {
                 markAcked(r);
             }
-            while (una != nextRsn && slotAcked[una & MASK]) {
-                una++;
-            }
+            skipAcked();
             gbnCursor = una;
             return;
         }
@@ -1127,6 +1147,7 @@ public final class RcRequester {
         wrSent = wrHead;
         sendOffset = 0;
         una = nextRsn;
+        ackedAhead = 0;
         retxHead = retxTail;
         trackers.clear();
         return n;

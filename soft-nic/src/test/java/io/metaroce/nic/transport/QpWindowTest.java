@@ -1,13 +1,20 @@
 package io.metaroce.nic.transport;
 
+import static io.metaroce.nic.transport.RequesterHarness.data;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.metaroce.nic.abi.Ibv;
+import io.metaroce.nic.transport.RequesterHarness.Pkt;
+import io.metaroce.nic.verbs.TestNode;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
  * Spec 10a rule 3: the QP window is {@code gain} bandwidth-delay products of its paths, in packets,
  * between {@link QpWindow#MIN} and {@link RcRequester#WINDOW}; the gain comes from the daemon's
- * {@code --qp-window-gain} ({@link TransportSettings#qpWindowGain}).
+ * {@code --qp-window-gain} ({@link TransportSettings#qpWindowGain}). Spec 7: it bounds the RSNs in
+ * flight (neither acknowledged nor SACKed), so a hole at {@code una} holds one packet of it, while
+ * the span from {@code una} is bounded by the SACK bitmap's 256.
  */
 class QpWindowTest {
     private static final long PACKET = 8192;
@@ -55,5 +62,59 @@ class QpWindowTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(
                         () -> TransportSettings.SIMULATION.withQpWindowGain(TransportSettings.QP_WINDOW_GAIN_MAX + 1))
                 .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aHoleAtTheLeftEdgeHoldsOnePacketOfTheWindowNotAll() throws Exception {
+        try (RequesterHarness h = new RequesterHarness(8)) {
+            // Clean rounds until the paths' rates are known and the window follows them.
+            for (int i = 0; i < 50 && h.req().window() == RcRequester.WINDOW; i++) {
+                h.post(8);
+                h.cleanRound(20_000);
+            }
+            h.pump();
+            int w = h.req().window();
+            assertThat(w).as("the window from the rates").isLessThan(RcRequester.WINDOW);
+            assertThat(h.req().unacknowledged()).isZero();
+            h.post(RcRequester.WINDOW - h.pending());
+            List<Pkt> first = sendAll(h);
+            assertThat(first).as("a window's worth, at most").isNotEmpty().hasSizeLessThanOrEqualTo(w);
+            // The oldest packet is lost; everything after it arrives and is SACKed.
+            Pkt hole = first.get(0);
+            h.clock.addAndGet(20_000);
+            h.ackPlaced(first.subList(1, first.size()), RcRequester.WINDOW);
+            List<Pkt> next = sendAll(h);
+            assertThat(next).as("the hole resent").anyMatch(p -> p.rsn() == hole.rsn() && p.retransmit());
+            List<Pkt> fresh = next.stream().filter(p -> !p.retransmit()).toList();
+            assertThat(fresh).as("new packets while the hole waits").isNotEmpty();
+            assertThat(h.req().unacknowledged())
+                    .as("RSNs from una: beyond the window, within the SACK bitmap")
+                    .isGreaterThan(w)
+                    .isLessThanOrEqualTo(RcRequester.WINDOW);
+            assertThat(h.req().unackedInFlight())
+                    .as("in flight: within the window")
+                    .isLessThanOrEqualTo(w);
+            // The copy arrives, then the rest: everything completes, in order.
+            List<Pkt> out = next;
+            for (int i = 0; i < 100 && h.pending() > 0; i++) {
+                h.clock.addAndGet(20_000);
+                h.ackPlaced(out, RcRequester.WINDOW);
+                out = sendAll(h);
+            }
+            assertThat(h.pending()).isZero();
+            assertThat(h.req().unacknowledged()).isZero();
+            assertThat(h.req().unackedInFlight()).isZero();
+            assertThat(h.completions).extracting(TestNode.Cqe::wrId).isSorted();
+            assertThat(h.completions).allMatch(c -> c.status() == Ibv.WC_SUCCESS);
+        }
+    }
+
+    /** Duty cycles until one sends nothing (a cycle sends one burst at most); the data sent. */
+    private static List<Pkt> sendAll(RequesterHarness h) {
+        List<Pkt> all = new java.util.ArrayList<>();
+        for (List<Pkt> out = data(h.pump()); !out.isEmpty(); out = data(h.pump())) {
+            all.addAll(out);
+        }
+        return all;
     }
 }
