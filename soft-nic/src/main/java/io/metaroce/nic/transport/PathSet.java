@@ -176,10 +176,7 @@ final class PathSet {
     int pickFast(int bytes, int avoid, long maxSrttNs) {
         int n = count;
         for (int k = 0; k < n; k++) {
-            int i = rrCursor + k;
-            if (i >= n) {
-                i -= n;
-            }
+            int i = fromCursor(k);
             Path p = paths[i];
             if (i != avoid
                     && p.state == Path.ACTIVE
@@ -187,11 +184,22 @@ final class PathSet {
                     && p.srttNs <= maxSrttNs
                     && !p.ringFull()
                     && fits(p, bytes, Math.min(p.shareBytes, p.cwndBytes))) {
-                rrCursor = i + 1 == n ? 0 : i + 1;
+                takeTurn(i);
                 return i;
             }
         }
         return -1;
+    }
+
+    /** The {@code k}-th path from the round-robin cursor. */
+    private int fromCursor(int k) {
+        int i = rrCursor + k;
+        return i >= count ? i - count : i;
+    }
+
+    /** Path {@code i} took its turn: the next search starts after it. */
+    private void takeTurn(int i) {
+        rrCursor = i + 1 == count ? 0 : i + 1;
     }
 
     /** Whether {@code bytes} more fit in {@code room} on {@code p} (an empty path always takes one packet). */
@@ -210,10 +218,7 @@ final class PathSet {
         int fallback = -1;
         boolean anyAlive = false;
         for (int k = 0; k < n; k++) {
-            int i = rrCursor + k;
-            if (i >= n) {
-                i -= n;
-            }
+            int i = fromCursor(k);
             Path p = paths[i];
             if (p.ringFull()) {
                 if (p.state != Path.DEAD) {
@@ -229,7 +234,7 @@ final class PathSet {
                 // the break: a DEAD path takes its turn of new data whatever it holds, so the rule
                 // is broken every time (subject to the room check, only its moments without a
                 // probe in flight broke it, and a stream could pass them all)
-                rrCursor = i + 1 == n ? 0 : i + 1;
+                takeTurn(i);
                 return i;
             }
             anyAlive = true;
@@ -249,11 +254,11 @@ final class PathSet {
                 }
                 continue;
             }
-            rrCursor = i + 1 == n ? 0 : i + 1;
+            takeTurn(i);
             return i;
         }
         if (fallback >= 0) {
-            rrCursor = fallback + 1 == n ? 0 : fallback + 1;
+            takeTurn(fallback);
             return fallback;
         }
         if (anyAlive) {
