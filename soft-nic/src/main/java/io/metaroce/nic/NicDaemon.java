@@ -485,6 +485,7 @@ public final class NicDaemon implements Callable<Integer> {
         CountDownLatch stop = new CountDownLatch(1);
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.countDown());
+        io.metaroce.nic.warmup.StableClasses.load();
         if (!warmup) {
             io.metaroce.nic.warmup.Warmup.skip();
         }

@@ -131,6 +131,7 @@ public final class Warmup {
      * {@link TransportSettings#SIMULATION} when it is null.
      */
     public static Result run(int minRounds, int maxRounds, long budgetNs, TransportSettings settings) throws Exception {
+        StableClasses.load(); // what the warm-up compiles stays valid when applications connect
         long start = System.nanoTime();
         long deadline = start + budgetNs;
         int[] ips = {Inet4.parse("198.18.255.1"), Inet4.parse("198.18.255.2"), Inet4.parse("198.18.255.3")};
