@@ -131,7 +131,7 @@ static void fuzz_call(const uint8_t *data, size_t size, uint8_t sel)
 		abort();
 	shutdown(sv[1], SHUT_WR);
 	if (c->op == MRCE_OP_HELLO)
-		ret = mrce_hello(&conn, &resp.hello, fds);
+		ret = mrce_hello(&conn, &resp.hello, fds, 0);
 	else
 		ret = mrce_conn_call(&conn, c->op, NULL, 0, resp.bytes,
 				     c->resp_len, fds, c->nfds);

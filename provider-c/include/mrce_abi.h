@@ -39,10 +39,28 @@
  *  256 slot[0], slot[1], ... slot[slot_count - 1]
  *
  * flags (SQ/RQ): MRCE_RING_NEED_WAKEUP is set by the daemon before it goes
- *   to sleep. After publishing `producer` the provider issues a full fence,
- *   and if NEED_WAKEUP is set writes 1 to the context's doorbell eventfd
- *   (from HELLO). The daemon sets the flag, fences, re-checks every ring,
- *   then sleeps; it clears the flag when it wakes.
+ *   to sleep, and on the rings of a QP it stops looking at (an idle QP).
+ *   After publishing `producer` the provider issues a full fence, and if
+ *   NEED_WAKEUP is set it rings the doorbell: with a doorbell page (below)
+ *   it sets the QP's bit there, fences, and writes 1 to the context's
+ *   doorbell eventfd (from HELLO) only if the page's `sleeping` word is
+ *   non-zero; without a page it writes the eventfd. The daemon sets the
+ *   flag, fences, re-checks the ring, then stops looking at it or sleeps;
+ *   it clears the flag when it looks again.
+ *
+ * Doorbell page (HELLO with MRCE_HELLO_DOORBELL_PAGE: a third fd, a memfd of
+ * MRCE_DB_PAGE_SIZE bytes the provider maps shared): which QPs rang, so that
+ * the daemon finds them without reading every idle QP's rings.
+ *   0   sleeping u32: non-zero while the daemon sleeps or is about to
+ *       (it sets it, fences, re-checks the bits, then sleeps)
+ *   64  summary u64[MRCE_DB_SUMMARY_WORDS]: bit g of word w set when word
+ *       w * 64 + g of `bits` may have a bit set
+ *   128 bits u64[MRCE_DB_BITS_WORDS]: bit i % 64 of word i / 64 set when the
+ *       QP of index i (qp_num & MRCE_QP_INDEX_MASK) rang
+ *   The provider sets the QP's bit, then its summary bit (atomic OR, release
+ *   order); the daemon exchanges a summary word to 0, then each bits word it
+ *   names to 0 (acquire), and looks at the QPs named. A bit for an index that
+ *   is not a QP of this daemon, or not an idle one, costs one look.
  * arm (CQ): written by the provider in ibv_req_notify_cq (MRCE_CQ_ARM_NEXT or
  *   MRCE_CQ_ARM_SOLICITED). When the daemon writes a CQE that matches the arm
  *   it exchanges arm to 0, increments notify_count and writes 1 to the CQ's
@@ -62,6 +80,14 @@
 #define MRCE_RING_KIND_CQ 3
 #define MRCE_RING_KIND_SRQ 4 /* slots are WQEs (RQ layout); producer = provider */
 #define MRCE_RING_NEED_WAKEUP 0x1u
+#define MRCE_HELLO_DOORBELL_PAGE 0x1u /* hello_req.flags: send the doorbell page */
+#define MRCE_QP_INDEX_MASK 0x3fffu    /* a QP's index in the daemon: qp_num & mask */
+#define MRCE_DB_PAGE_SIZE 4096
+#define MRCE_DB_SLEEPING_OFF 0
+#define MRCE_DB_SUMMARY_OFF 64
+#define MRCE_DB_SUMMARY_WORDS 4
+#define MRCE_DB_BITS_OFF 128
+#define MRCE_DB_BITS_WORDS 256
 #define MRCE_CQ_ARM_NEXT 1u
 #define MRCE_CQ_ARM_SOLICITED 2u
 #define MRCE_CACHE_LINE 64
@@ -214,7 +240,7 @@ struct mrce_ctrl_hdr {
 };                        /* 16 */
 
 enum mrce_ctrl_op {
-	MRCE_OP_HELLO = 1,           /* req hello_req; resp hello_resp + fds [doorbell eventfd, async eventfd] */
+	MRCE_OP_HELLO = 1,           /* req hello_req; resp hello_resp + fds [doorbell eventfd, async eventfd(, doorbell page memfd)] */
 	MRCE_OP_ALLOC_PD = 2,        /* req empty; resp handle_resp */
 	MRCE_OP_DEALLOC_PD = 3,      /* req handle_req; resp empty (EBUSY while objects use it) */
 	MRCE_OP_REG_MR = 4,          /* req reg_mr_req; resp reg_mr_resp */
@@ -282,7 +308,7 @@ struct mrce_handle_resp {
 
 struct mrce_hello_req {
 	uint32_t abi_version; /* 0: MRCE_ABI_VERSION */
-	uint32_t pad;         /* 4 */
+	uint32_t flags;       /* 4: MRCE_HELLO_DOORBELL_PAGE; other bits 0 */
 };                            /* 8 */
 
 struct mrce_hello_resp {

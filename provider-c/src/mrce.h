@@ -111,6 +111,12 @@ struct mrce_context {
 	struct mrce_hello_resp hello;
 	int doorbell_fd;
 	/*
+	 * The doorbell page (mrce_abi.h): where a post to a ring that asks for
+	 * a wakeup marks its QP, so the daemon finds it without reading every
+	 * idle QP's rings. Mapped shared, MRCE_DB_PAGE_SIZE bytes.
+	 */
+	uint8_t *db_page;
+	/*
 	 * Async events: the daemon's eventfd (HELLO's, made non-blocking), and
 	 * when the provider could open one, a netlink socket that hears the
 	 * interface's address changes (IBV_EVENT_GID_CHANGE). context.async_fd is
@@ -442,6 +448,6 @@ int mrce_conn_call(struct mrce_conn *conn, uint16_t op, const void *req,
 		   uint32_t req_len, void *resp, uint32_t resp_len, int *fds,
 		   unsigned int nfds);
 int mrce_hello(struct mrce_conn *conn, struct mrce_hello_resp *resp,
-	       int *fds);
+	       int *fds, uint32_t flags);
 
 #endif /* MRCE_H */

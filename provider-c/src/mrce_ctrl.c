@@ -340,18 +340,24 @@ out_unlock:
 	return ret;
 }
 
-/* HELLO: fds[0] = doorbell eventfd, fds[1] = async eventfd. */
-int mrce_hello(struct mrce_conn *conn, struct mrce_hello_resp *resp, int *fds)
+/*
+ * HELLO: fds[0] = doorbell eventfd, fds[1] = async eventfd, and with
+ * MRCE_HELLO_DOORBELL_PAGE in flags fds[2] = the doorbell page's memfd.
+ */
+int mrce_hello(struct mrce_conn *conn, struct mrce_hello_resp *resp, int *fds,
+	       uint32_t flags)
 {
-	struct mrce_hello_req req = { .abi_version = MRCE_ABI_VERSION };
+	struct mrce_hello_req req = { .abi_version = MRCE_ABI_VERSION,
+				      .flags = flags };
+	unsigned int nfds = (flags & MRCE_HELLO_DOORBELL_PAGE) ? 3 : 2;
 	int ret;
 
 	ret = mrce_conn_call(conn, MRCE_OP_HELLO, &req, sizeof(req), resp,
-			     sizeof(*resp), fds, 2);
+			     sizeof(*resp), fds, nfds);
 	if (ret)
 		return ret;
 	if (resp->abi_version != MRCE_ABI_VERSION) {
-		close_fds(fds, 2);
+		close_fds(fds, nfds);
 		return EPROTO;
 	}
 	resp->dev_name[sizeof(resp->dev_name) - 1] = '\0';

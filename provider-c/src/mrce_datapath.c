@@ -38,11 +38,34 @@ bool mrce_ctx_check_dead(struct mrce_context *ctx)
 	return false;
 }
 
-static void mrce_ring_doorbell(struct mrce_context *ctx)
+/* No QP: a ring whose post marks none in the doorbell page (an SRQ's). */
+#define MRCE_NO_QPN UINT32_MAX
+
+/*
+ * A ring asked for a wakeup after a post (mrce_abi.h, "flags"): mark the QP
+ * in the doorbell page, then write the eventfd only if the daemon sleeps;
+ * it reads the page while it is awake.
+ */
+static void mrce_ring_doorbell(struct mrce_context *ctx, uint32_t qpn)
 {
 	uint64_t one = 1;
 	ssize_t n;
 
+	if (ctx->db_page && qpn != MRCE_NO_QPN) {
+		uint32_t x = qpn & MRCE_QP_INDEX_MASK;
+		uint64_t *bits = (uint64_t *)(ctx->db_page + MRCE_DB_BITS_OFF);
+		uint64_t *summary =
+			(uint64_t *)(ctx->db_page + MRCE_DB_SUMMARY_OFF);
+		uint32_t *sleeping =
+			(uint32_t *)(ctx->db_page + MRCE_DB_SLEEPING_OFF);
+
+		__atomic_fetch_or(&bits[x / 64], 1ull << (x % 64),
+				  __ATOMIC_RELEASE);
+		__atomic_fetch_or(&summary[x / 4096], 1ull << ((x / 64) % 64),
+				  __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(sleeping, __ATOMIC_SEQ_CST))
+			return;
+	}
 	/* EAGAIN means the counter is saturated: the daemon wakes anyway. */
 	n = write(ctx->doorbell_fd, &one, sizeof(one));
 	(void)n;
@@ -216,7 +239,7 @@ int mrce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 out:
 	if (posted && mrce_ring_prod_publish(&qp->sq))
-		mrce_ring_doorbell(ctx);
+		mrce_ring_doorbell(ctx, ibqp->qp_num);
 	pthread_spin_unlock(&qp->sq_lock);
 	if (ret)
 		*bad_wr = wr;
@@ -249,7 +272,8 @@ static void mrce_build_recv_wqe(struct mrce_wqe *wqe,
  * engine asks for it) even when a later one fails. Returns 0, or the errno with
  * *bad_wr at the first WR not posted (EIO on a dead daemon connection).
  */
-static int mrce_post_recv_ring(struct mrce_context *ctx, struct mrce_ring *ring,
+static int mrce_post_recv_ring(struct mrce_context *ctx, uint32_t qpn,
+			       struct mrce_ring *ring,
 			       uint32_t max_sge, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad_wr)
 {
@@ -275,7 +299,7 @@ static int mrce_post_recv_ring(struct mrce_context *ctx, struct mrce_ring *ring,
 	}
 out:
 	if (posted && mrce_ring_prod_publish(ring))
-		mrce_ring_doorbell(ctx);
+		mrce_ring_doorbell(ctx, qpn);
 	if (ret)
 		*bad_wr = wr;
 	return ret;
@@ -297,7 +321,8 @@ int mrce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad_wr = wr;
 		ret = EINVAL;
 	} else {
-		ret = mrce_post_recv_ring(to_mctx(ibqp->context), &qp->rq,
+		ret = mrce_post_recv_ring(to_mctx(ibqp->context), ibqp->qp_num,
+					  &qp->rq,
 					  qp->cap.max_recv_sge, wr, bad_wr);
 	}
 	pthread_spin_unlock(&qp->rq_lock);
@@ -312,7 +337,8 @@ int mrce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	int ret;
 
 	pthread_spin_lock(&srq->lock);
-	ret = mrce_post_recv_ring(to_mctx(ibsrq->context), &srq->ring,
+	ret = mrce_post_recv_ring(to_mctx(ibsrq->context), MRCE_NO_QPN,
+				  &srq->ring,
 				  srq->max_sge, wr, bad_wr);
 	pthread_spin_unlock(&srq->lock);
 	return ret;
@@ -471,7 +497,7 @@ static int mrce_wr_complete(struct ibv_qp_ex *qpx)
 		qp->sq.cached_prod = qp->wr_first; /* never published */
 	else if (qp->sq.cached_prod != qp->wr_first &&
 		 mrce_ring_prod_publish(&qp->sq))
-		mrce_ring_doorbell(ctx);
+		mrce_ring_doorbell(ctx, qp->ibv_qp.qp_num);
 	pthread_spin_unlock(&qp->sq_lock);
 	return ret;
 }

@@ -15,6 +15,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static int mrce_probe(const char *path, struct mrce_hello_resp *hello)
 	ret = mrce_conn_open_at(&conn, path, MRCE_PROBE_TIMEOUT_MS);
 	if (ret)
 		return ret;
-	ret = mrce_hello(&conn, hello, fds);
+	ret = mrce_hello(&conn, hello, fds, 0);
 	if (!ret) {
 		close(fds[0]);
 		close(fds[1]);
@@ -299,7 +300,7 @@ static struct ibv_context *mrce_open_context(struct ibv_device *dev,
 	struct mrce_device *md = to_mdev(dev);
 	char sock[MRCE_SOCK_PATH_MAX];
 	struct mrce_context *ctx;
-	int fds[2];
+	int fds[3];
 	int cmd_fd = -1;
 	int ret;
 
@@ -322,12 +323,19 @@ static struct ibv_context *mrce_open_context(struct ibv_device *dev,
 	ret = mrce_conn_open_at(&ctx->conn, sock, MRCE_CMD_TIMEOUT_MS);
 	if (ret)
 		goto err_free;
-	ret = mrce_hello(&ctx->conn, &ctx->hello, fds);
+	ret = mrce_hello(&ctx->conn, &ctx->hello, fds, MRCE_HELLO_DOORBELL_PAGE);
 	if (ret)
 		goto err_conn;
+	ctx->db_page = mmap(NULL, MRCE_DB_PAGE_SIZE, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fds[2], 0);
+	close(fds[2]);
+	if (ctx->db_page == MAP_FAILED) {
+		ret = errno;
+		goto err_fds;
+	}
 	ret = mrce_context_cmd_fd(ctx, import_fd, &cmd_fd);
 	if (ret)
-		goto err_fds;
+		goto err_page;
 	/* mrce_conn_open made the verified daemon our ptracer (Yama scope 1). */
 
 	pthread_mutex_init(&ctx->obj_lock, NULL);
@@ -350,6 +358,8 @@ static struct ibv_context *mrce_open_context(struct ibv_device *dev,
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	return &ctx->vctx.context;
 
+err_page:
+	munmap(ctx->db_page, MRCE_DB_PAGE_SIZE);
 err_fds:
 	close(fds[0]);
 	close(fds[1]);
@@ -417,6 +427,7 @@ int mrce_close_device(struct ibv_context *ibctx)
 	mrce_conn_close(&ctx->conn);
 	close(ibctx->cmd_fd); /* the context memfd, made or imported */
 	close(ctx->doorbell_fd);
+	munmap(ctx->db_page, MRCE_DB_PAGE_SIZE);
 	if (ctx->nl_on) {
 		close(ctx->nl_fd);
 		close(ibctx->async_fd); /* the epoll fd */

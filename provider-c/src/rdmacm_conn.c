@@ -41,7 +41,7 @@ int rc_conn_open(struct rc_conn **out, struct mrce_hello_resp *hello,
 	ret = mrce_conn_open(&sync, 10000);
 	if (ret)
 		return ret;
-	ret = mrce_hello(&sync, &h, fds);
+	ret = mrce_hello(&sync, &h, fds, 0);
 	if (ret) {
 		mrce_conn_close(&sync);
 		return ret;

@@ -41,7 +41,7 @@ int main(void)
 
 	F(mrce_handle_req, handle); SZ(mrce_handle_req);
 	F(mrce_handle_resp, handle); SZ(mrce_handle_resp);
-	F(mrce_hello_req, abi_version); SZ(mrce_hello_req);
+	F(mrce_hello_req, abi_version); F(mrce_hello_req, flags); SZ(mrce_hello_req);
 
 	F(mrce_hello_resp, abi_version); F(mrce_hello_resp, daemon_pid);
 	F(mrce_hello_resp, gid); F(mrce_hello_resp, dev_name);
@@ -161,6 +161,9 @@ int main(void)
 	SZ(mrce_import_mr_resp);
 
 	C(MRCE_ABI_VERSION); C(MRCE_RING_MAGIC); C(MRCE_RING_VERSION);
+	C(MRCE_HELLO_DOORBELL_PAGE); C(MRCE_QP_INDEX_MASK); C(MRCE_DB_PAGE_SIZE);
+	C(MRCE_DB_SLEEPING_OFF); C(MRCE_DB_SUMMARY_OFF); C(MRCE_DB_SUMMARY_WORDS);
+	C(MRCE_DB_BITS_OFF); C(MRCE_DB_BITS_WORDS);
 	C(MRCE_RING_SLOTS_OFF); C(MRCE_WQE_SIZE); C(MRCE_WQE_DATA_OFF);
 	C(MRCE_MAX_SGE); C(MRCE_MAX_INLINE); C(MRCE_CQE_SIZE);
 	C(MRCE_CTRL_MAX_FRAME); C(MRCE_NO_HANDLE); C(MRCE_OP_MAX);

@@ -10,6 +10,14 @@ public final class AbiConstants {
     public static final int MRCE_RING_KIND_CQ = 3;
     public static final int MRCE_RING_KIND_SRQ = 4;
     public static final int MRCE_RING_NEED_WAKEUP = 0x1;
+    public static final int MRCE_HELLO_DOORBELL_PAGE = 0x1;
+    public static final int MRCE_QP_INDEX_MASK = 0x3fff;
+    public static final int MRCE_DB_PAGE_SIZE = 4096;
+    public static final int MRCE_DB_SLEEPING_OFF = 0;
+    public static final int MRCE_DB_SUMMARY_OFF = 64;
+    public static final int MRCE_DB_SUMMARY_WORDS = 4;
+    public static final int MRCE_DB_BITS_OFF = 128;
+    public static final int MRCE_DB_BITS_WORDS = 256;
     public static final int MRCE_CQ_ARM_NEXT = 1;
     public static final int MRCE_CQ_ARM_SOLICITED = 2;
     public static final int MRCE_CACHE_LINE = 64;

@@ -108,6 +108,11 @@ public final class RingFlyweight {
         INT.setRelease(segment, CONSUMER, value);
     }
 
+    /** Whether NEED_WAKEUP is set (the provider's read after it published a post). */
+    public boolean needWakeup() {
+        return ((int) INT.getVolatile(segment, FLAGS) & AbiConstants.MRCE_RING_NEED_WAKEUP) != 0;
+    }
+
     /** Sets NEED_WAKEUP (only the daemon writes flags). */
     public void setNeedWakeup(boolean on) {
         INT.setVolatile(segment, FLAGS, on ? AbiConstants.MRCE_RING_NEED_WAKEUP : 0);

@@ -77,6 +77,25 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public static final int LOOK_SLICE = 1024;
 
     private int lookFrom;
+    /**
+     * The look at the state of asleep QPs whose application rings through a doorbell page: a
+     * slice every {@link #STATE_LOOK_NS} (their posts set their bits, and commands and the
+     * connection manager wake them, {@link #wake}; this look is the safety net), from here.
+     */
+    private int stateLookFrom;
+
+    private long stateLookNs;
+    /** How often the pass over every QP runs when nothing else asks for it (the state looks). */
+    static final long STATE_LOOK_NS = 1_000_000;
+    /** Awake QPs by table index (those the fast pass steps), and whether each is listed. */
+    private final int[] awakeList = new int[MAX_QP];
+
+    private int awakeCount;
+    private final boolean[] listed = new boolean[MAX_QP];
+    /** The earliest timer of an asleep QP (never later than it): the fast pass hands over then. */
+    private long asleepDueNs = Long.MAX_VALUE;
+    /** RC QPs without a doorbell page: while there are any, every cycle is a pass over all QPs. */
+    private int plainQps;
     /** The earliest transport deadline the last {@link #pollQps} left ({@link #nextDeadlineNs}). */
     private long cycleDeadlineNs = Long.MAX_VALUE;
     /**
@@ -102,12 +121,18 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
      * #wakes})? A frame for it wakes it ({@link #onFrame}). Every other QP gets the full step.
      */
     private final boolean[] asleep = new boolean[MAX_QP];
+    /** Whether each QP's application rings through a doorbell page ({@link Qp#doorbellBits}), by table index. */
+    private final boolean[] rings = new boolean[MAX_QP];
     /** {@link #stateWord} of each asleep QP when it fell asleep. */
     private final int[] asleepState = new int[MAX_QP];
     /** When each asleep QP's next timer is due; Long.MAX_VALUE: none. */
     private final long[] wakeAtNs = new long[MAX_QP];
     /** Full duty-cycle steps of RC QPs (requester and responder), since the engine started. */
     private long qpSteps;
+    /** Reads of asleep QPs' SQ and RQ producers in their looks ({@link #wakes}), since start. */
+    private long ringLooks;
+    /** The sessions' doorbell pages: which idle QPs their applications posted to. */
+    private final DoorbellPages doorbells = new DoorbellPages();
 
     private final int wakeFd;
     private final int epollFd;
@@ -289,56 +314,127 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     }
 
     private int pollQps(long nowNs) {
+        if (doorbells.count() > 0) {
+            doorbells.take(this); // the QPs whose application rang: a full step below
+        }
+        boolean stateLook = nowNs - stateLookNs >= STATE_LOOK_NS;
+        if (plainQps > 0 || stateLook || (asleepDueNs != Long.MAX_VALUE && nowNs - asleepDueNs >= 0)) {
+            return pollAllQps(nowNs, stateLook);
+        }
+        // Every RC QP rings through a doorbell page and no asleep QP is due: only the awake ones
+        // (a frame, a bit, a command or the last full pass woke them) get a step.
         int work = 0;
-        long deadline = Long.MAX_VALUE;
-        int n = activeCount;
-        // this cycle's slice of asleep QPs to look at: [lookFrom, lookEnd), wrapping
-        int from = lookFrom < n ? lookFrom : 0;
-        int lookEnd = from + LOOK_SLICE;
-        lookFrom = lookEnd >= n ? 0 : lookEnd;
-        for (int i = 0; i < n; i++) {
-            int x = activeIndex[i];
+        long deadline = asleepDueNs;
+        for (int k = 0; k < awakeCount; k++) {
+            int x = awakeList[k];
+            Qp qp = byIndex[x];
+            work += step(qp, x, nowNs);
             if (asleep[x]) {
-                long at = wakeAtNs[x];
-                boolean due = at != Long.MAX_VALUE && nowNs - at >= 0;
-                boolean inSlice = i >= from ? i < lookEnd : i + n < lookEnd;
-                if (!due && (!inSlice || !wakes(active[i], x))) {
-                    deadline = earlier(deadline, at);
-                    continue;
-                }
-                asleep[x] = false;
-            }
-            Qp qp = active[i];
-            if (flagOn[x] && !flagsHeld) {
-                wakeupFlags(qp, x, false);
-            }
-            if (qp.ud != null) {
-                work += qp.ud.doWork(ud);
-                continue;
-            }
-            qpSteps++;
-            int did = qp.responder.doWork(dp);
-            did += qp.requester.doWork(dp, nowNs);
-            did += qp.responder.retireHeld();
-            work += did;
-            if (did == 0 && qp.responder.idle()) {
-                // asleep until a frame, a command, a post or its next timer (a step that did
-                // something is followed by one more: what a burst limit left waits for none)
-                long wake = qp.requester.nextStepNs(dp, nowNs);
-                if (wake - nowNs > 0) {
-                    asleep[x] = true;
-                    asleepState[x] = stateWord(qp);
-                    wakeAtNs[x] = wake;
-                }
-            }
-            if (asleep[x]) {
+                listed[x] = false;
+                awakeList[k--] = awakeList[--awakeCount];
+                asleepDueNs = earlier(asleepDueNs, wakeAtNs[x]);
                 deadline = earlier(deadline, wakeAtNs[x]);
-            } else if (qp.requester.hasTimer()) {
+            } else if (qp.ud == null && qp.requester.hasTimer()) {
                 deadline = earlier(deadline, qp.requester.deadlineNs());
             }
         }
         cycleDeadlineNs = deadline;
         return work;
+    }
+
+    /**
+     * The pass over every QP: each awake one steps, each asleep one gets an O(1) look (its timer
+     * due; for those in this cycle's slice, its state, and the rings of a QP without a doorbell
+     * page). Rebuilds the awake list and the earliest asleep timer as it goes.
+     */
+    private int pollAllQps(long nowNs, boolean stateLook) {
+        int work = 0;
+        long deadline = Long.MAX_VALUE;
+        long asleepDue = Long.MAX_VALUE;
+        int n = activeCount;
+        // this cycle's slice of asleep QPs to look at: [lookFrom, lookEnd), wrapping
+        int from = lookFrom < n ? lookFrom : 0;
+        int lookEnd = from + LOOK_SLICE;
+        lookFrom = lookEnd >= n ? 0 : lookEnd;
+        int stateFrom = 0;
+        int stateEnd = 0; // empty: no state look for doorbell-page QPs in this cycle
+        if (stateLook) {
+            stateLookNs = nowNs;
+            stateFrom = stateLookFrom < n ? stateLookFrom : 0;
+            stateEnd = stateFrom + LOOK_SLICE;
+            stateLookFrom = stateEnd >= n ? 0 : stateEnd;
+        }
+        for (int k = 0; k < awakeCount; k++) {
+            listed[awakeList[k]] = false;
+        }
+        awakeCount = 0;
+        for (int i = 0; i < n; i++) {
+            int x = activeIndex[i];
+            if (asleep[x]) {
+                long at = wakeAtNs[x];
+                boolean due = at != Long.MAX_VALUE && nowNs - at >= 0;
+                boolean inSlice = rings[x]
+                        ? (i >= stateFrom ? i < stateEnd : i + n < stateEnd)
+                        : (i >= from ? i < lookEnd : i + n < lookEnd);
+                if (!due && (!inSlice || !wakes(active[i], x))) {
+                    deadline = earlier(deadline, at);
+                    asleepDue = earlier(asleepDue, at);
+                    continue;
+                }
+                asleep[x] = false;
+            }
+            Qp qp = active[i];
+            work += step(qp, x, nowNs);
+            if (asleep[x]) {
+                deadline = earlier(deadline, wakeAtNs[x]);
+                asleepDue = earlier(asleepDue, wakeAtNs[x]);
+            } else {
+                if (!listed[x]) {
+                    listed[x] = true;
+                    awakeList[awakeCount++] = x;
+                }
+                if (qp.ud == null && qp.requester.hasTimer()) {
+                    deadline = earlier(deadline, qp.requester.deadlineNs());
+                }
+            }
+        }
+        asleepDueNs = asleepDue;
+        cycleDeadlineNs = deadline;
+        return work;
+    }
+
+    /** One full step of awake QP {@code qp} (table index {@code x}); it may fall asleep. */
+    private int step(Qp qp, int x, long nowNs) {
+        if (flagOn[x] && !flagsHeld) {
+            wakeupFlags(qp, x, false);
+        }
+        if (qp.ud != null) {
+            return qp.ud.doWork(ud);
+        }
+        qpSteps++;
+        int did = qp.responder.doWork(dp);
+        did += qp.requester.doWork(dp, nowNs);
+        did += qp.responder.retireHeld();
+        if (did == 0 && qp.responder.idle()) {
+            // asleep until a frame, a command, a post or its next timer (a step that did
+            // something is followed by one more: what a burst limit left waits for none)
+            long wake = qp.requester.nextStepNs(dp, nowNs);
+            if (wake - nowNs > 0 && (!qp.doorbellBits || ringsAsk(qp, x))) {
+                asleep[x] = true;
+                asleepState[x] = stateWord(qp);
+                wakeAtNs[x] = wake;
+            }
+        }
+        return did;
+    }
+
+    /** QP of table index {@code x} gets a full step in the next cycle (it is in the awake list). */
+    void awaken(int x) {
+        asleep[x] = false;
+        if (!listed[x] && byIndex[x] != null) {
+            listed[x] = true;
+            awakeList[awakeCount++] = x;
+        }
     }
 
     private static long earlier(long a, long b) {
@@ -363,7 +459,48 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
 
     /** Whether asleep QP {@code qp} (table index {@code x}), its time not due, has something to do. */
     private boolean wakes(Qp qp, int x) {
-        return stateWord(qp) != asleepState[x] || qp.requester.sqPosted() || qp.responder.rqPosted();
+        if (stateWord(qp) != asleepState[x]) {
+            return true;
+        }
+        if (qp.doorbellBits) {
+            return false; // its application sets its bit when it posts
+        }
+        ringLooks++;
+        return qp.requester.sqPosted() || qp.responder.rqPosted();
+    }
+
+    /** Reads of asleep QPs' rings (their SQ and RQ producers) since start. Engine thread. */
+    public long ringLooks() {
+        return ringLooks;
+    }
+
+    /**
+     * Before a QP whose application rings through a doorbell page falls asleep: NEED_WAKEUP on its
+     * rings, a fence, and one more look at them. True when they are still empty, so that from now
+     * on a post sets the QP's bit ({@link DoorbellPages#take}) and nothing has to read its rings;
+     * false (it stays awake) when a post came first.
+     */
+    private boolean ringsAsk(Qp qp, int x) {
+        if (!flagOn[x]) {
+            wakeupFlags(qp, x, true);
+            VarHandle.fullFence();
+        }
+        return !qp.requester.sqPosted() && !qp.responder.rqPosted();
+    }
+
+    /** A doorbell page of a session (HELLO with MRCE_HELLO_DOORBELL_PAGE). Engine thread. */
+    public void addDoorbellPage(MemorySegment page) {
+        doorbells.add(page);
+    }
+
+    /** Forgets a session's doorbell page; the caller unmaps it afterwards. Engine thread. */
+    public void removeDoorbellPage(MemorySegment page) {
+        doorbells.remove(page);
+    }
+
+    /** Bits taken from doorbell pages since start: QPs their applications rang. Engine thread. */
+    public long doorbellBitsTaken() {
+        return doorbells.rung;
     }
 
     /**
@@ -374,7 +511,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
     public void wake(Qp qp) {
         int x = qp.qpn & (MAX_QP - 1);
         if (byIndex[x] == qp) {
-            asleep[x] = false;
+            awaken(x);
         }
     }
 
@@ -516,7 +653,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             return;
         }
         qp.lastRxNs = nowNs;
-        asleep[qpn & (MAX_QP - 1)] = false; // what the frame leaves to do runs in this cycle's step
+        awaken(qpn & (MAX_QP - 1)); // what the frame leaves to do runs in this cycle's step
         switch (Wire.u8(frame, Wire.OFF_OPCODE)) {
             case Wire.OP_SEND,
                     Wire.OP_SEND_IMM,
@@ -546,6 +683,11 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         byIndex[i] = qp;
         asleep[i] = false;
+        rings[i] = qp.doorbellBits;
+        if (qp.ud == null && !qp.doorbellBits) {
+            plainQps++;
+        }
+        awaken(i);
         flagOn[i] = false; // its rings start without the flag: set with the others before a sleep
         if (!listedOff[i]) {
             listedOff[i] = true;
@@ -565,6 +707,18 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         if (byIndex[i] == qp) {
             byIndex[i] = null;
             asleep[i] = false;
+            if (qp.ud == null && !qp.doorbellBits) {
+                plainQps--;
+            }
+            if (listed[i]) {
+                listed[i] = false;
+                for (int k = 0; k < awakeCount; k++) {
+                    if (awakeList[k] == i) {
+                        awakeList[k] = awakeList[--awakeCount];
+                        break;
+                    }
+                }
+            }
         }
         for (int k = 0; k < activeCount; k++) {
             if (active[k] == qp) {
@@ -635,6 +789,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
      */
     public void needWakeup(boolean on) {
         flagsHeld = on;
+        doorbells.sleeping(on);
         if (!on) {
             return; // cleared lazily, at each QP's next full step (pollQps): no look at every QP
         }

@@ -83,6 +83,11 @@ public final class Qp {
     public long lastRxNs;
     /** False between RTR and the end of the handshake: the requester sends nothing yet. */
     public boolean cmReady = true;
+    /**
+     * Its application rings through a doorbell page (docs/spec/control-protocol.md, section 6):
+     * set at creation. The engine then reads an idle QP's rings only when its bit says it rang.
+     */
+    public boolean doorbellBits;
     /** The peer host's link MTU from the connection manager's endpoint; 0 until known (or without it). */
     public volatile int peerLinkMtu;
     /** The peer's receive token once the handshake completed (read by the manager's thread). */

@@ -140,6 +140,7 @@ public final class CmBridge implements QpLifecycle, ConnectionManager.Listener, 
         if (qp.cmLocal != local) {
             return; // reset, re-connected or destroyed meanwhile
         }
+        engine.wake(qp); // connected or failed: its step in the next cycle either way
         if (error != null) {
             failures.incrementAndGet();
             Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null

@@ -15,6 +15,7 @@ import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.model.AsyncEventQueue;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import org.slf4j.Logger;
@@ -98,8 +99,14 @@ final class ConnectionOps {
             fail(s, MRCE_OP_HELLO, seq, Errno.ENOMEM);
             return;
         }
+        int flags = p.getInt((int) HelloReqDescriptor.OFF_FLAGS);
+        if ((flags & ~MRCE_HELLO_DOORBELL_PAGE) != 0) {
+            usage.discharge(s, UserQuota.CONNECTIONS, 1);
+            fail(s, MRCE_OP_HELLO, seq, Errno.EINVAL);
+            return;
+        }
         try {
-            helloCharged(s, seq);
+            helloCharged(s, seq, (flags & MRCE_HELLO_DOORBELL_PAGE) != 0);
         } finally {
             if (!s.hello) {
                 usage.discharge(s, UserQuota.CONNECTIONS, 1);
@@ -108,7 +115,7 @@ final class ConnectionOps {
     }
 
     /** HELLO once the user's connection quota took it; {@code s.hello} set only on success. */
-    private void helloCharged(SessionObjects s, int seq) throws NativeException {
+    private void helloCharged(SessionObjects s, int seq, boolean withPage) throws NativeException {
         ProcessMemory memory = bindProcess(s);
         int doorbell;
         try {
@@ -126,6 +133,22 @@ final class ConnectionOps {
             LibC.close(doorbell);
             memory.close();
             throw e;
+        }
+        SharedMemory page = null;
+        if (withPage) {
+            page = SharedMemory.create("mrce-doorbell", MRCE_DB_PAGE_SIZE, () -> {
+                engine.unwatch(doorbell);
+                LibC.close(doorbell);
+                LibC.close(async);
+                memory.close();
+            });
+            MemorySegment bits = page.map();
+            // the engine's list of pages is the engine thread's: added by a command, before any
+            // QP of this session (created by later commands) can ring
+            while (!engine.submit(() -> engine.addDoorbellPage(bits))) {
+                Thread.onSpinWait();
+            }
+            s.doorbellPage = bits;
         }
         s.memory = memory;
         s.space = memory.id();
@@ -176,7 +199,12 @@ final class ConnectionOps {
         r.putInt((int) HelloRespDescriptor.OFF_MAX_QP_INIT_RD_ATOM, limits.maxQpInitRdAtom());
         r.putInt((int) HelloRespDescriptor.OFF_ATOMIC_CAP, limits.atomicCap());
         r.putInt((int) HelloRespDescriptor.OFF_MAX_AH, limits.maxAh());
-        s.session.respond(MRCE_OP_HELLO, seq, 0, r, doorbell, async);
+        if (page != null) {
+            s.session.respond(MRCE_OP_HELLO, seq, 0, r, doorbell, async, page.fd());
+            LibC.close(page.fd()); // sent (respond duplicates it); the mapping stays
+        } else {
+            s.session.respond(MRCE_OP_HELLO, seq, 0, r, doorbell, async);
+        }
     }
 
     private static void putString(ByteBuffer r, int off, String v) {

@@ -137,6 +137,7 @@ final class QpOps {
         qp.peerPort = udpPort;
         qp.srq = srq;
         qp.asyncEvents = s.events;
+        qp.doorbellBits = s.doorbellPage != null;
         if (!engine.submit(() -> engine.addQp(qp))) {
             qp.requester.close();
             unmap(map);
@@ -184,6 +185,7 @@ final class QpOps {
         LocalSession session = s.session;
         if (!engine.submit(() -> {
             int err = QpModifier.modify(qp, mask, attrs, engine.datapath());
+            engine.wake(qp); // a new state or new attributes: its step in the next cycle
             session.respond(MRCE_OP_MODIFY_QP, seq, err, empty());
         })) {
             fail(s, MRCE_OP_MODIFY_QP, seq, Errno.EAGAIN);

@@ -25,6 +25,8 @@ final class SessionObjects {
     boolean closed;
     int doorbellFd = -1;
     int asyncFd = -1;
+    /** The doorbell page, mapped, when the provider asked for one at HELLO; else null. */
+    java.lang.foreign.MemorySegment doorbellPage;
     /** The connection's async events (created at HELLO with the async eventfd). */
     AsyncEventQueue events;
 

@@ -257,6 +257,11 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                 if (s.memory != null) {
                     s.memory.close(); // on the engine thread: no copy is using the descriptor
                 }
+                if (s.doorbellPage != null) {
+                    engine.removeDoorbellPage(s.doorbellPage); // on the engine thread, as reclaim runs
+                    OpSupport.unmap(s.doorbellPage);
+                    s.doorbellPage = null;
+                }
                 if (s.doorbellFd >= 0) {
                     engine.unwatch(s.doorbellFd);
                     LibC.close(s.doorbellFd);

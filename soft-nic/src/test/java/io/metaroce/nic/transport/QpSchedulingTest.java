@@ -9,6 +9,8 @@ import io.metaroce.nic.verbs.QpAttrs;
 import io.metaroce.nic.verbs.TestNode;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The engine's QP scheduling (EngineAgent.pollQps): a QP with nothing outstanding falls asleep
@@ -19,10 +21,11 @@ import org.junit.jupiter.api.Test;
 class QpSchedulingTest {
     static final int QPS = 32;
 
-    static RdmaRig rig(java.util.function.Consumer<RdmaRig> setup) throws Exception {
+    static RdmaRig rig(java.util.function.Consumer<RdmaRig> setup, boolean doorbellPage) throws Exception {
         RdmaRig.Config c = new RdmaRig.Config();
         c.qps = QPS;
         c.setup = setup;
+        c.doorbellPage = doorbellPage;
         return new RdmaRig(c);
     }
 
@@ -43,9 +46,10 @@ class QpSchedulingTest {
         return n;
     }
 
-    @Test
-    void idleQpsSleepAndTakeNoFullStep() throws Exception {
-        try (RdmaRig r = rig(null)) {
+    @ParameterizedTest(name = "doorbell page {0}")
+    @ValueSource(booleans = {false, true})
+    void idleQpsSleepAndTakeNoFullStep(boolean page) throws Exception {
+        try (RdmaRig r = rig(null, page)) {
             settle(r);
             long a0 = r.a.engine.qpSteps();
             long b0 = r.b.engine.qpSteps();
@@ -57,9 +61,10 @@ class QpSchedulingTest {
         }
     }
 
-    @Test
-    void aWriteOnAnAsleepQpIsPickedUpAndItsFramesWakeThePeer() throws Exception {
-        try (RdmaRig r = rig(null)) {
+    @ParameterizedTest(name = "doorbell page {0}")
+    @ValueSource(booleans = {false, true})
+    void aWriteOnAnAsleepQpIsPickedUpAndItsFramesWakeThePeer(boolean page) throws Exception {
+        try (RdmaRig r = rig(null, page)) {
             settle(r);
             int k = QPS / 2;
             byte[] data = pattern(7, 3000);
@@ -144,9 +149,96 @@ class QpSchedulingTest {
         }
     }
 
+    /**
+     * With a doorbell page (as the C provider rings) the engine reads no asleep QP's rings: idle
+     * duty cycles cost no ring look at all, and a WRITE posted to an asleep QP in any slice is
+     * taken up in the very next cycle through its bit, not after a sweep of the slices; the
+     * WRITEs complete with their data in place. Without the page (the control) every idle cycle
+     * reads a slice of rings.
+     */
     @Test
-    void aSendToAnAsleepResponderCompletesItsReceive() throws Exception {
-        try (RdmaRig r = rig(null)) {
+    void withADoorbellPageAsleepQpsAreFoundByTheirBitsAndNoRingIsRead() throws Exception {
+        int n = 2 * io.metaroce.nic.engine.EngineAgent.LOOK_SLICE + 100;
+        for (boolean page : new boolean[] {false, true}) {
+            RdmaRig.Config c = new RdmaRig.Config();
+            c.qps = n;
+            c.wr = 4;
+            c.doorbellPage = page;
+            try (RdmaRig r = new RdmaRig(c)) {
+                for (int i = 0; i < 200 && (r.a.engine.asleepQps() < n || r.b.engine.asleepQps() < n); i++) {
+                    r.step(20_000);
+                }
+                assertThat(r.a.engine.asleepQps()).isEqualTo(n);
+                long looks0 = r.a.engine.ringLooks();
+                r.idle(10, 1_000);
+                if (!page) {
+                    assertThat(r.a.engine.ringLooks() - looks0)
+                            .as("without the page each idle cycle reads a slice of rings")
+                            .isGreaterThan(9L * io.metaroce.nic.engine.EngineAgent.LOOK_SLICE);
+                    continue;
+                }
+                assertThat(r.a.engine.ringLooks())
+                        .as("idle cycles read no ring")
+                        .isEqualTo(looks0);
+                int[] qps = {3, io.metaroce.nic.engine.EngineAgent.LOOK_SLICE + 7, n - 1};
+                for (int j = 0; j < qps.length; j++) {
+                    byte[] data = pattern(40 + j, 1000);
+                    MemorySegment.copy(MemorySegment.ofArray(data), 0, r.local, j * 1000L, data.length);
+                    assertThat(r.postSend(
+                                    qps[j],
+                                    200 + j,
+                                    Ibv.WR_RDMA_WRITE,
+                                    Ibv.SEND_SIGNALED,
+                                    0,
+                                    new long[] {r.localAddr(j * 1000L)},
+                                    new int[] {data.length},
+                                    r.localMr[1],
+                                    r.remoteMr[2],
+                                    r.remoteAddr(20_000 + j * 1000L),
+                                    0,
+                                    0))
+                            .isTrue();
+                }
+                long steps0 = r.a.engine.qpSteps();
+                long rung0 = r.a.engine.doorbellBitsTaken();
+                r.idle(1, 1_000);
+                assertThat(r.a.engine.doorbellBitsTaken() - rung0).isEqualTo(qps.length);
+                assertThat(r.a.engine.qpSteps() - steps0)
+                        .as("a full step for each QP posted to, in one cycle")
+                        .isGreaterThanOrEqualTo(qps.length);
+                r.runUntil(3, 0, 2000);
+                assertThat(r.sendCqes).hasSize(3);
+                for (int j = 0; j < qps.length; j++) {
+                    assertThat(r.sendCqes.get(j).status()).isEqualTo(Ibv.WC_SUCCESS);
+                    assertThat(bytes(r.remote, 20_000 + j * 1000, 1000)).isEqualTo(pattern(40 + j, 1000));
+                }
+            }
+        }
+    }
+
+    /**
+     * The doorbell page's {@code sleeping} word: set while the engine sleeps (the provider then
+     * writes the eventfd too), clear while it runs (the bit is enough).
+     */
+    @Test
+    void theDoorbellPageSaysWhenTheEngineSleeps() throws Exception {
+        RdmaRig.Config c = new RdmaRig.Config();
+        c.doorbellPage = true;
+        try (RdmaRig r = new RdmaRig(c)) {
+            MemorySegment page = r.a.doorbellPage;
+            assertThat(page).isNotNull();
+            assertThat(page.get(java.lang.foreign.ValueLayout.JAVA_INT, 0)).isZero();
+            r.a.engine.needWakeup(true);
+            assertThat(page.get(java.lang.foreign.ValueLayout.JAVA_INT, 0)).isEqualTo(1);
+            r.a.engine.needWakeup(false);
+            assertThat(page.get(java.lang.foreign.ValueLayout.JAVA_INT, 0)).isZero();
+        }
+    }
+
+    @ParameterizedTest(name = "doorbell page {0}")
+    @ValueSource(booleans = {false, true})
+    void aSendToAnAsleepResponderCompletesItsReceive(boolean page) throws Exception {
+        try (RdmaRig r = rig(null, page)) {
             settle(r);
             int k = 3;
             assertThat(r.postRecv(k, 77, 256, 4096)).isTrue(); // the look sees it, a step reads it
@@ -179,9 +271,10 @@ class QpSchedulingTest {
         }
     }
 
-    @Test
-    void aTimerRunsOnAQpWhosePacketWasLostEvenWhenNoFrameComes() throws Exception {
-        try (RdmaRig r = rig(x -> x.link.paths(1, new double[] {0}))) {
+    @ParameterizedTest(name = "doorbell page {0}")
+    @ValueSource(booleans = {false, true})
+    void aTimerRunsOnAQpWhosePacketWasLostEvenWhenNoFrameComes(boolean page) throws Exception {
+        try (RdmaRig r = rig(x -> x.link.paths(1, new double[] {0}), page)) {
             settle(r);
             int k = 5;
             byte[] data = pattern(9, 900);
@@ -228,9 +321,10 @@ class QpSchedulingTest {
         }
     }
 
-    @Test
-    void aStateChangeWakesAnAsleepQp() throws Exception {
-        try (RdmaRig r = rig(null)) {
+    @ParameterizedTest(name = "doorbell page {0}")
+    @ValueSource(booleans = {false, true})
+    void aStateChangeWakesAnAsleepQp(boolean page) throws Exception {
+        try (RdmaRig r = rig(null, page)) {
             settle(r);
             int k = 7;
             for (int i = 0; i < 3; i++) {

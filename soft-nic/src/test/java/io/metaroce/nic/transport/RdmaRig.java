@@ -78,6 +78,8 @@ final class RdmaRig implements AutoCloseable {
         Consumer<RdmaRig> setup;
         /** Both engines' transport. */
         TransportSettings transport = TransportSettings.SIMULATION;
+        /** Both applications ring through a doorbell page (HELLO with MRCE_HELLO_DOORBELL_PAGE). */
+        boolean doorbellPage;
     }
 
     final Config cfg;
@@ -90,8 +92,9 @@ final class RdmaRig implements AutoCloseable {
         link.connect(ea, eb);
         a = new TestNode(ea, 4793, clock::get, c.transport);
         b = new TestNode(eb, 4793, clock::get, c.transport);
-        assertThat(a.hello().status()).isZero();
-        assertThat(b.hello().status()).isZero();
+        int helloFlags = c.doorbellPage ? io.metaroce.abi.AbiConstants.MRCE_HELLO_DOORBELL_PAGE : 0;
+        assertThat(a.hello(helloFlags).status()).isZero();
+        assertThat(b.hello(helloFlags).status()).isZero();
         pdA = a.allocPd();
         pdB = b.allocPd();
         local = arena.allocate(c.localBytes, 4096);
@@ -220,6 +223,7 @@ final class RdmaRig implements AutoCloseable {
         s.set(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_COMPARE_ADD, compareAdd);
         s.set(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_SWAP, swap);
         ring.producerRelease(prod + 1);
+        a.ringDoorbell(ring, qpA[qp].qpn());
         return true;
     }
 
@@ -243,12 +247,16 @@ final class RdmaRig implements AutoCloseable {
         s.set(ValueLayout.JAVA_INT_UNALIGNED, slot + WqeDescriptor.OFF_RKEY, rkey);
         s.set(ValueLayout.JAVA_LONG_UNALIGNED, slot + WqeDescriptor.OFF_REMOTE_ADDR, remoteAddr);
         ring.producerRelease(prod + 1);
+        a.ringDoorbell(ring, qpA[qp].qpn());
         return true;
     }
 
     /** Posts a receive on B's QP {@code qp} (one SGE in {@link #recvBuf}). */
     boolean postRecv(int qp, long wrId, long off, int len) {
-        return b.post(qpB[qp].rq(), wrId, 0, 0, 0, new long[] {recvBuf.address() + off}, new int[] {len}, recvMr[1]);
+        boolean posted =
+                b.post(qpB[qp].rq(), wrId, 0, 0, 0, new long[] {recvBuf.address() + off}, new int[] {len}, recvMr[1]);
+        b.ringDoorbell(qpB[qp].rq(), qpB[qp].qpn());
+        return posted;
     }
 
     void step(long ns) {

@@ -76,6 +76,17 @@ public final class FakeSession implements LocalSession {
                 throw new IllegalStateException(e);
             }
         }
+        if (status == 0 && op == AbiConstants.MRCE_OP_HELLO && fds.length == 3) {
+            try { // the doorbell page: the daemon closes its fd when respond returns
+                map = LibC.mmap(
+                        AbiConstants.MRCE_DB_PAGE_SIZE, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fds[2], 0);
+                synchronized (mappings) {
+                    mappings.add(map);
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
         responses.add(new Response(op, seq, status, copy, fds.clone(), map));
     }
 

@@ -124,10 +124,43 @@ public final class TestNode implements AutoCloseable {
     }
 
     public FakeSession.Response hello() {
+        return hello(0);
+    }
+
+    /** The doorbell page when HELLO asked for one ({@link #hello(int)}); else null. */
+    public MemorySegment doorbellPage;
+
+    /** HELLO with {@code flags} (MRCE_HELLO_DOORBELL_PAGE: the page, mapped as the provider maps it). */
+    public FakeSession.Response hello(int flags) {
         ByteBuffer b = req(HelloReqDescriptor.SIZE);
         b.putInt(0, MRCE_ABI_VERSION);
-        return call(MRCE_OP_HELLO, b);
+        b.putInt((int) HelloReqDescriptor.OFF_FLAGS, flags);
+        FakeSession.Response r = call(MRCE_OP_HELLO, b);
+        if (r.status() == 0 && (flags & MRCE_HELLO_DOORBELL_PAGE) != 0) {
+            doorbellPage = r.mapping();
+        }
+        return r;
     }
+
+    /**
+     * What the provider does after publishing a post on {@code ring} of QP {@code qpn}: a fence,
+     * and when the ring asks for a wakeup, the QP's bit and its summary bit in the doorbell page
+     * (no eventfd here: the test drives the engine). Returns whether it rang.
+     */
+    public boolean ringDoorbell(RingFlyweight ring, int qpn) {
+        java.lang.invoke.VarHandle.fullFence();
+        if (doorbellPage == null || !ring.needWakeup()) {
+            return false;
+        }
+        int x = qpn & MRCE_QP_INDEX_MASK;
+        long bitsOff = MRCE_DB_BITS_OFF + 8L * (x / 64);
+        long summaryOff = MRCE_DB_SUMMARY_OFF + 8L * (x / 4096);
+        DB_LONG.getAndBitwiseOr(doorbellPage, bitsOff, 1L << (x % 64));
+        DB_LONG.getAndBitwiseOr(doorbellPage, summaryOff, 1L << ((x / 64) % 64));
+        return true;
+    }
+
+    private static final java.lang.invoke.VarHandle DB_LONG = java.lang.foreign.ValueLayout.JAVA_LONG.varHandle();
 
     public int allocPd() {
         FakeSession.Response r = call(MRCE_OP_ALLOC_PD, req(0));
