@@ -115,24 +115,7 @@ class QpSchedulingTest {
             }
             assertThat(r.a.engine.asleepQps()).isEqualTo(n);
             int[] qps = {3, io.metaroce.nic.engine.EngineAgent.LOOK_SLICE + 7, n - 1};
-            for (int j = 0; j < qps.length; j++) {
-                byte[] data = pattern(20 + j, 1000);
-                MemorySegment.copy(MemorySegment.ofArray(data), 0, r.local, j * 1000L, data.length);
-                assertThat(r.postSend(
-                                qps[j],
-                                100 + j,
-                                Ibv.WR_RDMA_WRITE,
-                                Ibv.SEND_SIGNALED,
-                                0,
-                                new long[] {r.localAddr(j * 1000L)},
-                                new int[] {data.length},
-                                r.localMr[1],
-                                r.remoteMr[2],
-                                r.remoteAddr(10_000 + j * 1000L),
-                                0,
-                                0))
-                        .isTrue();
-            }
+            postWrites(r, qps, 20, 100, 10_000);
             long steps0 = r.a.engine.qpSteps();
             int sweep = (n + io.metaroce.nic.engine.EngineAgent.LOOK_SLICE - 1)
                     / io.metaroce.nic.engine.EngineAgent.LOOK_SLICE;
@@ -181,24 +164,7 @@ class QpSchedulingTest {
                         .as("idle cycles read no ring")
                         .isEqualTo(looks0);
                 int[] qps = {3, io.metaroce.nic.engine.EngineAgent.LOOK_SLICE + 7, n - 1};
-                for (int j = 0; j < qps.length; j++) {
-                    byte[] data = pattern(40 + j, 1000);
-                    MemorySegment.copy(MemorySegment.ofArray(data), 0, r.local, j * 1000L, data.length);
-                    assertThat(r.postSend(
-                                    qps[j],
-                                    200 + j,
-                                    Ibv.WR_RDMA_WRITE,
-                                    Ibv.SEND_SIGNALED,
-                                    0,
-                                    new long[] {r.localAddr(j * 1000L)},
-                                    new int[] {data.length},
-                                    r.localMr[1],
-                                    r.remoteMr[2],
-                                    r.remoteAddr(20_000 + j * 1000L),
-                                    0,
-                                    0))
-                            .isTrue();
-                }
+                postWrites(r, qps, 40, 200, 20_000);
                 long steps0 = r.a.engine.qpSteps();
                 long rung0 = r.a.engine.doorbellBitsTaken();
                 r.idle(1, 1_000);
@@ -232,6 +198,32 @@ class QpSchedulingTest {
             assertThat(page.get(java.lang.foreign.ValueLayout.JAVA_INT, 0)).isEqualTo(1);
             r.a.engine.needWakeup(false);
             assertThat(page.get(java.lang.foreign.ValueLayout.JAVA_INT, 0)).isZero();
+        }
+    }
+
+    /**
+     * A signaled RDMA WRITE of 1000 bytes (pattern {@code seed + j}) on each QP {@code qps[j]},
+     * work request {@code wrId + j}, from local offset {@code j * 1000} to remote offset {@code
+     * remote + j * 1000}.
+     */
+    static void postWrites(RdmaRig r, int[] qps, int seed, int wrId, long remote) {
+        for (int j = 0; j < qps.length; j++) {
+            byte[] data = pattern(seed + j, 1000);
+            MemorySegment.copy(MemorySegment.ofArray(data), 0, r.local, j * 1000L, data.length);
+            assertThat(r.postSend(
+                            qps[j],
+                            wrId + j,
+                            Ibv.WR_RDMA_WRITE,
+                            Ibv.SEND_SIGNALED,
+                            0,
+                            new long[] {r.localAddr(j * 1000L)},
+                            new int[] {data.length},
+                            r.localMr[1],
+                            r.remoteMr[2],
+                            r.remoteAddr(remote + j * 1000L),
+                            0,
+                            0))
+                    .isTrue();
         }
     }
 
