@@ -15,11 +15,11 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 

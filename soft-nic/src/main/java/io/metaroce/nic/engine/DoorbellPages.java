@@ -48,10 +48,9 @@ final class DoorbellPages {
 
     /**
      * Takes every bit set in every page and wakes the QPs they name ({@link EngineAgent#awaken}: a
-     * bit for an index that holds no QP is dropped). Returns how many bits were set.
+     * bit for an index that holds no QP is dropped), counting them in {@link #rung}.
      */
-    int take(EngineAgent engine) {
-        int taken = 0;
+    void take(EngineAgent engine) {
         for (int p = 0; p < count; p++) {
             MemorySegment page = pages[p];
             for (int w = 0; w < MRCE_DB_SUMMARY_WORDS; w++) {
@@ -67,14 +66,12 @@ final class DoorbellPages {
                     while (bits != 0) {
                         int x = g * 64 + Long.numberOfTrailingZeros(bits);
                         bits &= bits - 1;
-                        taken++;
+                        rung++;
                         engine.awaken(x);
                     }
                 }
             }
         }
-        rung += taken;
-        return taken;
     }
 
     /**

@@ -122,7 +122,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
      */
     private final boolean[] asleep = new boolean[MAX_QP];
     /** Whether each QP's application rings through a doorbell page ({@link Qp#doorbellBits}), by table index. */
-    private final boolean[] rings = new boolean[MAX_QP];
+    private final boolean[] viaPage = new boolean[MAX_QP];
     /** {@link #stateWord} of each asleep QP when it fell asleep. */
     private final int[] asleepState = new int[MAX_QP];
     /** When each asleep QP's next timer is due; Long.MAX_VALUE: none. */
@@ -373,7 +373,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
             if (asleep[x]) {
                 long at = wakeAtNs[x];
                 boolean due = at != Long.MAX_VALUE && nowNs - at >= 0;
-                boolean inSlice = rings[x]
+                boolean inSlice = viaPage[x]
                         ? (i >= stateFrom ? i < stateEnd : i + n < stateEnd)
                         : (i >= from ? i < lookEnd : i + n < lookEnd);
                 if (!due && (!inSlice || !wakes(active[i], x))) {
@@ -683,7 +683,7 @@ public final class EngineAgent implements Port.FrameHandler, AutoCloseable {
         }
         byIndex[i] = qp;
         asleep[i] = false;
-        rings[i] = qp.doorbellBits;
+        viaPage[i] = qp.doorbellBits;
         if (qp.ud == null && !qp.doorbellBits) {
             plainQps++;
         }
