@@ -139,14 +139,14 @@ def cmd_timeline(a):
         with open(a.daemon_out, "w") as f:
             f.write("# t_s dataTx dataRetransmits pathLosses pathTimeouts pathRetirements timeouts paths"
                     " active_paths  retransmissions per new data packet since the previous sample"
-                    "  gapsDetected crossPathLosses spuriousLosses tlps opportunisticRetransmits"
+                    "  gapsDetected crossPathLosses spuriousLosses tlps opportunisticRetransmits homeTrials homeReturns"
                     " (cumulative, when the sampler recorded them)\n")
             for prev, cur in zip(d, d[1:]):
                 tx = cur[1] - prev[1]
                 share_r = (cur[2] - prev[2]) / tx if tx > 0 else 0.0
                 f.write("%.3f %s %.4f%s\n" % ((cur[0] - start) / 1000.0,
                                               " ".join("%d" % v for v in cur[1:9]), share_r,
-                                              "".join(" %d" % v for v in cur[11:16])))
+                                              "".join(" %d" % v for v in cur[11:18])))
     print(" ".join(f"{k}={v}" for k, v in facts.items()))
 
 

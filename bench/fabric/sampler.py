@@ -62,8 +62,9 @@ def admin_stats(path):
     return json.loads(b"".join(chunks))
 
 
-# Which recovery acted (spec 8, 10a): appended to each daemon sample after the columns above.
-DETECTORS = ("gapsDetected", "crossPathLosses", "spuriousLosses", "tlps", "opportunisticRetransmits")
+# Which recovery acted (spec 8, 10a) and the home returns (spec 10): appended to each daemon sample after the columns above.
+DETECTORS = ("gapsDetected", "crossPathLosses", "spuriousLosses", "tlps", "opportunisticRetransmits",
+             "homeTrials", "homeReturns")
 
 
 def daemon_loop(args):

@@ -112,6 +112,8 @@ public record Telemetry(
             "spuriousLosses",
             "opportunisticRetransmits",
             "entropyRedraws",
+            "homeTrials",
+            "homeReturns",
             "sequenceNaksTx",
             "ecnMarksRx");
     private static final Reader UD = new Reader(

@@ -86,6 +86,30 @@ public final class Path {
     int probesOk;
     long nextProbeNs;
     long failedAtNs;
+    /** When the path last turned SUSPECT (a retirement with nothing delivered since: its route died). */
+    long suspectSinceNs;
+    /*
+     * Home return (spec 10, {@link HomeReturn}): the entropy the path was retired from, while it has
+     * not gone back to it (-1: at home); the working entropy a trial of the home leaves (to go back
+     * to when the trial fails); the trial's phases; when the next trial is due and the back-off.
+     */
+    int homeEntropy = -1;
+    int awayEntropy;
+    /** The window and delivery rate (-1: none measured) the path had away, kept across a trial. */
+    long awayCwndBytes;
+
+    long awayRateBps;
+    /** ACTIVE or SUSPECT, taking no new data, so that it can move home once nothing is in flight. */
+    boolean homeDrain;
+    /** DEAD on its home entropy, probed: 3 answered probes bring it home, a lost one back away. */
+    boolean homeTrial;
+    /** A trial of the home failed since the path left it: its route was dead, not just lossy. */
+    boolean homeFailed;
+
+    long homeDueNs;
+    long homeBackoffNs;
+    /** When the path last came home (a path that is retired again soon after backs off further). */
+    long homeSinceNs = Long.MIN_VALUE / 2;
     // telemetry
     public long packetsSent;
     public long bytesSent;
@@ -126,6 +150,11 @@ public final class Path {
         lossHistory = 0;
         cleanRun = 0;
         probesOk = 0;
+        homeEntropy = -1;
+        homeDrain = false;
+        homeTrial = false;
+        homeBackoffNs = 0;
+        homeSinceNs = Long.MIN_VALUE / 2;
         packetsSent = bytesSent = retransmitsSent = deliveredBytes = losses = timeouts = 0;
         ecnMarks = replacements = probesSent = tlps = 0;
     }

@@ -20,6 +20,8 @@ final class PathRecovery {
     private final PathSet pathSet;
     private final Path[] paths;
     private final QpWindow qpWindow;
+    /** Retired paths going back to the entropies they left, once those work again (spec 10). */
+    private final HomeReturn homeReturn;
     /**
      * Transmission order: every packet this QP puts on a path (data, retransmission, probe) gets
      * the next number, its order on the wire (ports send in commit order) whatever the clock says:
@@ -74,6 +76,7 @@ final class PathRecovery {
         this.pathSet = pathSet;
         this.paths = pathSet.paths;
         this.qpWindow = qpWindow;
+        this.homeReturn = new HomeReturn(pathSet, qpWindow);
         start();
     }
 
@@ -85,6 +88,7 @@ final class PathRecovery {
         probeEpoch = Long.MIN_VALUE;
         probeCredit = 0;
         probeCursor = 0;
+        homeReturn.start();
         timersTouched = true;
     }
 
@@ -198,6 +202,7 @@ final class PathRecovery {
                 p.cleanRun = 0;
                 p.restartRate();
                 qpWindow.invalidate();
+                homeReturn.onReadmitted(dp, p, nowNs);
             }
             return;
         }
@@ -214,6 +219,7 @@ final class PathRecovery {
     private void demote(Datapath dp, Path p, long nowNs) {
         if (p.state == Path.ACTIVE && pathSet.count > 1) {
             p.state = Path.SUSPECT;
+            p.suspectSinceNs = nowNs;
             p.cleanRun = 0;
             p.probesOk = 0;
             p.nextProbeNs = nowNs;
@@ -237,6 +243,7 @@ final class PathRecovery {
         }
         p.una = p.nextPsn;
         p.inflightBytes = 0;
+        homeReturn.onRetire(p, nowNs);
         p.state = Path.DEAD;
         p.generation++;
         p.replacements++;
@@ -305,6 +312,13 @@ final class PathRecovery {
                     d = (Math.floorDiv(nowNs, Datapath.PROBE_EPOCH_NS) + 1) * Datapath.PROBE_EPOCH_NS;
                 }
             } else {
+                d = nowNs + NEVER;
+            }
+            long home = homeReturn.dueNs(p, nowNs);
+            if (home != HomeReturn.NONE && home - d < 0) {
+                d = home;
+            }
+            if (d == nowNs + NEVER) {
                 continue;
             }
             timersIdle = false;
@@ -320,7 +334,8 @@ final class PathRecovery {
 
     /** Every path's timers: what {@link #timers} runs when its gate opens. */
     private int scan(Datapath dp, long nowNs) {
-        int work = probes(dp, nowNs);
+        int work = homeReturn.scan(dp, nowNs);
+        work += probes(dp, nowNs);
         // A DEAD path's probe waits at least twice the slowest live path's srtt: its own RTO is
         // from before it died, and a probe queued behind the QP's own data is late, not lost.
         long liveSrtt = -1; // computed when a DEAD path needs it
@@ -535,7 +550,9 @@ final class PathRecovery {
         if (p.state != Path.DEAD && blame) {
             demote(dp, p, nowNs);
         } else if (p.state == Path.DEAD && probeLost) {
-            redrawDead(dp, p, nowNs);
+            if (!homeReturn.onProbeLost(p, nowNs)) {
+                redrawDead(dp, p, nowNs);
+            }
         }
         return 1;
     }

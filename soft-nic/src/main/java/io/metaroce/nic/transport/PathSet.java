@@ -180,6 +180,7 @@ final class PathSet {
             Path p = paths[i];
             if (i != avoid
                     && p.state == Path.ACTIVE
+                    && !p.homeDrain
                     && p.hasRtt()
                     && p.srttNs <= maxSrttNs
                     && !p.ringFull()
@@ -238,7 +239,7 @@ final class PathSet {
                 return i;
             }
             anyAlive = true;
-            if (!fits(p, bytes, room)) {
+            if (p.homeDrain || !fits(p, bytes, room)) {
                 continue;
             }
             if (i == avoid && n > 1) {
@@ -288,7 +289,11 @@ final class PathSet {
         int best = -1;
         for (int i = 0; i < count; i++) {
             Path p = paths[i];
-            if (i == from || p.state != Path.ACTIVE || p.ringFull() || p.lastDeliveryNs == Long.MIN_VALUE) {
+            if (i == from
+                    || p.state != Path.ACTIVE
+                    || p.homeDrain
+                    || p.ringFull()
+                    || p.lastDeliveryNs == Long.MIN_VALUE) {
                 continue;
             }
             if (best < 0 || p.lastDeliveryNs - paths[best].lastDeliveryNs > 0) {

@@ -32,6 +32,10 @@ public final class TransportCounters {
     public long opportunisticRetransmits;
     /** Requester: entropies of DEAD paths redrawn after a lost probe (spec 10; retirements draw one too). */
     public long entropyRedraws;
+    /** Requester: retired paths' tries of the entropy they left, and those that brought them home (spec 10). */
+    public long homeTrials;
+
+    public long homeReturns;
 
     public long sequenceNaksTx;
     /** Data and probe packets received with an ECN CE mark. */
@@ -61,6 +65,7 @@ public final class TransportCounters {
                 + " probesTx " + probesTx + " probesRx " + probesRx + " gapsDetected " + gapsDetected
                 + " crossPathLosses " + crossPathLosses + " spuriousLosses " + spuriousLosses
                 + " opportunisticRetransmits " + opportunisticRetransmits + " entropyRedraws " + entropyRedraws
+                + " homeTrials " + homeTrials + " homeReturns " + homeReturns
                 + " ecnMarksRx " + ecnMarksRx
                 + " responsesRx " + responsesRx + " resendsTx " + resendsTx + " responseTimeouts "
                 + responseTimeouts + " responsesTx " + responsesTx + " atomicsExecuted " + atomicsExecuted

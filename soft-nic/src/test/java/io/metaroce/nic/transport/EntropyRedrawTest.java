@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
  * {@code entropy mod pool}, the same both ways, as a symmetric hash of a real fabric would give),
  * one link is black-holed for good; once the QP has recovered, none of its ACTIVE paths sits on the
  * dead link, and the paths are ACTIVE again (up to 64 paths all of them; of 256, those the probe
- * budget has re-admitted by then). For 8 and 64 paths on the daemon's 64 entropy ports
+ * budget has re-admitted by then), or trying the home they left (spec 10, "Home return"), from
+ * which a lost probe sends them back. For 8 and 64 paths on the daemon's 64 entropy ports
  * (64 on 64 is the case where, before redraws, a replacement got its old port back) and 256 paths
  * on 256 ports; and 32 paths on the entropy-mod-links fabric, the other such case (32 replacements
  * a multiple of 4 links). Every byte of every message is checked (SimStream).
@@ -52,6 +53,8 @@ class EntropyRedrawTest {
                     if (there) {
                         onDead[0]++;
                     }
+                } else if (p.homeTrial) {
+                    active[0]++; // re-admitted, now trying its home (spec 10): back where it was if that fails
                 }
                 if (Boolean.getBoolean("redraw.dump")) {
                     System.out.println("  p" + i + " " + p.stateName() + " e" + p.entropy + " link "

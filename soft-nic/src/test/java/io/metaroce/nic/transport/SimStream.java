@@ -85,7 +85,9 @@ final class SimStream {
             long dataTx,
             long probes,
             long redraws,
-            long work) {
+            long work,
+            long homeTrials,
+            long homeReturns) {
         double gbps() {
             return goodputBps / 1e9;
         }
@@ -361,6 +363,8 @@ final class SimStream {
                 tc.dataTx,
                 tc.probesTx,
                 tc.entropyRedraws,
-                work);
+                work,
+                tc.homeTrials,
+                tc.homeReturns);
     }
 }

@@ -73,6 +73,8 @@ class TelemetryJsonTest {
                             "spuriousLosses",
                             "opportunisticRetransmits",
                             "entropyRedraws",
+                            "homeTrials",
+                            "homeReturns",
                             "sequenceNaksTx",
                             "ecnMarksRx");
             assertThat(n.path("counters").path("dataTx").asLong())
