@@ -342,7 +342,13 @@ class RdmaCmIT {
             Matcher m = BW_ROW.matcher(out);
             assertThat(m.find()).as("a bandwidth row in %s", r.context()).isTrue();
             assertThat(Long.parseLong(m.group(2))).as(r.context()).isEqualTo(iterations);
-            assertThat(Double.parseDouble(m.group(4))).as(r.context()).isPositive();
+            double average = Double.parseDouble(m.group(4));
+            if (!PerftestClock.unmeasured(average, out)) {
+                // 0 MB/s with the clock warning is perftest's own calibration failing on a loaded
+                // machine (CI at 051cc69: the client of ib_send_bw -q 4), not the transfer: the
+                // iterations above are what moved
+                assertThat(average).as(r.context()).isPositive();
+            }
         }
     }
 
