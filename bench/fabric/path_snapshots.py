@@ -5,7 +5,8 @@ Usage: path_snapshots.py 'ADMIN_SOCKET_GLOB' SECONDS OUT [MIN_PATHS]
 
 Every 100 ms, for every admin socket matching the glob (e.g. '/tmp/metaroce/nicd-*.admin.sock'
 while bench/fabric/run-fabric runs) and every RC QP with at least MIN_PATHS (8) paths, writes one
-line per path: epoch_s socket path_id state srtt_ns cwnd_bytes inflight_bytes rate_Bps entropy.
+line per path: epoch_s socket path_id state min_rtt_ns srtt_ns cwnd_bytes inflight_bytes rate_Bps
+entropy.
 Then prints, per snapshot, the QP's delivery rate and the shares of its ACTIVE paths that are
 window-limited (in flight within a packet of the window) and idle (nothing in flight).
 """
@@ -38,7 +39,7 @@ def main():
     snaps = []
     end = time.time() + secs
     with open(out, "w") as f:
-        f.write("# epoch_s socket path state srtt_ns cwnd_bytes inflight_bytes rate_Bps entropy\n")
+        f.write("# epoch_s socket path state min_rtt_ns srtt_ns cwnd_bytes inflight_bytes rate_Bps entropy\n")
         while time.time() < end:
             for sock in glob.glob(pattern):
                 try:
@@ -52,8 +53,9 @@ def main():
                     t = time.time()
                     active = [p for p in paths if p.get("state") == "active"]
                     for p in paths:
-                        f.write("%.3f %s %s %s %d %d %d %d %d\n" % (
-                            t, sock, p.get("id"), p.get("state"), p.get("srttNs", 0), p.get("cwndBytes", 0),
+                        f.write("%.3f %s %s %s %d %d %d %d %d %d\n" % (
+                            t, sock, p.get("id"), p.get("state"), p.get("minRttNs", 0), p.get("srttNs", 0),
+                            p.get("cwndBytes", 0),
                             p.get("inflightBytes", 0), p.get("deliveryRateBps", 0), p.get("entropy", 0)))
                     if active:
                         limited = sum(1 for p in active
