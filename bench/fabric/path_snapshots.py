@@ -11,24 +11,10 @@ Then prints, per snapshot, the QP's delivery rate and the shares of its ACTIVE p
 window-limited (in flight within a packet of the window) and idle (nothing in flight).
 """
 import glob
-import json
-import socket
 import sys
 import time
 
-
-def stats(path):
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(2.0)
-        s.connect(path)
-        s.sendall(b"stats\n")
-        chunks = []
-        while True:
-            c = s.recv(1 << 16)
-            if not c:
-                break
-            chunks.append(c)
-    return json.loads(b"".join(chunks))
+from sampler import admin_stats  # the fabric sampler's admin-socket query, beside this script
 
 
 def main():
@@ -43,7 +29,7 @@ def main():
         while time.time() < end:
             for sock in glob.glob(pattern):
                 try:
-                    st = stats(sock)
+                    st = admin_stats(sock)
                 except (OSError, ValueError):
                     continue  # the daemon is starting or stopping
                 for qp in st.get("qps", []):

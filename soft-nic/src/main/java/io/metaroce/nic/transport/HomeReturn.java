@@ -28,6 +28,8 @@ final class HomeReturn {
     private final QpWindow qpWindow;
     /** Paths draining or on trial now. */
     private int busy;
+    /** Paths with a home (away from it): none, and {@link #scan} has nothing to look at. */
+    private int away;
     /**
      * The last try that ended failed: the next one is a lone scout (the paths that left a link
      * together would all find it dead again); a try that succeeds opens {@link #TRIALS_PER_QP}.
@@ -42,6 +44,7 @@ final class HomeReturn {
     /** Entering RTS: the paths are fresh, none away. */
     void start() {
         busy = 0;
+        away = 0;
         lastFailed = false;
     }
 
@@ -63,6 +66,7 @@ final class HomeReturn {
             return; // it delivered since it turned SUSPECT: losses, not a dead route; no home to miss
         }
         p.homeEntropy = p.entropy;
+        away++;
         p.homeFailed = false;
         p.homeBackoffNs = nowNs - p.homeSinceNs < STABLE_NS
                 ? Math.min(MAX_BACKOFF_NS, Math.max(FIRST_BACKOFF_NS, 2 * p.homeBackoffNs))
@@ -72,6 +76,9 @@ final class HomeReturn {
 
     /** Starts the tries that are due (drains) and moves drained paths onto their homes. */
     int scan(Datapath dp, long nowNs) {
+        if (away == 0) {
+            return 0;
+        }
         int work = 0;
         Path[] paths = pathSet.paths;
         for (int i = 0; i < pathSet.count; i++) {
@@ -112,13 +119,17 @@ final class HomeReturn {
         dp.counters.homeTrials++;
     }
 
-    /** The trial's third answered probe re-admitted {@code p} (a fresh window): it is home. */
+    /**
+     * The trial's third answered probe re-admitted {@code p} (a fresh window): it stays home if an
+     * earlier try had failed, else it goes back to the entropy it left.
+     */
     void onReadmitted(Datapath dp, Path p, long nowNs) {
         if (!p.homeTrial) {
             return;
         }
         p.homeTrial = false;
         p.homeEntropy = -1;
+        away--;
         busy--;
         lastFailed = false;
         if (!p.homeFailed) {
@@ -134,7 +145,8 @@ final class HomeReturn {
 
     /**
      * Whether {@code p}'s lost probe was a trial's: then it goes back to the entropy it left, ACTIVE
-     * with a fresh window, and tries again after twice the wait (the caller redraws otherwise).
+     * with the window and rate it had there, and tries again after twice the wait (the caller
+     * redraws otherwise).
      */
     boolean onProbeLost(Path p, long nowNs) {
         if (!p.homeTrial) {
@@ -150,7 +162,6 @@ final class HomeReturn {
         backAway(p);
         p.homeBackoffNs = Math.min(MAX_BACKOFF_NS, 2 * p.homeBackoffNs);
         p.homeDueNs = nowNs + p.homeBackoffNs;
-        qpWindow.invalidate();
         return true;
     }
 
