@@ -7,8 +7,9 @@ Every 100 ms, for every admin socket matching the glob (e.g. '/tmp/metaroce/nicd
 while bench/fabric/run-fabric runs) and every RC QP with at least MIN_PATHS (8) paths, writes one
 line per path: epoch_s socket path_id state min_rtt_ns srtt_ns cwnd_bytes inflight_bytes rate_Bps
 entropy.
-Then prints, per snapshot, the QP's delivery rate and the shares of its ACTIVE paths that are
-window-limited (in flight within a packet of the window) and idle (nothing in flight).
+Then prints, per snapshot, the QP's delivery rate, the shares of its ACTIVE paths that are
+window-limited (in flight within a packet of the window) and idle (nothing in flight), and the QP's
+unacknowledged packets against its window and the receive window.
 """
 import glob
 import sys
@@ -51,11 +52,13 @@ def main():
                         snaps.append((t, sum(p.get("deliveryRateBps", 0) for p in active) * 8 / 1e9,
                                       limited / len(active), idle / len(active),
                                       sum(p.get("cwndBytes", 0) for p in active) / len(active) / 1024,
-                                      sum(p.get("srttNs", 0) for p in active) / len(active) / 1e6))
+                                      sum(p.get("srttNs", 0) for p in active) / len(active) / 1e6,
+                                      qp.get("unackedPackets", 0), qp.get("window", 0),
+                                      qp.get("receiveWindow", 0)))
             time.sleep(0.1)
-    for t, gbps, lim, idle, cwnd, srtt in snaps:
+    for t, gbps, lim, idle, cwnd, srtt, unacked, window, rwnd in snaps:
         print("%.1f rate %.2f Gbit/s window-limited %.2f idle %.2f cwnd %.1f KB srtt %.1f ms"
-              % (t, gbps, lim, idle, cwnd, srtt))
+              " QP unacked %d window %d rwnd %d" % (t, gbps, lim, idle, cwnd, srtt, unacked, window, rwnd))
 
 
 if __name__ == "__main__":
