@@ -13,6 +13,16 @@ final class PathSet {
     int count;
 
     private int rrCursor;
+    /**
+     * The balance cap of this transmit pass ({@link #balance}): an ACTIVE path with more in flight
+     * than this takes new data only when no other path has room (spec 10, "Balance").
+     */
+    private long balanceCapBytes = Long.MAX_VALUE;
+
+    /** The balance cap in means of the ACTIVE paths' bytes in flight (spec 10, "Balance"). */
+    static final int BALANCE_MEANS = 2;
+    /** The balance cap's floor, in packets. */
+    static final int BALANCE_FLOOR_PACKETS = 2;
     /** Rotates re-requests over the live paths' entropies. */
     private int resendRotor;
 
@@ -54,6 +64,7 @@ final class PathSet {
             paths[i].reset(entropy(qpn, i, n, 0), initialCwnd, rtoInitialNs);
         }
         rrCursor = 0;
+        balanceCapBytes = Long.MAX_VALUE;
         classes = pool <= 0 || pool > 65536 ? 65536 : pool;
         int seed = ((qpn * 0x9e3779b1) >>> 16) & 0xffff;
         // a per-QP walk: starts after the first entropies, stride coprime with the class count
@@ -192,6 +203,25 @@ final class PathSet {
         return -1;
     }
 
+    /**
+     * Sets the balance cap from the ACTIVE paths' mean bytes in flight: {@link #BALANCE_MEANS}
+     * times it, at least {@link #BALANCE_FLOOR_PACKETS} packets of {@code packet} bytes. A path on
+     * a full link holds its packets longer and so has more of them in flight; round robin alone
+     * would keep giving it as many new ones as a path on an idle link.
+     */
+    void balance(long packet) {
+        long sum = 0;
+        int n = 0;
+        for (int i = 0; i < count; i++) {
+            Path p = paths[i];
+            if (p.state == Path.ACTIVE) {
+                sum += p.inflightBytes;
+                n++;
+            }
+        }
+        balanceCapBytes = n == 0 ? Long.MAX_VALUE : Math.max(BALANCE_FLOOR_PACKETS * packet, BALANCE_MEANS * sum / n);
+    }
+
     /** The {@code k}-th path from the round-robin cursor. */
     private int fromCursor(int k) {
         int i = rrCursor + k;
@@ -210,13 +240,15 @@ final class PathSet {
 
     /**
      * The path for a packet of {@code bytes}: round robin over ACTIVE paths with window room (then
-     * SUSPECT ones at a quarter of their window), avoiding {@code avoid} when another fits; with
+     * SUSPECT ones at a quarter of their window, and ACTIVE ones past the balance cap of {@link
+     * #balance}), avoiding {@code avoid} when another fits; with
      * no ACTIVE or SUSPECT path, any DEAD one so the QP still reaches its retry limit. -1: none has
      * room now. Shares (spec 10a) bound the window room like the window does.
      */
     int pick(int bytes, int avoid) {
         int n = count;
         int fallback = -1;
+        int overCap = -1;
         boolean anyAlive = false;
         for (int k = 0; k < n; k++) {
             int i = fromCursor(k);
@@ -255,8 +287,20 @@ final class PathSet {
                 }
                 continue;
             }
+            if (p.inflightBytes + bytes > balanceCapBytes) {
+                // ACTIVE past the balance cap: only when no ACTIVE path within it fits, but before
+                // the path to avoid and before a SUSPECT one
+                if (overCap < 0) {
+                    overCap = i;
+                }
+                continue;
+            }
             takeTurn(i);
             return i;
+        }
+        if (overCap >= 0) {
+            takeTurn(overCap);
+            return overCap;
         }
         if (fallback >= 0) {
             takeTurn(fallback);

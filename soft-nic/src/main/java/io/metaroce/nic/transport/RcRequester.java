@@ -490,6 +490,9 @@ public final class RcRequester {
                         qp.ifMtu - Wire.IP_UDP_OVERHEAD - Wire.HEADER_SIZE - Wire.RETH_SIZE,
                         dp.framePayloadMax(Wire.HEADER_SIZE + Wire.RETH_SIZE)));
         int rdLimit = Math.min(TRACKERS, qp.maxRdAtomic);
+        if (!baseline) {
+            pathSet.balance(Wire.HEADER_SIZE + Wire.RETH_SIZE + payload);
+        }
         int firstRsn = nextRsn;
         dp.gather.begin(qp.pid);
         int count = 0;
