@@ -64,7 +64,12 @@
 #endif
 
 #define NUM_FRAMES 4096
-#define FRAME_SIZE XSK_UMEM__DEFAULT_FRAME_SIZE
+/*
+ * UMEM chunk size: 4096 by default; --chunk 8192 (or up to 65536) backs the
+ * UMEM with 2 MiB huge pages (MAP_HUGETLB), which Linux 6.6+ needs for chunks
+ * larger than a page: then MetaRoCE's 8192-byte jumbo frame is one descriptor.
+ */
+static unsigned int ref_chunk = XSK_UMEM__DEFAULT_FRAME_SIZE;
 #define MAX_DESCS 4 /* chunks of one multi-buffer packet */
 #define BATCH 64
 #define HDR_LEN (ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr))
@@ -162,7 +167,7 @@ static void ref_open(struct ref_xsk *x, const struct ref_opts *o, int want_rx, i
 	struct xsk_umem_config ucfg = {
 		.fill_size = NUM_FRAMES,
 		.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS,
-		.frame_size = FRAME_SIZE,
+		.frame_size = ref_chunk,
 		.frame_headroom = 0,
 	};
 	struct xsk_socket_config scfg = {
@@ -173,13 +178,19 @@ static void ref_open(struct ref_xsk *x, const struct ref_opts *o, int want_rx, i
 		.xdp_flags = o->xdp_flags,
 		.bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP,
 	};
-	size_t len = (size_t)NUM_FRAMES * FRAME_SIZE;
-	int err, sg = want_rx || o->size > FRAME_SIZE;
+	size_t len = (size_t)NUM_FRAMES * ref_chunk;
+	int err, sg = want_rx || o->size > ref_chunk;
+	int huge = ref_chunk > XSK_UMEM__DEFAULT_FRAME_SIZE ? MAP_HUGETLB : 0;
 
-	x->area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	x->area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | huge, -1, 0);
 	if (x->area == MAP_FAILED)
-		ref_die("mmap umem", errno);
+		ref_die(huge ? "mmap umem (huge pages: /proc/sys/vm/nr_hugepages)" : "mmap umem", errno);
 	err = xsk_umem__create(&x->umem, x->area, len, &x->fill, &x->comp, &ucfg);
+	if (err == -EINVAL && huge) {
+		fprintf(stderr, "afxdp-ref: this kernel refuses a UMEM of %u-byte chunks on huge pages"
+				" (XDP_UMEM_REG: EINVAL); chunks up to the page size only\n", ref_chunk);
+		exit(1);
+	}
 	if (err)
 		ref_die("xsk_umem__create", -err);
 	for (;;) {
@@ -188,7 +199,7 @@ static void ref_open(struct ref_xsk *x, const struct ref_opts *o, int want_rx, i
 					 want_tx ? &x->tx : NULL, &scfg);
 		if (!err)
 			break;
-		if (!sg || o->size > FRAME_SIZE || (err != -EINVAL && err != -EOPNOTSUPP))
+		if (!sg || o->size > ref_chunk || (err != -EINVAL && err != -EOPNOTSUPP))
 			ref_die("xsk_socket__create", -err);
 		sg = 0; /* a kernel without multi-buffer AF_XDP: frames of one chunk only */
 	}
@@ -199,13 +210,13 @@ static void ref_close(struct ref_xsk *x)
 {
 	xsk_socket__delete(x->xsk);
 	xsk_umem__delete(x->umem);
-	munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
+	munmap(x->area, (size_t)NUM_FRAMES * ref_chunk);
 }
 
 /* Chunks (descriptors) of one SIZE-byte frame. */
 static unsigned int ref_descs(unsigned int size)
 {
-	return (size + FRAME_SIZE - 1) / FRAME_SIZE;
+	return (size + ref_chunk - 1) / ref_chunk;
 }
 
 /*
@@ -241,9 +252,9 @@ static void ref_build_frames(struct ref_xsk *x, const struct ref_opts *o, uint32
 	udp->check = 0; /* optional for IPv4 */
 	memcpy(tmpl + HDR_LEN, &magic, 4);
 	for (uint32_t i = 0; i + nd <= count; i += nd) {
-		uint8_t *frame = (uint8_t *)x->area + (uint64_t)(first + i) * FRAME_SIZE;
+		uint8_t *frame = (uint8_t *)x->area + (uint64_t)(first + i) * ref_chunk;
 
-		memset(frame, 0, (size_t)nd * FRAME_SIZE);
+		memset(frame, 0, (size_t)nd * ref_chunk);
 		memcpy(frame, tmpl, sizeof(tmpl));
 	}
 }
@@ -256,17 +267,17 @@ static void ref_build_frames(struct ref_xsk *x, const struct ref_opts *o, uint32
 static int ref_put_frame(struct ref_xsk *x, const struct ref_opts *o, uint32_t first, uint64_t slot, uint64_t seq)
 {
 	uint32_t nd = ref_descs(o->size), idx;
-	uint64_t base = ((uint64_t)first + slot * nd) * FRAME_SIZE;
+	uint64_t base = ((uint64_t)first + slot * nd) * ref_chunk;
 
 	if (xsk_ring_prod__reserve(&x->tx, nd, &idx) != nd)
 		return 0;
 	memcpy((uint8_t *)x->area + base + HDR_LEN + 4, &seq, sizeof(seq));
 	for (uint32_t k = 0; k < nd; k++) {
 		struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + k);
-		uint32_t left = o->size - k * FRAME_SIZE;
+		uint32_t left = o->size - k * ref_chunk;
 
-		d->addr = base + (uint64_t)k * FRAME_SIZE;
-		d->len = left < FRAME_SIZE ? left : FRAME_SIZE;
+		d->addr = base + (uint64_t)k * ref_chunk;
+		d->len = left < ref_chunk ? left : ref_chunk;
 		d->options = k + 1 < nd ? XDP_PKT_CONTD : 0;
 	}
 	xsk_ring_prod__submit(&x->tx, nd);
@@ -286,7 +297,7 @@ static void ref_fill(struct ref_xsk *x, uint32_t first, uint32_t count)
 	uint32_t idx, n = xsk_ring_prod__reserve(&x->fill, count, &idx);
 
 	for (uint32_t i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&x->fill, idx + i) = (uint64_t)(first + i) * FRAME_SIZE;
+		*xsk_ring_prod__fill_addr(&x->fill, idx + i) = (uint64_t)(first + i) * ref_chunk;
 	xsk_ring_prod__submit(&x->fill, n);
 }
 
@@ -584,7 +595,7 @@ static int ref_pong(const struct ref_opts *o)
 			if (first)
 				skip = !pkt.ours;
 			if (!skip) {
-				uint64_t to = (uint64_t)(half + next++ % half) * FRAME_SIZE;
+				uint64_t to = (uint64_t)(half + next++ % half) * ref_chunk;
 				uint8_t *f = (uint8_t *)x.area + to;
 
 				while (outstanding >= half || xsk_ring_prod__reserve(&x.tx, 1, &tidx) != 1) {
@@ -640,8 +651,10 @@ static void ref_usage(void)
 		"                    [--warmup N] [--skb|--native] [-q QUEUE] [--port PORT]\n"
 		"       afxdp-ref pong -i IF [-d MAX_SECONDS] [--skb|--native] [-q QUEUE]\n"
 		"                    [--port PORT] [--idle-ms MS]\n"
+		"       every mode: [--chunk BYTES] (UMEM chunk, a power of 2 from 4096 to 65536;\n"
+		"                    over 4096 the UMEM is backed by 2 MiB huge pages)\n"
 		"SIZE: frame bytes without FCS, %u to %u (over %u: a multi-buffer packet)\n",
-		(unsigned int)MIN_FRAME, MAX_DESCS * FRAME_SIZE, FRAME_SIZE);
+		(unsigned int)MIN_FRAME, MAX_DESCS * ref_chunk, ref_chunk);
 	exit(2);
 }
 
@@ -652,7 +665,7 @@ int main(int argc, char **argv)
 		{ "dst-mac", required_argument, NULL, 'm' }, { "src-ip", required_argument, NULL, 'a' },
 		{ "dst-ip", required_argument, NULL, 'b' },  { "port", required_argument, NULL, 'p' },
 		{ "idle-ms", required_argument, NULL, 'I' }, { "warmup", required_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 },
+		{ "chunk", required_argument, NULL, 'C' },   { NULL, 0, NULL, 0 },
 	};
 	struct ref_opts o = { .size = 64, .seconds = 0, .idle_ms = 500, .port = 4791, .iters = 10000,
 			      .warmup = 1000, .xdp_flags = XDP_FLAGS_SKB_MODE };
@@ -674,6 +687,11 @@ int main(int argc, char **argv)
 		case 'N': o.xdp_flags = XDP_FLAGS_DRV_MODE; break;
 		case 'p': o.port = (uint16_t)atoi(optarg); break;
 		case 'I': o.idle_ms = (unsigned int)atoi(optarg); break;
+		case 'C':
+			ref_chunk = (unsigned int)atoi(optarg);
+			if (ref_chunk < 4096 || ref_chunk > 65536 || (ref_chunk & (ref_chunk - 1)))
+				ref_usage();
+			break;
 		case 'a':
 			if (inet_pton(AF_INET, optarg, &o.src_ip) != 1)
 				ref_usage();
@@ -699,7 +717,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	sender = !strcmp(o.mode, "tx") || !strcmp(o.mode, "ping");
 	if (sender && (!have_mac || !o.src_ip.s_addr || !o.dst_ip.s_addr || o.size < MIN_FRAME ||
-		       o.size > MAX_DESCS * FRAME_SIZE))
+		       o.size > MAX_DESCS * ref_chunk))
 		ref_usage();
 	if (!strcmp(o.mode, "tx")) {
 		if (o.seconds <= 0)

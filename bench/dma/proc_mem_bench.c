@@ -2,8 +2,8 @@
 /*
  * proc_mem_bench - what copying through /proc/<pid>/mem (the daemon's DMA
  * since sessions are bound to the process) costs against process_vm_writev/
- * readv (before). A child maps 64 MiB; the parent copies 4 KiB pieces into
- * it (writes) and out of it (reads), 64 pieces per batch:
+ * readv (before). The parent maps 64 MiB shared and forks a child; it copies
+ * 4 KiB pieces into the child's view of it (writes) and out of it (reads), 64 pieces per batch:
  *   vm      process_vm_writev/readv, 64 scattered iovecs per call (before)
  *   mem-run pwritev/preadv, 64 local iovecs to one following remote range
  *           per call (a message's packets: the usual case)
@@ -12,7 +12,10 @@
  * then, per SIZE given on the command line, one following range of SIZE bytes
  * per call (what DmaBatch makes of a run of a message's packets), medians of 5
  * alternating rounds:
- *   size    preadv and process_vm_readv, pwritev and process_vm_writev
+ *   size    preadv and process_vm_readv, pwritev and process_vm_writev, and a
+ *           plain memcpy out of and into the child's memory through a mapping
+ *           this process shares with it (what registering application memory
+ *           that the daemon maps, shared, would leave of each copy)
  * and, last, what a liveness check of the child's pidfd costs per call
  * (pidfd_send_signal with signal 0: what binding process_vm_* by PID to the
  * process adds before every batch that uses it).
@@ -56,14 +59,23 @@ static int cmp_double(const void *a, const void *b)
 static int per_size(pid_t child, int fd, char *area, char *local, size_t size)
 {
 	int calls = size >= (1 << 20) ? 500 : size >= 65536 ? 5000 : 50000;
-	double us[4][5];
+	double us[6][5];
 	struct iovec l = { local, size }, r = { area, size };
 
 	for (int k = 0; k < 5; k++) {
-		for (int m = 0; m < 4; m++) {
+		for (int m = 0; m < 6; m++) {
 			double t0 = now();
 
 			for (int i = 0; i < calls; i++) {
+				if (m >= 4) {
+					/* the shared mapping: no system call, one copy */
+					if (m == 4)
+						memcpy(local, area, size);
+					else
+						memcpy(area, local, size);
+					__asm__ volatile("" ::: "memory");
+					continue;
+				}
 				ssize_t n = m == 0 ? preadv(fd, &l, 1, (off_t)area)
 					  : m == 1 ? process_vm_readv(child, &l, 1, &r, 1, 0)
 					  : m == 2 ? pwritev(fd, &l, 1, (off_t)area)
@@ -74,10 +86,12 @@ static int per_size(pid_t child, int fd, char *area, char *local, size_t size)
 			us[m][k] = (now() - t0) * 1e6 / calls;
 		}
 	}
-	for (int m = 0; m < 4; m++)
+	for (int m = 0; m < 6; m++)
 		qsort(us[m], 5, sizeof(double), cmp_double);
-	printf("size %8zu  read: mem %8.2f us  vm %8.2f us (%.2f)   write: mem %8.2f us  vm %8.2f us (%.2f)\n",
-	       size, us[0][2], us[1][2], us[1][2] / us[0][2], us[2][2], us[3][2], us[3][2] / us[2][2]);
+	printf("size %8zu  read: mem %8.2f us  vm %8.2f us (%.2f)  shared %8.3f us"
+	       "   write: mem %8.2f us  vm %8.2f us (%.2f)  shared %8.3f us\n",
+	       size, us[0][2], us[1][2], us[1][2] / us[0][2], us[4][2], us[2][2], us[3][2],
+	       us[3][2] / us[2][2], us[5][2]);
 	return 0;
 }
 
