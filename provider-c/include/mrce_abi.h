@@ -275,7 +275,8 @@ enum mrce_ctrl_op {
 	MRCE_OP_UNIMPORT_MR = 31,    /* req handle_req; resp empty */
 	/* The rdma_cm-style service, continued: */
 	MRCE_OP_CM_BIND = 32,        /* req cm_listen_req; resp empty (EADDRINUSE: the service is bound or listened on here) */
-	MRCE_OP_MAX = 32,
+	MRCE_OP_SHARE_MR = 33,       /* req share_mr_req; resp empty (opt-in: the daemon maps the region's memfd) */
+	MRCE_OP_MAX = 33,
 };
 
 /*
@@ -620,6 +621,20 @@ struct mrce_import_mr_req {
 	uint32_t pd;         /* 0: a PD of the caller (own or imported) */
 	uint32_t handle;     /* 4: the MR (EINVAL: it is not on that PD) */
 };                           /* 8 */
+
+/*
+ * MRCE_OP_SHARE_MR (control-protocol.md, "Shared regions"): the pages of
+ * region `handle` (one of the caller's own) are those of the memfd the caller
+ * holds as descriptor `fd`, file offset 0 at address `base` (page-aligned, at
+ * or below the region's first byte); the file is sealed against shrinking and
+ * covers the region's last byte. The daemon then copies to and from the region
+ * through its own mapping of the file instead of process_vm_*.
+ */
+struct mrce_share_mr_req {
+	uint32_t handle;     /* 0: the region (ENOENT: not the caller's) */
+	int32_t fd;          /* 4: a descriptor of the caller (EBADF) */
+	uint64_t base;       /* 8: the address of file offset 0 */
+};                           /* 16 */
 
 struct mrce_import_mr_resp {
 	uint32_t handle;     /* 0 */

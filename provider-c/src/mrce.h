@@ -147,6 +147,11 @@ struct mrce_pd {
 struct mrce_mr {
 	struct ibv_mr ibv_mr;
 	bool imported;          /* ibv_import_mr */
+	/* METAROCE_SHARED_MR (mrce_shared_mr.c): the daemon maps share_fd's pages */
+	bool shared;
+	int share_fd;
+	uintptr_t share_start, share_end; /* the pages moved into the file */
+	struct mrce_mr *share_next;       /* the live shared regions */
 };
 
 struct mrce_comp_channel {
@@ -356,6 +361,12 @@ int mrce_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *mrce_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			   uint64_t iova, unsigned int access);
 int mrce_dereg_mr(struct ibv_mr *mr);
+
+/* mrce_shared_mr.c: opt-in regions the daemon maps (METAROCE_SHARED_MR=1) */
+struct mrce_conn;
+bool mrce_shared_mr_wanted(void);
+void mrce_share_mr(struct mrce_conn *conn, struct mrce_mr *mr, unsigned int access);
+void mrce_unshare_mr(struct mrce_mr *mr);
 struct ibv_pd *mrce_import_pd(struct ibv_context *ctx, uint32_t pd_handle);
 void mrce_unimport_pd(struct ibv_pd *pd);
 struct ibv_mr *mrce_import_mr(struct ibv_pd *pd, uint32_t mr_handle);

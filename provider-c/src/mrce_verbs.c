@@ -107,6 +107,8 @@ struct ibv_mr *mrce_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	mr->ibv_mr.handle = resp.handle;
 	mr->ibv_mr.lkey = resp.lkey;
 	mr->ibv_mr.rkey = resp.rkey;
+	mr->share_fd = -1;
+	mrce_share_mr(&ctx_of(pd->context)->conn, mr, access);
 	return &mr->ibv_mr;
 }
 
@@ -117,6 +119,7 @@ int mrce_dereg_mr(struct ibv_mr *mr)
 
 	if (ret)
 		return ret;
+	mrce_unshare_mr(to_mmr(mr)); /* the daemon has unmapped it */
 	free(to_mmr(mr));
 	return 0;
 }
@@ -275,6 +278,12 @@ int mrce_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 	}
 	mr->lkey = resp.lkey;
 	mr->rkey = resp.rkey;
+	if (to_mmr(mr)->shared) {
+		/* the daemon's new registration has no mapping: share it again, as it is now */
+		mrce_unshare_mr(to_mmr(mr));
+		mrce_share_mr(&ctx_of(mr->context)->conn, to_mmr(mr),
+			      (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : 0);
+	}
 	return 0;
 }
 

@@ -159,6 +159,8 @@ int main(void)
 	F(mrce_import_mr_resp, rkey); F(mrce_import_mr_resp, access);
 	F(mrce_import_mr_resp, addr); F(mrce_import_mr_resp, length);
 	SZ(mrce_import_mr_resp);
+	F(mrce_share_mr_req, handle); F(mrce_share_mr_req, fd); F(mrce_share_mr_req, base);
+	SZ(mrce_share_mr_req);
 
 	C(MRCE_ABI_VERSION); C(MRCE_RING_MAGIC); C(MRCE_RING_VERSION);
 	C(MRCE_HELLO_DOORBELL_PAGE); C(MRCE_QP_INDEX_MASK); C(MRCE_DB_PAGE_SIZE);
@@ -193,6 +195,7 @@ int main(void)
 	C(MRCE_OP_CM_ACCEPT);
 	C(MRCE_OP_CM_REJECT);
 	C(MRCE_OP_CM_BIND);
+	C(MRCE_OP_SHARE_MR);
 	C(MRCE_OP_CONTEXT_FD);
 	C(MRCE_OP_IMPORT_CONTEXT);
 	C(MRCE_OP_IMPORT_PD);

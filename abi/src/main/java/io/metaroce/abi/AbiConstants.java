@@ -66,7 +66,8 @@ public final class AbiConstants {
     public static final int MRCE_OP_IMPORT_MR = 30;
     public static final int MRCE_OP_UNIMPORT_MR = 31;
     public static final int MRCE_OP_CM_BIND = 32;
-    public static final int MRCE_OP_MAX = 32;
+    public static final int MRCE_OP_SHARE_MR = 33;
+    public static final int MRCE_OP_MAX = 33;
     /** "MCTX": the first word of a context memfd (struct mrce_context_token). */
     public static final int MRCE_CONTEXT_MAGIC = 0x5854434d;
 

@@ -39,7 +39,8 @@ public final class AbiDescriptors {
             ContextTokenDescriptor.LAYOUT,
             ImportContextReqDescriptor.LAYOUT,
             ImportMrReqDescriptor.LAYOUT,
-            ImportMrRespDescriptor.LAYOUT);
+            ImportMrRespDescriptor.LAYOUT,
+            ShareMrReqDescriptor.LAYOUT);
 
     private AbiDescriptors() {}
 }

@@ -29,6 +29,7 @@ import io.metaroce.abi.QpAttrDescriptor;
 import io.metaroce.abi.RegMrReqDescriptor;
 import io.metaroce.abi.RegMrRespDescriptor;
 import io.metaroce.abi.ReregMrReqDescriptor;
+import io.metaroce.abi.ShareMrReqDescriptor;
 import io.metaroce.abi.SrqAttrDescriptor;
 
 /**
@@ -90,6 +91,7 @@ public final class ControlProtocol {
     public static final int OP_IMPORT_MR = AbiConstants.MRCE_OP_IMPORT_MR;
     public static final int OP_UNIMPORT_MR = AbiConstants.MRCE_OP_UNIMPORT_MR;
     public static final int OP_CM_BIND = AbiConstants.MRCE_OP_CM_BIND;
+    public static final int OP_SHARE_MR = AbiConstants.MRCE_OP_SHARE_MR;
     public static final int OP_MAX = AbiConstants.MRCE_OP_MAX;
     /** {@code MRCE_CM_*}: the rdma_cm-style service (ops 20..25). */
     public static final int CM_PRIVATE_DATA_MAX = AbiConstants.MRCE_CM_PRIVATE_DATA_MAX;
@@ -139,6 +141,7 @@ public final class ControlProtocol {
         op(OP_IMPORT_MR, "IMPORT_MR", ImportMrReqDescriptor.SIZE, ImportMrRespDescriptor.SIZE, 0);
         op(OP_UNIMPORT_MR, "UNIMPORT_MR", HandleReqDescriptor.SIZE, 0, 0);
         op(OP_CM_BIND, "CM_BIND", CmListenReqDescriptor.SIZE, 0, 0);
+        op(OP_SHARE_MR, "SHARE_MR", ShareMrReqDescriptor.SIZE, 0, 0);
     }
 
     private ControlProtocol() {}

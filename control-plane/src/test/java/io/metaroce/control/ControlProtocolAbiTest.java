@@ -87,7 +87,8 @@ class ControlProtocolAbiTest {
             "UNIMPORT_PD",
             "IMPORT_MR",
             "UNIMPORT_MR",
-            "CM_BIND"
+            "CM_BIND",
+            "SHARE_MR"
         };
         for (int op = 1; op <= ControlProtocol.OP_MAX; op++) {
             assertThat(ControlProtocol.opName(op)).isEqualTo(ops[op]);
@@ -103,6 +104,7 @@ class ControlProtocolAbiTest {
             {"CREATE_CQ", "mrce_create_cq_req", "mrce_create_cq_resp"},
             {"CREATE_QP", "mrce_create_qp_req", "mrce_create_qp_resp"},
             {"MODIFY_QP", "mrce_modify_qp_req", null},
+            {"SHARE_MR", "mrce_share_mr_req", null},
             {"QUERY_QP", "mrce_handle_req", "mrce_qp_attr"},
             {"CREATE_SRQ", "mrce_create_srq_req", "mrce_create_srq_resp"},
             {"MODIFY_SRQ", "mrce_modify_srq_req", null},

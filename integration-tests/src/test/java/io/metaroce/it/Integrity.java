@@ -33,6 +33,11 @@ final class Integrity {
         return start(f, port, messages, seed, timeout).finish();
     }
 
+    /** {@link #run} with {@code env} ("NAME=VALUE") in both programs' environment. */
+    static Result run(NetnsFabric f, int port, int messages, long seed, Duration timeout, List<String> env) {
+        return start(f, port, messages, seed, timeout, new int[0], env).finish();
+    }
+
     /**
      * Starts a server/client pair and returns while they run (for faults injected mid-run);
      * {@link Running#finish} waits for both.
@@ -64,10 +69,20 @@ final class Integrity {
     }
 
     private static Running start(NetnsFabric f, int port, int messages, long seed, Duration timeout, int[] pauseAts) {
+        return start(f, port, messages, seed, timeout, pauseAts, List.of());
+    }
+
+    private static Running start(
+            NetnsFabric f, int port, int messages, long seed, Duration timeout, int[] pauseAts, List<String> env) {
         if (!Files.isExecutable(binary())) {
             throw new AssertionError(binary() + " is missing: provider-c's make builds it");
         }
-        List<String> cmd = new ArrayList<>(List.of(
+        List<String> cmd = new ArrayList<>();
+        if (!env.isEmpty()) {
+            cmd.add("env");
+            cmd.addAll(env);
+        }
+        cmd.addAll(List.of(
                 binary().toString(),
                 "-d",
                 "mrce0",

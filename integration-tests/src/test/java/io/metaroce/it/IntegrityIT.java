@@ -30,6 +30,16 @@ class IntegrityIT {
         run("IntegrityIT-0pct", null, 0x5eed0001L);
     }
 
+    /**
+     * METAROCE_SHARED_MR=1 on both sides: the provider moves each registered buffer into a memfd
+     * the daemon maps (SHARE_MR), so the daemons copy the SENDs out of the client's buffer and into
+     * the server's through their mappings, on a lossy link (retransmissions read the buffer again).
+     */
+    @Test
+    void sharedRegionsOnePercentLoss() {
+        run("IntegrityIT-shared", TwoHostFabric.Loss.PCT_1, 0x5eed0004L, true);
+    }
+
     @Test
     void onePercentLoss() {
         run("IntegrityIT-1pct", TwoHostFabric.Loss.PCT_1, 0x5eed0002L);
@@ -41,6 +51,10 @@ class IntegrityIT {
     }
 
     private static void run(String name, TwoHostFabric.Loss loss, long seed) {
+        run(name, loss, seed, false);
+    }
+
+    private static void run(String name, TwoHostFabric.Loss loss, long seed, boolean shared) {
         try (TwoHostFabric f = TwoHostFabric.direct(name, 1500)) {
             if (loss != null) {
                 f.dropOnLink(loss);
@@ -51,9 +65,25 @@ class IntegrityIT {
                         .isBetween(loss.rate * 0.4, loss.rate * 1.8);
             }
             f.startDaemons();
-            Integrity.Result r = Integrity.run(f, 18600, MESSAGES, seed, RUN_TIMEOUT);
+            Integrity.Result r = shared
+                    ? Integrity.run(
+                            f,
+                            18600,
+                            MESSAGES,
+                            seed,
+                            RUN_TIMEOUT,
+                            java.util.List.of("METAROCE_SHARED_MR=1", "METAROCE_DEBUG=1"))
+                    : Integrity.run(f, 18600, MESSAGES, seed, RUN_TIMEOUT);
             String context = "\n--- server:\n" + r.server().output() + "\n--- client:\n"
                     + r.client().output() + "\n" + f.diagnostics();
+            if (shared) {
+                assertThat(r.server().output())
+                        .as("server's region shared" + context)
+                        .contains("shared with the daemon");
+                assertThat(r.client().output())
+                        .as("client's region shared" + context)
+                        .contains("shared with the daemon");
+            }
             assertThat(r.server().ok()).as("server reports OK" + context).isTrue();
             assertThat(r.client().ok()).as("client reports OK" + context).isTrue();
             assertThat(r.server().exit()).as("server exit" + context).isZero();

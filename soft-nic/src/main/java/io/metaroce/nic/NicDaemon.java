@@ -760,6 +760,10 @@ public final class NicDaemon implements Callable<Integer> {
                     services.close();
                 }
                 LOG.info("port: {}; transport: {}", port.counters(), engine.datapath().counters);
+                LOG.info(
+                        "dma: from applications {}; to applications {}",
+                        engine.datapath().gather.summary(),
+                        engine.datapath().scatter.summary());
                 if (runner != sharedRunner) {
                     LOG.info("engine duty cycle: {}", runner.summary());
                 }

@@ -25,6 +25,10 @@ import java.lang.foreign.ValueLayout;
  * first byte it cannot access, so a short transfer marks that entry failed and the rest of the
  * batch is retried from the entry after it: every entry ends up done or failed on its own.
  *
+ * <p>An entry that falls wholly inside a region the process shared with the daemon (SHARE_MR,
+ * {@link ProcessMemory#share}) is copied at once by {@link #add}, through the daemon's mapping of
+ * the region's memfd: no system call, and it never fails.
+ *
  * <p>Single-threaded (the engine's). Bounds and key checks happen before {@link #add}; this class
  * only moves bytes.
  */
@@ -45,6 +49,12 @@ public final class DmaBatch implements AutoCloseable {
     private final boolean[] failed;
     /** Entries that fail without a copy (their region was deregistered). */
     private final boolean[] refused;
+    /** Entries already copied through a shared region's mapping by {@link #add}. */
+    private final boolean[] done;
+    /** The batch's space when it has shared regions, else null (set by {@link #begin}). */
+    private ProcessMemory sharedSpace;
+    /** Every address: copies between absolute addresses (the shared regions' mappings). */
+    private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
     private int count;
     /** Bytes of the entries added since {@link #begin}. */
@@ -67,6 +77,7 @@ public final class DmaBatch implements AutoCloseable {
     private long bytes;
     private long processVmCalls;
     private long fallbacks;
+    private long sharedCopies;
 
     /** Whether this thread may copy with process_vm_* (see {@link #enterCopyThread}). */
     private static final ThreadLocal<Boolean> COPY_THREAD = new ThreadLocal<>();
@@ -102,6 +113,7 @@ public final class DmaBatch implements AutoCloseable {
         this.tags = new int[capacity];
         this.failed = new boolean[capacity];
         this.refused = new boolean[capacity];
+        this.done = new boolean[capacity];
     }
 
     /** Starts an empty batch against address space {@code space} (a {@link ProcessMemory#id()}). */
@@ -109,6 +121,8 @@ public final class DmaBatch implements AutoCloseable {
         this.space = space;
         this.count = 0;
         this.batchBytes = 0;
+        ProcessMemory m = space == 0 ? null : ProcessMemory.get(space);
+        this.sharedSpace = m != null && m.hasShared() ? m : null;
     }
 
     /** The address space of the batch (a {@link ProcessMemory#id()}). */
@@ -128,15 +142,26 @@ public final class DmaBatch implements AutoCloseable {
         if (count == capacity) {
             return false;
         }
-        long off = count * 16L;
-        localIov.set(ValueLayout.JAVA_LONG, off, localAddr);
-        localIov.set(ValueLayout.JAVA_LONG, off + 8, length);
+        long daemonAddr = sharedSpace != null && length > 0 ? sharedSpace.sharedAddress(remoteAddr, length) : 0;
+        if (daemonAddr != 0) {
+            if (toApp) {
+                MemorySegment.copy(ALL, localAddr, ALL, daemonAddr, length);
+            } else {
+                MemorySegment.copy(ALL, daemonAddr, ALL, localAddr, length);
+            }
+            bytes += length;
+            sharedCopies++;
+        } else {
+            localIov.set(ValueLayout.JAVA_LONG, count * 16L, localAddr);
+            localIov.set(ValueLayout.JAVA_LONG, count * 16L + 8, length);
+            batchBytes += length;
+        }
         remoteAddrs[count] = remoteAddr;
         lengths[count] = length;
         tags[count] = tag;
         failed[count] = false;
         refused[count] = false;
-        batchBytes += length;
+        done[count] = daemonAddr != 0;
         count++;
         return true;
     }
@@ -165,6 +190,10 @@ public final class DmaBatch implements AutoCloseable {
                 && COPY_THREAD.get() == Boolean.TRUE
                 && LibC.pidfdAlive(m.pidFd());
         while (start < count) {
+            if (done[start]) {
+                start++;
+                continue;
+            }
             if (refused[start] || m == null) {
                 failed[start] = true;
                 failures++;
@@ -176,7 +205,7 @@ public final class DmaBatch implements AutoCloseable {
             }
             if (vm && m.processVm()) {
                 int stretch = start + 1;
-                while (stretch < count && !refused[stretch]) {
+                while (stretch < count && !refused[stretch] && !done[stretch]) {
                     stretch++;
                 }
                 int next = processVmStretch(m, start, stretch);
@@ -187,7 +216,10 @@ public final class DmaBatch implements AutoCloseable {
                 continue;
             }
             int end = start + 1;
-            while (end < count && !refused[end] && remoteAddrs[end] == remoteAddrs[end - 1] + lengths[end - 1]) {
+            while (end < count
+                    && !refused[end]
+                    && !done[end]
+                    && remoteAddrs[end] == remoteAddrs[end - 1] + lengths[end - 1]) {
                 end++;
             }
             long total = 0;
@@ -250,6 +282,18 @@ public final class DmaBatch implements AutoCloseable {
     /** Calls made with process_vm_* (the rest of {@link #calls} went to the descriptor). */
     public long processVmCalls() {
         return processVmCalls;
+    }
+
+    /** Entries copied through a shared region's mapping (no system call). */
+    public long sharedCopies() {
+        return sharedCopies;
+    }
+
+    /** The counters, for the daemon's exit log. */
+    public String summary() {
+        return String.format(
+                "%d calls (%d process_vm_*, %d fallbacks), %d bytes, %d shared copies",
+                calls, processVmCalls, fallbacks, bytes, sharedCopies);
     }
 
     /** Runs that went to the descriptor after process_vm_* refused them or did them short. */

@@ -3,6 +3,7 @@ package io.metaroce.nic.dma;
 import io.metaroce.abi.Errno;
 import io.metaroce.nic.sys.LibC;
 import io.metaroce.nic.sys.NativeException;
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
@@ -57,6 +58,19 @@ public final class ProcessMemory {
     private boolean processVm;
 
     private boolean closed;
+
+    /**
+     * The process's shared regions (SHARE_MR): application range [start, end) is daemon memory
+     * from {@code daemon[i]} on. Engine thread only; at most {@link #MAX_SHARED}, the rest keep to
+     * the copies above.
+     */
+    static final int MAX_SHARED = 64;
+
+    private final long[] sharedStart = new long[MAX_SHARED];
+    private final long[] sharedEnd = new long[MAX_SHARED];
+    private final long[] sharedDaemon = new long[MAX_SHARED];
+    private final Shared[] sharedOwner = new Shared[MAX_SHARED];
+    private int sharedCount;
 
     private ProcessMemory(int id, int pid, int memFd, int pidFd, boolean processVm) {
         this.id = id;
@@ -187,9 +201,99 @@ public final class ProcessMemory {
         TABLE.compareAndSet(id & (SLOTS - 1), this, null);
     }
 
+    /**
+     * A daemon mapping of a memfd that backs application memory from {@code appStart} on (a
+     * region the application shared, SHARE_MR): copies that fall wholly inside it are a plain
+     * memory copy, no system call. {@link #close()} on the engine thread removes and unmaps it.
+     */
+    public static final class Shared implements AutoCloseable {
+        private final ProcessMemory space;
+        private final long appStart;
+        private final MemorySegment mapping;
+        private boolean closed;
+
+        private Shared(ProcessMemory space, long appStart, MemorySegment mapping) {
+            this.space = space;
+            this.appStart = appStart;
+            this.mapping = mapping;
+        }
+
+        /** Engine thread: no copy goes through the mapping from now on, and it is unmapped. */
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            space.removeShared(this);
+            try {
+                LibC.munmap(mapping);
+            } catch (io.metaroce.nic.sys.NativeException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /**
+     * Engine thread: from now on copies inside application range [appStart, appStart +
+     * mapping.byteSize()) go through {@code mapping} (the daemon's shared mapping of the memfd
+     * that backs that range in the process). Returns its handle, or null when the space is closed
+     * or its table is full: then the caller unmaps, and the range keeps to {@code process_vm_*}.
+     */
+    public Shared share(long appStart, MemorySegment mapping) {
+        if (closed || sharedCount == MAX_SHARED) {
+            return null;
+        }
+        Shared h = new Shared(this, appStart, mapping);
+        sharedStart[sharedCount] = appStart;
+        sharedEnd[sharedCount] = appStart + mapping.byteSize();
+        sharedDaemon[sharedCount] = mapping.address();
+        sharedOwner[sharedCount] = h;
+        sharedCount++;
+        return h;
+    }
+
+    private void removeShared(Shared h) {
+        for (int i = 0; i < sharedCount; i++) {
+            if (sharedOwner[i] == h) {
+                int last = --sharedCount;
+                sharedStart[i] = sharedStart[last];
+                sharedEnd[i] = sharedEnd[last];
+                sharedDaemon[i] = sharedDaemon[last];
+                sharedOwner[i] = sharedOwner[last];
+                sharedOwner[last] = null;
+                return;
+            }
+        }
+    }
+
+    /** Engine thread: whether any shared region is mapped. */
+    boolean hasShared() {
+        return sharedCount > 0;
+    }
+
+    /**
+     * Engine thread: the daemon address of application range [addr, addr + length) when it lies
+     * wholly inside one shared region, else 0.
+     */
+    long sharedAddress(long addr, long length) {
+        for (int i = 0; i < sharedCount; i++) {
+            long start = sharedStart[i];
+            if (Long.compareUnsigned(addr, start) >= 0
+                    && Long.compareUnsigned(length, sharedEnd[i] - start) <= 0
+                    && Long.compareUnsigned(addr - start, sharedEnd[i] - start - length) <= 0) {
+                return sharedDaemon[i] + (addr - start);
+            }
+        }
+        return 0;
+    }
+
     /** Revokes and closes both descriptors; on the copying (engine) thread, or when none copies. */
     public synchronized void close() {
         revoke();
+        while (sharedCount > 0) {
+            sharedOwner[sharedCount - 1].close();
+        }
         if (!closed) {
             closed = true;
             LibC.close(memFd);

@@ -20,6 +20,8 @@ public final class Mr {
     final int tableIndex;
     /** Set by the engine thread when the region is deregistered; read only by that thread. */
     private boolean revoked;
+    /** The daemon's mapping of the region's memfd (SHARE_MR), closed with the region; engine thread. */
+    private AutoCloseable shared;
 
     Mr(int handle, Pd pd, int pid, long addr, long length, long iova, int access, int lkey, int rkey, int tableIndex) {
         this.handle = handle;
@@ -40,6 +42,37 @@ public final class Mr {
      */
     public void revoke() {
         revoked = true;
+        closeShared();
+    }
+
+    /**
+     * Engine thread only: {@code mapping} (the daemon's mapping of the memfd the application backs
+     * this region with) is closed when the region is revoked, and at once if it already was or if
+     * the region has one. Returns whether the region took it.
+     */
+    public boolean attachShared(AutoCloseable mapping) {
+        if (revoked || shared != null) {
+            close(mapping);
+            return false;
+        }
+        shared = mapping;
+        return true;
+    }
+
+    private void closeShared() {
+        AutoCloseable m = shared;
+        shared = null;
+        if (m != null) {
+            close(m);
+        }
+    }
+
+    private static void close(AutoCloseable m) {
+        try {
+            m.close();
+        } catch (Exception e) {
+            throw new IllegalStateException("unmapping a shared region", e);
+        }
     }
 
     /** Engine thread only: false once {@link #revoke()} ran. */

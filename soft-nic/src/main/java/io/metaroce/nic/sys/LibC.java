@@ -124,6 +124,15 @@ public final class LibC {
     private static final MethodHandle GETSOCKOPT =
             link("getsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
     private static final MethodHandle PIDFD_OPEN = link("pidfd_open", JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle PIDFD_GETFD = link("pidfd_getfd", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle LSEEK = link("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
+    /** fcntl(fd, cmd, int): variadic after the command. */
+    private static final MethodHandle FCNTL_INT = LINKER.downcallHandle(
+            LINKER.defaultLookup().find("fcntl").orElseThrow(() -> new UnsatisfiedLinkError("libc has no fcntl")),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
+            Linker.Option.firstVariadicArg(2),
+            Linker.Option.captureCallState("errno"));
+
     private static final MethodHandle PIDFD_SEND_SIGNAL =
             link("pidfd_send_signal", JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
 
@@ -522,6 +531,50 @@ public final class LibC {
             MemorySegment len = arena.allocateFrom(JAVA_INT, 4);
             int rc = (int) GETSOCKOPT.invokeExact(cs, fd, level, name, v, len);
             return rc < 0 ? -errno(cs) : v.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** fcntl F_GET_SEALS (memfd_create(2)): the file's seals. */
+    public static final int F_GET_SEALS = 1034;
+
+    public static final int F_SEAL_SEAL = 1;
+    public static final int F_SEAL_SHRINK = 2;
+    public static final int F_SEAL_GROW = 4;
+    public static final int F_SEAL_WRITE = 8;
+
+    /**
+     * pidfd_getfd(2): a copy, in this process, of descriptor {@code targetFd} of the process of
+     * {@code pidfd} (the kernel's ptrace-attach check applies), or -errno.
+     */
+    public static int pidfdGetfd(int pidfd, int targetFd) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int fd = (int) PIDFD_GETFD.invokeExact(cs, pidfd, targetFd, 0);
+            return fd < 0 ? -errno(cs) : fd;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** fcntl(fd, cmd, arg) for the commands that take an int (or none): the result, or -errno. */
+    public static int fcntl(int fd, int cmd, int arg) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            int r = (int) FCNTL_INT.invokeExact(cs, fd, cmd, arg);
+            return r < 0 ? -errno(cs) : r;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** The size of the file {@code fd} refers to (lseek to its end), or -errno. */
+    public static long fileSize(int fd) {
+        MemorySegment cs = CAPTURE.get();
+        try {
+            long r = (long) LSEEK.invokeExact(cs, fd, 0L, 2);
+            return r < 0 ? -errno(cs) : r;
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -11,6 +11,7 @@ import io.metaroce.abi.HandleRespDescriptor;
 import io.metaroce.abi.RegMrReqDescriptor;
 import io.metaroce.abi.RegMrRespDescriptor;
 import io.metaroce.abi.ReregMrReqDescriptor;
+import io.metaroce.abi.ShareMrReqDescriptor;
 import io.metaroce.control.LocalSession;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.dma.ProcessMemory;
@@ -18,6 +19,8 @@ import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.model.Mr;
 import io.metaroce.nic.model.MrTable;
 import io.metaroce.nic.model.Pd;
+import io.metaroce.nic.sys.LibC;
+import io.metaroce.nic.sys.NativeException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -264,6 +267,77 @@ final class PdMrOps {
             counts.mrCount--;
         }
     }
+
+    // ---- share ----
+
+    /**
+     * SHARE_MR (control-protocol.md, "Shared regions"): the application backs region {@code handle}
+     * with a memfd, file offset 0 at {@code base}; the daemon takes a copy of that descriptor from
+     * the process itself (pidfd_getfd on the session's pidfd: the kernel's ptrace check, and no
+     * descriptor of anyone else), refuses a file that can shrink (a copy past its end would fault
+     * the daemon) or does not cover the region, maps it shared, and from then on copies to and from
+     * the region through the mapping. Answered once the engine took the mapping; it goes with the
+     * region (dereg, rereg, the session's end). Errors leave the region as it was.
+     */
+    void shareMr(SessionObjects s, int seq, ByteBuffer p) {
+        int handle = p.getInt(ShareMrReqDescriptor.OFF_HANDLE);
+        int fd = p.getInt(ShareMrReqDescriptor.OFF_FD);
+        long base = p.getLong(ShareMrReqDescriptor.OFF_BASE);
+        Mr mr = s.mrs.get(handle);
+        ProcessMemory space = s.memory;
+        if (mr == null || space == null) {
+            fail(s, MRCE_OP_SHARE_MR, seq, mr == null ? Errno.ENOENT : Errno.ESRCH);
+            return;
+        }
+        long end = mr.addr + mr.length;
+        if ((mr.access & Ibv.ACCESS_ON_DEMAND) != 0
+                || (base & (PAGE - 1)) != 0
+                || Long.compareUnsigned(base, mr.addr) > 0
+                || Long.compareUnsigned(end, mr.addr) < 0
+                || fd < 0) {
+            fail(s, MRCE_OP_SHARE_MR, seq, fd < 0 ? Errno.EBADF : Errno.EINVAL);
+            return;
+        }
+        long need = (end - base + PAGE - 1) & -PAGE;
+        int file = LibC.pidfdGetfd(space.pidFd(), fd);
+        if (file < 0) {
+            fail(s, MRCE_OP_SHARE_MR, seq, -file);
+            return;
+        }
+        MemorySegment mapping;
+        try {
+            int seals = LibC.fcntl(file, LibC.F_GET_SEALS, 0);
+            long size = LibC.fileSize(file);
+            if (seals < 0 || (seals & LibC.F_SEAL_SHRINK) == 0 || size < need) {
+                fail(s, MRCE_OP_SHARE_MR, seq, Errno.EINVAL);
+                return;
+            }
+            mapping = LibC.mmap(need, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, file, 0);
+        } catch (NativeException e) {
+            fail(s, MRCE_OP_SHARE_MR, seq, e.errno());
+            return;
+        } finally {
+            LibC.close(file);
+        }
+        LocalSession session = s.session;
+        Runnable attach = () -> {
+            ProcessMemory.Shared shared = space.share(base, mapping);
+            int err = 0;
+            if (shared == null) {
+                OpSupport.unmap(mapping);
+                err = Errno.ENOMEM;
+            } else if (!mr.attachShared(shared)) {
+                err = Errno.EBUSY; // deregistered meanwhile, or shared already: unmapped again
+            }
+            session.respond(MRCE_OP_SHARE_MR, seq, err, empty());
+        };
+        while (!engine.submit(attach)) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /** The page size the shared regions' bases and mappings are rounded to. */
+    private static final long PAGE = 4096;
 
     // ---- rereg ----
 

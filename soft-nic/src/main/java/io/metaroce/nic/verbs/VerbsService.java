@@ -173,6 +173,7 @@ public final class VerbsService implements LocalControlHandler, AutoCloseable {
                     case MRCE_OP_UNIMPORT_PD -> importOps.unimportPd(s, seq, p);
                     case MRCE_OP_IMPORT_MR -> importOps.importMr(s, seq, p);
                     case MRCE_OP_UNIMPORT_MR -> ImportOps.unimportMr(s, seq, p);
+                    case MRCE_OP_SHARE_MR -> pdMrOps.shareMr(s, seq, p);
                     case MRCE_OP_CM_LISTEN,
                             MRCE_OP_CM_UNLISTEN,
                             MRCE_OP_CM_CONNECT,
