@@ -126,6 +126,7 @@ public final class LibC {
     private static final MethodHandle PIDFD_OPEN = link("pidfd_open", JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle PIDFD_GETFD = link("pidfd_getfd", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle LSEEK = link("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
+    private static final MethodHandle FSTATFS = link("fstatfs", JAVA_INT, JAVA_INT, ADDRESS);
     /** fcntl(fd, cmd, int): variadic after the command. */
     private static final MethodHandle FCNTL_INT = LINKER.downcallHandle(
             LINKER.defaultLookup().find("fcntl").orElseThrow(() -> new UnsatisfiedLinkError("libc has no fcntl")),
@@ -564,6 +565,21 @@ public final class LibC {
         try {
             int r = (int) FCNTL_INT.invokeExact(cs, fd, cmd, arg);
             return r < 0 ? -errno(cs) : r;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** statfs f_type of tmpfs and shmem, memfds' file system (not hugetlbfs's). */
+    public static final long TMPFS_MAGIC = 0x01021994L;
+
+    /** fstatfs(2)'s f_type: the magic number of the file system of {@code fd}, or -errno. */
+    public static long fileSystemType(int fd) {
+        MemorySegment cs = CAPTURE.get();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(120, 8); // struct statfs on 64-bit Linux; f_type first
+            int r = (int) FSTATFS.invokeExact(cs, fd, buf);
+            return r < 0 ? -errno(cs) : buf.get(JAVA_LONG, 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

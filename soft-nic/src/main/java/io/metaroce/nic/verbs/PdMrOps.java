@@ -275,7 +275,8 @@ final class PdMrOps {
      * with a memfd, file offset 0 at {@code base}; the daemon takes a copy of that descriptor from
      * the process itself (pidfd_getfd on the session's pidfd: the kernel's ptrace check, and no
      * descriptor of anyone else), refuses a file that can shrink (a copy past its end would fault
-     * the daemon) or does not cover the region, maps it shared, and from then on copies to and from
+     * the daemon), one not on shmem (a hugetlbfs page the pool cannot supply would fault it too)
+     * or one that does not cover the region, maps it shared, and from then on copies to and from
      * the region through the mapping. Answered once the engine took the mapping; it goes with the
      * region (dereg, rereg, the session's end). Errors leave the region as it was.
      */
@@ -308,7 +309,12 @@ final class PdMrOps {
         try {
             int seals = LibC.fcntl(file, LibC.F_GET_SEALS, 0);
             long size = LibC.fileSize(file);
-            if (seals < 0 || (seals & LibC.F_SEAL_SHRINK) == 0 || size < need) {
+            // shmem only: a hugetlbfs memfd can be sealed too, but a fault on a page its pool
+            // cannot supply would be SIGBUS in the daemon
+            if (seals < 0
+                    || (seals & LibC.F_SEAL_SHRINK) == 0
+                    || size < need
+                    || LibC.fileSystemType(file) != LibC.TMPFS_MAGIC) {
                 fail(s, MRCE_OP_SHARE_MR, seq, Errno.EINVAL);
                 return;
             }
