@@ -26,20 +26,11 @@
 #include <unistd.h>
 
 #include "mrce.h"
+#include "check.h"
 
 bool mrce_devfile_match(const char *path);
 int mrce_sysfs_gid_attr(const char *path, unsigned int *index);
 
-static int failures;
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
-				__LINE__, #cond);                          \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
 
 static void mapped(union ibv_gid *g, const char *ip)
 {

@@ -9,17 +9,8 @@
 #include <string.h>
 
 #include "mrce_ring.h"
+#include "check.h"
 
-static int failures;
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
-				__LINE__, #cond);                          \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
 
 #define SLOTS 8
 #define SLOT_SIZE 64

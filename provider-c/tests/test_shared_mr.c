@@ -18,17 +18,8 @@
 #include <unistd.h>
 
 #include "mrce.h"
+#include "check.h"
 
-static int failures;
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
-				__LINE__, #cond);                          \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
 
 #define PAGE 4096
 

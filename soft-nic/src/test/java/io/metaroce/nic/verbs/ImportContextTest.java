@@ -11,8 +11,6 @@ import io.metaroce.abi.ImportMrReqDescriptor;
 import io.metaroce.abi.ImportMrRespDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.model.Mr;
-import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -39,10 +37,7 @@ class ImportContextTest {
 
     @BeforeEach
     void setUp() throws Exception {
-        MemoryLink link = new MemoryLink(1, 0, 0, 0, 0, clock::get);
-        MemoryLink.End end = link.end(Inet4.parse("198.18.0.1"), 4793);
-        link.connect(end, link.end(Inet4.parse("198.18.0.2"), 4793));
-        exporter = new TestNode(end, 4793, clock::get);
+        exporter = TestNode.onLink(clock::get);
         arena = Arena.ofShared();
     }
 

@@ -8,8 +8,6 @@ import io.metaroce.abi.ShareMrReqDescriptor;
 import io.metaroce.nic.abi.Ibv;
 import io.metaroce.nic.dma.DmaBatch;
 import io.metaroce.nic.model.Mr;
-import io.metaroce.nic.port.MemoryLink;
-import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -40,10 +38,7 @@ class SharedRegionTest {
 
     @BeforeEach
     void setUp() throws Exception {
-        MemoryLink link = new MemoryLink(1, 0, 0, 0, 0, clock::get);
-        MemoryLink.End end = link.end(Inet4.parse("198.18.0.1"), 4793);
-        link.connect(end, link.end(Inet4.parse("198.18.0.2"), 4793));
-        node = new TestNode(end, 4793, clock::get);
+        node = TestNode.onLink(clock::get);
         arena = Arena.ofShared();
         node.hello();
     }

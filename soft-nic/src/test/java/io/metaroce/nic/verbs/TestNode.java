@@ -19,6 +19,7 @@ import io.metaroce.nic.abi.RingFlyweight;
 import io.metaroce.nic.abi.WqeFlyweight;
 import io.metaroce.nic.engine.EngineAgent;
 import io.metaroce.nic.model.MrTable;
+import io.metaroce.nic.port.MemoryLink;
 import io.metaroce.nic.port.Port;
 import io.metaroce.nic.sys.Inet4;
 import io.metaroce.nic.sys.LibC;
@@ -49,6 +50,17 @@ public final class TestNode implements AutoCloseable {
     public record Cqe(long wrId, int status, int opcode, int byteLen, int imm, int qpNum, int srcQp, int wcFlags) {}
 
     public record QpHandles(int handle, int qpn, MemorySegment map, RingFlyweight sq, RingFlyweight rq) {}
+
+    /**
+     * A node on one end of a clean in-memory link (198.18.0.1 to 198.18.0.2, UDP port 4793): what
+     * the control-op tests need.
+     */
+    public static TestNode onLink(LongSupplier clock) throws Exception {
+        MemoryLink link = new MemoryLink(1, 0, 0, 0, 0, clock);
+        MemoryLink.End end = link.end(Inet4.parse("198.18.0.1"), 4793);
+        link.connect(end, link.end(Inet4.parse("198.18.0.2"), 4793));
+        return new TestNode(end, 4793, clock);
+    }
 
     public TestNode(Port port, int udpPort, LongSupplier clock) throws Exception {
         this(port, udpPort, clock, Limits.defaults());
