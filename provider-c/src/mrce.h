@@ -364,7 +364,6 @@ int mrce_dereg_mr(struct ibv_mr *mr);
 
 /* mrce_shared_mr.c: opt-in regions the daemon maps (METAROCE_SHARED_MR=1) */
 struct mrce_conn;
-bool mrce_shared_mr_wanted(void);
 void mrce_share_mr(struct mrce_conn *conn, struct mrce_mr *mr, unsigned int access);
 void mrce_unshare_mr(struct mrce_mr *mr);
 struct ibv_pd *mrce_import_pd(struct ibv_context *ctx, uint32_t pd_handle);

@@ -43,7 +43,7 @@ static bool debugging(void)
 	return v && strcmp(v, "0") != 0;
 }
 
-bool mrce_shared_mr_wanted(void)
+static bool mrce_shared_mr_wanted(void)
 {
 	static int wanted = -1;
 

@@ -202,19 +202,17 @@ public final class ProcessMemory {
     }
 
     /**
-     * A daemon mapping of a memfd that backs application memory from {@code appStart} on (a
-     * region the application shared, SHARE_MR): copies that fall wholly inside it are a plain
+     * A daemon mapping of a memfd that backs application memory (a region the application
+     * shared, SHARE_MR): copies that fall wholly inside it are a plain
      * memory copy, no system call. {@link #close()} on the engine thread removes and unmaps it.
      */
     public static final class Shared implements AutoCloseable {
         private final ProcessMemory space;
-        private final long appStart;
         private final MemorySegment mapping;
         private boolean closed;
 
-        private Shared(ProcessMemory space, long appStart, MemorySegment mapping) {
+        private Shared(ProcessMemory space, MemorySegment mapping) {
             this.space = space;
-            this.appStart = appStart;
             this.mapping = mapping;
         }
 
@@ -244,7 +242,7 @@ public final class ProcessMemory {
         if (closed || sharedCount == MAX_SHARED) {
             return null;
         }
-        Shared h = new Shared(this, appStart, mapping);
+        Shared h = new Shared(this, mapping);
         sharedStart[sharedCount] = appStart;
         sharedEnd[sharedCount] = appStart + mapping.byteSize();
         sharedDaemon[sharedCount] = mapping.address();

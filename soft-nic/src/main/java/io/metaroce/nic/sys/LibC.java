@@ -540,10 +540,7 @@ public final class LibC {
     /** fcntl F_GET_SEALS (memfd_create(2)): the file's seals. */
     public static final int F_GET_SEALS = 1034;
 
-    public static final int F_SEAL_SEAL = 1;
     public static final int F_SEAL_SHRINK = 2;
-    public static final int F_SEAL_GROW = 4;
-    public static final int F_SEAL_WRITE = 8;
 
     /**
      * pidfd_getfd(2): a copy, in this process, of descriptor {@code targetFd} of the process of
