@@ -21,6 +21,7 @@ import picocli.CommandLine.TypeConversionException;
  * @param port the packet I/O
  * @param udpPort the data UDP port
  * @param entropyPorts send sockets on the ports above {@code udpPort} (0: send from the data port)
+ * @param udpOffload the UDP port's GSO sends and GRO receives (--no-udp-offload: off)
  * @param addr the IPv4 or IPv6 address to serve instead of the interface's, or null
  * @param sock the control socket, or null for the default of each device
  * @param socketPerms the control socket's permissions ("rw-rw-rw-")
@@ -39,6 +40,7 @@ record DaemonConfig(
         PortKind port,
         int udpPort,
         int entropyPorts,
+        boolean udpOffload,
         String addr,
         Path sock,
         String socketPerms,

@@ -100,6 +100,15 @@ public final class NicDaemon implements Callable<Integer> {
     @Option(names = "--udp-port", defaultValue = "4793", description = "data UDP port (default 4793)")
     int udpPort;
 
+    @Option(
+            names = "--udp-offload",
+            negatable = true,
+            defaultValue = "true",
+            fallbackValue = "true",
+            description = "the udp port hands the kernel each path's run of packets as one GSO buffer and reads"
+                    + " coalesced datagrams (UDP_GRO); --no-udp-offload: one datagram per system call (default on)")
+    boolean udpOffload;
+
     @Option(names = "--addr", description = "IPv4 or IPv6 address to serve instead of the interface's")
     String addr;
 
@@ -453,6 +462,7 @@ public final class NicDaemon implements Callable<Integer> {
                 portKind,
                 udpPort,
                 entropyPorts,
+                udpOffload,
                 addr,
                 sock,
                 socketPerms,
@@ -607,7 +617,22 @@ public final class NicDaemon implements Callable<Integer> {
     private static Port openPort(DaemonConfig config, NetInfo net) throws Exception {
         int frameBytes = Wire.frameBytes(net.mtu());
         return switch (config.port()) {
-            case UDP -> new UdpPort(net.ipv4(), config.udpPort(), frameBytes, RX_TX_BATCH, config.entropyPorts());
+            case UDP -> {
+                UdpPort udp = new UdpPort(
+                        net.ipv4(),
+                        config.udpPort(),
+                        frameBytes,
+                        RX_TX_BATCH,
+                        config.entropyPorts(),
+                        config.udpOffload());
+                LOG.info(
+                        "udp port on {}: GSO {} ({} packets of a path a buffer), GRO {}",
+                        net.ifname(),
+                        udp.gsoOn() ? "on" : "off",
+                        udp.sendBurst(),
+                        udp.groOn() ? "on" : "off");
+                yield udp;
+            }
             case XDP, XDP_NATIVE ->
                 AfXdpPort.open(
                         net.ifname(),

@@ -140,6 +140,11 @@ final class LoopbackPort implements Port {
     }
 
     @Override
+    public int sendBurst() {
+        return port.sendBurst();
+    }
+
+    @Override
     public PortCounters planeCounters(int plane) {
         return port.planeCounters(plane);
     }

@@ -35,7 +35,7 @@ public final class PlanePort implements Port {
     private MemorySegment claimed;
     private int lastPlane;
 
-    private static final int SUMMED = 11;
+    private static final int SUMMED = 13;
 
     /**
      * A port over {@code planes} (2 or more, each open; plane 0 first, its address the device's),
@@ -101,6 +101,16 @@ public final class PlanePort implements Port {
     @Override
     public boolean readsEcn() {
         return readsEcn;
+    }
+
+    /** The smallest of the planes' bursts (a path stays on one plane). */
+    @Override
+    public int sendBurst() {
+        int b = Integer.MAX_VALUE;
+        for (Port p : planes) {
+            b = Math.min(b, p.sendBurst());
+        }
+        return b;
     }
 
     @Override
@@ -195,7 +205,7 @@ public final class PlanePort implements Port {
     /** Adds to the whole port's frame counters what the planes counted since the last call. */
     private void sync() {
         long rxFrames = 0, txFrames = 0, txErrors = 0, rxTruncated = 0, rxShort = 0, rxBadChecksum = 0;
-        long rxBatches = 0, txBatches = 0, txKicks = 0, txKicksBusy = 0, rxKicks = 0;
+        long rxBatches = 0, txBatches = 0, txKicks = 0, txKicksBusy = 0, rxKicks = 0, txCoalesced = 0, rxCoalesced = 0;
         for (Port p : planes) {
             PortCounters c = p.counters();
             rxFrames += c.rxFrames;
@@ -209,6 +219,8 @@ public final class PlanePort implements Port {
             txKicks += c.txKicks;
             txKicksBusy += c.txKicksBusy;
             rxKicks += c.rxKicks;
+            txCoalesced += c.txCoalesced;
+            rxCoalesced += c.rxCoalesced;
         }
         PortCounters c = counters;
         c.rxFrames += delta(0, rxFrames);
@@ -222,6 +234,8 @@ public final class PlanePort implements Port {
         c.txKicks += delta(8, txKicks);
         c.txKicksBusy += delta(9, txKicksBusy);
         c.rxKicks += delta(10, rxKicks);
+        c.txCoalesced += delta(11, txCoalesced);
+        c.rxCoalesced += delta(12, rxCoalesced);
     }
 
     private long delta(int i, long sum) {

@@ -29,6 +29,10 @@ public final class PortCounters {
     public long txKicksBusy;
     /** RX wakeup syscalls (AF_XDP fill-ring recvfrom). */
     public long rxKicks;
+    /** Frames sent inside a GSO buffer of several (UDP port; in txFrames too). */
+    public long txCoalesced;
+    /** Frames received inside a coalesced (GRO) buffer of several (UDP port; in rxFrames too). */
+    public long rxCoalesced;
 
     @Override
     public String toString() {
@@ -38,6 +42,7 @@ public final class PortCounters {
                 + " badToken " + rxBadToken
                 + " badSource " + rxBadSource
                 + " rxBatches " + rxBatches + " txBatches " + txBatches + " txKicks " + txKicks
-                + " txKicksBusy " + txKicksBusy + " rxKicks " + rxKicks;
+                + " txKicksBusy " + txKicksBusy + " rxKicks " + rxKicks + " txCoalesced " + txCoalesced
+                + " rxCoalesced " + rxCoalesced;
     }
 }

@@ -21,6 +21,16 @@ import java.nio.ByteBuffer;
  * sockets (IPV6_TCLASS, IPV6_RECVTCLASS); the kernel then derives each datagram's flow label
  * from its 5-tuple (net.ipv6.auto_flowlabels), so the entropy's source port picks the flow label
  * too.
+ *
+ * <p>With offload on (the default), a flush hands the kernel each run of consecutive frames that
+ * leave from one socket to one address, all of one length but the last, which may be shorter, as
+ * one UDP GSO buffer (a UDP_SEGMENT control message: up to {@link #GSO_MAX_SEGMENTS} frames, at
+ * most {@link #GSO_MAX_BYTES}), which the kernel cuts into the same datagrams: one trip through the
+ * stack, and on veth and through a forwarding namespace one buffer, for the whole run. The data
+ * socket reads with UDP_GRO, so such a run (or datagrams the kernel coalesced on the way) comes in
+ * as one buffer with its segment size, which {@link #poll} cuts back into frames. Nothing on the
+ * wire changes: the peer sees the same datagrams in the same order. A kernel or device that
+ * refuses GSO (EIO, EINVAL) turns it off for the port; the refused frames go again one by one.
  */
 public final class UdpPort implements Port {
     private static final int MSG_TRUNC = 0x20;
@@ -28,6 +38,16 @@ public final class UdpPort implements Port {
     private static final int CONTROL_BYTES = 64;
     /** ECN codepoint ECT(0): "ECN-capable transport". */
     private static final int ECT0 = 0x02;
+    /** The kernel's limit of datagrams in one GSO buffer (UDP_MAX_SEGMENTS). */
+    public static final int GSO_MAX_SEGMENTS = 64;
+    /** The largest GSO buffer: an IPv4 datagram's 65535 bytes less its IP and UDP headers. */
+    public static final int GSO_MAX_BYTES = 65535 - 20 - 8;
+    /** The most frames {@link #sendBurst} asks the transport to give one path at once. */
+    static final int BURST_MAX = 16;
+    /** Receive buffer per batch slot with GRO: a whole coalesced buffer. */
+    private static final int GRO_BUFFER = 65536;
+    /** CMSG_SPACE(sizeof(uint16_t)): the UDP_SEGMENT control message of one GSO send. */
+    private static final long GSO_CONTROL = 24;
 
     private final int fd;
     private final int localIp;
@@ -61,13 +81,39 @@ public final class UdpPort implements Port {
     private final int[] entropyFds;
 
     private final int[] txSock;
+    /** Each queued frame's length and destination, to find the runs a GSO buffer can carry. */
+    private final int[] txLen;
+
+    private final int[] txDstIp;
+    private final int[] txDstPort;
+    /** The messages of one flush: one per GSO run (or single frame), their sockets and frame counts. */
+    private final MemorySegment gsoMsgs;
+
+    private final MemorySegment gsoControl;
+    private final int[] msgSock;
+    private final int[] msgFrames;
+    /** Frames per GSO buffer at most; 1: offload off (asked, or refused by the kernel). */
+    private int gsoSegments;
+    /** Whether the data socket reads with UDP_GRO. */
+    private final boolean gro;
+    /** Per receive slot, the frames of a coalesced buffer cut at one segment size (cached, 2 sizes). */
+    private final GroCuts[] rxCuts;
 
     public UdpPort(int localIp, int localPort, int maxFrame, int batch) throws NativeException {
         this(localIp, localPort, maxFrame, batch, 0);
     }
 
-    /** {@code entropyPorts} send sockets bound to localPort + 1 .. localPort + entropyPorts. */
+    /**
+     * {@code entropyPorts} send sockets bound to localPort + 1 .. localPort + entropyPorts;
+     * offload (GSO sends, GRO receives) on.
+     */
     public UdpPort(int localIp, int localPort, int maxFrame, int batch, int entropyPorts) throws NativeException {
+        this(localIp, localPort, maxFrame, batch, entropyPorts, true);
+    }
+
+    /** As above; {@code offload} false sends one datagram per frame and reads without GRO. */
+    public UdpPort(int localIp, int localPort, int maxFrame, int batch, int entropyPorts, boolean offload)
+            throws NativeException {
         this.localIp = localIp;
         this.localPort = localPort;
         this.maxFrame = maxFrame;
@@ -94,6 +140,8 @@ public final class UdpPort implements Port {
         }
         markEct(s, tosLevel, tosType);
         this.readsEcn = tos;
+        this.gro = offload && enableGro(s);
+        this.gsoSegments = offload ? Math.min(GSO_MAX_SEGMENTS, Math.max(1, GSO_MAX_BYTES / maxFrame)) : 1;
         this.fd = s;
         this.entropyFds = new int[entropyPorts];
         for (int i = 0; i < entropyPorts; i++) {
@@ -116,6 +164,15 @@ public final class UdpPort implements Port {
             }
         }
         this.txSock = new int[batch];
+        this.txLen = new int[batch];
+        this.txDstIp = new int[batch];
+        this.txDstPort = new int[batch];
+        this.msgSock = new int[batch];
+        this.msgFrames = new int[batch];
+        gsoMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
+        gsoControl = arena.allocate(GSO_CONTROL * batch, 8);
+        int rxBytes = gro ? Math.max(GRO_BUFFER, maxFrame) : maxFrame;
+        rxCuts = new GroCuts[gro ? batch : 0];
         rxMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         txMsgs = arena.allocate(LibC.MMSGHDR_SIZE * batch, 8);
         rxAddrs = arena.allocate(LibC.SOCKADDR_IN6_SIZE * batch, 8);
@@ -128,12 +185,12 @@ public final class UdpPort implements Port {
         txBufs = new MemorySegment[batch];
         txViews = new ByteBuffer[batch];
         for (int i = 0; i < batch; i++) {
-            rxBufs[i] = arena.allocate(maxFrame, 64);
+            rxBufs[i] = arena.allocate(rxBytes, 64);
             rxViews[i] = rxBufs[i].asByteBuffer();
             txBufs[i] = arena.allocate(maxFrame, 64);
             txViews[i] = txBufs[i].asByteBuffer();
             rxIovs.set(ValueLayout.JAVA_LONG, 16L * i, rxBufs[i].address());
-            rxIovs.set(ValueLayout.JAVA_LONG, 16L * i + 8, maxFrame);
+            rxIovs.set(ValueLayout.JAVA_LONG, 16L * i + 8, rxBytes);
             txIovs.set(ValueLayout.JAVA_LONG, 16L * i, txBufs[i].address());
             long m = LibC.MMSGHDR_SIZE * i;
             rxMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOV, rxIovs.address() + 16L * i);
@@ -142,6 +199,62 @@ public final class UdpPort implements Port {
             txMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) saSize);
             txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOV, txIovs.address() + 16L * i);
             txMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOVLEN, 1L);
+            long c = GSO_CONTROL * i; // cmsghdr {len = CMSG_LEN(2), SOL_UDP, UDP_SEGMENT}, then the u16
+            gsoControl.set(ValueLayout.JAVA_LONG, c, LibC.CMSGHDR_SIZE + 2);
+            gsoControl.set(ValueLayout.JAVA_INT, c + 8, LibC.SOL_UDP);
+            gsoControl.set(ValueLayout.JAVA_INT, c + 12, LibC.UDP_SEGMENT);
+            if (gro) {
+                rxCuts[i] = new GroCuts(rxBufs[i]);
+            }
+        }
+    }
+
+    /** UDP_GRO on the data socket (Linux 5.0); false when the kernel refuses it. */
+    private static boolean enableGro(int s) {
+        try {
+            LibC.setsockoptInt(s, LibC.SOL_UDP, LibC.UDP_GRO, 1);
+            return true;
+        } catch (NativeException e) {
+            return false;
+        }
+    }
+
+    /**
+     * The frames of one receive slot's coalesced buffers: slices (and their ByteBuffer views) at
+     * every multiple of a segment size, built once per size and kept for the last two sizes seen
+     * (a QP's data packets and its ACKs), so that cutting a buffer allocates nothing.
+     */
+    private static final class GroCuts {
+        private final MemorySegment buffer;
+        private final int[] size = new int[2];
+        private final MemorySegment[][] frames = new MemorySegment[2][];
+        private final ByteBuffer[][] views = new ByteBuffer[2][];
+        private int older;
+
+        GroCuts(MemorySegment buffer) {
+            this.buffer = buffer;
+        }
+
+        /** The cut for segment size {@code segment} (0 or 1: index into frames / views). */
+        int cut(int segment) {
+            for (int k = 0; k < 2; k++) {
+                if (size[k] == segment) {
+                    older = 1 - k;
+                    return k;
+                }
+            }
+            int k = older;
+            int n = (int) ((buffer.byteSize() + segment - 1) / segment);
+            frames[k] = new MemorySegment[n];
+            views[k] = new ByteBuffer[n];
+            for (int j = 0; j < n; j++) {
+                long off = (long) j * segment;
+                frames[k][j] = buffer.asSlice(off, Math.min(segment, buffer.byteSize() - off));
+                views[k][j] = frames[k][j].asByteBuffer();
+            }
+            size[k] = segment;
+            older = 1 - k;
+            return k;
         }
     }
 
@@ -164,21 +277,38 @@ public final class UdpPort implements Port {
             long m = LibC.MMSGHDR_SIZE * i;
             int len = rxMsgs.get(ValueLayout.JAVA_INT, m + LibC.MMSGHDR_LEN);
             int flags = rxMsgs.get(ValueLayout.JAVA_INT, m + LibC.MSGHDR_FLAGS);
-            counters.rxFrames++;
             if ((flags & MSG_TRUNC) != 0) {
+                counters.rxFrames++;
                 counters.rxTruncated++;
                 continue;
             }
             MemorySegment sa = rxAddrs.asSlice(LibC.SOCKADDR_IN6_SIZE * i, LibC.SOCKADDR_IN6_SIZE);
-            ByteBuffer view = rxViews[i];
-            view.clear().limit(len);
-            handler.onFrame(
-                    rxBufs[i],
-                    view,
-                    len,
-                    LibC.sockaddrAddr(sa),
-                    LibC.sockaddrInPort(sa),
-                    ecn(i, rxMsgs.get(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN)));
+            int srcIp = LibC.sockaddrAddr(sa);
+            int srcPort = LibC.sockaddrInPort(sa);
+            readControl(i, rxMsgs.get(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN));
+            int ecn = controlEcn;
+            int segment = controlSegment;
+            if (segment <= 0 || segment >= len) {
+                counters.rxFrames++;
+                ByteBuffer view = rxViews[i];
+                view.clear().limit(len);
+                handler.onFrame(rxBufs[i], view, len, srcIp, srcPort, ecn);
+                continue;
+            }
+            // a coalesced buffer: datagrams of `segment` bytes, the last one possibly shorter
+            GroCuts cuts = rxCuts[i];
+            int k = cuts.cut(segment);
+            MemorySegment[] frames = cuts.frames[k];
+            ByteBuffer[] views = cuts.views[k];
+            int j = 0;
+            for (int off = 0; off < len; off += segment, j++) {
+                int flen = Math.min(segment, len - off);
+                counters.rxFrames++;
+                counters.rxCoalesced++;
+                ByteBuffer view = views[j];
+                view.clear().limit(flen);
+                handler.onFrame(frames[j], view, flen, srcIp, srcPort, ecn);
+            }
         }
         return n;
     }
@@ -209,23 +339,32 @@ public final class UdpPort implements Port {
         }
     }
 
-    /** The ECN bits of datagram {@code i}'s TOS byte, from its control messages (0 if absent). */
-    private int ecn(int i, long controlLen) {
+    /** What {@link #readControl} found: the ECN bits of the TOS byte (0 if absent), the GRO segment size (0 if none). */
+    private int controlEcn;
+
+    private int controlSegment;
+
+    /** Reads datagram {@code i}'s control messages: its TOS byte's ECN bits and its GRO segment size. */
+    private void readControl(int i, long controlLen) {
+        controlEcn = 0;
+        controlSegment = 0;
         long base = (long) CONTROL_BYTES * i;
         long off = 0;
-        while (off + LibC.CMSGHDR_SIZE <= Math.min(controlLen, CONTROL_BYTES)) {
+        long end = Math.min(controlLen, CONTROL_BYTES);
+        while (off + LibC.CMSGHDR_SIZE <= end) {
             long len = rxControl.get(ValueLayout.JAVA_LONG, base + off);
-            if (len < LibC.CMSGHDR_SIZE) {
+            if (len < LibC.CMSGHDR_SIZE || off + len > end) {
                 break;
             }
-            if (len > LibC.CMSGHDR_SIZE
-                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 8) == tosLevel
-                    && rxControl.get(ValueLayout.JAVA_INT, base + off + 12) == tosType) {
-                return rxControl.get(ValueLayout.JAVA_BYTE, base + off + LibC.CMSGHDR_SIZE) & 3;
+            int level = rxControl.get(ValueLayout.JAVA_INT, base + off + 8);
+            int type = rxControl.get(ValueLayout.JAVA_INT, base + off + 12);
+            if (len > LibC.CMSGHDR_SIZE && level == tosLevel && type == tosType) {
+                controlEcn = rxControl.get(ValueLayout.JAVA_BYTE, base + off + LibC.CMSGHDR_SIZE) & 3;
+            } else if (len >= LibC.CMSGHDR_SIZE + 4 && level == LibC.SOL_UDP && type == LibC.UDP_GRO) {
+                controlSegment = rxControl.get(ValueLayout.JAVA_INT, base + off + LibC.CMSGHDR_SIZE);
             }
             off += (len + 7) & ~7L;
         }
-        return 0;
     }
 
     @Override
@@ -252,6 +391,9 @@ public final class UdpPort implements Port {
         int i = claimed;
         txSock[i] = entropyFds.length == 0 ? fd : entropyFds[(entropy & 0xffff) % entropyFds.length];
         txIovs.set(ValueLayout.JAVA_LONG, 16L * i + 8, length);
+        txLen[i] = length;
+        txDstIp[i] = dstIp;
+        txDstPort[i] = dstPort;
         LibC.writeSockaddr(txAddrs.asSlice(LibC.SOCKADDR_IN6_SIZE * i, LibC.SOCKADDR_IN6_SIZE), dstIp, dstPort);
         txCount++;
         claimed = -1;
@@ -263,26 +405,130 @@ public final class UdpPort implements Port {
             return 0;
         }
         counters.txBatches++;
-        if (entropyFds.length == 0) {
-            int sent = sendRun(fd, txMsgs, 0, txCount);
-            txCount = 0;
-            return sent;
-        }
-        // In commit order: one sendmmsg per run of frames from the same socket. (Grouping the
-        // whole batch by socket took fewer calls but put frames on the wire out of the order the
-        // transport sent them in, which its cross-path loss detection reads as loss.)
         int n = txCount;
-        int sent = 0;
+        txCount = 0;
+        if (gsoSegments <= 1) {
+            return sendSingles(0, n);
+        }
+        // In commit order: runs of frames from one socket to one address, equal lengths but the
+        // last, each one GSO message; one sendmmsg per run of messages from the same socket.
+        // (Grouping the whole batch by socket took fewer calls but put frames on the wire out of
+        // the order the transport sent them in, which its cross-path loss detection reads as loss.)
+        int msgs = 0;
         for (int start = 0; start < n; ) {
             int sock = txSock[start];
+            int size = txLen[start];
             int end = start + 1;
-            while (end < n && txSock[end] == sock) {
+            int bytes = size;
+            while (end < n
+                    && end - start < gsoSegments
+                    && txSock[end] == sock
+                    && txLen[end - 1] == size
+                    && txLen[end] <= size
+                    && txDstIp[end] == txDstIp[start]
+                    && txDstPort[end] == txDstPort[start]
+                    && bytes + txLen[end] <= GSO_MAX_BYTES) {
+                bytes += txLen[end];
+                end++;
+            }
+            long m = LibC.MMSGHDR_SIZE * msgs;
+            gsoMsgs.set(
+                    ValueLayout.JAVA_LONG, m + LibC.MSGHDR_NAME, txAddrs.address() + LibC.SOCKADDR_IN6_SIZE * start);
+            gsoMsgs.set(ValueLayout.JAVA_INT, m + LibC.MSGHDR_NAMELEN, (int) saSize);
+            gsoMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOV, txIovs.address() + 16L * start);
+            gsoMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_IOVLEN, end - start);
+            if (end - start > 1) {
+                gsoControl.set(ValueLayout.JAVA_SHORT, GSO_CONTROL * msgs + LibC.CMSGHDR_SIZE, (short) size);
+                gsoMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROL, gsoControl.address() + GSO_CONTROL * msgs);
+                gsoMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN, GSO_CONTROL);
+            } else {
+                gsoMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROL, 0L);
+                gsoMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN, 0L);
+            }
+            msgSock[msgs] = sock;
+            msgFrames[msgs] = start; // the first frame; turned into a count below
+            msgs++;
+            start = end;
+        }
+        for (int k = 0; k < msgs; k++) {
+            msgFrames[k] = (k + 1 < msgs ? msgFrames[k + 1] : n) - msgFrames[k];
+        }
+        int sent = 0;
+        int first = 0; // the first frame of message `start`
+        for (int start = 0; start < msgs; ) {
+            int sock = msgSock[start];
+            int end = start + 1;
+            while (end < msgs && msgSock[end] == sock) {
+                end++;
+            }
+            sent += sendMessages(sock, start, end, first);
+            for (int k = start; k < end; k++) {
+                first += msgFrames[k];
+            }
+            start = end;
+        }
+        return sent;
+    }
+
+    /** Sends frames {@code from .. to - 1} one datagram each, a sendmmsg per run of one socket. */
+    private int sendSingles(int from, int to) {
+        if (entropyFds.length == 0) {
+            return sendRun(fd, txMsgs, from, to - from);
+        }
+        int sent = 0;
+        for (int start = from; start < to; ) {
+            int sock = txSock[start];
+            int end = start + 1;
+            while (end < to && txSock[end] == sock) {
                 end++;
             }
             sent += sendRun(sock, txMsgs, start, end - start);
             start = end;
         }
-        txCount = 0;
+        return sent;
+    }
+
+    /**
+     * Sends GSO messages {@code from .. to - 1} on {@code sock}; {@code firstFrame} is message
+     * {@code from}'s first frame. A message the kernel refuses for its GSO (EIO: the device cannot
+     * checksum it; EINVAL: no UDP_SEGMENT) turns offload off and goes again one frame at a time.
+     */
+    private int sendMessages(int sock, int from, int to, int firstFrame) {
+        int sent = 0;
+        int msg = from;
+        int frame = firstFrame;
+        while (msg < to) {
+            counters.txKicks++;
+            int n = LibC.sendmmsg(sock, gsoMsgs.asSlice(LibC.MMSGHDR_SIZE * msg), to - msg, 0);
+            if (n == -Errno.EINTR) {
+                continue;
+            }
+            if (n < 0) {
+                int frames = msgFrames[msg];
+                if (frames > 1 && (n == -Errno.EIO || n == -Errno.EINVAL)) {
+                    gsoSegments = 1; // for good: the rest of the port's life sends singles
+                    sent += sendSingles(frame, frame + frames);
+                } else {
+                    // EAGAIN (socket buffer full) or an unreachable peer: the frames are lost,
+                    // like on a wire; the transport recovers them.
+                    counters.txErrors += frames;
+                    sent += frames;
+                }
+                frame += frames;
+                msg++;
+                continue;
+            }
+            for (int k = 0; k < n; k++) {
+                int frames = msgFrames[msg + k];
+                counters.txFrames += frames;
+                if (frames > 1) {
+                    counters.txCoalesced += frames;
+                }
+                sent += frames;
+                frame += frames;
+            }
+            msg += n;
+        }
         return sent;
     }
 
@@ -305,6 +551,26 @@ public final class UdpPort implements Port {
             sent += n;
         }
         return sent;
+    }
+
+    /**
+     * Frames the transport should hand one path at once so that they leave as one GSO buffer
+     * ({@link Port#sendBurst}): as many of the largest frame as a buffer holds, at most
+     * {@link #BURST_MAX}; 1 with offload off.
+     */
+    @Override
+    public int sendBurst() {
+        return gsoSegments <= 1 ? 1 : Math.min(BURST_MAX, gsoSegments);
+    }
+
+    /** Whether sends still go out as GSO buffers (false: asked off, or the kernel refused them). */
+    public boolean gsoOn() {
+        return gsoSegments > 1;
+    }
+
+    /** Whether the data socket reads coalesced buffers (UDP_GRO). */
+    public boolean groOn() {
+        return gro;
     }
 
     @Override

@@ -196,6 +196,12 @@ public final class SimFabric implements AutoCloseable {
         private int claimed = NONE;
         private int committed;
         private boolean closed;
+        /** What {@link #sendBurst} answers (a test's stand-in for a port with GSO); 1 by default. */
+        private int sendBurst = 1;
+        /** The entropy and destination of the last frame committed in this flush (-1: none yet). */
+        private long lastRun = -1;
+
+        private int runLength;
 
         SimPort(int host, int ip, int port) {
             this.host = host;
@@ -249,6 +255,15 @@ public final class SimFabric implements AutoCloseable {
             }
             counters.txFrames++;
             committed++;
+            // what a GSO port would send in one buffer: frames of one entropy and destination in a row
+            long run = ((long) (entropy & 0xffff) << 48) ^ ((long) dstPort << 32) ^ (dstIp & 0xffffffffL);
+            if (run == lastRun && runLength < sendBurst) {
+                runLength++;
+                counters.txCoalesced += runLength == 2 ? 2 : 1;
+            } else {
+                lastRun = run;
+                runLength = 1;
+            }
             if (f == SCRATCH) {
                 droppedPoolEmpty++;
                 return;
@@ -284,7 +299,23 @@ public final class SimFabric implements AutoCloseable {
         public int flush() {
             int n = committed;
             committed = 0;
+            lastRun = -1;
             return n;
+        }
+
+        /**
+         * Makes {@link #sendBurst} answer {@code frames}, as a port that sends a path's run of frames
+         * as one buffer would; {@link PortCounters#txCoalesced} counts the frames that went in such
+         * runs (of at most that many). The fabric itself still carries each frame on its own.
+         */
+        public SimPort sendBurst(int frames) {
+            sendBurst = Math.max(1, frames);
+            return this;
+        }
+
+        @Override
+        public int sendBurst() {
+            return sendBurst;
         }
 
         @Override

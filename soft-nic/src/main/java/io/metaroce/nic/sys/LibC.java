@@ -45,6 +45,12 @@ public final class LibC {
     public static final int IP_TOS = 1;
     /** Asks for an IP_TOS control message with every datagram received. */
     public static final int IP_RECVTOS = 13;
+    /** The UDP socket options' level, and two of them (Linux 4.18 and 5.0). */
+    public static final int SOL_UDP = 17;
+    /** UDP_SEGMENT: a send's buffer is cut into datagrams of this many bytes (GSO; control message, u16). */
+    public static final int UDP_SEGMENT = 103;
+    /** UDP_GRO: receive coalesced datagrams, with their size in a control message (int). */
+    public static final int UDP_GRO = 104;
     /** struct cmsghdr { size_t len; int level; int type; } then the data, 8-byte aligned. */
     public static final long CMSGHDR_SIZE = 16;
 

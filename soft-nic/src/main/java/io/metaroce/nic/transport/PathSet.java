@@ -25,6 +25,16 @@ final class PathSet {
     static final int BALANCE_FLOOR_PACKETS = 2;
     /** Rotates re-requests over the live paths' entropies. */
     private int resendRotor;
+    /**
+     * Packets one ACTIVE path takes back to back before the round robin moves on, when its room
+     * allows (spec 10, "Bursts"): the port's {@link io.metaroce.nic.port.Port#sendBurst}, 1 but on
+     * a port that sends a path's run of packets as one buffer.
+     */
+    int burst = 1;
+    /** The path of the burst under way and the packets it may still take (0: none under way). */
+    private int burstPath;
+
+    private int burstLeft;
 
     /** How long a retired source-port class is avoided by redraws (spec 10). */
     static final long RETIRED_MEMORY_NS = 1_000_000_000L;
@@ -64,6 +74,7 @@ final class PathSet {
             paths[i].reset(entropy(qpn, i, n, 0), initialCwnd, rtoInitialNs);
         }
         rrCursor = 0;
+        burstLeft = 0;
         balanceCapBytes = Long.MAX_VALUE;
         classes = pool <= 0 || pool > 65536 ? 65536 : pool;
         int seed = ((qpn * 0x9e3779b1) >>> 16) & 0xffff;
@@ -219,7 +230,8 @@ final class PathSet {
                 n++;
             }
         }
-        balanceCapBytes = n == 0 ? Long.MAX_VALUE : Math.max(BALANCE_FLOOR_PACKETS * packet, BALANCE_MEANS * sum / n);
+        long floor = Math.max(BALANCE_FLOOR_PACKETS, burst) * packet; // a path may take one burst
+        balanceCapBytes = n == 0 ? Long.MAX_VALUE : Math.max(floor, BALANCE_MEANS * sum / n);
     }
 
     /** The {@code k}-th path from the round-robin cursor. */
@@ -239,6 +251,20 @@ final class PathSet {
     }
 
     /**
+     * Whether an ACTIVE path with packets in flight has room for a burst: {@link #burst} packets of
+     * {@code bytes}, or half its room when that is less (at least one). A path whose ACKs free a
+     * packet at a time then waits for the next ones instead of taking single packets, so that its
+     * packets leave in runs; an empty path always takes one (spec 10, "Bursts").
+     */
+    private boolean fitsBurst(Path p, int bytes, long room) {
+        if (p.inflightBytes == 0) {
+            return true;
+        }
+        long quantum = Math.max(1, Math.min(burst, room / (2L * bytes)));
+        return p.inflightBytes + quantum * bytes <= room;
+    }
+
+    /**
      * The path for a packet of {@code bytes}: round robin over ACTIVE paths with window room (then
      * SUSPECT ones at a quarter of their window, and ACTIVE ones past the balance cap of {@link
      * #balance}), avoiding {@code avoid} when another fits; with
@@ -246,6 +272,20 @@ final class PathSet {
      * room now. Shares (spec 10a) bound the window room like the window does.
      */
     int pick(int bytes, int avoid) {
+        if (burstLeft > 0) {
+            Path b = paths[burstPath];
+            if (burstPath != avoid
+                    && burstPath < count
+                    && b.state == Path.ACTIVE
+                    && !b.homeDrain
+                    && !b.ringFull()
+                    && b.inflightBytes + bytes <= Math.min(b.shareBytes, b.cwndBytes)
+                    && b.inflightBytes + bytes <= balanceCapBytes) {
+                burstLeft--;
+                return burstPath;
+            }
+            burstLeft = 0;
+        }
         int n = count;
         int fallback = -1;
         int overCap = -1;
@@ -274,6 +314,9 @@ final class PathSet {
             if (p.homeDrain || !fits(p, bytes, room)) {
                 continue;
             }
+            if (burst > 1 && p.state == Path.ACTIVE && !fitsBurst(p, bytes, room)) {
+                continue; // its ACKs will open room for a burst
+            }
             if (i == avoid && n > 1) {
                 if (fallback < 0) {
                     fallback = i;
@@ -296,6 +339,8 @@ final class PathSet {
                 continue;
             }
             takeTurn(i);
+            burstPath = i;
+            burstLeft = burst - 1;
             return i;
         }
         if (overCap >= 0) {

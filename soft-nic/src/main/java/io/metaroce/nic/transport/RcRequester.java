@@ -159,6 +159,7 @@ public final class RcRequester {
         trackers.clear();
         long initialCwnd = (long) PathCongestion.INITIAL_PACKETS * qp.payloadPerPacket();
         pathSet.planes = dp.planes;
+        pathSet.burst = baseline ? 1 : Math.max(1, dp.port.sendBurst());
         pathSet.start(
                 qp.qpn, pathCount(dp), dp.entropyPorts, baseline ? Long.MAX_VALUE / 4 : initialCwnd, dp.rtoInitialNs);
     }

@@ -65,6 +65,8 @@ public final class RcResponder {
 
     private int seenCount;
     private int responseRotor;
+    /** Responses the current rotor path still takes before the rotation moves on. */
+    private int responseRunLeft;
     /** Requests received (RSN placed) but not executed yet, by RSN slot: opcode, 0 when none. */
     private final int[] reqOp = new int[W];
 
@@ -702,17 +704,25 @@ public final class RcResponder {
         MemorySegment f = dp.port.claim();
         Wire.header(f, Wire.OP_ATOMIC_RESP, 0, 0, 0, rsn, qp.destQpNum, qp.qpn, qp.txToken, 0, 0, 8, 0, 0, 0);
         Wire.putU64(f, Wire.OFF_ORIGINAL, original);
-        dp.sendClaimed(f, Wire.ATOMIC_RESP_SIZE, qp.peerIp, qp.peerPort, responseEntropy());
+        dp.sendClaimed(f, Wire.ATOMIC_RESP_SIZE, qp.peerIp, qp.peerPort, responseEntropy(dp));
         dp.counters.responsesTx++;
     }
 
-    /** The reply entropy of the next path seen, in rotation: responses spread over the links. */
-    int responseEntropy() {
+    /**
+     * The reply entropy for the next response: the paths seen in rotation, so that responses spread
+     * over the links, a burst of the port's {@link io.metaroce.nic.port.Port#sendBurst} responses
+     * per path (one on most ports; a run of a path's responses leaves as one buffer on the UDP
+     * port: spec 10, "Bursts").
+     */
+    int responseEntropy(Datapath dp) {
         if (seenCount == 0) {
             return replyEntropy;
         }
-        if (++responseRotor >= seenCount) {
-            responseRotor = 0;
+        if (--responseRunLeft <= 0 || responseRotor >= seenCount) {
+            if (++responseRotor >= seenCount) {
+                responseRotor = 0;
+            }
+            responseRunLeft = dp.port.sendBurst();
         }
         return pathReplyEntropy[seenPaths[responseRotor]];
     }

@@ -167,7 +167,7 @@ final class ReadJobs {
             int len = responseLen[i];
             MemorySegment out = dp.port.claim();
             MemorySegment.copy(dp.responseFrames[i], 0, out, 0, len);
-            dp.sendClaimed(out, len, qp.peerIp, qp.peerPort, responder.responseEntropy());
+            dp.sendClaimed(out, len, qp.peerIp, qp.peerPort, responder.responseEntropy(dp));
         }
         dp.counters.responsesTx += n;
         return n;

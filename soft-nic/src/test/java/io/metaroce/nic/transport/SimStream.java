@@ -63,6 +63,8 @@ final class SimStream {
          * the same links (plane 1, hosts at 198.18.1.1 and .2).
          */
         int planes = 1;
+        /** What host A's port answers to {@link io.metaroce.nic.port.Port#sendBurst} (one plane only). */
+        int sendBurst = 1;
         /** With 2 planes: called every step with plane 1's fabric and the time since the start. */
         BiConsumer<SimFabric, Long> plane1Schedule = (f, t) -> {};
         /** Called at the end of the run with the sending QP's requester (its paths' telemetry). */
@@ -87,7 +89,9 @@ final class SimStream {
             long redraws,
             long work,
             long homeTrials,
-            long homeReturns) {
+            long homeReturns,
+            long txFrames,
+            long txCoalesced) {
         double gbps() {
             return goodputBps / 1e9;
         }
@@ -163,7 +167,7 @@ final class SimStream {
             }
             TestNode a = new TestNode(
                     plane1 == null
-                            ? fabric.attach(IP_A, UDP)
+                            ? fabric.attach(IP_A, UDP).sendBurst(c.sendBurst)
                             : new io.metaroce.nic.port.PlanePort(
                                     fabric.attach(IP_A, UDP), plane1.attach(IP_A + 0x100, UDP)),
                     UDP,
@@ -365,6 +369,8 @@ final class SimStream {
                 tc.entropyRedraws,
                 work,
                 tc.homeTrials,
-                tc.homeReturns);
+                tc.homeReturns,
+                a.port.counters().txFrames,
+                a.port.counters().txCoalesced);
     }
 }
