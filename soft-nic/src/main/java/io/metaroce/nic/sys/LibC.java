@@ -671,7 +671,7 @@ public final class LibC {
         sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 5, (byte) (ipv4 >>> 16));
         sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 6, (byte) (ipv4 >>> 8));
         sa.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 7, (byte) ipv4);
-        sa.set(JAVA_LONG.withByteAlignment(1), 8, 0L);
+        sa.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 8, 0L); // a constant layout: no lookup per call
     }
 
     /** Reads the host-order IPv4 address of a struct sockaddr_in. */
