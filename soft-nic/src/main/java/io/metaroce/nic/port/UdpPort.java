@@ -289,6 +289,13 @@ public final class UdpPort implements Port {
             int ecn = controlEcn;
             int segment = controlSegment;
             if (segment <= 0 || segment >= len) {
+                if (len > maxFrame) {
+                    // the buffer is larger than a frame (a GRO slot): such a datagram is not ours,
+                    // as one cut to maxFrame was before
+                    counters.rxFrames++;
+                    counters.rxTruncated++;
+                    continue;
+                }
                 counters.rxFrames++;
                 ByteBuffer view = rxViews[i];
                 view.clear().limit(len);
@@ -296,6 +303,12 @@ public final class UdpPort implements Port {
                 continue;
             }
             // a coalesced buffer: datagrams of `segment` bytes, the last one possibly shorter
+            if (segment > maxFrame) {
+                int frames = (len + segment - 1) / segment;
+                counters.rxFrames += frames;
+                counters.rxTruncated += frames;
+                continue;
+            }
             GroCuts cuts = rxCuts[i];
             int k = cuts.cut(segment);
             MemorySegment[] frames = cuts.frames[k];

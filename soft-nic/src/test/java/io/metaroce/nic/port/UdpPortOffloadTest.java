@@ -176,6 +176,40 @@ class UdpPortOffloadTest {
         exchange(true, true, 0);
     }
 
+    /**
+     * A GRO receive slot holds 64 KiB, but a datagram larger than a frame is still refused, alone
+     * or coalesced (counted truncated, never handed on), and the frames around it come through.
+     */
+    @Test
+    void datagramsLargerThanAFrameAreRefusedAsBefore() throws Exception {
+        int port = freePort(1);
+        int senderPort = freePort(5);
+        List<Integer> got = new ArrayList<>();
+        try (UdpPort rx = new UdpPort(LOOPBACK, port, MAX_FRAME, 8, 0, true);
+                UdpPort big = new UdpPort(LOOPBACK, senderPort, 4 * MAX_FRAME, 8, 4, true)) {
+            int[] lengths = {100, 3 * MAX_FRAME, 200, MAX_FRAME + 1, MAX_FRAME + 1, MAX_FRAME + 1, 300};
+            int[] entropy = {1, 4, 2, 4, 4, 4, 3}; // the small ones from sockets of their own
+            for (int i = 0; i < lengths.length; i++) {
+                MemorySegment f = big.claim();
+                f.set(ValueLayout.JAVA_INT_UNALIGNED, 0, i);
+                big.commit(lengths[i], LOOPBACK, port, entropy[i]);
+            }
+            big.flush();
+            assertThat(big.counters().txCoalesced)
+                    .as("the three of MAX_FRAME + 1 went as one buffer")
+                    .isEqualTo(3);
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (rx.counters().rxFrames < lengths.length && System.nanoTime() < deadline) {
+                rx.poll((frame, view, length, srcIp, srcPort, ecn) -> {
+                    assertThat(length).isLessThanOrEqualTo(MAX_FRAME);
+                    got.add(frame.get(ValueLayout.JAVA_INT_UNALIGNED, 0));
+                });
+            }
+            assertThat(got).containsExactly(0, 2, 6);
+            assertThat(rx.counters().rxTruncated).isEqualTo(4);
+        }
+    }
+
     @Test
     void theBurstIsWhatOneBufferHolds() throws Exception {
         int port = freePort(1);
