@@ -10,6 +10,10 @@
         recover_ms=x   (when EVENTS has "on"/"off" impairment times and --remaining-mbit is set)
                        from the first "on" until the trailing 50 ms average of A to B stays at
                        >= 0.8 of the remaining capacity for 500 ms (or until "off"); "-" if never
+        back_ms=x      from the first "on" until A to B is first back at >= 0.8 of the remaining
+                       capacity: the mean over the last 50 ms, counting only samples that began
+                       at or after "on" (at least 20 ms of them), so that no traffic from before
+                       the impairment counts; "-" if never before "off"
         reuse_ms=x     from the last "off" until the restored spine carries >= 0.1 of its rate
                        (trailing 50 ms average); "-" if never before the client ended
   report.py row RUNS.tsv SCENARIO
@@ -55,6 +59,20 @@ def trailing_mean(ts, vals, i, window_s):
     return total / dur if dur > 0 else vals[i]
 
 
+def mean_after(ts, vals, i, window_s, t0):
+    """Duration-weighted mean of the samples ending in (ts[i] - window_s, ts[i]] that began at or
+    after t0, and the time they cover."""
+    total = 0.0
+    dur = 0.0
+    j = i
+    while j > 0 and ts[i] - ts[j - 1] <= window_s + 1e-9 and ts[j - 1] >= t0 - 1e-9:
+        dt = ts[j] - ts[j - 1]
+        total += vals[j] * dt
+        dur += dt
+        j -= 1
+    return (total / dur if dur > 0 else 0.0), dur
+
+
 def cmd_timeline(a):
     n = a.spines
     ev = load_events(a.events)
@@ -63,7 +81,7 @@ def cmd_timeline(a):
     end = next((t for k, t in reversed(ev) if k == "end"), None)
     raw = load_rows(a.raw)
     if start is None or len(raw) < 2:
-        print("share=- top=- recover_ms=- reuse_ms=-")
+        print("share=- top=- recover_ms=- reuse_ms=- back_ms=-")
         with open(a.out, "w") as f:
             f.write("# no samples\n")
         return
@@ -99,7 +117,7 @@ def cmd_timeline(a):
     total = sum(bytes_by)
     share = "/".join("%.0f" % (100 * b / total) for b in bytes_by) if total > 0 else "-"
     top = max(range(n), key=lambda i: bytes_by[i]) if total > 0 else "-"
-    facts = {"share": share, "top": top, "recover_ms": "-", "reuse_ms": "-"}
+    facts = {"share": share, "top": top, "recover_ms": "-", "reuse_ms": "-", "back_ms": "-"}
     ons = [(t - start) / 1000.0 for k, t in ev if k == "on"]
     offs = [(t - start) / 1000.0 for k, t in ev if k == "off"]
     totals = [r[0] for r in ab]
@@ -124,6 +142,11 @@ def cmd_timeline(a):
             recovered = good_since  # good until the end, shorter than the hold
         if recovered is not None:
             facts["recover_ms"] = "%.0f" % ((recovered - t_on) * 1000)
+        for k in idx:
+            m, covered = mean_after(ts, totals, k, 0.05, t_on)
+            if covered >= 0.02 - 1e-9 and m >= target:
+                facts["back_ms"] = "%.0f" % ((ts[k] - t_on) * 1000)
+                break
     if offs and a.spine is not None:
         t_off = offs[-1]
         spine_vals = [r[1 + a.spine] for r in ab]
@@ -152,7 +175,7 @@ def cmd_timeline(a):
 
 # runs.tsv columns (run-fabric writes them)
 COLS = ["scenario", "paths", "config", "run", "gbps", "capacity", "share", "top", "recover_ms",
-        "reuse_ms", "impaired"]
+        "reuse_ms", "impaired", "back_ms"]
 
 
 def read_runs(path):
@@ -167,7 +190,7 @@ def read_runs(path):
 
 
 def med(vals):
-    nums = [float(v) for v in vals if v not in ("-", "")]
+    nums = [float(v) for v in vals if v not in ("-", "", None)]
     return statistics.median(nums) if nums else None
 
 
@@ -209,6 +232,7 @@ def scenario_rows(runs, scenario):
                 row[c + "_top"] = sel[0]["top"]
                 row[c + "_recover"] = med(r["recover_ms"] for r in sel)
                 row[c + "_reuse"] = med(r["reuse_ms"] for r in sel)
+                row[c + "_back"] = med(r.get("back_ms") for r in sel)
         b = row.get("baseline")
         x = row.get("xdp")
         row["xdp_vs_base"] = x / b if x is not None and b else None
@@ -231,6 +255,8 @@ def cmd_row(a):
             cell(row, "baseline"), cell(row, "tcp1"), cell(row, "tcp4"), fmt(row["xdp_vs_base"], "%.1fx"))
         extra = []
         for c in ("xdp", "udp", "baseline"):
+            if row.get(c + "_back") is not None:
+                extra.append(f"{c} back {row[c + '_back']:.0f} ms")
             if row.get(c + "_recover") is not None:
                 extra.append(f"{c} recover {row[c + '_recover']:.0f} ms")
             if row.get(c + "_reuse") is not None:
@@ -249,19 +275,25 @@ def cmd_table(a):
         if r["scenario"] not in scen:
             scen.append(r["scenario"])
     print("| scenario | impaired spine | paths | ceiling Gbit/s | MetaRoCE AF_XDP | MetaRoCE UDP | go-back-N baseline"
-          " | TCP 1 stream | TCP 4 streams | AF_XDP / baseline | recovery (AF_XDP) | AF_XDP spine share % | baseline's spine |")
+          " | TCP 1 stream | TCP 4 streams | AF_XDP / baseline | recovery | AF_XDP spine share % | baseline's spine |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |")
     for s in scen:
         for row in scenario_rows(runs, s):
             rec = []
-            if row.get("xdp_recover") is not None:
-                rec.append("%.0f ms" % row["xdp_recover"])
-            if row.get("xdp_reuse") is not None:
-                rec.append("reused after %.0f ms" % row["xdp_reuse"])
+            for c, name in (("xdp", "AF_XDP"), ("udp", "UDP")):
+                part = []
+                if row.get(c + "_back") is not None:
+                    part.append("back after %.0f ms" % row[c + "_back"])
+                if row.get(c + "_recover") is not None:
+                    part.append("steady after %.0f ms" % row[c + "_recover"])
+                if row.get(c + "_reuse") is not None:
+                    part.append("reused after %.0f ms" % row[c + "_reuse"])
+                if part:
+                    rec.append(name + ": " + ", ".join(part))
             print("| %s | %s | %s | %.3f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 s, row["impaired"], row["paths"] or "-", row["capacity"], cell(row, "xdp"), cell(row, "udp"),
                 cell(row, "baseline"), cell(row, "tcp1"), cell(row, "tcp4"), fmt(row["xdp_vs_base"], "%.1fx"),
-                ", ".join(rec) or "-", row.get("xdp_share", "-"), row.get("baseline_top", "-")))
+                "; ".join(rec) or "-", row.get("xdp_share", "-"), row.get("baseline_top", "-")))
     print()
     print("Cells: median Gbit/s of the runs (ratio to the ceiling). Ceiling: the capacity the fabric"
           " offers, averaged over the tools' measured window.")
