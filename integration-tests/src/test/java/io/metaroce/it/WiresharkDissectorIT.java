@@ -67,6 +67,13 @@ class WiresharkDissectorIT {
     void capturesOfPerftestAndLossyIntegrityDecodeCleanly() throws Exception {
         try (TwoHostFabric f = TwoHostFabric.direct("WiresharkDissectorIT", 1500)) {
             f.startDaemons();
+            // The daemons send a path's run of packets as one GSO buffer, which veth carries whole
+            // and tcpdump would see as one oversized datagram: with GSO limited to one segment on
+            // both ends the kernel cuts the buffers into the datagrams a wire carries, before the
+            // capture (tools/wireshark/README.md), and the daemons still send GSO buffers.
+            for (NetnsFabric.Host h : List.of(f.a(), f.b())) {
+                Sh.check("ip", "-n", h.ns(), "link", "set", "dev", h.ifname(), "gso_max_segs", "1");
+            }
             Path pcap = f.logDir().resolve("capture.pcap");
             // Full packets (1500-byte link: at most 1514 bytes a frame), written as they come.
             Proc tcpdump = f.start(
