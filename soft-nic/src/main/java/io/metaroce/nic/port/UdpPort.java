@@ -459,12 +459,9 @@ public final class UdpPort implements Port {
                 gsoMsgs.set(ValueLayout.JAVA_LONG, m + LibC.MSGHDR_CONTROLLEN, 0L);
             }
             msgSock[msgs] = sock;
-            msgFrames[msgs] = start; // the first frame; turned into a count below
+            msgFrames[msgs] = end - start;
             msgs++;
             start = end;
-        }
-        for (int k = 0; k < msgs; k++) {
-            msgFrames[k] = (k + 1 < msgs ? msgFrames[k + 1] : n) - msgFrames[k];
         }
         int sent = 0;
         int first = 0; // the first frame of message `start`

@@ -272,9 +272,7 @@ final class PathSet {
      * room now. Shares (spec 10a) bound the window room like the window does.
      */
     int pick(int bytes, int avoid) {
-        // (the conformance break below gives a DEAD path its turn in the round robin: a burst,
-        // which skips the round robin, would give it a burst's fewer turns and hide the break)
-        if (burstLeft > 0 && !ConformanceBreak.SEND_ON_DEAD_PATH) {
+        if (burstLeft > 0) {
             Path b = paths[burstPath];
             if (burstPath != avoid
                     && burstPath < count
